@@ -1,0 +1,1 @@
+"""Launchers start sims somewhere (manual, local subprocesses, Slurm) and stop them."""

@@ -1,0 +1,58 @@
+"""The small interface every launcher implements.
+
+Run creation hands the launcher `SimSpec`s in the background after the 201. The launcher reports
+back through `LauncherEvents`: when a sim starts launching (with its `launcher_ref`) and when a
+sim's process ended without the sim reporting a final state itself.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """Everything needed to start one sim's worker."""
+
+    sim_id: str
+    run_id: str
+    gpu_config: str
+    replica: int
+    trace_id: str
+    # CASCADE_URL, CASCADE_TOKEN, CASCADE_SIM_ID, CASCADE_GPU_CONFIG, CASCADE_TRACE_DIR,
+    # CASCADE_ACCELSIM_DIR (when set), CASCADE_SAMPLES_DIR: what `cascade worker` reads.
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class LauncherEvents(Protocol):
+    async def launching(self, sim_id: str, launcher_ref: str | None) -> None:
+        """The sim moves pending -> launching; `launcher_ref` is a pid or job id."""
+
+    async def exited(self, sim_id: str, exit_code: int | None, error: str) -> None:
+        """The sim's process ended; a sim that has not finished becomes `failed` with `error`."""
+
+
+class Launcher(ABC):
+    name: str = "base"
+
+    def __init__(self, events: LauncherEvents) -> None:
+        self.events = events
+
+    async def resume(self, pending: list[SimSpec], active: list[tuple[SimSpec, str | None]]) -> None:
+        """After a server restart: start `pending` sims again; keep watching `active` ones.
+
+        Workers that are still running are never killed by a restart.
+        """
+
+    @abstractmethod
+    async def submit(self, sims: list[SimSpec]) -> None:
+        """Start these sims (or queue them until there is room)."""
+
+    @abstractmethod
+    async def cancel(self, sim_id: str, launcher_ref: str | None) -> None:
+        """Stop one sim's process, if there is one. Safe to repeat."""
+
+    async def close(self) -> None:
+        """The server is stopping: stop watching, but leave running workers alone."""

@@ -1,0 +1,288 @@
+"""The API contract: every request and response type, the state machines, and `run_state()`.
+
+This module is imported by the server, the worker and the terminal UI, so it must stay light:
+pydantic and the standard library only (never aiohttp, aiosqlite or boto3).
+Field descriptions follow `spec/003-...`, section "Types".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+TraceState = Literal["uploading", "processing", "ready", "failed"]
+SimState = Literal["pending", "launching", "running", "lost", "succeeded", "failed", "cancelled"]
+RunState = Literal["active", "succeeded", "partial", "failed", "cancelled"]
+
+SIM_STATES: tuple[SimState, ...] = (
+    "pending", "launching", "running", "lost", "succeeded", "failed", "cancelled",
+)
+TERMINAL_SIM_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+
+# Every move a sim may make; anything not listed is ignored (spec 003, "Sim states").
+SIM_TRANSITIONS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"launching", "failed", "cancelled"}),
+    "launching": frozenset({"running", "lost", "succeeded", "failed", "cancelled"}),
+    "running": frozenset({"lost", "succeeded", "failed", "cancelled"}),
+    "lost": frozenset({"running", "succeeded", "failed", "cancelled"}),
+    "succeeded": frozenset(),
+    "failed": frozenset(),
+    "cancelled": frozenset(),
+}
+
+# A file a sim uploads: letters, digits, '.', '_' and '-', 1..128 characters, not '.' or '..'.
+FILE_NAME_PATTERN = r"^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$"
+
+MAX_ENTRY_COUNT = 64
+
+
+def can_transition(current: str, target: str) -> bool:
+    return target in SIM_TRANSITIONS.get(current, frozenset())
+
+
+def run_state(sim_states: Iterable[str]) -> RunState:
+    """Derive a run's state from its sims' states (never stored)."""
+    states = list(sim_states)
+    if not states or any(s not in TERMINAL_SIM_STATES for s in states):
+        return "active"
+    if all(s == "succeeded" for s in states):
+        return "succeeded"
+    if "succeeded" in states:
+        return "partial"
+    if all(s == "failed" for s in states):
+        return "failed"
+    return "cancelled"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Model(BaseModel):
+    # NaN and infinities appear in Accel-Sim stats; JSON has no literal for them, so they travel
+    # as the strings "NaN", "Infinity" and "-Infinity" (valid JSON, and a `str` in `float | str`).
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
+
+class GpuConfig(Model):
+    name: str = Field(description='Accel-Sim tested-cfgs directory name, e.g. "SM90_H100".')
+    arch: str = Field(description='For example, "sm_90".')
+    core_clock_mhz: float = Field(description="First value of -gpgpu_clock_domains in gpgpusim.config.")
+
+
+class KernelLaunch(Model):
+    kernel_id: int
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    instructions: int | None = None
+
+
+class TraceSummary(Model):
+    id: str
+    state: TraceState
+    error: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    model: str | None = None
+    layers: list[str] = Field(default_factory=list)
+    source_gpu: str | None = None
+    trace_gpu_arch: str = "sm_90"
+    suggested_sim_config: str | None = None
+    real_gpu_config: str | None = None
+    sample_sim_configs: list[str] = Field(default_factory=list)
+    sample_set: str | None = None
+    kernel_count: int = 0
+    bytes: int = 0
+    has_real_timing: bool = False
+    has_step_timeline: bool = False
+    sample: bool = False
+
+
+class TraceDetail(TraceSummary):
+    metadata: dict[str, Any] | None = None
+    kernels: list[KernelLaunch] = Field(default_factory=list)
+
+    def summary(self) -> TraceSummary:
+        return TraceSummary.model_validate(self.model_dump(exclude={"metadata", "kernels"}))
+
+
+class RunEntry(Model):
+    gpu_config: str
+    count: int = Field(ge=1, le=MAX_ENTRY_COUNT)
+
+
+class RunCreate(Model):
+    trace_id: str
+    entries: list[RunEntry] = Field(min_length=1)
+
+
+class SimMetrics(Model):
+    gpu_tot_sim_cycle: float | None = None
+    gpu_tot_sim_insn: float | None = None
+    gpu_tot_ipc: float | None = None
+    sim_rate_ips: float | None = None
+
+
+class SimSummary(Model):
+    id: str
+    run_id: str
+    gpu_config: str
+    replica: int
+    state: SimState
+    error: str | None = None
+    launcher_ref: str | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    last_heartbeat_at: datetime | None = None
+    exit_code: int | None = None
+    kernels_done: int = 0
+    kernels_total: int = 0
+    current_kernel: str | None = None
+    latest: SimMetrics = Field(default_factory=SimMetrics)
+    log_tail: list[str] = Field(default_factory=list)
+
+
+class RunSummary(Model):
+    id: str
+    trace_id: str
+    created_at: datetime
+    state: RunState
+    entries: list[RunEntry]
+    sim_counts: dict[SimState, int]
+    sample: bool = False
+    replay: bool = False
+
+
+class RunDetail(RunSummary):
+    trace: TraceSummary
+    sims: list[SimSummary]
+
+    def summary(self) -> RunSummary:
+        return RunSummary.model_validate(self.model_dump(exclude={"trace", "sims"}))
+
+
+class KernelStat(Model):
+    sim_id: str
+    kernel_index: int
+    kernel_name: str
+    kernel_launch_uid: int | None = None
+    gpu_sim_cycle: int | None = None
+    gpu_sim_insn: int | None = None
+    gpu_ipc: float | None = None
+    sim_time_ns: float | None = None
+    stats: dict[str, float | str] = Field(default_factory=dict)
+
+
+class ComparisonRow(Model):
+    kernel_index: int
+    kernel_name: str
+    real_ns: float | None = None
+    sim_ns: dict[str, float | None]
+
+
+class Comparison(Model):
+    has_real_timing: bool
+    configs: list[str]
+    rows: list[ComparisonRow]
+
+
+class SimResults(Model):
+    sim: SimSummary
+    trace_id: str
+    gpu_config: GpuConfig
+    kernels: list[KernelStat]
+    totals: SimMetrics
+
+
+class RunResults(Model):
+    run: RunSummary
+    trace: TraceDetail
+    sims: list[SimResults]
+    comparison: Comparison
+
+
+class SimStepTimeline(Model):
+    sim_id: str
+    gpu_config: str
+    replica: int
+    simulated: dict[str, Any]
+    compare: dict[str, Any] | None = None
+
+
+class SimFile(Model):
+    name: str
+    size: int
+    content_type: str
+    created_at: datetime
+
+
+class RunFile(SimFile):
+    sim_id: str
+    gpu_config: str
+    replica: int
+
+
+# --- events on GET /api/runs/{run_id}/events -------------------------------------------------
+
+class SnapshotEvent(Model):
+    type: Literal["snapshot"] = "snapshot"
+    run: RunDetail
+    kernels: list[KernelStat]
+
+
+class SimEvent(Model):
+    type: Literal["sim"] = "sim"
+    sim: SimSummary
+
+
+class LogEvent(Model):
+    type: Literal["log"] = "log"
+    sim_id: str
+    lines: list[str]
+
+
+class KernelEvent(Model):
+    type: Literal["kernel"] = "kernel"
+    stat: KernelStat
+
+
+RunEvent = Annotated[
+    Union[SnapshotEvent, SimEvent, LogEvent, KernelEvent], Field(discriminator="type")
+]
+
+
+# --- simulator endpoints (spec 002) ----------------------------------------------------------
+
+class Heartbeat(Model):
+    state: Literal["running", "succeeded", "failed"]
+    exit_code: int | None = None
+    error: str | None = None
+
+
+class HeartbeatAck(Model):
+    state: SimState
+    cancel: bool
+
+
+class LogChunk(Model):
+    seq: int = Field(ge=0)
+    lines: list[str]
+
+
+class StepTimelineUpload(Model):
+    simulated: dict[str, Any]
+    compare: dict[str, Any] | None = None
+
+    @field_validator("simulated")
+    @classmethod
+    def _has_steps_and_summary(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(value.get("steps"), list):
+            raise ValueError("simulated must have a 'steps' list")
+        if not isinstance(value.get("summary"), dict):
+            raise ValueError("simulated must have a 'summary' object")
+        return value
