@@ -1,0 +1,40 @@
+"""`cascade`: one command with subcommands; each lives in its own module and is imported lazily,
+so `cascade worker` on a sim host never imports the server or the UI."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> (module with `main(argv: list[str]) -> int`, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("cascade_tui.up", "start a server with embedded defaults and open the UI on it"),
+    "serve": ("cascade_server.serve", "run the API server (and the embedded S3 endpoint)"),
+    "tui": ("cascade_tui.cli", "open the terminal UI on a running server"),
+    "worker": ("cascade_worker.cli", "run one sim: Accel-Sim, or the stand-in replay"),
+    "upload": ("cascade_server.upload", "upload a trace directory to the S3 endpoint"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: cascade <command> [options]", "", "commands:"]
+    lines += [f"  {name:<8} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += ["", "Run `cascade <command> --help` for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in SUBCOMMANDS:
+        print(f"cascade: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
