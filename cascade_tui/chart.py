@@ -1,0 +1,109 @@
+"""The kernels view as lines of (text, style) segments: totals per config with the fastest named,
+then per kernel one horizontal bar per config (and real time when the trace has it).
+
+Pure: the widget maps style names to colours; tests read the text.
+Style names: "title", "name", "dim", "warn", "real", "cfg0".."cfgN" (a config's colour), "best".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .compare import ConfigTotal, KernelRow, Ranking
+from .formatting import bar, ellipsize, short_kernel_name, si_number, time_ns
+
+Segment = tuple[str, str]
+Line = list[Segment]
+
+VALUE_WIDTH = 10
+
+
+def _label_width(configs: Sequence[str]) -> int:
+    return max(6, min(16, max((len(c) for c in configs), default=6)))
+
+
+def _bar_line(label: str, label_w: int, value: float | None, scale: float, bar_w: int,
+              style: str, suffix: Line | None = None) -> Line:
+    frac = (value / scale) if (value is not None and scale > 0) else 0.0
+    line: Line = [
+        ("  " + ellipsize(label, label_w).ljust(label_w) + " ", "dim" if style == "real" else style),
+        (bar(frac, bar_w) if value is not None else "not finished".ljust(bar_w)[:bar_w],
+         style if value is not None else "dim"),
+        (" " + time_ns(value).rjust(VALUE_WIDTH), ""),
+    ]
+    if suffix:
+        line.extend(suffix)
+    return line
+
+
+def chart_lines(
+    configs: Sequence[str],
+    rows: Sequence[KernelRow],
+    totals: Sequence[ConfigTotal],
+    ranking: Ranking,
+    mape: Mapping[str, float | None],
+    has_real_timing: bool,
+    width: int,
+    stand_in: str | None = None,
+) -> list[Line]:
+    label_w = _label_width(configs)
+    suffix_w = 24  # "  1.31x  MAPE 12.3%"
+    bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 6)
+    style_of = {cfg: f"cfg{i % 6}" for i, cfg in enumerate(configs)}
+    lines: list[Line] = []
+
+    if stand_in:
+        lines.append([(f"⚠ {stand_in}: configs cannot be compared from this run.", "warn")])
+    lines.append([("Total simulated time per config", "title"),
+                  ("  (median over succeeded replicas)", "dim")])
+    scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
+    for total in totals:
+        suffix: Line = []
+        if total.median_ns is not None:
+            mult = ranking.multiples.get(total.config)
+            if total.config in ranking.fastest:
+                suffix.append(("  tie" if len(ranking.fastest) > 1 else "  fastest", "best"))
+            elif mult is not None:
+                suffix.append((f"  {mult:.2f}x", ""))
+            if total.succeeded > 1 and total.low_ns is not None and total.high_ns is not None:
+                suffix.append((f"  {time_ns(total.low_ns)}..{time_ns(total.high_ns)}", "dim"))
+        else:
+            suffix.append((f"  no succeeded replica ({total.replicas} sims)", "dim"))
+        err = mape.get(total.config)
+        if has_real_timing and err is not None:
+            suffix.append((f"  MAPE {err:.1f}%", ""))
+        if total.cycles is not None:
+            suffix.append((f"  {si_number(total.cycles)} cyc", "dim"))
+        lines.append(_bar_line(total.config, label_w, total.median_ns, scale, bar_w,
+                               style_of[total.config], suffix))
+    lines.append([(ranking.sentence(), "best" if ranking.fastest else "dim")])
+    if not has_real_timing:
+        lines.append([("This trace has no real timing, so there is no error against real time.",
+                       "dim")])
+    lines.append([])
+
+    if not rows:
+        lines.append([("No kernel has finished yet.", "dim")])
+        return lines
+    lines.append([("Simulated time per kernel", "title"),
+                  ("  (median over replicas that finished it)", "dim")])
+    for row in rows:
+        name = short_kernel_name(row.kernel_name) or "?"
+        lines.append([(f"#{row.kernel_index} ", "dim"), (ellipsize(name, max(10, width - 8)), "name")])
+        values = [v for v in row.sim_ns.values() if v is not None]
+        if row.real_ns is not None:
+            values.append(row.real_ns)
+        group_scale = max(values, default=0.0)
+        if has_real_timing:
+            lines.append(_bar_line("real", label_w, row.real_ns, group_scale, bar_w, "real"))
+        for cfg in configs:
+            value = row.sim_ns.get(cfg)
+            suffix = []
+            if has_real_timing and value is not None and row.real_ns:
+                suffix.append((f"  {(value - row.real_ns) / row.real_ns * 100:+.1f}%", "dim"))
+            lines.append(_bar_line(cfg, label_w, value, group_scale, bar_w, style_of[cfg], suffix))
+    return lines
+
+
+def plain(lines: Sequence[Line]) -> str:
+    return "\n".join("".join(text for text, _ in line).rstrip() for line in lines)

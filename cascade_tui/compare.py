@@ -1,0 +1,198 @@
+"""Comparison maths for the kernels view: per-kernel simulated time per config, totals per config,
+the fastest config (ties within 1%), MAPE against real time, and whether numbers come from the
+stand-in. Pure (no Textual, no I/O), so it is tested on its own.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cascade_server.models import KernelStat, RunSummary, SimSummary
+
+TIE_TOLERANCE = 0.01  # configs within 1% of the fastest tie with it
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    kernel_index: int
+    kernel_name: str  # mangled, as reported; demangle for display
+    real_ns: float | None
+    sim_ns: dict[str, float | None]  # config -> median over the replicas that finished it
+
+
+@dataclass(frozen=True)
+class ConfigTotal:
+    config: str
+    median_ns: float | None  # median of per-sim totals over succeeded replicas
+    low_ns: float | None
+    high_ns: float | None
+    succeeded: int  # replicas that succeeded (and so count)
+    replicas: int
+    cycles: float | None = None  # median latest.gpu_tot_sim_cycle over succeeded replicas
+    ipc: float | None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The fastest config(s) and every other config as a multiple of the fastest."""
+
+    fastest: tuple[str, ...]  # more than one when they tie within 1%
+    multiples: dict[str, float] = field(default_factory=dict)  # config -> total / fastest total
+    missing: tuple[str, ...] = ()  # configs with no succeeded replica
+
+    def sentence(self) -> str:
+        if not self.fastest:
+            return "No config has a succeeded replica yet, so there is no fastest config."
+        if len(self.fastest) > 1:
+            head = " and ".join(self.fastest) + " tie for fastest (within 1%)."
+        else:
+            head = f"{self.fastest[0]} is fastest."
+        others = [
+            f"{cfg} {mult:.2f}x" for cfg, mult in self.multiples.items() if cfg not in self.fastest
+        ]
+        parts = [head]
+        if others:
+            parts.append("Others: " + ", ".join(others) + ".")
+        if self.missing:
+            parts.append("No succeeded replica: " + ", ".join(self.missing) + ".")
+        return " ".join(parts)
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def config_order(entries_configs: Iterable[str], sims: Iterable[SimSummary]) -> list[str]:
+    """The run's configs in entry order, without repeats, plus any a sim names that no entry does."""
+    seen: dict[str, None] = {}
+    for cfg in entries_configs:
+        seen.setdefault(cfg, None)
+    for sim in sims:
+        seen.setdefault(sim.gpu_config, None)
+    return list(seen)
+
+
+def kernel_rows(
+    configs: Sequence[str],
+    sims: Mapping[str, SimSummary],
+    kernels: Iterable[KernelStat],
+    real_ns: Mapping[int, float | None] | None = None,
+    real_names: Mapping[int, str] | None = None,
+) -> list[KernelRow]:
+    """One row per kernel position (kernels are matched by order, like the server's comparison),
+    each config's value the median over its replicas that finished that kernel."""
+    per_pos: dict[int, dict[str, list[float]]] = {}
+    names: dict[int, str] = {}
+    for stat in kernels:
+        sim = sims.get(stat.sim_id)
+        if sim is None:
+            continue
+        names.setdefault(stat.kernel_index, stat.kernel_name)
+        if stat.sim_time_ns is None:
+            per_pos.setdefault(stat.kernel_index, {})
+            continue
+        per_pos.setdefault(stat.kernel_index, {}).setdefault(sim.gpu_config, []).append(
+            stat.sim_time_ns
+        )
+    real_ns = real_ns or {}
+    real_names = real_names or {}
+    positions = sorted(set(per_pos) | set(real_ns))
+    rows = []
+    for pos in positions:
+        values = per_pos.get(pos, {})
+        rows.append(
+            KernelRow(
+                kernel_index=pos,
+                kernel_name=real_names.get(pos) or names.get(pos, ""),
+                real_ns=real_ns.get(pos),
+                sim_ns={cfg: _median(values.get(cfg, [])) for cfg in configs},
+            )
+        )
+    return rows
+
+
+def sim_totals(kernels: Iterable[KernelStat]) -> dict[str, float]:
+    """Total simulated time per sim: the sum of `sim_time_ns` over the kernels it finished."""
+    totals: dict[str, float] = {}
+    for stat in kernels:
+        if stat.sim_time_ns is not None:
+            totals[stat.sim_id] = totals.get(stat.sim_id, 0.0) + stat.sim_time_ns
+    return totals
+
+
+def config_totals(
+    configs: Sequence[str], sims: Mapping[str, SimSummary], kernels: Iterable[KernelStat]
+) -> list[ConfigTotal]:
+    """Per config, the median total over replicas that succeeded (a sim that did not succeed has
+    only part of its kernels, so it is left out), with the lowest and highest total."""
+    per_sim = sim_totals(kernels)
+    out = []
+    for cfg in configs:
+        replicas = [s for s in sims.values() if s.gpu_config == cfg]
+        ok = [s for s in replicas if s.state == "succeeded"]
+        totals = sorted(per_sim.get(s.id, 0.0) for s in ok)
+        cycles = [s.latest.gpu_tot_sim_cycle for s in ok if s.latest.gpu_tot_sim_cycle is not None]
+        ipcs = [s.latest.gpu_tot_ipc for s in ok if s.latest.gpu_tot_ipc is not None]
+        out.append(
+            ConfigTotal(
+                config=cfg,
+                median_ns=_median(totals),
+                low_ns=totals[0] if totals else None,
+                high_ns=totals[-1] if totals else None,
+                succeeded=len(ok),
+                replicas=len(replicas),
+                cycles=_median(cycles),
+                ipc=_median(ipcs),
+            )
+        )
+    return out
+
+
+def rank(totals: Sequence[ConfigTotal], tolerance: float = TIE_TOLERANCE) -> Ranking:
+    """The fastest config, configs within `tolerance` of it as ties, the rest as multiples."""
+    have = [t for t in totals if t.median_ns is not None and t.median_ns > 0]
+    missing = tuple(t.config for t in totals if t.median_ns is None)
+    if not have:
+        return Ranking(fastest=(), multiples={}, missing=missing)
+    best = min(t.median_ns for t in have)  # type: ignore[type-var]
+    fastest = tuple(t.config for t in have if t.median_ns <= best * (1 + tolerance))  # type: ignore[operator]
+    multiples = {t.config: t.median_ns / best for t in have}  # type: ignore[operator]
+    return Ranking(fastest=fastest, multiples=multiples, missing=missing)
+
+
+def mape(rows: Iterable[KernelRow], configs: Sequence[str]) -> dict[str, float | None]:
+    """Mean absolute percentage error of each config's simulated time against real time, over the
+    kernels that have both; `None` for a config with no such kernel."""
+    errors: dict[str, list[float]] = {cfg: [] for cfg in configs}
+    for row in rows:
+        if row.real_ns is None or row.real_ns <= 0:
+            continue
+        for cfg in configs:
+            sim = row.sim_ns.get(cfg)
+            if sim is not None:
+                errors[cfg].append(abs(sim - row.real_ns) / row.real_ns * 100.0)
+    return {cfg: (sum(v) / len(v) if v else None) for cfg, v in errors.items()}
+
+
+def stand_in_reason(run: RunSummary | None, sims: Iterable[SimSummary]) -> str | None:
+    """Why these numbers come from the stand-in rather than a simulation of this trace, or None.
+
+    The server says so with `replay`/`sample`; otherwise a sim that finished a different number of
+    kernels than the trace has (more than it has, or succeeded short of it) replayed another log.
+    """
+    if run is not None and run.sample:
+        return "sample run: results recorded elsewhere, replayed here"
+    if run is not None and run.replay:
+        return "stand-in: sims replayed a recorded Accel-Sim log, not this trace"
+    for sim in sims:
+        if sim.kernels_total and (
+            sim.kernels_done > sim.kernels_total
+            or (sim.state == "succeeded" and sim.kernels_done != sim.kernels_total)
+        ):
+            return (
+                f"stand-in: a sim finished {sim.kernels_done} kernels of the trace's "
+                f"{sim.kernels_total}, so it replayed another log"
+            )
+    return None

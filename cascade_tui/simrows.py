@@ -1,0 +1,168 @@
+"""The sims table as data: which columns fit a width, each sim's cells, and sort orders.
+
+Pure (no Textual): the table widget only paints what these functions return, so the layout at
+80 columns, the cell texts and the sort behaviour are unit-tested here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from cascade_server.models import SimSummary
+
+from .formatting import (
+    age,
+    ellipsize,
+    fixed,
+    progress_fraction,
+    progress_text,
+    short_kernel_name,
+    si_number,
+    state_label,
+)
+
+# A running sim whose last heartbeat is older than this is shown as stale (before the server's
+# own timeout marks it `lost`), so a silent sim is visible early.
+STALE_HEARTBEAT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    width: int  # 0 = flexible (takes what is left)
+    priority: int  # lower is kept first when the terminal is narrow
+    align: str = "left"
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("config", "config", 14, 0),
+    Column("replica", "#", 3, 1, "right"),
+    Column("state", "state", 11, 0),
+    Column("progress", "kernels", 15, 0),
+    Column("cycles", "cycles", 8, 2, "right"),
+    Column("heartbeat", "beat", 5, 2, "right"),
+    Column("ipc", "IPC", 7, 3, "right"),
+    Column("rate", "rate/s", 7, 4, "right"),
+    Column("kernel", "current kernel / error", 0, 1),
+)
+FLEX_MIN = 16
+SEPARATOR = 1
+
+SORT_KEYS: tuple[str, ...] = ("config", "state", "progress", "cycles", "ipc", "rate", "heartbeat")
+
+# Order states read in when sorting by state: problems first, then live work, then done.
+_STATE_ORDER = {s: i for i, s in enumerate(
+    ("failed", "lost", "running", "launching", "pending", "cancelled", "succeeded")
+)}
+
+
+@dataclass(frozen=True)
+class Layout:
+    columns: tuple[Column, ...]
+    widths: tuple[int, ...]
+
+
+def layout(width: int) -> Layout:
+    """The columns that fit `width` cells, keeping lower priorities first, in display order."""
+    fixed_cols = [c for c in COLUMNS if c.width]
+    flex = [c for c in COLUMNS if not c.width]
+    chosen: set[str] = set()
+    used = FLEX_MIN + SEPARATOR if flex else 0
+    for col in sorted(fixed_cols, key=lambda c: c.priority):
+        need = col.width + SEPARATOR
+        if col.priority == 0 or used + need <= width:
+            chosen.add(col.key)
+            used += need
+    cols = tuple(c for c in COLUMNS if c.key in chosen or not c.width)
+    spare = width - sum(c.width + SEPARATOR for c in cols if c.width) - SEPARATOR
+    widths = tuple(c.width if c.width else max(FLEX_MIN, spare) for c in cols)
+    return Layout(cols, widths)
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    style: str = ""  # a style name the widget maps to a colour: "state-running", "error", "stale"
+
+
+def heartbeat_seconds(sim: SimSummary, now: datetime) -> float | None:
+    if sim.last_heartbeat_at is None:
+        return None
+    return (now - sim.last_heartbeat_at).total_seconds()
+
+
+def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, Cell]:
+    """Every column's text for one sim (the widget picks the ones the layout kept)."""
+    hb = heartbeat_seconds(sim, now)
+    live = sim.state in ("running", "launching", "lost")
+    stale = live and hb is not None and hb > STALE_HEARTBEAT_S
+    if sim.error:
+        last = Cell(sim.error, "error")
+    else:
+        last = Cell(short_kernel_name(sim.current_kernel), "")
+    rate = sim.latest.sim_rate_ips
+    return {
+        "config": Cell(sim.gpu_config),
+        "replica": Cell(str(sim.replica)),
+        "state": Cell(state_label(sim.state), f"state-{sim.state}"),
+        "progress": Cell(progress_text(sim.kernels_done, sim.kernels_total, bar_width),
+                         "over" if sim.kernels_total and sim.kernels_done > sim.kernels_total else ""),
+        "cycles": Cell(si_number(sim.latest.gpu_tot_sim_cycle)),
+        "ipc": Cell(fixed(sim.latest.gpu_tot_ipc, 1)),
+        "rate": Cell(si_number(rate)),
+        "heartbeat": Cell(age(sim.last_heartbeat_at, now) if live else "-", "stale" if stale else ""),
+        "kernel": last,
+    }
+
+
+def row_texts(cells: dict[str, Cell], lay: Layout) -> tuple[tuple[str, str], ...]:
+    """The row as fitted (text, style) pairs: what the widget paints and what the diff compares."""
+    out = []
+    for col, width in zip(lay.columns, lay.widths):
+        cell = cells[col.key]
+        text = ellipsize(cell.text, width)
+        text = text.rjust(width) if col.align == "right" else text.ljust(width)
+        out.append((text, cell.style))
+    return tuple(out)
+
+
+def header_texts(lay: Layout, sort_key: str, reverse: bool) -> tuple[str, ...]:
+    arrow = "▼" if reverse else "▲"
+    out = []
+    for col, width in zip(lay.columns, lay.widths):
+        title = col.title + (arrow if _sort_column(sort_key) == col.key else "")
+        title = ellipsize(title, width)
+        out.append(title.rjust(width) if col.align == "right" else title.ljust(width))
+    return tuple(out)
+
+
+def _sort_column(sort_key: str) -> str:
+    return "config" if sort_key == "config" else sort_key
+
+
+def sort_key_func(key: str, now: datetime) -> Callable[[SimSummary], tuple]:
+    def num(v: float | None) -> float:
+        return float("-inf") if v is None else v
+
+    funcs: dict[str, Callable[[SimSummary], tuple]] = {
+        "config": lambda s: (s.gpu_config, s.replica),
+        "state": lambda s: (_STATE_ORDER.get(s.state, 99), s.gpu_config, s.replica),
+        "progress": lambda s: (progress_fraction(s.kernels_done, s.kernels_total), s.kernels_done,
+                               s.gpu_config, s.replica),
+        "cycles": lambda s: (num(s.latest.gpu_tot_sim_cycle), s.gpu_config, s.replica),
+        "ipc": lambda s: (num(s.latest.gpu_tot_ipc), s.gpu_config, s.replica),
+        "rate": lambda s: (num(s.latest.sim_rate_ips), s.gpu_config, s.replica),
+        "heartbeat": lambda s: (num(heartbeat_seconds(s, now)), s.gpu_config, s.replica),
+    }
+    return funcs[key]
+
+
+def sorted_ids(sims: Iterable[SimSummary], key: str, reverse: bool, now: datetime) -> list[str]:
+    return [s.id for s in sorted(sims, key=sort_key_func(key, now), reverse=reverse)]
+
+
+def next_sort_key(current: str, keys: Sequence[str] = SORT_KEYS) -> str:
+    return keys[(keys.index(current) + 1) % len(keys)] if current in keys else keys[0]
