@@ -1,0 +1,73 @@
+"""Auth and error middlewares."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+from aiohttp import web
+
+from .appkeys import SETTINGS_KEY
+from .http import ApiError, error_response
+from .storage import NotFound
+
+log = logging.getLogger(__name__)
+
+OPEN_PATHS = frozenset({"/api/health"})
+BEARER = {"WWW-Authenticate": "Bearer"}
+
+
+def _token_matches(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _check_token(request: web.Request, expected: str) -> None:
+    # Only the events route takes ?token=, because a browser's EventSource cannot send headers.
+    if request.match_info.route.name == "run-events" and "token" in request.query:
+        if not _token_matches(request.query["token"], expected):
+            raise ApiError(401, "invalid token", BEARER)
+        return
+    header = request.headers.get("Authorization")
+    if header is None:
+        raise ApiError(401, "missing Authorization header: send 'Authorization: Bearer <token>'", BEARER)
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "malformed Authorization header: expected 'Bearer <token>'", BEARER)
+    if not _token_matches(token.strip(), expected):
+        raise ApiError(401, "invalid token", BEARER)
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler):
+    """Every error is JSON with `detail`; nothing unexpected leaks a traceback to the client."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc.status, exc.detail, exc.headers)
+    except NotFound as exc:
+        return error_response(404, str(exc))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        detail = exc.reason
+        if exc.status == 413:
+            detail = f"request body is too large (limit {request.app[SETTINGS_KEY].max_json_bytes} bytes)"
+        return error_response(exc.status, detail, {k: v for k, v in exc.headers.items() if k == "Allow"})
+    except (ConnectionResetError, web.RequestEntityTooLarge):
+        raise
+    except Exception:
+        log.exception("unexpected error in %s %s", request.method, request.path)
+        return error_response(500, "internal server error")
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler):
+    settings = request.app[SETTINGS_KEY]
+    match = request.match_info
+    if match.http_exception is not None:
+        # Unknown /api/ paths are 404 {"detail": "Not Found"} before (and without) auth.
+        raise match.http_exception
+    if settings.no_auth or request.path in OPEN_PATHS or not request.path.startswith("/api/"):
+        return await handler(request)
+    _check_token(request, settings.token or "")
+    return await handler(request)

@@ -1,0 +1,120 @@
+"""Pure result maths: the per-kernel comparison, real timing, and the Perfetto (Chrome) trace."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from .models import Comparison, ComparisonRow, KernelStat, RunDetail
+
+STAND_IN_NOTE = (
+    "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe "
+    "this trace."
+)
+
+
+def run_configs(run: RunDetail) -> list[str]:
+    """The run's configs in entry order, without repeats."""
+    return list(dict.fromkeys(entry.gpu_config for entry in run.entries))
+
+
+def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
+    """`real_timing.json` -> [(kernel_name, duration_ns)] sorted by kernel id.
+
+    Accepts a list of kernel objects or an object holding one under `kernels`; each kernel has
+    `kernel_id` (or `id`), `duration_ns` and optionally `kernel_name`/`name`.
+    """
+    items = doc.get("kernels", []) if isinstance(doc, dict) else doc
+    rows = []
+    for position, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict):
+            continue
+        kernel_id = item.get("kernel_id", item.get("id", position))
+        duration = item.get("duration_ns")
+        name = item.get("kernel_name", item.get("name"))
+        rows.append((
+            kernel_id if isinstance(kernel_id, (int, float)) else position,
+            name if isinstance(name, str) else None,
+            float(duration) if isinstance(duration, (int, float)) else None,
+        ))
+    rows.sort(key=lambda row: row[0])
+    return [(name, duration) for _, name, duration in rows]
+
+
+def load_real_timing(trace_dir: Path) -> list[tuple[str | None, float | None]] | None:
+    path = trace_dir / "real_timing.json"
+    try:
+        return parse_real_timing(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def comparison(
+    run: RunDetail, kernels: list[KernelStat], real: list[tuple[str | None, float | None]] | None
+) -> Comparison:
+    """Row i: the i-th kernel the sims finished against the i-th real kernel; per config the
+    median `sim_time_ns` over the replicas that finished kernel i."""
+    configs = run_configs(run)
+    config_of = {sim.id: sim.gpu_config for sim in run.sims}
+    by_position: dict[int, dict[str, list[float]]] = {}
+    first_name: dict[int, str] = {}
+    for stat in kernels:  # ordered by config, replica, kernel: the first name seen is the first sim's
+        first_name.setdefault(stat.kernel_index, stat.kernel_name)
+        if stat.sim_time_ns is not None:
+            by_position.setdefault(stat.kernel_index, {}).setdefault(config_of[stat.sim_id], []).append(
+                stat.sim_time_ns
+            )
+    real = real or []
+    n_rows = max([len(real), *(index + 1 for index in first_name)], default=0)
+    rows = []
+    for index in range(n_rows):
+        real_name, real_ns = real[index] if index < len(real) else (None, None)
+        times = by_position.get(index, {})
+        rows.append(ComparisonRow(
+            kernel_index=index,
+            kernel_name=real_name or first_name.get(index, ""),
+            real_ns=real_ns,
+            sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
+        ))
+    return Comparison(has_real_timing=bool(real), configs=configs, rows=rows)
+
+
+def perfetto_trace(run: RunDetail, kernels: list[KernelStat], demangle=lambda name: name) -> dict[str, Any]:
+    """Chrome trace JSON: a process per config, a thread per replica, one slice per kernel laid
+    end to end by `sim_time_ns` (timestamps in microseconds, as the format wants)."""
+    configs = run_configs(run)
+    pid_of = {config: number for number, config in enumerate(configs, start=1)}
+    sims = {sim.id: sim for sim in run.sims}
+    events: list[dict[str, Any]] = []
+    for config, pid in pid_of.items():
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": config}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}})
+    for sim in run.sims:
+        pid, tid = pid_of.get(sim.gpu_config, 0), sim.replica + 1
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                       "args": {"name": f"replica {sim.replica} ({sim.id}, {sim.state})"}})
+    clock_us: dict[str, float] = {}
+    for stat in kernels:
+        sim = sims.get(stat.sim_id)
+        if sim is None or stat.sim_time_ns is None:
+            continue
+        start = clock_us.get(sim.id, 0.0)
+        duration = stat.sim_time_ns / 1000.0
+        clock_us[sim.id] = start + duration
+        events.append({
+            "ph": "X", "cat": "kernel", "name": demangle(stat.kernel_name),
+            "pid": pid_of.get(sim.gpu_config, 0), "tid": sim.replica + 1,
+            "ts": start, "dur": duration,
+            "args": {
+                "kernel_index": stat.kernel_index, "kernel_name": stat.kernel_name,
+                "kernel_launch_uid": stat.kernel_launch_uid, "gpu_sim_cycle": stat.gpu_sim_cycle,
+                "gpu_sim_insn": stat.gpu_sim_insn, "gpu_ipc": stat.gpu_ipc,
+                "sim_time_ns": stat.sim_time_ns,
+            },
+        })
+    other = {"run_id": run.id, "trace_id": run.trace_id, "source": "Cascade: Accel-Sim simulated time"}
+    if run.replay or run.sample:
+        other["note"] = STAND_IN_NOTE
+    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}

@@ -1,0 +1,63 @@
+"""Health, traces, GPU configs and runs."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .appkeys import GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .http import ok, read_model
+from .models import RunCreate
+from .storage import NotFound
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/api/health")
+async def health(request: web.Request) -> web.Response:
+    settings = request.app[SETTINGS_KEY]
+    return web.json_response({
+        "ok": True,
+        "auth": not settings.no_auth,
+        "workspace": settings.workspace,
+        "s3_endpoint": settings.s3_endpoint,
+    })
+
+
+@routes.get("/api/traces")
+async def list_traces(request: web.Request) -> web.Response:
+    return ok(await request.app[STORE_KEY].list_traces())
+
+
+@routes.get("/api/traces/{trace_id}")
+async def get_trace(request: web.Request) -> web.Response:
+    trace_id = request.match_info["trace_id"]
+    trace = await request.app[STORE_KEY].get_trace(trace_id)
+    if trace is None:
+        raise NotFound(f"trace {trace_id} not found")
+    return ok(trace)
+
+
+@routes.get("/api/gpu-configs")
+async def list_gpu_configs(request: web.Request) -> web.Response:
+    return ok(list(request.app[GPU_CONFIGS_KEY].values()))
+
+
+@routes.post("/api/runs")
+async def create_run(request: web.Request) -> web.Response:
+    body = await read_model(request, RunCreate)
+    return ok(await request.app[RUNS_KEY].create(body), status=201)
+
+
+@routes.get("/api/runs")
+async def list_runs(request: web.Request) -> web.Response:
+    return ok(await request.app[STORE_KEY].list_runs())
+
+
+@routes.get("/api/runs/{run_id}")
+async def get_run(request: web.Request) -> web.Response:
+    return ok(await request.app[STORE_KEY].require_run(request.match_info["run_id"]))
+
+
+@routes.post("/api/runs/{run_id}/cancel")
+async def cancel_run(request: web.Request) -> web.Response:
+    return ok(await request.app[RUNS_KEY].cancel(request.match_info["run_id"]))

@@ -1,0 +1,150 @@
+"""What a run produced: logs, kernels, comparison, downloads, Perfetto, step timing, files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+from aiohttp import web
+
+from .appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
+from .demangle import demangle
+from .http import ok
+from .models import GpuConfig, RunDetail, SimResults
+from .results import comparison, load_real_timing, perfetto_trace
+from .routes_sim import check_file_name, content_type_for
+from .storage import NotFound
+
+routes = web.RouteTableDef()
+
+
+def attachment(filename: str) -> dict[str, str]:
+    return {"Content-Disposition": f'attachment; filename="{filename}"'}
+
+
+async def _comparison(request: web.Request, run: RunDetail):
+    kernels = await request.app[STORE_KEY].run_kernels(run.id)
+    real = load_real_timing(request.app[SETTINGS_KEY].traces_dir / run.trace_id)
+    return comparison(run, kernels, real)
+
+
+def _config(request: web.Request, name: str) -> GpuConfig:
+    known = request.app[GPU_CONFIGS_KEY].get(name)
+    return known or GpuConfig(name=name, arch="unknown", core_clock_mhz=0)
+
+
+@routes.get("/api/sims/{sim_id}/log")
+async def sim_log(request: web.Request) -> web.StreamResponse:
+    store = request.app[STORE_KEY]
+    sim = await store.require_sim(request.match_info["sim_id"])
+    response = web.StreamResponse(headers={
+        "Content-Type": "text/plain; charset=utf-8", **attachment(f"{sim.id}.log"),
+    })
+    await response.prepare(request)
+    async for block in store.iter_log(sim.id):
+        await response.write(block)
+    await response.write_eof()
+    return response
+
+
+@routes.get("/api/runs/{run_id}/kernels")
+async def run_kernels(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    run = await store.require_run(request.match_info["run_id"])
+    return ok(await store.run_kernels(run.id))
+
+
+@routes.get("/api/runs/{run_id}/comparison")
+async def run_comparison(request: web.Request) -> web.Response:
+    run = await request.app[STORE_KEY].require_run(request.match_info["run_id"])
+    return ok(await _comparison(request, run))
+
+
+@routes.get("/api/sims/{sim_id}/results")
+async def sim_results(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    sim = await store.require_sim(request.match_info["sim_id"])
+    run = await store.require_run(sim.run_id)
+    results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
+                         kernels=await store.sim_kernels(sim.id), totals=sim.latest)
+    return ok(results, **attachment(f"{sim.id}-results.json"))
+
+
+@routes.get("/api/runs/{run_id}/results")
+async def run_results(request: web.Request) -> web.StreamResponse:
+    """RunResults, streamed a sim at a time: a run's full stats can be hundreds of megabytes."""
+    store = request.app[STORE_KEY]
+    run = await store.require_run(request.match_info["run_id"])
+    trace = await store.get_trace(run.trace_id)
+    trace_json = trace.model_dump_json() if trace else run.trace.model_dump_json()
+    response = web.StreamResponse(headers={
+        "Content-Type": "application/json", **attachment(f"{run.id}-results.json"),
+    })
+    await response.prepare(request)
+    await response.write(
+        b'{"run":' + run.summary().model_dump_json().encode() + b',"trace":' + trace_json.encode() + b',"sims":['
+    )
+    for number, sim in enumerate(run.sims):
+        results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
+                             kernels=await store.sim_kernels(sim.id), totals=sim.latest)
+        await response.write((b"," if number else b"") + results.model_dump_json().encode())
+    compared = await _comparison(request, run)
+    await response.write(b'],"comparison":' + compared.model_dump_json().encode() + b"}")
+    await response.write_eof()
+    return response
+
+
+@routes.get("/api/runs/{run_id}/perfetto")
+async def run_perfetto(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    run = await store.require_run(request.match_info["run_id"])
+    trace = perfetto_trace(run, await store.run_kernels(run.id), demangle)
+    return web.Response(body=json.dumps(trace).encode(), content_type="application/json",
+                        headers=attachment(f"{run.id}-perfetto.json"))
+
+
+@routes.get("/api/runs/{run_id}/step-timelines")
+async def run_step_timelines(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    run = await store.require_run(request.match_info["run_id"])
+    return ok(await store.run_step_timelines(run.id))
+
+
+@routes.get("/api/runs/{run_id}/files")
+async def run_files(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    run = await store.require_run(request.match_info["run_id"])
+    return ok(await store.run_files(run.id))
+
+
+@routes.get("/api/sims/{sim_id}/files")
+async def sim_files(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    sim = await store.require_sim(request.match_info["sim_id"])
+    return ok(await store.sim_files(sim.id))
+
+
+@routes.get("/api/sims/{sim_id}/files/{name}")
+async def sim_file(request: web.Request) -> web.StreamResponse:
+    store = request.app[STORE_KEY]
+    name = request.match_info["name"]
+    check_file_name(name)
+    sim = await store.require_sim(request.match_info["sim_id"])
+    path = request.app[SETTINGS_KEY].files_dir / sim.id / name
+    if name not in {f.name for f in await store.sim_files(sim.id)} or not path.is_file():
+        raise NotFound(f"sim {sim.id} has no file {name}")
+    # Streamed by hand, not with FileResponse: that one serves a sibling `<name>.gz` with
+    # Content-Encoding when it exists, and a sim may upload both `x.txt` and `x.txt.gz`.
+    # A `.gz` goes out as application/gzip with no Content-Encoding, so it stays compressed.
+    loop = asyncio.get_running_loop()
+    with open(path, "rb") as source:
+        size = os.fstat(source.fileno()).st_size
+        response = web.StreamResponse(headers={
+            "Content-Type": content_type_for(name), "Content-Length": str(size), **attachment(name),
+        })
+        await response.prepare(request)
+        while block := await loop.run_in_executor(None, source.read, 1 << 20):
+            await response.write(block)
+    await response.write_eof()
+    return response

@@ -1,0 +1,98 @@
+"""The simulator endpoints (spec 002): heartbeat, log chunks, step timing, output files."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import re
+import secrets
+
+from aiohttp import web
+
+from .appkeys import SETTINGS_KEY, STORE_KEY
+from .http import ApiError, ok, read_model
+from .models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
+
+routes = web.RouteTableDef()
+
+FILE_NAME = re.compile(FILE_NAME_PATTERN)
+MIB = 1024 * 1024
+CONTENT_TYPES = {
+    ".csv": "text/csv", ".txt": "text/plain", ".log": "text/plain",
+    ".json": "application/json", ".gz": "application/gzip",
+}
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def content_type_for(name: str) -> str:
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in CONTENT_TYPES:
+        return CONTENT_TYPES[suffix]
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    return guessed or "application/octet-stream"
+
+
+def check_file_name(name: str) -> None:
+    if not FILE_NAME.match(name):
+        raise ApiError(422, f"file name {name!r} must match {FILE_NAME_PATTERN}")
+
+
+@routes.post("/api/sims/{sim_id}/heartbeat")
+async def heartbeat(request: web.Request) -> web.Response:
+    beat = await read_model(request, Heartbeat)
+    return ok(await request.app[STORE_KEY].heartbeat(request.match_info["sim_id"], beat))
+
+
+@routes.post("/api/sims/{sim_id}/logs")
+async def append_log(request: web.Request) -> web.Response:
+    chunk = await read_model(request, LogChunk)
+    await request.app[STORE_KEY].append_log(request.match_info["sim_id"], chunk.seq, chunk.lines)
+    return web.Response(status=204)
+
+
+@routes.post("/api/sims/{sim_id}/step-timeline")
+async def put_step_timeline(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    sim = await store.require_sim(request.match_info["sim_id"])
+    upload = await read_model(request, StepTimelineUpload)
+    await store.put_step_timeline(sim.id, upload)
+    return web.Response(status=204)
+
+
+@routes.put("/api/sims/{sim_id}/files/{name}")
+async def put_file(request: web.Request) -> web.Response:
+    """Stream the body to a temp file, enforcing the per-file and per-sim limits as bytes arrive,
+    then rename it into place: a reader never sees half a file."""
+    settings, store = request.app[SETTINGS_KEY], request.app[STORE_KEY]
+    name = request.match_info["name"]
+    check_file_name(name)
+    sim = await store.require_sim(request.match_info["sim_id"])
+    if request.content_type in FORM_TYPES:
+        raise ApiError(415, "send the file's raw bytes as application/octet-stream, not a form")
+    others = sum(f.size for f in await store.sim_files(sim.id) if f.name != name)
+    room = settings.max_sim_files_bytes - others
+
+    def too_big(size: int) -> ApiError | None:
+        if size > settings.max_file_bytes:
+            return ApiError(413, f"file is over the {settings.max_file_bytes // MIB} MiB per-file limit")
+        if size > room:
+            return ApiError(413, f"the sim's files would pass {settings.max_sim_files_bytes // MIB} MiB in all")
+        return None
+
+    if request.content_length is not None and (error := too_big(request.content_length)):
+        raise error
+    sim_dir = settings.files_dir / sim.id
+    sim_dir.mkdir(parents=True, exist_ok=True)
+    partial = sim_dir / f".{name}.{secrets.token_hex(4)}.part"
+    size = 0
+    try:
+        with open(partial, "wb") as out:
+            async for block in request.content.iter_chunked(1 << 20):
+                size += len(block)
+                if error := too_big(size):
+                    raise error
+                out.write(block)
+        os.replace(partial, sim_dir / name)
+    finally:
+        partial.unlink(missing_ok=True)
+    return ok(await store.put_file(sim.id, name, size, content_type_for(name)))

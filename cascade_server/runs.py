@@ -1,0 +1,108 @@
+"""Creating and cancelling runs, and the glue between the store and the launcher."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from .http import ApiError
+from .launchers.base import Launcher, SimSpec
+from .models import GpuConfig, RunCreate, RunDetail, SimSummary
+from .settings import Settings
+from .storage import NotFound, Store
+
+log = logging.getLogger(__name__)
+
+
+class StoreLauncherEvents:
+    """What a launcher reports, applied to the store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def launching(self, sim_id: str, launcher_ref: str | None) -> None:
+        await self.store.mark_launching(sim_id, launcher_ref)
+
+    async def exited(self, sim_id: str, exit_code: int | None, error: str) -> None:
+        await self.store.mark_failed(sim_id, error, exit_code)
+
+
+class RunService:
+    def __init__(self, store: Store, settings: Settings, configs: dict[str, GpuConfig], launcher: Launcher) -> None:
+        self.store, self.settings, self.configs, self.launcher = store, settings, configs, launcher
+        self._tasks: set[asyncio.Task] = set()
+
+    def sim_spec(self, sim: SimSummary, trace_id: str) -> SimSpec:
+        settings = self.settings
+        env = {
+            "CASCADE_URL": settings.base_url,
+            "CASCADE_TOKEN": settings.token or "",
+            "CASCADE_SIM_ID": sim.id,
+            "CASCADE_GPU_CONFIG": sim.gpu_config,
+            "CASCADE_TRACE_DIR": str(settings.traces_dir / trace_id),
+            "CASCADE_SAMPLES_DIR": str(settings.samples_dir),
+        }
+        if settings.accelsim_dir is not None:
+            env["CASCADE_ACCELSIM_DIR"] = str(settings.accelsim_dir)
+        if settings.replay_speed is not None:
+            env["CASCADE_REPLAY_SPEED"] = str(settings.replay_speed)
+        return SimSpec(sim_id=sim.id, run_id=sim.run_id, gpu_config=sim.gpu_config,
+                       replica=sim.replica, trace_id=trace_id, env=env)
+
+    async def create(self, body: RunCreate) -> RunDetail:
+        trace = await self.store.get_trace(body.trace_id)
+        if trace is None:
+            raise NotFound(f"trace {body.trace_id} not found")
+        if trace.sample:
+            raise ApiError(409, f"trace {trace.id} is a sample, which has no instruction traces to simulate")
+        if trace.state != "ready":
+            raise ApiError(409, f"trace {trace.id} is {trace.state}, not ready")
+        seen: set[str] = set()
+        for entry in body.entries:
+            config = self.configs.get(entry.gpu_config)
+            if config is None:
+                raise ApiError(422, f"unknown gpu_config {entry.gpu_config!r}; GET /api/gpu-configs lists them")
+            if config.arch != trace.trace_gpu_arch:
+                raise ApiError(
+                    422,
+                    f"gpu_config {config.name!r} is {config.arch}, but trace {trace.id} is {trace.trace_gpu_arch}",
+                )
+            if entry.gpu_config in seen:
+                raise ApiError(422, f"gpu_config {entry.gpu_config!r} appears in more than one entry; raise its count instead")
+            seen.add(entry.gpu_config)
+        run = await self.store.create_run(trace, body.entries, self.configs)
+        self._background(self._submit([self.sim_spec(sim, trace.id) for sim in run.sims]))
+        return run
+
+    async def _submit(self, specs: list[SimSpec]) -> None:
+        try:
+            await self.launcher.submit(specs)
+        except Exception as exc:  # the launcher could not start them: say so on each sim
+            log.exception("launcher %s failed", self.launcher.name)
+            for spec in specs:
+                await self.store.mark_failed(spec.sim_id, f"launcher {self.launcher.name} failed: {exc}")
+
+    async def cancel(self, run_id: str) -> RunDetail:
+        run, cancelled = await self.store.cancel_run(run_id)
+        for sim in cancelled:
+            self._background(self.launcher.cancel(sim.id, sim.launcher_ref))
+        return run
+
+    async def resume(self) -> None:
+        """After a restart: hand unfinished sims back to the launcher."""
+        pending = [self.sim_spec(s, t) for s, t in await self.store.sims_in_states(["pending"])]
+        active = [
+            (self.sim_spec(s, t), s.launcher_ref)
+            for s, t in await self.store.sims_in_states(["launching", "running", "lost"])
+        ]
+        await self.launcher.resume(pending, active)
+
+    def _background(self, coro) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

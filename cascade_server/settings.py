@@ -1,0 +1,100 @@
+"""Server configuration: every `CASCADE_*` environment variable, in one pydantic-settings model."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+
+
+def default_data_dir() -> Path:
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "cascade"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CASCADE_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # The token every client sends; generated and stored in data_dir/token when unset.
+    token: str | None = None
+    no_auth: bool = False
+    workspace: str | None = None
+    # The URL workers use to reach this server; derived from host and port when unset.
+    public_url: str | None = None
+
+    heartbeat_timeout_s: float = 60.0
+    keepalive_s: float = 15.0
+    launcher: Literal["local", "manual"] = "local"
+    local_slots: int = Field(default_factory=lambda: os.cpu_count() or 1)
+    accelsim_dir: Path | None = None
+    samples: bool = True
+    samples_dir: Path = REPO_SAMPLES_DIR
+    replay_speed: float | None = None
+
+    s3_endpoint: str | None = None
+    s3_bucket: str = "cascade"
+    scan_interval_s: float = 2.0
+    # The embedded `rclone serve s3` (used when s3_endpoint is unset) listens on 127.0.0.1:s3_port.
+    s3_port: int = 9020
+    # A trace whose metadata.json lists files that stay missing or short this long fails.
+    trace_upload_timeout_s: float = 600.0
+
+    # JSON bodies (log chunks, step timelines); uploaded files have their own limits below.
+    max_json_bytes: int = 32 * 1024 * 1024
+    max_file_bytes: int = 64 * 1024 * 1024
+    max_sim_files_bytes: int = 256 * 1024 * 1024
+
+    @property
+    def monitor_interval_s(self) -> float:
+        """How often the heartbeat monitor looks: often enough to honour short test timeouts."""
+        return max(0.05, min(self.heartbeat_timeout_s / 4, 5.0))
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "cascade.db"
+
+    @property
+    def files_dir(self) -> Path:
+        return self.data_dir / "files"
+
+    @property
+    def traces_dir(self) -> Path:
+        return self.data_dir / "traces"
+
+    @property
+    def configs_root(self) -> Path:
+        """The Accel-Sim install whose tested configs runs may use (the samples' when none)."""
+        return self.accelsim_dir or (self.samples_dir / "accelsim")
+
+    @property
+    def base_url(self) -> str:
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
+
+def load_or_create_token(data_dir: Path) -> str:
+    """The app's token, generated once and kept in `data_dir/token` (mode 0600)."""
+    path = data_dir / "token"
+    try:
+        token = path.read_text().strip()
+        if token:
+            return token
+    except FileNotFoundError:
+        pass
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token + "\n")
+    return token
