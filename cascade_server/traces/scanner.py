@@ -1,0 +1,333 @@
+"""The trace scanner: every `scan_interval_s` it lists `accelsim-traces/` in the bucket (boto3, in a
+thread), registers new traces, mirrors new or changed objects into `data_dir/traces/<trace_id>/`,
+reads `metadata.json`, and once the upload is complete post-processes the trace in a separate
+process and marks it `ready` with its kernels.
+
+Restarts: the traces live in the store, and each trace's per-object bookkeeping (size and
+LastModified of every mirrored object; ETags differ between S3 servers, so they are not used) in
+`data_dir/trace-scan/<trace_id>.json`, so a restarted scanner downloads only what changed, resumes
+`processing` traces and leaves `ready`/`failed` ones alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..models import TraceDetail, utcnow
+from . import METADATA_NAME, TRACES_PREFIX
+from .completeness import (
+    incomplete_upload_error,
+    is_safe_relative_path,
+    kernel_count,
+    pending_files,
+    split_key,
+    trace_id_problem,
+)
+from .kernels import KernelStatsError, read_kernels
+from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
+from .s3 import S3Info, make_client
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..storage import Store
+
+log = logging.getLogger(__name__)
+
+TERMINAL_STATES = ("ready", "failed")
+# (size, LastModified ISO) per path inside the trace
+Listing = dict[str, tuple[int, str]]
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _dir_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def describe_processed(trace_dir: Path) -> dict[str, Any]:
+    """The fields a trace gets when it becomes ready (blocking: run in a thread)."""
+    return {
+        "kernels": read_kernels(trace_dir),
+        "has_real_timing": any(trace_dir.rglob("real_timing.json")),
+        "has_step_timeline": any(trace_dir.rglob("corrected_timeline.json"))
+        and any(trace_dir.rglob("kernel_mapping.json")),
+        "bytes": _dir_bytes(trace_dir),
+    }
+
+
+class TraceScanner:
+    def __init__(self, store: "Store", settings: "Settings", s3: S3Info) -> None:
+        self.store = store
+        self.settings = settings
+        self.s3 = s3
+        self.client = make_client(s3)
+        self.mirror_root = settings.traces_dir
+        self.book_dir = settings.data_dir / "trace-scan"
+        self.traces: dict[str, TraceDetail] = {}
+        self._books: dict[str, Listing] = {}
+        self._last_progress: dict[str, float] = {}  # monotonic time of the last object change
+        self._processing: dict[str, asyncio.Task[None]] = {}
+        self._process_slots = asyncio.Semaphore(max(1, (os.cpu_count() or 2) // 2))
+        self._warned: set[str] = set()
+        # Called with every trace the scanner stores, in order (tests and events hook in here).
+        self.listeners: list[Callable[[TraceDetail], None]] = []
+        self._scans_started = 0
+        self._scans_done = 0
+        self._scan_cond = asyncio.Condition()
+        self.last_error: str | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Read the known traces from the store; resume post-processing interrupted by a restart."""
+        for summary in await self.store.list_traces():
+            detail = await self.store.get_trace(summary.id)
+            if detail is not None:
+                self.traces[detail.id] = detail
+        for detail in self.traces.values():
+            if detail.state == "processing" and not detail.sample:
+                self._start_processing(detail.id)
+
+    async def run(self) -> None:
+        """Scan forever, every `scan_interval_s`; a failed scan (endpoint down, ...) is logged
+        once per distinct error and retried on the next tick."""
+        while True:
+            try:
+                await self.scan_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - keep scanning whatever the endpoint does
+                message = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                if message != self.last_error:
+                    log.warning("trace scan of %s failed: %s", self.s3.endpoint or "S3", message)
+                self.last_error = message
+            await asyncio.sleep(self.settings.scan_interval_s)
+
+    async def close(self) -> None:
+        tasks = list(self._processing.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def wait_for_scan(self, timeout: float = 30.0) -> None:
+        """Wait until a scan that started after this call has finished (it saw the bucket as it
+        is now)."""
+        async with self._scan_cond:
+            target = self._scans_started + 1
+            await asyncio.wait_for(self._scan_cond.wait_for(lambda: self._scans_done >= target), timeout)
+
+    async def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait until no post-processing is running."""
+        tasks = list(self._processing.values())
+        if tasks:
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout)
+
+    # --- one scan ----------------------------------------------------------------------------
+
+    async def scan_once(self) -> None:
+        async with self._scan_cond:
+            self._scans_started += 1
+        try:
+            listing = await asyncio.to_thread(self._list_bucket)
+            self.last_error = None
+            for trace_id, objects in sorted(listing.items()):
+                await self._scan_trace(trace_id, objects)
+        finally:
+            async with self._scan_cond:
+                self._scans_done += 1
+                self._scan_cond.notify_all()
+
+    def _list_bucket(self) -> dict[str, Listing]:
+        traces: dict[str, Listing] = {}
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=TRACES_PREFIX):
+            for obj in page.get("Contents", []):
+                parts = split_key(obj["Key"])
+                if parts is None:
+                    continue
+                trace_id, rel = parts
+                if not is_safe_relative_path(rel):
+                    self._warn_once(obj["Key"], "ignoring object %s: its path leaves the trace directory")
+                    continue
+                traces.setdefault(trace_id, {})[rel] = (int(obj["Size"]), obj["LastModified"].isoformat())
+        return traces
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message, key)
+
+    async def _scan_trace(self, trace_id: str, objects: Listing) -> None:
+        trace = self.traces.get(trace_id)
+        if trace is not None and (trace.state in TERMINAL_STATES or trace.sample or trace_id in self._processing):
+            return
+        if trace is None:
+            now = utcnow()
+            trace = TraceDetail(id=trace_id, state="uploading", created_at=now, updated_at=now)
+            if problem := trace_id_problem(trace_id):
+                await self._save(trace.model_copy(update={"state": "failed", "error": problem}))
+                return
+        if trace.state == "processing":  # stored as processing, task not running (cannot happen
+            self._start_processing(trace_id)  # after load(), but never leave a trace stuck)
+            return
+
+        book = self._book(trace_id)
+        self._last_progress.setdefault(trace_id, time.monotonic())
+        to_fetch = sorted(rel for rel, info in objects.items() if book.get(rel) != info)
+        removed = sorted(rel for rel in book if rel not in objects)
+        fetched: list[str] = []
+        if to_fetch or removed:
+            fetched = await asyncio.to_thread(self._mirror, trace_id, to_fetch, removed)
+            for rel in fetched:
+                book[rel] = objects[rel]
+            for rel in removed:
+                book.pop(rel, None)
+            _write_json_atomic(self._book_path(trace_id), book)
+            self._last_progress[trace_id] = time.monotonic()
+
+        update: dict[str, Any] = {
+            "kernel_count": kernel_count(book),
+            "bytes": sum(size for size, _ in book.values()),
+        }
+        meta = None
+        try:
+            if METADATA_NAME in book and (METADATA_NAME in fetched or trace.metadata is None):
+                raw = (self._mirror_dir(trace_id) / METADATA_NAME).read_bytes()
+                meta = parse_metadata(raw, trace_id)
+                update.update(meta.trace_fields(), metadata=meta.raw)
+            elif trace.metadata is not None:
+                meta = metadata_from_dict(trace.metadata, trace_id)
+        except MetadataError as exc:
+            update.update(state="failed", error=str(exc))
+        if meta is not None and meta.failed:
+            update.update(state="failed", error=FAILED_STATUS_ERROR)
+        elif meta is not None and update.get("state") != "failed":
+            mirrored = {rel: size for rel, (size, _) in book.items()}
+            pending = pending_files(meta.files, mirrored)
+            waited = time.monotonic() - self._last_progress[trace_id]
+            if not pending:
+                update["state"] = "processing"
+            elif waited > self.settings.trace_upload_timeout_s:
+                update.update(state="failed", error=incomplete_upload_error(pending, waited))
+
+        new = trace_id not in self.traces
+        if new and update.get("state") == "processing":
+            # Every trace is registered as uploading first, even one that arrived within a scan.
+            await self._save(trace.model_copy(update={k: v for k, v in update.items() if k != "state"}))
+            trace = self.traces[trace_id]
+        changed = new or any(getattr(trace, k) != v for k, v in update.items())
+        if changed:
+            await self._save(trace.model_copy(update={**update, "updated_at": utcnow()}))
+        if update.get("state") == "processing":
+            self._start_processing(trace_id)
+
+    # --- mirroring (blocking, in a thread) ---------------------------------------------------
+
+    def _mirror_dir(self, trace_id: str) -> Path:
+        return self.mirror_root / trace_id
+
+    def _book_path(self, trace_id: str) -> Path:
+        return self.book_dir / f"{trace_id}.json"
+
+    def _book(self, trace_id: str) -> Listing:
+        if trace_id not in self._books:
+            try:
+                data = json.loads(self._book_path(trace_id).read_text())
+                self._books[trace_id] = {rel: (int(v[0]), str(v[1])) for rel, v in data.items()}
+            except (OSError, ValueError, TypeError, IndexError):
+                self._books[trace_id] = {}
+        return self._books[trace_id]
+
+    def _mirror(self, trace_id: str, to_fetch: list[str], removed: list[str]) -> list[str]:
+        """Download new/changed objects (temp file + rename) and delete vanished ones; returns the
+        paths fetched. An object deleted since the listing is skipped until the next scan."""
+        from botocore.exceptions import ClientError
+
+        directory = self._mirror_dir(trace_id)
+        fetched = []
+        for rel in to_fetch:
+            target = directory / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.part")
+            try:
+                self.client.download_file(self.s3.bucket, f"{TRACES_PREFIX}{trace_id}/{rel}", str(tmp))
+            except ClientError as exc:
+                tmp.unlink(missing_ok=True)
+                if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+                    continue
+                raise
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            os.replace(tmp, target)
+            fetched.append(rel)
+        for rel in removed:
+            (directory / rel).unlink(missing_ok=True)
+        return fetched
+
+    # --- processing --------------------------------------------------------------------------
+
+    def _start_processing(self, trace_id: str) -> None:
+        if trace_id not in self._processing:
+            task = asyncio.create_task(self._process(trace_id), name=f"postprocess {trace_id}")
+            self._processing[trace_id] = task
+
+    async def _process(self, trace_id: str) -> None:
+        try:
+            async with self._process_slots:
+                error = await self._run_postprocessor(self._mirror_dir(trace_id))
+                fields: dict[str, Any]
+                if error is not None:
+                    fields = {"state": "failed", "error": f"post-processing failed: {error}"}
+                else:
+                    try:
+                        fields = await asyncio.to_thread(describe_processed, self._mirror_dir(trace_id))
+                        fields["state"] = "ready"
+                    except (KernelStatsError, OSError) as exc:
+                        fields = {"state": "failed", "error": str(exc).splitlines()[0]}
+            trace = self.traces[trace_id]
+            await self._save(trace.model_copy(update={**fields, "updated_at": utcnow()}))
+        finally:
+            self._processing.pop(trace_id, None)
+
+    async def _run_postprocessor(self, trace_dir: Path) -> str | None:
+        """Run `postprocess` in its own process; None on success, else its one-line error."""
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cascade_server.traces.postprocess", str(trace_dir),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            _, stderr = await proc.communicate()
+        except asyncio.CancelledError:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            raise
+        if proc.returncode == 0:
+            return None
+        lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+        last = lines[-1] if lines else f"post-processor exited with code {proc.returncode}"
+        return last.removeprefix("error: ")
+
+    # --- store -------------------------------------------------------------------------------
+
+    async def _save(self, trace: TraceDetail) -> None:
+        await self.store.put_trace(trace)
+        self.traces[trace.id] = trace
+        for listener in self.listeners:
+            listener(trace)
