@@ -22,8 +22,11 @@ def sse_frame(event: BaseModel) -> bytes:
 class Subscriber:
     """A bounded queue of frames; overflowing it disconnects the subscriber (spec 000)."""
 
-    def __init__(self, limit: int = SUBSCRIBER_QUEUE_LIMIT) -> None:
+    def __init__(self, limit: int = SUBSCRIBER_QUEUE_LIMIT, on_overflow=None) -> None:
         self.limit = limit
+        # Called once when the queue overflows: the SSE handler closes the connection, since
+        # it may be stuck writing to a client that stopped reading.
+        self.on_overflow = on_overflow
         self.frames: list[bytes] = []
         self.overflowed = False
         self.wakeup = asyncio.Event()
@@ -34,6 +37,8 @@ class Subscriber:
         if len(self.frames) >= self.limit:
             self.overflowed = True
             self.frames.clear()
+            if self.on_overflow is not None:
+                self.on_overflow()
         else:
             self.frames.append(frame)
         self.wakeup.set()
@@ -51,8 +56,8 @@ class Broker:
     def has_subscribers(self, run_id: str) -> bool:
         return bool(self._topics.get(run_id))
 
-    def subscribe(self, run_id: str) -> Subscriber:
-        sub = Subscriber()
+    def subscribe(self, run_id: str, on_overflow=None) -> Subscriber:
+        sub = Subscriber(on_overflow=on_overflow)
         self._topics[run_id].add(sub)
         return sub
 

@@ -26,7 +26,7 @@ async def run_events(request: web.Request) -> web.StreamResponse:
     # Snapshot and subscription under the writer lock: no event is in both, none is missed.
     async with store.lock:
         snapshot = await store.snapshot(run_id)
-        subscriber = broker.subscribe(run_id)
+        subscriber = broker.subscribe(run_id, on_overflow=lambda: _disconnect(request))
     try:
         response = web.StreamResponse(headers={
             "Content-Type": "text/event-stream",
@@ -48,3 +48,8 @@ async def run_events(request: web.Request) -> web.StreamResponse:
         return response
     finally:
         broker.unsubscribe(run_id, subscriber)
+
+
+def _disconnect(request: web.Request) -> None:
+    if request.transport is not None:
+        request.transport.close()

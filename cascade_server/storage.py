@@ -94,7 +94,7 @@ MIGRATIONS: list[str] = [
     CREATE TABLE log_chunks (
         sim_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
-        data BLOB NOT NULL,             -- zlib of the lines joined with newlines
+        data BLOB NOT NULL,             -- pack_lines(): zlib of the lines, each ending in a newline
         PRIMARY KEY (sim_id, seq)
     ) WITHOUT ROWID;
     CREATE TABLE kernels (
@@ -150,12 +150,14 @@ def unpack(blob: bytes | None) -> Any:
 
 
 def pack_lines(lines: list[str]) -> bytes:
-    return zlib.compress("\n".join(lines).encode("utf-8", "surrogatepass"), 1)
+    """A chunk as stored: every line ending in a newline (so the log download is a plain
+    concatenation, and an empty chunk stays empty), compressed."""
+    text = "".join(line + "\n" for line in lines)
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
 
 
 def unpack_lines(blob: bytes) -> list[str]:
-    text = zlib.decompress(blob).decode("utf-8", "surrogatepass")
-    return text.split("\n")
+    return zlib.decompress(blob).decode("utf-8", "surrogatepass").split("\n")[:-1]
 
 
 def _sim_from_row(row: aiosqlite.Row) -> SimSummary:
@@ -622,10 +624,8 @@ class Store:
                 rows = await cur.fetchall()
             if not rows:
                 return
-            for seq, data in rows:
-                text = zlib.decompress(data)
-                yield text + b"\n"
-                last = seq
+            yield b"".join(zlib.decompress(data) for _, data in rows)
+            last = rows[-1][0]
 
     async def run_kernels(self, run_id: str, with_stats: bool = False) -> list[KernelStat]:
         """Every finished kernel of the run, by config, replica, then kernel."""

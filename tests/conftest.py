@@ -66,7 +66,8 @@ class LiveServer:
 
     def client(self, token: str | None = TOKEN, **kwargs) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30, **kwargs)
+        kwargs.setdefault("timeout", 30)
+        return httpx.AsyncClient(base_url=self.url, headers=headers, **kwargs)
 
 
 @pytest.fixture(autouse=True)
