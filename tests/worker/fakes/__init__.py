@@ -1,0 +1,37 @@
+"""Fake simulators for the worker's tests, installed like a real Accel-Sim."""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+FAKE = Path(__file__).with_name("accel_sim_fake.py")
+BINARY = Path("gpu-simulator/bin/release/accel-sim.out")
+TESTED_CFGS = Path("gpu-simulator/gpgpu-sim/configs/tested-cfgs")
+TRACE_CFGS = Path("gpu-simulator/configs/tested-cfgs")
+
+
+def install_fake_accelsim(root: Path, configs: dict[str, dict[str, str]]) -> Path:
+    """A fake Accel-Sim dir at `root`: the fake binary and one sm_70 config per entry, whose
+    options (e.g. {"fake_behaviour": "deadlock"}) go into its gpgpusim.config."""
+    binary = root / BINARY
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    binary.write_text(f"#!{sys.executable}\n" + FAKE.read_text())
+    binary.chmod(binary.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    for name, options in configs.items():
+        cfg = root / TESTED_CFGS / name
+        cfg.mkdir(parents=True, exist_ok=True)
+        lines = ["-gpgpu_compute_capability_major 7", "-gpgpu_compute_capability_minor 0",
+                 "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0"]
+        lines += [f"-{key} {value}" for key, value in options.items()]
+        (cfg / "gpgpusim.config").write_text("\n".join(lines) + "\n")
+        (root / TRACE_CFGS / name).mkdir(parents=True, exist_ok=True)
+        (root / TRACE_CFGS / name / "trace.config").write_text("-trace_opcode_latency_initiation_int 4,2\n")
+    return root
+
+
+def make_trace_dir(trace_dir: Path) -> Path:
+    (trace_dir / "traces").mkdir(parents=True, exist_ok=True)
+    (trace_dir / "traces" / "kernelslist.g").write_text("kernel-1.traceg\n")
+    return trace_dir

@@ -1,0 +1,104 @@
+"""A fake `accel-sim.out` that prints and ends the way the real one does in each situation.
+
+Installed by `install_fake_accelsim()` as `gpu-simulator/bin/release/accel-sim.out` of a fake
+Accel-Sim directory. What it does comes from `-fake_behaviour <name>` in the `./gpgpusim.config`
+the worker copied into its working directory (so every tested config dir picks a behaviour);
+the messages are the real ones from reference/accelsim-formats.md section 1.5.
+"""
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+EXIT_LINES = ["GPGPU-Sim: *** simulation thread exiting ***", "GPGPU-Sim: *** exit detected ***"]
+
+
+def kernel_block(uid: int) -> list[str]:
+    return [
+        f"launching kernel name: _Z6kernel{uid}v uid: {uid} cuda_stream_id: 0",
+        "thread block = 0,0,0",
+        f"kernel_name = _Z6kernel{uid}v ",
+        f"kernel_launch_uid = {uid} ",
+        "gpu_sim_cycle = 1000",
+        "gpu_sim_insn = 5000",
+        "gpu_ipc =       5.0000",
+        f"gpu_tot_sim_cycle = {1000 * uid}",
+        f"gpu_tot_sim_insn = {5000 * uid}",
+        "gpu_tot_ipc =       5.0000",
+        "",
+        "",
+        "gpgpu_simulation_time = 0 days, 0 hrs, 0 min, 1 sec (1 sec)",
+        "gpgpu_simulation_rate = 5000 (inst/sec)",
+        "gpgpu_simulation_rate = 1000 (cycle/sec)",
+        "gpgpu_silicon_slowdown = 1132000x",
+    ]
+
+
+def say(*lines: str, stream=sys.stdout) -> None:
+    for line in lines:
+        print(line, file=stream)
+    stream.flush()
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] != ["-trace"] or "-config" not in argv:
+        say("usage: accel-sim.out -trace <kernelslist.g> -config <file> ...", stream=sys.stderr)
+        return 1
+    if not Path(argv[1]).is_file():
+        say(f"Unable to open file: {argv[1]}")
+        return 1
+    configs = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-config"]
+    for config in configs:
+        if not Path(config).is_file():
+            say(f"GPGPU-Sim ** ERROR: Cannot open config file '{config}'", stream=sys.stderr)
+            return 1
+    options = {}
+    for line in Path("gpgpusim.config").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith("-"):
+            options[parts[0][1:]] = parts[1]
+    behaviour = options.get("fake_behaviour", "ok")
+    kernels = int(options.get("fake_kernels", "2"))
+    say("Accel-Sim [build accelsim-commit-fake_modified_0.0]", "",
+        "GPGPU-Sim: Configuration options:", "",
+        *[f"-{k} {v}" for k, v in options.items()],
+        "GPGPU-Sim uArch: performance model initialization complete.")
+    if behaviour == "unsupported":
+        say("unsupported binary version: 95")
+        return 0
+    if behaviour == "hang":
+        say(*kernel_block(1))
+        while True:
+            time.sleep(1)
+    for uid in range(1, kernels + 1):
+        say(*kernel_block(uid))
+    Path("gpgpu_inst_stats.txt").write_text("kernel line : count latency dram_traffic\n")
+    if behaviour == "ok":
+        say(*EXIT_LINES)
+        return 0
+    if behaviour == "no_exit_line":
+        return 0
+    if behaviour == "deadlock":
+        say("", "",
+            "GPGPU-Sim uArch: ERROR ** deadlock detected: last writeback core 3 @ gpu_sim_cycle 1000 "
+            "(+ gpu_tot_sim_cycle 2000) (50000 cycles ago)",
+            "GPGPU-Sim uArch: DEADLOCK  shader cores no longer committing instructions [core(# threads)]:",
+            "Re-run the simulator in gdb and use debug routines in .gdbinit to debug this")
+        os.abort()
+    if behaviour == "assertion":
+        say("accel-sim.out: trace_parser.cc:410: void trace_parser::parse(): "
+            "Assertion `reg_dsts_num <= MAX_DST' failed.", stream=sys.stderr)
+        os.abort()
+    if behaviour in ("SIGSEGV", "SIGKILL", "SIGABRT"):
+        os.kill(os.getpid(), getattr(signal, behaviour))
+        time.sleep(5)
+    if behaviour == "exit3":
+        return 3
+    say(f"fake: unknown behaviour {behaviour}", stream=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
