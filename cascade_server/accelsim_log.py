@@ -1,0 +1,384 @@
+"""Incremental parser for Accel-Sim's stdout: per-kernel stats blocks, progress and the log tail.
+
+Pure logic, no I/O. The storage layer feeds one parser per sim with log chunks in `seq` order
+and saves `state()` in the same transaction as the chunk, so a restarted server rebuilds the
+parser with `LogParser(clock, state=saved)` and carries on exactly where it stopped.
+
+What is recognised (see shared/reference/accelsim-formats.md, section 1):
+
+- Launch lines, with or without the ` cuda_stream_id: M` suffix of newer builds:
+  `launching kernel name: <name> uid: <uid>[ cuda_stream_id: <id>]` -> `current_kernel`.
+- A stats block: from a line beginning `kernel_name = ` through a line beginning
+  `gpgpu_silicon_slowdown = ` (inclusive). A block is only reported once that last line arrived,
+  so a truncated log yields only finished kernels. A new `kernel_name = ` line inside an
+  unfinished block means the old one was cut off: it is dropped, never reported.
+- Inside a block, every `key = value` line (split at the first ` = `) and every `key=value` line
+  (an identifier, `=`, one token, nothing else: `gpu_total_sim_rate=160000`) goes into `stats`.
+  Whitespace around key and value is stripped; a line whose key is empty is ignored, and so is
+  every line of neither form (`n_cmd=1 n_nop=2 ...`, `==== Core cache stats ====`, ...).
+- Keys repeat (once per memory partition, per DRAM, ...): the FIRST occurrence in the block wins,
+  so the per-kernel head values (`gpu_sim_cycle`, ...) are never overwritten by later sections.
+  Keys keep the log order of their first occurrence.
+- Values are floats when they are numbers: anything Python's `float()` reads without `_`
+  (decimal, exponent, `nan`, `-nan`, `inf`, `-inf`, `infinity`, any case), optionally followed by
+  `%` (`gpu_occupancy = 95.6263% ` -> 95.6263, `-nan%` -> nan). Everything else stays the stripped
+  string; in particular `none`, which Accel-Sim prints for a value it does not have, stays the
+  string "none" (it is not a number, and NaN would wrongly claim a computed 0/0). Values with
+  units (`L2_BW = 1.9742 GB/Sec`, `gpgpu_silicon_slowdown = 15000000x`) stay strings.
+  `kernel_name` always stays the string (even for a kernel called `inf`); with concurrent kernels
+  it lists every name, and `kernel_launch_uid` every uid ("3 4", a string).
+- `gpgpu_simulation_rate = N (inst/sec)` anywhere -> `latest["sim_rate_ips"]` (the `(cycle/sec)`
+  line is a rate in cycles, not used). `latest`'s `gpu_tot_*` come from each completed block
+  (None when the block's value is not a finite number).
+- `GPGPU-Sim: *** exit detected ***` (the simulator's only proof of a complete run) ->
+  `exit_detected`.
+
+Chunks are lists of whole lines without their newlines. Anything else in them (config echo,
+thread-block lines, binary junk, error messages) is skipped without raising.
+
+Speed: about 97% of a real log is stats-block lines, and Python's `re` is several times slower
+per character than `str` methods, so the hot path is built from C-level string and dict
+operations. A chunk is joined once; block boundaries, launch, rate and exit lines are found with
+`str.find`/`rfind` on newline-prefixed markers. Inside a block, repeated lines are dropped first
+(`dict.fromkeys`: per-partition sections print many identical lines, and a repeated line can only
+repeat a key), then `key = value` lines are split with `str.partition`, and values are converted
+through a memo (values repeat a lot). Only the few `key=value` candidates meet a regex.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from operator import itemgetter
+
+from cascade_server.models import KernelStat
+
+__all__ = ["LogParser", "ParsedKernel", "STATE_VERSION", "TAIL_LINES", "MAX_BLOCK_KEYS"]
+
+STATE_VERSION = 1
+TAIL_LINES = 20
+# A block that never closes (a corrupt stream) must not grow the saved state without bound;
+# real blocks have about 400-3,000 distinct keys. Keys past this many are not kept.
+MAX_BLOCK_KEYS = 50_000
+# The value memo only saves time; it is cleared when it grows past this many entries.
+_VALUE_MEMO_LIMIT = 100_000
+
+# Markers, each with the newline that starts its line (the chunk text starts with "\n").
+_BLOCK_START = "\nkernel_name = "
+_BLOCK_END = "\ngpgpu_silicon_slowdown = "
+_LAUNCH = "\nlaunching kernel name: "
+_RATE = "\ngpgpu_simulation_rate = "
+_EXIT = "\nGPGPU-Sim: *** exit detected ***"
+
+_LAUNCH_RE = re.compile(r"launching kernel name: (\S+)")
+_RATE_RE = re.compile(r"gpgpu_simulation_rate = ([0-9]+(?:\.[0-9]*)?)[^\S\n]*\(inst/sec\)")
+# The `key=value` line form; only tried on the few block lines that have "=" but no " = ".
+_KEY_EQ_VALUE_RE = re.compile(r"\s*([A-Za-z_][\w.\[\]]*)=([^\s=]+)\s*")
+
+_SEP = " = "
+_NUMBER_START = frozenset("0123456789+-.nNiI")
+_HEAD_KEYS = ("gpu_tot_sim_cycle", "gpu_tot_sim_insn", "gpu_tot_ipc")
+_first = itemgetter(0)
+_third = itemgetter(2)
+
+
+def parse_value(raw: str) -> float | str:
+    """One stats value: a float when it is a number (see the module docstring), else the
+    stripped string."""
+    s = raw.strip()
+    if not s or s[0] not in _NUMBER_START or "_" in s:
+        return s
+    try:
+        return float(s[:-1] if s[-1] == "%" else s)
+    except ValueError:
+        return s
+
+
+def _finite(value: float | str | None) -> float | None:
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
+
+
+def _as_int(value: float | str | None) -> int | None:
+    """A count from the stats map: a finite float, or the first token of a string ("3 4")."""
+    if isinstance(value, str):
+        tokens = value.split(maxsplit=1)
+        token = tokens[0] if tokens else ""
+        return int(token) if token.isascii() and token.isdigit() else None
+    f = _finite(value)
+    return int(f) if f is not None else None
+
+
+@dataclass(slots=True)
+class ParsedKernel:
+    """One finished stats block."""
+
+    kernel_index: int  # 0-based completion order within the sim
+    kernel_name: str  # the block's first kernel name (concurrent kernels list several)
+    kernel_launch_uid: int | None  # the block's first uid
+    gpu_sim_cycle: int | None
+    gpu_sim_insn: int | None
+    gpu_ipc: float | None  # None when missing or not finite
+    sim_time_ns: float | None  # gpu_sim_cycle / core_clock_mhz * 1000
+    stats: dict[str, float | str] = field(default_factory=dict)
+
+    def to_stat(self, sim_id: str) -> KernelStat:
+        return KernelStat(
+            sim_id=sim_id,
+            kernel_index=self.kernel_index,
+            kernel_name=self.kernel_name,
+            kernel_launch_uid=self.kernel_launch_uid,
+            gpu_sim_cycle=self.gpu_sim_cycle,
+            gpu_sim_insn=self.gpu_sim_insn,
+            gpu_ipc=self.gpu_ipc,
+            sim_time_ns=self.sim_time_ns,
+            stats=self.stats,
+        )
+
+
+class LogParser:
+    """Feeds on the log chunks of one sim; see the module docstring for what it recognises."""
+
+    __slots__ = (
+        "_clock_mhz", "_kernels_done", "_current_kernel", "_latest", "_tail", "_exit_detected",
+        "_block", "_memo",
+    )
+
+    def __init__(self, core_clock_mhz: float, state: dict | None = None):
+        self._clock_mhz = float(core_clock_mhz)
+        self._memo: dict[str, float | str] = {}
+        self._kernels_done = 0
+        self._current_kernel: str | None = None
+        self._latest: dict[str, float | None] = {
+            "gpu_tot_sim_cycle": None, "gpu_tot_sim_insn": None, "gpu_tot_ipc": None,
+            "sim_rate_ips": None,
+        }
+        self._tail: list[str] = []
+        self._exit_detected = False
+        # Stats of the block being read, in log order of first occurrence; None outside a block.
+        self._block: dict[str, float | str] | None = None
+        if state is not None:
+            self._restore(state)
+
+    # ---- read-only views -----------------------------------------------------------------
+
+    @property
+    def current_kernel(self) -> str | None:
+        return self._current_kernel
+
+    @property
+    def latest(self) -> dict[str, float | None]:
+        return dict(self._latest)
+
+    @property
+    def kernels_done(self) -> int:
+        return self._kernels_done
+
+    @property
+    def log_tail(self) -> list[str]:
+        return list(self._tail)
+
+    @property
+    def exit_detected(self) -> bool:
+        return self._exit_detected
+
+    @property
+    def in_block(self) -> bool:
+        """True while a stats block has started and not yet ended."""
+        return self._block is not None
+
+    # ---- state ---------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        """A JSON-serialisable snapshot (stats may hold NaN/inf: json's default allow_nan=True).
+        Everything is copied, so later feeds never change a snapshot already taken."""
+        return {
+            "version": STATE_VERSION,
+            "kernels_done": self._kernels_done,
+            "current_kernel": self._current_kernel,
+            "latest": dict(self._latest),
+            "log_tail": list(self._tail),
+            "exit_detected": self._exit_detected,
+            "block": None if self._block is None else dict(self._block),
+        }
+
+    def _restore(self, state: dict) -> None:
+        try:
+            version = state.get("version")
+            if version != STATE_VERSION:
+                raise ValueError(f"unsupported version {version!r} (expected {STATE_VERSION})")
+            kernels_done = state["kernels_done"]
+            current = state["current_kernel"]
+            latest = state["latest"]
+            tail = state["log_tail"]
+            exit_detected = state["exit_detected"]
+            block = state["block"]
+            if not isinstance(kernels_done, int) or kernels_done < 0:
+                raise ValueError("kernels_done must be a non-negative integer")
+            if current is not None and not isinstance(current, str):
+                raise ValueError("current_kernel must be a string or null")
+            if not isinstance(latest, dict) or set(latest) != set(self._latest):
+                raise ValueError(f"latest must have exactly the keys {sorted(self._latest)}")
+            if not all(v is None or isinstance(v, (int, float)) for v in latest.values()):
+                raise ValueError("latest values must be numbers or null")
+            if not isinstance(tail, list) or not all(isinstance(x, str) for x in tail):
+                raise ValueError("log_tail must be a list of strings")
+            if not isinstance(exit_detected, bool):
+                raise ValueError("exit_detected must be a boolean")
+            if block is not None and not (
+                isinstance(block, dict) and isinstance(block.get("kernel_name"), str)
+            ):
+                raise ValueError("block must be null or an object with a string kernel_name")
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise ValueError(f"invalid LogParser state: missing or malformed {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"invalid LogParser state: {exc}") from None
+        self._kernels_done = kernels_done
+        self._current_kernel = current
+        self._latest = {k: (None if v is None else float(v)) for k, v in latest.items()}
+        self._tail = tail[-TAIL_LINES:]
+        self._exit_detected = exit_detected
+        self._block = None if block is None else dict(block)
+
+    # ---- parsing -------------------------------------------------------------------------
+
+    def feed(self, lines: list[str]) -> list[ParsedKernel]:
+        """Consume one chunk (lines without newlines, in seq order); return the kernels whose
+        stats block completed in this chunk, in completion order."""
+        n = len(lines)
+        if not n:
+            return []
+        self._tail = (self._tail + lines[-TAIL_LINES:])[-TAIL_LINES:]
+        # "\n" before every line, the first included, so each marker is one substring search.
+        text = "\n" + "\n".join(lines)
+        self._scan_launch(text)
+        self._scan_rate(text)
+        if not self._exit_detected and _EXIT in text:
+            self._exit_detected = True
+
+        done: list[ParsedKernel] = []
+        size = len(text)
+        i = 0  # index of the first unread line ...
+        at = 0  # ... and of the "\n" in text that starts it
+        while i < n:
+            if self._block is None:
+                start = text.find(_BLOCK_START, at)
+                if start < 0:
+                    break
+                i += text.count("\n", at, start)
+                # kernel_name is taken raw here, so it always stays a string.
+                self._block = {"kernel_name": lines[i][len(_BLOCK_START) - 1:].strip()}
+                i += 1
+                at = text.find("\n", start + 1)
+                if at < 0:
+                    break
+            end = text.find(_BLOCK_END, at)
+            restart = text.find(_BLOCK_START, at, size if end < 0 else end)
+            if restart >= 0:
+                # A new block began before this one ended, so this one was cut off: drop it.
+                self._block = None
+                i += text.count("\n", at, restart)
+                at = restart
+                continue
+            if end < 0:
+                self._merge(lines[i:])
+                break
+            last = i + text.count("\n", at, end)  # the gpgpu_silicon_slowdown line
+            self._merge(lines[i:last + 1])
+            done.append(self._finish_block())
+            i = last + 1
+            at = text.find("\n", end + 1)
+            if at < 0:
+                break
+        return done
+
+    def _scan_launch(self, text: str) -> None:
+        i = text.rfind(_LAUNCH)
+        while i >= 0:
+            m = _LAUNCH_RE.match(text, i + 1)
+            if m:
+                self._current_kernel = m.group(1)
+                return
+            i = text.rfind(_LAUNCH, 0, i)
+
+    def _scan_rate(self, text: str) -> None:
+        i = text.rfind(_RATE)
+        while i >= 0:
+            m = _RATE_RE.match(text, i + 1)
+            if m:
+                self._latest["sim_rate_ips"] = float(m.group(1))
+                return
+            i = text.rfind(_RATE, 0, i)
+
+    def _merge(self, lines: list[str]) -> None:
+        """Add the key/value lines among `lines` (all inside the current block) to it, the
+        first occurrence of a key winning."""
+        # A repeated line repeats its key, so only first occurrences of lines matter; in real
+        # blocks about half the lines repeat (per-partition sections print identical lines).
+        unique = list(dict.fromkeys(lines))
+        # `key=value` lines have "=" but no " = "; there are a few per block. Each one splits
+        # the rest into runs that are merged in log order, so "first occurrence" stays exact.
+        start = 0
+        for line in [x for x in unique if "=" in x and _SEP not in x]:
+            m = _KEY_EQ_VALUE_RE.fullmatch(line)
+            if m:
+                at = unique.index(line, start)
+                self._merge_separated(unique[start:at])
+                self._add(m.group(1), m.group(2))
+                start = at + 1
+        self._merge_separated(unique[start:] if start else unique)
+        block = self._block
+        if len(block) > MAX_BLOCK_KEYS:
+            self._block = dict(list(block.items())[:MAX_BLOCK_KEYS])
+
+    def _merge_separated(self, lines: list[str]) -> None:
+        """Merge the `key = value` lines among `lines`."""
+        parts = [x.partition(_SEP) for x in lines if _SEP in x]
+        block = self._block
+        memo = self._memo
+        if len(memo) > _VALUE_MEMO_LIMIT:
+            memo.clear()
+        get = memo.get
+        for key, raw in zip(map(str.strip, map(_first, parts)), map(_third, parts)):
+            if key in block or not key:
+                continue
+            value = get(raw)
+            if value is None:
+                value = memo[raw] = parse_value(raw)
+            block[key] = value
+
+    def _add(self, key: str, raw: str) -> None:
+        block = self._block
+        if key not in block:
+            value = self._memo.get(raw)
+            if value is None:
+                value = self._memo[raw] = parse_value(raw)
+            block[key] = value
+
+    def _finish_block(self) -> ParsedKernel:
+        stats = self._block
+        self._block = None
+        names = stats["kernel_name"].split(maxsplit=1)
+        cycle = _as_int(stats.get("gpu_sim_cycle"))
+        clock = self._clock_mhz
+        kernel = ParsedKernel(
+            kernel_index=self._kernels_done,
+            kernel_name=names[0] if names else "",
+            kernel_launch_uid=_as_int(stats.get("kernel_launch_uid")),
+            gpu_sim_cycle=cycle,
+            gpu_sim_insn=_as_int(stats.get("gpu_sim_insn")),
+            gpu_ipc=_finite(stats.get("gpu_ipc")),
+            sim_time_ns=(
+                cycle / clock * 1000.0
+                if cycle is not None and clock > 0 and math.isfinite(clock) else None
+            ),
+            stats=stats,
+        )
+        self._kernels_done += 1
+        latest = self._latest
+        for key in _HEAD_KEYS:
+            if key in stats:
+                latest[key] = _finite(stats[key])
+        return kernel
