@@ -1,0 +1,189 @@
+"""`cascade upload DIR --trace-id ID`: send a tracer output directory (raw `kernel-N.trace` files
+or post-processed `.traceg`) to the trace bucket, with a `metadata.json` listing every file,
+written last. The server registers, mirrors and processes it; this prints the id to watch.
+
+The endpoint comes from CASCADE_S3_ENDPOINT / CASCADE_S3_BUCKET and the usual AWS_* credentials,
+or else from the embedded endpoint `cascade serve` recorded in the data dir (CASCADE_DATA_DIR).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .traces import TRACES_PREFIX
+from .traces.completeness import trace_id_problem
+from .traces.s3 import S3Info, make_client, resolve_s3_info
+from .traces.uploader import LocalFile, build_metadata, collect_files, read_metadata_fields, upload_trace
+
+_ARCH = re.compile(r"sm_\d{2,3}[a-z]?\Z")
+
+
+class UploadError(Exception):
+    """A one-line reason, with the exit code to return."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="cascade upload",
+        description="Upload a trace directory to the S3 endpoint the Cascade server scans "
+        "(CASCADE_S3_ENDPOINT, or the embedded one `cascade serve` started on this machine).",
+    )
+    parser.add_argument("directory", type=Path, help="the tracer's output directory (its traces/ folder or the folder holding it)")
+    parser.add_argument("--trace-id", required=True, help="the trace's id (letters, digits, '.', '_', '-')")
+    parser.add_argument("--model", help="the workload's model, e.g. facebook/opt-125m")
+    parser.add_argument("--gpu", help="the GPU it was traced on, e.g. 'NVIDIA H100 80GB HBM3'")
+    parser.add_argument("--arch", help="the traced GPU's arch, e.g. sm_90 (the default on the server)")
+    parser.add_argument("--suggested-config", help="the Accel-Sim config to preselect, e.g. SM90_H100")
+    parser.add_argument("--endpoint", help="S3 endpoint URL (default: CASCADE_S3_ENDPOINT or the embedded one)")
+    parser.add_argument("--bucket", help="bucket (default: CASCADE_S3_BUCKET, or 'cascade')")
+    return parser.parse_args(argv)
+
+
+class ProgressBar:
+    """A plain progress bar on stderr; boto3 calls `__call__` from its transfer threads."""
+
+    def __init__(self, total: int, stream: Any = sys.stderr) -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.last_draw = 0.0
+        self.interactive = bool(getattr(stream, "isatty", lambda: False)())
+
+    def __call__(self, n: int) -> None:
+        with self.lock:
+            self.done += n
+            now = time.monotonic()
+            if now - self.last_draw >= (0.1 if self.interactive else 2.0):
+                self.last_draw = now
+                self.draw()
+
+    def draw(self, end: str = "") -> None:
+        fraction = min(self.done / self.total, 1.0)
+        filled = int(fraction * 30)
+        line = f"[{'#' * filled}{'.' * (30 - filled)}] {fraction * 100:5.1f}%  {_mb(self.done)} / {_mb(self.total)}"
+        self.stream.write(("\r" + line + end) if self.interactive else (line + "\n"))
+        self.stream.flush()
+
+    def finish(self) -> None:
+        with self.lock:
+            self.done = self.total
+            self.draw(end="\n")
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def _s3_info(args: argparse.Namespace) -> S3Info:
+    from .settings import Settings
+
+    try:
+        settings = Settings()
+    except ValueError as exc:
+        raise UploadError(f"invalid CASCADE_* settings: {str(exc).splitlines()[0]}", 2) from None
+    overrides = {k: v for k, v in {"s3_endpoint": args.endpoint, "s3_bucket": args.bucket}.items() if v}
+    if overrides:
+        settings = settings.model_copy(update=overrides)
+    info = resolve_s3_info(settings)
+    if info is None:
+        raise UploadError(
+            "no S3 endpoint: set CASCADE_S3_ENDPOINT (with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), "
+            f"or run `cascade serve` on this machine (no embedded endpoint recorded in {settings.data_dir})",
+            2,
+        )
+    if args.bucket:
+        info = S3Info(info.endpoint, args.bucket, info.access_key, info.secret_key, info.region)
+    return info
+
+
+def _check_files(directory: Path) -> list[LocalFile]:
+    if not directory.exists():
+        raise UploadError(f"{directory}: no such directory", 2)
+    if not directory.is_dir():
+        raise UploadError(f"{directory}: not a directory", 2)
+    files = collect_files(directory)
+    if not files:
+        raise UploadError(f"{directory}: no files to upload", 2)
+    return files
+
+
+def _describe_client_error(exc: Exception, info: S3Info) -> str:
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
+    where = info.endpoint or "AWS S3"
+    if isinstance(exc, EndpointConnectionError):
+        return f"cannot reach the S3 endpoint {where}"
+    if isinstance(exc, NoCredentialsError):
+        return "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "?")
+        if code in ("404", "NoSuchBucket"):
+            return f"bucket {info.bucket!r} does not exist at {where}"
+        if code in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied"):
+            return f"{where} refused the credentials ({code})"
+        return f"S3 error from {where}: {code}"
+    return f"S3 error from {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def upload(args: argparse.Namespace) -> str:
+    if problem := trace_id_problem(args.trace_id):
+        raise UploadError(problem, 2)
+    if args.arch and not _ARCH.match(args.arch):
+        raise UploadError(f"--arch {args.arch!r} is not an arch like sm_90", 2)
+    files = _check_files(args.directory)
+    info = _s3_info(args)
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = make_client(info)
+    try:
+        client.head_bucket(Bucket=info.bucket)
+        existing = client.list_objects_v2(Bucket=info.bucket, Prefix=f"{TRACES_PREFIX}{args.trace_id}/", MaxKeys=1)
+    except (BotoCoreError, ClientError) as exc:
+        raise UploadError(_describe_client_error(exc, info)) from None
+    if existing.get("KeyCount", 0):
+        raise UploadError(f"trace {args.trace_id!r} already exists in bucket {info.bucket!r}: choose another --trace-id")
+
+    fields = read_metadata_fields(args.directory)
+    fields.update({k: v for k, v in {
+        "model": args.model, "gpu": args.gpu, "trace_gpu_arch": args.arch,
+        "suggested_sim_config": args.suggested_config,
+    }.items() if v is not None})
+    metadata = build_metadata(args.trace_id, files, fields)
+    total = sum(f.size for f in files)
+    print(f"uploading {len(files)} files ({_mb(total)}) to {info.endpoint or 's3'}/{info.bucket}/"
+          f"{TRACES_PREFIX}{args.trace_id}/", file=sys.stderr)
+    bar = ProgressBar(total)
+    try:
+        upload_trace(client, info.bucket, args.trace_id, files, metadata, progress=bar)
+    except (BotoCoreError, ClientError, OSError) as exc:
+        raise UploadError(_describe_client_error(exc, info) if not isinstance(exc, OSError) else str(exc)) from None
+    bar.finish()
+    return args.trace_id
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    try:
+        trace_id = upload(args)
+    except UploadError as exc:
+        print(f"cascade upload: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("cascade upload: interrupted; the trace stays incomplete (metadata.json not written)", file=sys.stderr)
+        return 130
+    print(trace_id)
+    print(f"uploaded; the server registers it within seconds: watch it with `cascade tui` "
+          f"or GET /api/traces/{trace_id}", file=sys.stderr)
+    return 0
