@@ -71,7 +71,10 @@ _LAUNCH = "\nlaunching kernel name: "
 _RATE = "\ngpgpu_simulation_rate = "
 _EXIT = "\nGPGPU-Sim: *** exit detected ***"
 
-_LAUNCH_RE = re.compile(r"launching kernel name: (\S+)")
+# The uid is required: a launch line cut mid-name must not name a kernel.
+_LAUNCH_RE = re.compile(r"launching kernel name: (\S+) uid: [0-9]")
+# A complete last line of a block: `%ux`, or `Nan` from builds that guard a zero cycle rate.
+_SLOWDOWN_LINE_RE = re.compile(r"gpgpu_silicon_slowdown = (?:[0-9]+x|[-+]?(?i:nan|inf)x?)\s*")
 _RATE_RE = re.compile(r"gpgpu_simulation_rate = ([0-9]+(?:\.[0-9]*)?)[^\S\n]*\(inst/sec\)")
 # The `key=value` line form; only tried on the few block lines that have "=" but no " = ".
 _KEY_EQ_VALUE_RE = re.compile(r"\s*([A-Za-z_][\w.\[\]]*)=([^\s=]+)\s*")
@@ -143,7 +146,7 @@ class LogParser:
 
     __slots__ = (
         "_clock_mhz", "_kernels_done", "_current_kernel", "_latest", "_tail", "_exit_detected",
-        "_block", "_memo",
+        "_block", "_block_ended", "_memo",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
@@ -159,6 +162,9 @@ class LogParser:
         self._exit_detected = False
         # Stats of the block being read, in log order of first occurrence; None outside a block.
         self._block: dict[str, float | str] | None = None
+        # The block's last line arrived as the chunk's last line but does not look complete
+        # (see _SLOWDOWN_LINE_RE); the next line proves it was, so the block is reported then.
+        self._block_ended = False
         if state is not None:
             self._restore(state)
 
@@ -202,6 +208,7 @@ class LogParser:
             "log_tail": list(self._tail),
             "exit_detected": self._exit_detected,
             "block": None if self._block is None else dict(self._block),
+            "block_ended": self._block_ended,
         }
 
     def _restore(self, state: dict) -> None:
@@ -215,6 +222,7 @@ class LogParser:
             tail = state["log_tail"]
             exit_detected = state["exit_detected"]
             block = state["block"]
+            block_ended = state["block_ended"]
             if not isinstance(kernels_done, int) or kernels_done < 0:
                 raise ValueError("kernels_done must be a non-negative integer")
             if current is not None and not isinstance(current, str):
@@ -225,8 +233,8 @@ class LogParser:
                 raise ValueError("latest values must be numbers or null")
             if not isinstance(tail, list) or not all(isinstance(x, str) for x in tail):
                 raise ValueError("log_tail must be a list of strings")
-            if not isinstance(exit_detected, bool):
-                raise ValueError("exit_detected must be a boolean")
+            if not isinstance(exit_detected, bool) or not isinstance(block_ended, bool):
+                raise ValueError("exit_detected and block_ended must be booleans")
             if block is not None and not (
                 isinstance(block, dict) and isinstance(block.get("kernel_name"), str)
             ):
@@ -241,6 +249,7 @@ class LogParser:
         self._tail = tail[-TAIL_LINES:]
         self._exit_detected = exit_detected
         self._block = None if block is None else dict(block)
+        self._block_ended = block_ended and block is not None
 
     # ---- parsing -------------------------------------------------------------------------
 
@@ -259,6 +268,8 @@ class LogParser:
             self._exit_detected = True
 
         done: list[ParsedKernel] = []
+        if self._block_ended:
+            done.append(self._finish_block())
         size = len(text)
         i = 0  # index of the first unread line ...
         at = 0  # ... and of the "\n" in text that starts it
@@ -287,6 +298,10 @@ class LogParser:
                 break
             last = i + text.count("\n", at, end)  # the gpgpu_silicon_slowdown line
             self._merge(lines[i:last + 1])
+            if last == n - 1 and not _SLOWDOWN_LINE_RE.fullmatch(lines[last]):
+                # Possibly cut mid-line (a killed simulator): wait for the next line.
+                self._block_ended = True
+                break
             done.append(self._finish_block())
             i = last + 1
             at = text.find("\n", end + 1)
@@ -360,6 +375,7 @@ class LogParser:
     def _finish_block(self) -> ParsedKernel:
         stats = self._block
         self._block = None
+        self._block_ended = False
         names = stats["kernel_name"].split(maxsplit=1)
         cycle = _as_int(stats.get("gpu_sim_cycle"))
         clock = self._clock_mhz

@@ -1,0 +1,495 @@
+"""The incremental Accel-Sim log parser, on the five real logs and on hand-made edge cases.
+
+The real logs are shared/samples-real/runs/<CONFIG>/run.log (byte-identical copies ship as
+samples/recordings/<CONFIG>.log.gz, used when shared/ is not beside the checkout). Expected
+numbers are the README's tables there, typed in here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import math
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cascade_server.accelsim_log import TAIL_LINES, LogParser, ParsedKernel, parse_value
+from cascade_server.models import KernelStat
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_RUNS = REPO.parent / "shared" / "samples-real" / "runs"
+RECORDINGS = REPO / "samples" / "recordings"
+
+CLOCK_MHZ = {
+    "SM7_QV100": 1132.0,
+    "SM7_GV100": 1447.0,
+    "SM7_TITANV": 1200.0,
+    "SM75_RTX2060": 1365.0,
+    "SM75_RTX2060_S": 1905.0,
+}
+CONFIGS = list(CLOCK_MHZ)
+
+# samples-real README, "Per-kernel gpu_sim_cycle" (uid 1..15, per config).
+EXPECTED_CYCLES = {
+    "SM7_QV100": [6146, 7091, 19639, 5992, 7458, 5792, 9223, 14990, 5727, 7085, 19658, 5966,
+                  41998, 5732, 7091],
+    "SM7_GV100": [6230, 7139, 19743, 5992, 7458, 5794, 9197, 14995, 5726, 7137, 19772, 5937,
+                  42864, 5733, 7142],
+    "SM7_TITANV": [1230, 2122, 14695, 1148, 2496, 929, 4309, 10024, 763, 2131, 14842, 1159,
+                   37482, 786, 2020],
+    "SM75_RTX2060": [6428, 6488, 20109, 6354, 7881, 6104, 9815, 15549, 5930, 6467, 20354, 6205,
+                     44507, 5912, 6491],
+    "SM75_RTX2060_S": [6275, 6693, 19693, 6310, 7377, 5892, 9212, 14904, 5805, 6346, 19700, 5979,
+                       42115, 5781, 6542],
+}
+# samples-real README, "Results": gpu_tot_sim_cycle and gpu_tot_sim_insn at the end of each run.
+EXPECTED_TOTALS = {
+    "SM7_QV100": (169_588, 19_169_792),
+    "SM7_GV100": (170_859, 19_169_792),
+    "SM7_TITANV": (96_136, 19_169_792),
+    "SM75_RTX2060": (174_594, 19_005_952),
+    "SM75_RTX2060_S": (168_624, 19_005_952),
+}
+LN = "_Z16layernorm_kernelILi128EEvPK6float4S2_S2_PS0_if"
+SGEMM64 = "_Z11sgemm_tiledILi64ELi64ELi16EEvPKfS1_S1_Pfiii"
+SGEMM32 = "_Z11sgemm_tiledILi32ELi64ELi16EEvPKfS1_S1_Pfiii"
+RESID = "_Z19residual_add_kernelP6float4PKS_i"
+EXPECTED_NAMES = [
+    "_Z16embedding_kernelPKiPK6float4S3_PS1_ii", LN, SGEMM64,
+    "_Z20kv_cache_copy_kernelPK6float4PS_i", "_Z18attn_scores_kernelPKfPfiif",
+    "_Z21causal_softmax_kernelILi64EEvPKfPfi", "_Z19attn_context_kernelPKfS0_Pfii", SGEMM32,
+    RESID, LN, SGEMM64, "_Z11gelu_kernelP6float4i", SGEMM32, RESID, LN,
+]
+
+
+@cache
+def real_log(config: str) -> tuple[str, ...]:
+    """The log's lines without newlines, loaded once per test session."""
+    shared = SHARED_RUNS / config / "run.log"
+    if shared.exists():
+        data = shared.read_bytes()
+    else:
+        data = gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
+    lines = data.decode("utf-8", errors="surrogateescape").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return tuple(lines)
+
+
+def feed_all(parser: LogParser, lines, size: int) -> list[ParsedKernel]:
+    kernels: list[ParsedKernel] = []
+    for start in range(0, len(lines), size):
+        kernels += parser.feed(list(lines[start:start + size]))
+    return kernels
+
+
+def snapshot(parser: LogParser, kernels: list[ParsedKernel]) -> str:
+    """Everything observable, as JSON: NaN compares equal to NaN this way, and key order counts."""
+    return json.dumps({
+        "kernels": [dataclasses.asdict(k) for k in kernels],
+        "latest": parser.latest,
+        "tail": parser.log_tail,
+        "current": parser.current_kernel,
+        "done": parser.kernels_done,
+        "exit": parser.exit_detected,
+        "in_block": parser.in_block,
+        "state": parser.state(),
+    })
+
+
+# ---- an independent, obviously-slow reference: one Python loop over lines ------------------
+
+_REF_NUMBER = re.compile(
+    r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|nan|inf|infinity)%?", re.I)
+_REF_KEY_EQ_VALUE = re.compile(r"\s*([A-Za-z_][\w.\[\]]*)=([^\s=]+)\s*")
+
+
+def _ref_value(raw: str):
+    s = raw.strip()
+    return float(s.rstrip("%")) if _REF_NUMBER.fullmatch(s) else s
+
+
+def reference_stats(lines) -> list[dict]:
+    """Stats maps of every finished block, by the documented rules, line by line."""
+    blocks: list[dict] = []
+    block = None
+    for line in lines:
+        if line.startswith("kernel_name = "):
+            block = {"kernel_name": line[len("kernel_name = "):].strip()}
+            continue
+        if block is None:
+            continue
+        if " = " in line:
+            key, _, raw = line.partition(" = ")
+            key = key.strip()
+            if key and key not in block:
+                block[key] = _ref_value(raw)
+        else:
+            m = _REF_KEY_EQ_VALUE.fullmatch(line)
+            if m and m.group(1) not in block:
+                block[m.group(1)] = _ref_value(m.group(2))
+        if line.startswith("gpgpu_silicon_slowdown = "):
+            blocks.append(block)
+            block = None
+    return blocks
+
+
+# ---- the real logs -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_real_log_whole(config: str) -> None:
+    lines = real_log(config)
+    clock = CLOCK_MHZ[config]
+    parser = LogParser(clock)
+    kernels = parser.feed(list(lines))
+
+    assert [k.gpu_sim_cycle for k in kernels] == EXPECTED_CYCLES[config]
+    assert [k.kernel_launch_uid for k in kernels] == list(range(1, 16))
+    assert [k.kernel_index for k in kernels] == list(range(15))
+    assert [k.kernel_name for k in kernels] == EXPECTED_NAMES
+    for k in kernels:
+        assert k.sim_time_ns == pytest.approx(k.gpu_sim_cycle / clock * 1000)
+        assert k.stats["gpu_sim_cycle"] == float(k.gpu_sim_cycle)
+        assert k.gpu_sim_insn == k.stats["gpu_sim_insn"] and k.gpu_sim_insn > 0
+        assert k.gpu_ipc == k.stats["gpu_ipc"] and math.isfinite(k.gpu_ipc)
+        assert math.isnan(k.stats["gpu_occupancy"])  # "-nan% " in every block (README)
+        assert k.stats["kernel_launch_uid"] == float(k.kernel_launch_uid)
+        assert isinstance(k.stats["gpu_total_sim_rate"], float)  # the `key=value` form
+        assert k.stats["L2_BW"].endswith("GB/Sec")
+    total_cycles, total_insn = EXPECTED_TOTALS[config]
+    assert sum(k.gpu_sim_cycle for k in kernels) == total_cycles
+    assert sum(k.gpu_sim_insn for k in kernels) == total_insn
+    assert parser.latest["gpu_tot_sim_cycle"] == total_cycles
+    assert parser.latest["gpu_tot_sim_insn"] == total_insn
+    assert parser.latest["gpu_tot_ipc"] == kernels[-1].stats["gpu_tot_ipc"]
+    last_rate = [ln for ln in lines if ln.endswith("(inst/sec)")][-1]
+    assert parser.latest["sim_rate_ips"] == float(last_rate.split()[2])
+    assert parser.exit_detected is True
+    assert parser.kernels_done == 15
+    assert parser.current_kernel == LN
+    assert parser.log_tail == list(lines[-TAIL_LINES:])
+    assert parser.log_tail[-1] == "GPGPU-Sim: *** exit detected ***"
+    assert not parser.in_block
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_real_log_matches_line_by_line_reference(config: str) -> None:
+    lines = real_log(config)
+    kernels = feed_all(LogParser(CLOCK_MHZ[config]), lines, 1000)
+    expected = reference_stats(lines)
+    assert len(expected) == 15
+    assert json.dumps([k.stats for k in kernels]) == json.dumps(expected)
+
+
+@pytest.mark.parametrize("size", [1, 7, 1000, 4096])
+def test_chunk_size_does_not_change_anything(size: int) -> None:
+    lines = real_log("SM75_RTX2060")
+    whole = LogParser(1365)
+    expected = snapshot(whole, whole.feed(list(lines)))
+    chunked = LogParser(1365)
+    assert snapshot(chunked, feed_all(chunked, lines, size)) == expected
+
+
+def test_to_stat_is_the_api_type() -> None:
+    kernel = LogParser(1132).feed(list(real_log("SM7_QV100")))[0]
+    stat = kernel.to_stat("sim-0123456789ab")
+    assert isinstance(stat, KernelStat)
+    assert (stat.sim_id, stat.kernel_index, stat.kernel_launch_uid) == ("sim-0123456789ab", 0, 1)
+    assert stat.gpu_sim_cycle == 6146 and stat.sim_time_ns == pytest.approx(6146 / 1132 * 1000)
+    body = json.loads(stat.model_dump_json())  # NaN travels as the string "NaN"
+    assert body["stats"]["gpu_occupancy"] == "NaN"
+    assert body["stats"]["gpu_sim_cycle"] == 6146.0
+
+
+# ---- any chunking, any resume point --------------------------------------------------------
+
+@cache
+def property_slice() -> tuple[str, ...]:
+    """RTX2060 from a little before its first block through its third: about 4,200 lines."""
+    lines = real_log("SM75_RTX2060")
+    first = lines.index(next(ln for ln in lines if ln.startswith("kernel_name = ")))
+    ends = [i for i, ln in enumerate(lines) if ln.startswith("gpgpu_silicon_slowdown = ")]
+    return lines[first - 60:ends[2] + 5]
+
+
+@cache
+def property_expected() -> str:
+    parser = LogParser(1365)
+    return snapshot(parser, parser.feed(list(property_slice())))
+
+
+def split_at(lines, cuts: list[int]) -> list[list[str]]:
+    bounds = [0, *sorted(set(cuts)), len(lines)]
+    return [list(lines[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+cut_lists = st.lists(st.integers(min_value=0, max_value=len(property_slice())), max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cuts=cut_lists)
+def test_any_chunking_gives_the_same_result(cuts: list[int]) -> None:
+    parser = LogParser(1365)
+    kernels: list[ParsedKernel] = []
+    for chunk in split_at(property_slice(), cuts):
+        kernels += parser.feed(chunk)
+    assert len(kernels) == 3
+    assert snapshot(parser, kernels) == property_expected()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cuts=cut_lists, data=st.data())
+def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -> None:
+    chunks = split_at(property_slice(), cuts)
+    resume_after = data.draw(st.lists(st.booleans(), min_size=len(chunks), max_size=len(chunks)))
+    parser = LogParser(1365)
+    kernels: list[ParsedKernel] = []
+    for chunk, resume in zip(chunks, resume_after):
+        kernels += parser.feed(chunk)
+        if resume:  # what a restarted server does: the state went through the database as JSON
+            parser = LogParser(1365, state=json.loads(json.dumps(parser.state(), allow_nan=True)))
+    assert snapshot(parser, kernels) == property_expected()
+
+
+def test_state_is_a_snapshot_not_a_view() -> None:
+    lines = property_slice()
+    parser = LogParser(1365)
+    parser.feed(list(lines[:200]))  # ends inside the first block
+    assert parser.in_block
+    state = parser.state()
+    before = json.dumps(state)
+    assert state["block"]["kernel_name"] == EXPECTED_NAMES[0]
+    assert parser.feed(list(lines[200:]))  # finishes that block and more
+    assert json.dumps(state) == before
+
+
+# ---- truncated logs ------------------------------------------------------------------------
+
+def test_log_cut_mid_block_yields_only_finished_kernels() -> None:
+    lines = real_log("SM7_TITANV")
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("kernel_name = ")]
+    cut = starts[5] + 700  # inside the sixth block
+    full = LogParser(1200).feed(list(lines))
+    parser = LogParser(1200)
+    kernels = feed_all(parser, lines[:cut], 1000)
+    assert json.dumps([dataclasses.asdict(k) for k in kernels]) == json.dumps(
+        [dataclasses.asdict(k) for k in full[:5]])
+    assert parser.kernels_done == 5 and parser.in_block and not parser.exit_detected
+    assert parser.latest["gpu_tot_sim_cycle"] == full[4].stats["gpu_tot_sim_cycle"]
+
+
+@pytest.mark.parametrize("which", ["kv_line", "slowdown_line", "launch_line", "exit_line"])
+def test_log_cut_mid_line_claims_nothing_false(which: str) -> None:
+    lines = list(real_log("SM7_TITANV"))
+    ends = [i for i, ln in enumerate(lines) if ln.startswith("gpgpu_silicon_slowdown = ")]
+    launches = [i for i, ln in enumerate(lines) if ln.startswith("launching kernel name: ")]
+    if which == "kv_line":
+        cut = ends[2] - 30
+        partial = lines[cut][: len(lines[cut]) // 2]
+    elif which == "slowdown_line":  # "gpgpu_silicon_slowdown = 368369x" cut inside the number
+        cut = ends[2]
+        partial = lines[cut][: len("gpgpu_silicon_slowdown = ") + 2]
+    elif which == "launch_line":
+        cut = launches[3]
+        partial = lines[cut][: len("launching kernel name: ") + 8]
+    else:
+        cut = len(lines) - 1
+        partial = lines[cut][:-5]
+    parser = LogParser(1200)
+    kernels = feed_all(parser, lines[:cut] + [partial], 1000)
+    expected_done = {"kv_line": 2, "slowdown_line": 2, "launch_line": 3, "exit_line": 15}[which]
+    assert len(kernels) == parser.kernels_done == expected_done
+    assert [k.gpu_sim_cycle for k in kernels] == EXPECTED_CYCLES["SM7_TITANV"][:expected_done]
+    assert parser.exit_detected is False
+    if which == "launch_line":
+        assert parser.current_kernel == EXPECTED_NAMES[2]  # the cut name is not taken
+    assert parser.log_tail[-1] == partial
+
+
+def test_slowdown_line_without_x_completes_when_the_next_line_arrives() -> None:
+    head = ["kernel_name = k ", "kernel_launch_uid = 1 ", "gpu_sim_cycle = 10"]
+    parser = LogParser(1000)
+    assert parser.feed([*head, "gpgpu_silicon_slowdown = 12"]) == []
+    assert parser.in_block
+    resumed = LogParser(1000, state=json.loads(json.dumps(parser.state())))
+    [kernel] = resumed.feed(["GPGPU-Sim: *** simulation thread exiting ***"])
+    assert kernel.stats["gpgpu_silicon_slowdown"] == 12.0 and kernel.gpu_sim_cycle == 10
+    # Complete-looking last lines end the block at once, including the `Nan` of newer builds.
+    for last in ("gpgpu_silicon_slowdown = 368369x", "gpgpu_silicon_slowdown = Nan"):
+        [kernel] = LogParser(1000).feed([*head, last])
+        assert kernel.sim_time_ns == pytest.approx(10.0)
+
+
+# ---- hand-made edge cases ------------------------------------------------------------------
+
+def block(name: str = "_Z3fooPf", uid: str = "7", *body: str, end: str = "368369x") -> list[str]:
+    return [
+        f"kernel_name = {name} ", f"kernel_launch_uid = {uid} ", "gpu_sim_cycle = 2000",
+        "gpu_sim_insn = 4000", "gpu_ipc =       2.0000", "gpu_tot_sim_cycle = 9000",
+        "gpu_tot_sim_insn = 12000", "gpu_tot_ipc =       1.3333", *body,
+        "gpgpu_simulation_rate = 777 (inst/sec)", "gpgpu_simulation_rate = 55 (cycle/sec)",
+        f"gpgpu_silicon_slowdown = {end}",
+    ]
+
+
+def test_both_launch_line_formats() -> None:
+    parser = LogParser(1000)
+    parser.feed(["launching kernel name: _Z1av uid: 1"])
+    assert parser.current_kernel == "_Z1av"
+    parser.feed(["launching kernel name: _Z1bv uid: 2 cuda_stream_id: 0", "thread block = 0,0,0"])
+    assert parser.current_kernel == "_Z1bv"
+    parser.feed(["launching kernel name: ", "launching kernel name: _Z1cv"])  # no uid: ignored
+    assert parser.current_kernel == "_Z1bv"
+    parser.feed(["launching kernel name: _Z1dv uid: 4", "launching memcpy command : MemcpyHtoD"])
+    assert parser.current_kernel == "_Z1dv"
+    assert parser.kernels_done == 0
+
+
+def test_special_values() -> None:
+    body = [
+        "gpu_occupancy = -nan% ", "gpu_tot_occupancy = 95.6263% ", "Miss_rate = nan",
+        "Row_Buffer_Locality_write = -nan", "a_inf = inf", "b_inf = -inf", "c = INF",
+        "maybe = none", "avg = 1.5e3", "neg = -2", "maxmflatency = 493 ", "L2_BW  =   1.9742 GB/Sec",
+        "pct_only = %", "under = 1_000", "empty_value = ", "\tindented_key\t = 3\t",
+        "gpu_stall_icnt2sh    = 0",
+    ]
+    [k] = LogParser(1000).feed(block("_Z3fooPf", "7", *body))
+    s = k.stats
+    assert math.isnan(s["gpu_occupancy"]) and s["gpu_tot_occupancy"] == 95.6263
+    assert math.isnan(s["Miss_rate"]) and math.isnan(s["Row_Buffer_Locality_write"])
+    assert s["a_inf"] == math.inf and s["b_inf"] == -math.inf and s["c"] == math.inf
+    assert s["maybe"] == "none"
+    assert (s["avg"], s["neg"], s["maxmflatency"]) == (1500.0, -2.0, 493.0)
+    assert s["L2_BW"] == "1.9742 GB/Sec"
+    assert (s["pct_only"], s["under"], s["empty_value"]) == ("%", "1_000", "")
+    assert s["indented_key"] == 3.0 and s["gpu_stall_icnt2sh"] == 0.0
+    assert s["gpgpu_silicon_slowdown"] == "368369x"
+    assert s["gpgpu_simulation_rate"] == "777 (inst/sec)"  # first occurrence wins
+
+
+def test_non_finite_head_values_become_none() -> None:
+    lines = block("_Z1kv", "3")
+    lines[2], lines[4], lines[7] = "gpu_sim_cycle = nan", "gpu_ipc = -nan", "gpu_tot_ipc = inf"
+    parser = LogParser(1000)
+    [k] = parser.feed(lines)
+    assert k.gpu_sim_cycle is None and k.sim_time_ns is None and k.gpu_ipc is None
+    assert math.isnan(k.stats["gpu_ipc"])
+    assert parser.latest == {"gpu_tot_sim_cycle": 9000.0, "gpu_tot_sim_insn": 12000.0,
+                             "gpu_tot_ipc": None, "sim_rate_ips": 777.0}
+    assert LogParser(0).feed(block())[0].sim_time_ns is None  # a config with no known clock
+    assert LogParser(1500).feed(block())[0].sim_time_ns == pytest.approx(2000 / 1500 * 1000)
+
+
+def test_concurrent_kernels_block() -> None:
+    [k] = LogParser(1000).feed(block("_Z1av _Z1bv", "3 4"))
+    assert (k.kernel_name, k.kernel_launch_uid) == ("_Z1av", 3)
+    assert k.stats["kernel_name"] == "_Z1av _Z1bv" and k.stats["kernel_launch_uid"] == "3 4"
+
+
+def test_kernel_name_stays_a_string() -> None:
+    [k] = LogParser(1000).feed(block("inf", "1"))
+    assert k.kernel_name == "inf" and k.stats["kernel_name"] == "inf"
+
+
+def test_first_occurrence_wins_and_keeps_log_order() -> None:
+    body = ["dup = 1", "gpu_sim_cycle = 99", "other = x", "dup = 2", "gpu_total_sim_rate=5",
+            "gpu_total_sim_rate = 6", "late = 1", "kv_first = 1", "kv_first=2"]
+    lines = block("_Z1kv", "1", *body)
+    expected = None
+    for size in range(1, len(lines) + 1):
+        parser = LogParser(1000)
+        [k] = feed_all(parser, lines, size)
+        assert k.gpu_sim_cycle == 2000
+        assert (k.stats["dup"], k.stats["gpu_total_sim_rate"], k.stats["kv_first"]) == (1, 5, 1)
+        order = list(k.stats)
+        assert order[:3] == ["kernel_name", "kernel_launch_uid", "gpu_sim_cycle"]
+        assert order.index("gpu_total_sim_rate") < order.index("late")
+        if expected is None:
+            expected = json.dumps(k.stats)
+        assert json.dumps(k.stats) == expected
+
+
+def test_key_value_forms() -> None:
+    body = [
+        "icnt_total_pkts_mem_to_simt=352252", "  spaced_eq=7  ", "n_cmd=1 n_nop=2 n_act=3",
+        "========= Core cache stats =========", "mrqq: max=64 avg=1.63", "DRAM[0]: 16 bks, busW=2",
+        "\tL1D_cache_core[0]: Access = 196, Miss = 193, Miss_rate = 0.985",
+        "average row locality = 2056/187 = 10.99", " = orphan value", "no separator here",
+        "a=b=c", "x =y", "y= z",
+    ]
+    [k] = LogParser(1000).feed(block("_Z1kv", "1", *body))
+    s = k.stats
+    assert s["icnt_total_pkts_mem_to_simt"] == 352252.0 and s["spaced_eq"] == 7.0
+    assert s["L1D_cache_core[0]: Access"] == "196, Miss = 193, Miss_rate = 0.985"
+    assert s["average row locality"] == "2056/187 = 10.99"
+    for junk in ("n_cmd", "mrqq: max", "", "a", "x", "y", "DRAM[0]: 16 bks, busW"):
+        assert junk not in s
+
+
+def test_junk_never_raises() -> None:
+    junk = [
+        "\x00\x01\x02\xff\ufffd", "\udcff\udcfe binary = \udc80", "=", " = ", "= = =",
+        "kernel_name =", "\r", "key = value\r", "", " " * 500, "é = ü", "x" * 100_000,
+        "launching kernel name: \x00 uid: 1",
+    ]
+    parser = LogParser(1000)
+    lines = [*junk, "gpgpu_silicon_slowdown = 1x", *block("_Z3fooPf", "7", *junk), *junk]
+    kernels = parser.feed(lines)
+    assert len(kernels) == 1 and kernels[0].kernel_name == "_Z3fooPf"
+    stats = kernels[0].stats
+    assert stats["key"] == "value"  # the stray "\r" is whitespace
+    assert stats["\udcff\udcfe binary"] == "\udc80" and stats["é"] == "ü"
+    assert parser.current_kernel == "\x00"
+    again = LogParser(1000, state=json.loads(json.dumps(parser.state())))
+    assert again.log_tail == parser.log_tail == lines[-TAIL_LINES:]
+    assert parser.feed([]) == []
+
+
+def test_new_block_before_the_end_drops_the_cut_one() -> None:
+    first = block("_Z1av", "1")[:5]  # cut off: no slowdown line
+    for size in (1, 3, 100):
+        parser = LogParser(1000)
+        kernels = feed_all(parser, first + block("_Z1bv", "2"), size)
+        assert [(k.kernel_index, k.kernel_name, k.kernel_launch_uid) for k in kernels] == [
+            (0, "_Z1bv", 2)]
+
+
+def test_lines_outside_blocks_are_not_stats() -> None:
+    parser = LogParser(1000)
+    lines = ["gpu_sim_cycle = 5", "gpgpu_silicon_slowdown = 3x", "-gpgpu_clock_domains 1132.0:1132.0"]
+    assert parser.feed(lines) == [] and not parser.in_block
+    assert parser.latest == {"gpu_tot_sim_cycle": None, "gpu_tot_sim_insn": None,
+                             "gpu_tot_ipc": None, "sim_rate_ips": None}
+    parser.feed(["gpgpu_simulation_rate = 42 (inst/sec)", "gpgpu_simulation_rate = 9 (cycle/sec)"])
+    assert parser.latest["sim_rate_ips"] == 42.0
+
+
+def test_log_tail_spans_chunks() -> None:
+    parser = LogParser(1000)
+    for i in range(30):
+        parser.feed([f"line {i}"])
+    assert parser.log_tail == [f"line {i}" for i in range(10, 30)]
+    parser.feed([f"big {i}" for i in range(50)])
+    assert parser.log_tail == [f"big {i}" for i in range(30, 50)]
+
+
+@pytest.mark.parametrize("state", [
+    {}, {"version": 99}, [], "x",
+    {"version": 1, "kernels_done": -1, "current_kernel": None, "latest": {}, "log_tail": [],
+     "exit_detected": False, "block": None, "block_ended": False},
+])
+def test_bad_state_is_a_clear_error(state) -> None:
+    with pytest.raises(ValueError, match="invalid LogParser state"):
+        LogParser(1000, state=state)
+
+
+def test_parse_value() -> None:
+    assert parse_value(" 12 ") == 12.0 and math.isnan(parse_value("-nan%"))
+    assert parse_value("none") == "none" and parse_value("") == ""
+    assert parse_value("12 (inst/sec)") == "12 (inst/sec)"
