@@ -60,19 +60,24 @@ def _keys(data_dir: Path) -> tuple[str, str]:
     return "CASCADE" + secrets.token_hex(8).upper(), secrets.token_hex(20)
 
 
+async def _listening(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    await writer.wait_closed()
+    return True
+
+
 async def _wait_until_serving(proc: asyncio.subprocess.Process, port: int, log_path: Path) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + START_TIMEOUT_S
     while True:
         if proc.returncode is not None:
             raise EmbeddedS3Error(f"rclone serve s3 exited with code {proc.returncode}: {_last_log_line(log_path)}")
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            await writer.wait_closed()
+        if await _listening(port) and proc.returncode is None:
             return
-        except OSError:
-            pass
         if loop.time() > deadline:
             raise EmbeddedS3Error(f"rclone serve s3 did not listen on 127.0.0.1:{port} within {START_TIMEOUT_S:.0f} s")
         await asyncio.sleep(0.05)
@@ -108,6 +113,11 @@ async def embedded_s3(settings: "Settings", port: int | None = None) -> AsyncIte
     access_key, secret_key = _keys(data_dir)
     info = S3Info(f"http://127.0.0.1:{port}", settings.s3_bucket, access_key, secret_key)
     log_path = data_dir / LOG_NAME
+    if await _listening(port):  # do not mistake another server (an older Cascade?) for ours
+        raise EmbeddedS3Error(
+            f"cannot start the embedded S3 endpoint: 127.0.0.1:{port} is already in use "
+            "(set CASCADE_S3_PORT, or CASCADE_S3_ENDPOINT to use that server)"
+        )
     with open(log_path, "ab") as log_file:
         proc = await asyncio.create_subprocess_exec(
             str(rclone_binary()), "serve", "s3", "--addr", f"127.0.0.1:{port}", str(root),

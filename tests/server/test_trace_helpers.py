@@ -59,6 +59,17 @@ def traceg_to_raw(traceg: str, seed: int = 0) -> str:
     return "\n".join(header + [""] + out) + "\n"
 
 
+def raw_dir_for_upload(tmp_path: Path) -> Path:
+    """What the NVBit tracer leaves behind: a traces/ folder with raw kernel traces."""
+    traces = tmp_path / "run" / "traces"
+    traces.mkdir(parents=True)
+    (traces / "kernelslist").write_text("MemcpyHtoD,0x00007f4c5e000000,256\nkernel-1.trace\nkernel-2.trace\n")
+    (traces / "kernel-1.trace").write_text(traceg_to_raw(sample_traceg(1)))
+    (traces / "kernel-2.trace").write_text(traceg_to_raw(sample_traceg(2)))
+    (traces / "stats.csv").write_text("\n".join((SM70 / "traces" / "stats.csv").read_text().splitlines()[:3]) + "\n")
+    return traces
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,7 @@ import pytest
 from cascade_server import upload as upload_cmd
 from cascade_server.traces import uploader
 
-from .test_trace_helpers import SM70, free_port, rclone_s3, sample_traceg, traceg_to_raw  # noqa: F401
+from .test_trace_helpers import free_port, raw_dir_for_upload, rclone_s3  # noqa: F401
 
 
 _buckets = itertools.count()
@@ -44,19 +44,8 @@ def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def raw_tracer_dir(tmp_path: Path) -> Path:
-    """What the NVBit tracer leaves behind: a traces/ folder with raw kernel traces."""
-    traces = tmp_path / "run" / "traces"
-    traces.mkdir(parents=True)
-    (traces / "kernelslist").write_text("MemcpyHtoD,0x00007f4c5e000000,256\nkernel-1.trace\nkernel-2.trace\n")
-    (traces / "kernel-1.trace").write_text(traceg_to_raw(sample_traceg(1)))
-    (traces / "kernel-2.trace").write_text(traceg_to_raw(sample_traceg(2)))
-    (traces / "stats.csv").write_text("\n".join((SM70 / "traces" / "stats.csv").read_text().splitlines()[:3]) + "\n")
-    return traces
-
-
 def test_upload_round_trips_a_directory(rclone_s3, bucket, tmp_path):
-    traces = raw_tracer_dir(tmp_path)
+    traces = raw_dir_for_upload(tmp_path)
     result = run_cli(str(traces), "--trace-id", "round-trip", "--model", "tinyformer", "--gpu", "V100",
                      "--arch", "sm_70", "--suggested-config", "SM7_QV100", env=env_for(rclone_s3, bucket, tmp_path))
     assert result.returncode == 0, result.stderr
@@ -117,7 +106,7 @@ def test_missing_or_empty_directory_is_a_one_line_error(rclone_s3, bucket, tmp_p
 
 
 def test_unreachable_endpoint_is_a_one_line_error(rclone_s3, bucket, tmp_path):
-    traces = raw_tracer_dir(tmp_path)
+    traces = raw_dir_for_upload(tmp_path)
     env = {**env_for(rclone_s3, bucket, tmp_path), "CASCADE_S3_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
     result = run_cli(str(traces), "--trace-id", "t2", env=env)
     assert result.returncode == 1
@@ -125,7 +114,7 @@ def test_unreachable_endpoint_is_a_one_line_error(rclone_s3, bucket, tmp_path):
 
 
 def test_wrong_credentials_and_bad_trace_id_are_one_line_errors(rclone_s3, bucket, tmp_path):
-    traces = raw_tracer_dir(tmp_path)
+    traces = raw_dir_for_upload(tmp_path)
     env = {**env_for(rclone_s3, bucket, tmp_path), "AWS_SECRET_ACCESS_KEY": "wrong-secret-0000"}
     result = run_cli(str(traces), "--trace-id", "t3", env=env)
     assert result.returncode == 1
@@ -135,7 +124,7 @@ def test_wrong_credentials_and_bad_trace_id_are_one_line_errors(rclone_s3, bucke
 
 
 def test_no_endpoint_configured_is_a_one_line_error(tmp_path):
-    traces = raw_tracer_dir(tmp_path)
+    traces = raw_dir_for_upload(tmp_path)
     env = {"CASCADE_DATA_DIR": str(tmp_path / "empty-data"), "CASCADE_S3_ENDPOINT": ""}
     result = run_cli(str(traces), "--trace-id", "t4", env=env)
     assert result.returncode == 2
