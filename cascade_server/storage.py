@@ -13,6 +13,7 @@ import json
 import secrets
 import zlib
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,14 @@ MIGRATIONS: list[str] = [
 ]
 
 
+@dataclass(slots=True)
+class _PendingChunk:
+    sim_id: str
+    seq: int
+    lines: list[str]
+    done: asyncio.Future
+
+
 class NotFound(Exception):
     """An id names nothing; the message is the API's `detail`."""
 
@@ -205,6 +214,8 @@ class Store:
         self._r: aiosqlite.Connection | None = None  # reads (WAL: never blocked by the writer)
         # sim_id -> (next_seq, parser): saves rebuilding a parser from its saved state per chunk
         self._parsers: dict[str, tuple[int, LogParser]] = {}
+        self._log_queue: list[_PendingChunk] = []
+        self._log_writer: asyncio.Task | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -543,75 +554,129 @@ class Store:
     # --- logs and kernels --------------------------------------------------------------------
 
     async def append_log(self, sim_id: str, seq: int, lines: list[str]) -> None:
-        """Store a chunk (the first one per seq wins) and parse every chunk now in order."""
-        async with self.lock:
-            try:
-                await self._append_log_locked(sim_id, seq, lines)
-            except BaseException:
-                self._parsers.pop(sim_id, None)  # its in-memory state may be ahead of the database
-                await self.w.rollback()
-                raise
+        """Store a chunk (the first one per seq wins) and parse every chunk now in order.
 
-    async def _append_log_locked(self, sim_id: str, seq: int, lines: list[str]) -> None:
-        async with self.w.execute("SELECT * FROM sims WHERE id=?", (sim_id,)) as cur:
-            row = await cur.fetchone()
-        if row is None:
-            raise NotFound(f"sim {sim_id} not found")
-        next_seq = row["next_seq"]
-        if seq < next_seq:
-            return  # already stored and parsed: a retry
-        cur = await self.w.execute(
-            "INSERT OR IGNORE INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)",
-            (sim_id, seq, pack_lines(lines)),
+        Chunks are committed in groups: whatever arrives while a group is being written goes
+        into the next one, so many simulators cost one transaction, not one each. This returns
+        once the chunk's group is committed.
+        """
+        done = asyncio.get_running_loop().create_future()
+        self._log_queue.append(_PendingChunk(sim_id, seq, lines, done))
+        if self._log_writer is None or self._log_writer.done():
+            self._log_writer = asyncio.create_task(self._write_log_groups())
+        await done
+
+    async def _write_log_groups(self) -> None:
+        while self._log_queue:
+            async with self.lock:
+                group, self._log_queue = self._log_queue, []
+                try:
+                    events_by_run = await self._write_log_group(group)
+                except BaseException as exc:
+                    for sim_id in {p.sim_id for p in group}:
+                        self._parsers.pop(sim_id, None)  # in-memory parsers may be ahead of the database
+                    await self.w.rollback()
+                    for pending in group:
+                        if not pending.done.done():
+                            pending.done.set_exception(exc if isinstance(exc, Exception) else RuntimeError("cancelled"))
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                for run_id, events in events_by_run.items():
+                    self._publish(run_id, events)
+            for pending in group:
+                if not pending.done.done():
+                    pending.done.set_result(None)
+
+    async def _write_log_group(self, group: list["_PendingChunk"]) -> dict[str, list[Any]]:
+        sim_ids = list(dict.fromkeys(p.sim_id for p in group))
+        marks = ",".join("?" * len(sim_ids))
+        async with self.w.execute(f"SELECT * FROM sims WHERE id IN ({marks})", sim_ids) as cur:
+            rows = {row["id"]: row for row in await cur.fetchall()}
+        # Chunks stored earlier that still wait for a gap to fill (usually none).
+        async with self.w.execute(
+            f"SELECT log_chunks.sim_id, log_chunks.seq FROM log_chunks JOIN sims ON sims.id = log_chunks.sim_id"
+            f" WHERE log_chunks.sim_id IN ({marks}) AND log_chunks.seq >= sims.next_seq",
+            sim_ids,
+        ) as cur:
+            stored = {(sim_id, seq) for sim_id, seq in await cur.fetchall()}
+
+        fresh: dict[str, dict[int, list[str]]] = {}
+        for pending in group:
+            row = rows.get(pending.sim_id)
+            if row is None:
+                pending.done.set_exception(NotFound(f"sim {pending.sim_id} not found"))
+                continue
+            key = (pending.sim_id, pending.seq)
+            chunks = fresh.setdefault(pending.sim_id, {})
+            if pending.seq < row["next_seq"] or key in stored or pending.seq in chunks:
+                continue  # a retry: the first chunk per seq wins
+            chunks[pending.seq] = pending.lines
+        await self.w.executemany(
+            "INSERT INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)",
+            [(sim_id, seq, pack_lines(lines)) for sim_id, chunks in fresh.items() for seq, lines in chunks.items()],
         )
-        if cur.rowcount == 0 or seq != next_seq:
-            await self.w.commit()  # a repeat, or early: it waits for the gap to fill
-            return
 
-        cached = self._parsers.get(sim_id)
-        if cached is not None and cached[0] == next_seq:
-            parser = cached[1]
-        else:
-            parser = LogParser(row["core_clock_mhz"], state=unpack(row["parser_state"]))
-        base = _sim_from_row(row)
-        events: list[Any] = []
-        kernel_rows = []
-        chunk: list[str] | None = lines
-        while chunk is not None:
-            kernels = parser.feed(chunk)
-            next_seq += 1
-            events.append(LogEvent(sim_id=sim_id, lines=chunk))
-            for kernel in kernels:
-                stat = kernel.to_stat(sim_id)
-                kernel_rows.append((
-                    sim_id, stat.kernel_index, stat.kernel_name, stat.kernel_launch_uid,
-                    stat.gpu_sim_cycle, stat.gpu_sim_insn, stat.gpu_ipc, stat.sim_time_ns,
-                    pack(stat.stats),
-                ))
-                events.append(KernelEvent(stat=stat))
-            events.append(SimEvent(sim=base.model_copy(update=_progress(parser))))
-            async with self.w.execute(
-                "SELECT data FROM log_chunks WHERE sim_id=? AND seq=?", (sim_id, next_seq)
-            ) as cur:
-                waiting = await cur.fetchone()
-            chunk = None if waiting is None else unpack_lines(waiting[0])
-
-        if kernel_rows:
-            await self.w.executemany(
-                "INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernel_rows
-            )
-        progress = _progress(parser)
-        await self.w.execute(
-            "UPDATE sims SET next_seq=?, parser_state=?, kernels_done=?, current_kernel=?,"
-            " latest=?, log_tail=? WHERE id=?",
-            (
+        events_by_run: dict[str, list[Any]] = {}
+        kernel_rows, sim_updates, parsed = [], [], {}
+        for sim_id, chunks in fresh.items():
+            row = rows[sim_id]
+            next_seq = row["next_seq"]
+            if next_seq not in chunks and (sim_id, next_seq) not in stored:
+                continue  # early: it waits for the gap to fill
+            cached = self._parsers.get(sim_id)
+            if cached is not None and cached[0] == next_seq:
+                parser = cached[1]
+            else:
+                parser = LogParser(row["core_clock_mhz"], state=unpack(row["parser_state"]))
+            # Events are built only for runs someone watches (checked under the lock, so no
+            # subscriber can appear before they are published).
+            live = self.broker.has_subscribers(row["run_id"])
+            base = _sim_from_row(row) if live else None
+            events = events_by_run.setdefault(row["run_id"], [])
+            while True:
+                if next_seq in chunks:
+                    lines = chunks[next_seq]
+                elif (sim_id, next_seq) in stored:
+                    lines = await self._stored_chunk(sim_id, next_seq)
+                else:
+                    break
+                kernels = parser.feed(lines)
+                next_seq += 1
+                if live:
+                    events.append(LogEvent(sim_id=sim_id, lines=lines))
+                for kernel in kernels:
+                    kernel_rows.append((
+                        sim_id, kernel.kernel_index, kernel.kernel_name, kernel.kernel_launch_uid,
+                        kernel.gpu_sim_cycle, kernel.gpu_sim_insn, kernel.gpu_ipc, kernel.sim_time_ns,
+                        pack(kernel.stats),
+                    ))
+                    if live:
+                        events.append(KernelEvent(stat=kernel.to_stat(sim_id)))
+                if live:
+                    events.append(SimEvent(sim=base.model_copy(update=_progress(parser))))
+            progress = _progress(parser)
+            sim_updates.append((
                 next_seq, pack(parser.state()), progress["kernels_done"], progress["current_kernel"],
                 progress["latest"].model_dump_json(), json.dumps(progress["log_tail"]), sim_id,
-            ),
-        )
+            ))
+            parsed[sim_id] = (next_seq, parser)
+        if kernel_rows:
+            await self.w.executemany("INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernel_rows)
+        if sim_updates:
+            await self.w.executemany(
+                "UPDATE sims SET next_seq=?, parser_state=?, kernels_done=?, current_kernel=?,"
+                " latest=?, log_tail=? WHERE id=?",
+                sim_updates,
+            )
         await self.w.commit()
-        self._parsers[sim_id] = (next_seq, parser)
-        self._publish(row["run_id"], events)
+        self._parsers.update(parsed)
+        return events_by_run
+
+    async def _stored_chunk(self, sim_id: str, seq: int) -> list[str]:
+        async with self.w.execute("SELECT data FROM log_chunks WHERE sim_id=? AND seq=?", (sim_id, seq)) as cur:
+            (data,) = await cur.fetchone()
+        return unpack_lines(data)
 
     async def iter_log(self, sim_id: str, batch: int = 64) -> AsyncIterator[bytes]:
         """The sim's whole log in seq order, each line ending in a newline, a batch at a time."""
