@@ -128,6 +128,13 @@ class RunModel:
         self._changes.log_pending = 0
         self._changes.log_dropped = 0
 
+    def take_log_chunks(self) -> list[list[str]]:
+        """Take only the watched sim's pending log chunks, leaving other changes for the tick."""
+        chunks = self._changes.log_chunks
+        self._changes.log_chunks = []
+        self._changes.log_pending = 0
+        return chunks
+
     # --- reading ------------------------------------------------------------------------------
 
     def take_changes(self) -> Changes:

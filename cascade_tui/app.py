@@ -1,0 +1,165 @@
+"""The Textual app: screens, app-wide keys, the command palette and error reporting.
+
+Screens: Connect (health + token check), Traces, Runs (two modes, `t` / `r`), a Run (pushed on
+Runs), New run (pushed), and modals (confirm, `?` help). Every key is a `Binding` with an id; the
+footer, the help screen and the command palette are all built from the active bindings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from cascade_server.models import TraceSummary, utcnow
+
+from .client import ApiError, CascadeClient
+from .config import TuiSettings
+from .screens.connect import ConnectScreen
+from .screens.lists import RunsScreen, TracesScreen
+from .screens.modals import ConfirmScreen, HelpScreen, binding_rows
+from .screens.new_run import NewRunScreen
+from .screens.run import RunScreen
+
+
+class CascadeApp(App[int]):
+    CSS_PATH = Path(__file__).with_name("cascade.tcss")
+    TITLE = "Cascade"
+    ENABLE_COMMAND_PALETTE = True
+    MODES = {"traces": TracesScreen, "runs": RunsScreen}
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("t", "goto('traces')", "Traces", id="app.traces"),
+        Binding("r", "goto('runs')", "Runs", id="app.runs"),
+        Binding("ctrl+p", "command_palette", "Commands", show=False, id="app.commands"),
+    ]
+
+    def __init__(
+        self,
+        settings: TuiSettings,
+        *,
+        client: CascadeClient | None = None,
+        now: Callable[[], datetime] = utcnow,
+        handle_signals: bool = False,
+        open_run: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.client = client or CascadeClient(settings.url, settings.token_value())
+        self.now = now
+        self.health: dict[str, Any] = {}
+        self.is_connected = False
+        self._handle_signals = handle_signals
+        self._open_run_at_start = open_run
+        self.errors: list[str] = []  # every error shown, newest last (tests and the log)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        if self._handle_signals:
+            loop = asyncio.get_running_loop()
+            # The terminal went away (SSH dropped, tmux killed) or we were asked to stop:
+            # exit through Textual so the terminal is restored and `cascade up` can clean up.
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.add_signal_handler(sig, self.exit, 0)
+        self.push_screen(ConnectScreen())
+
+    async def on_unmount(self) -> None:
+        await self.client.aclose()
+
+    def connected(self, health: dict[str, Any]) -> None:
+        """Called by the connect screen once health and the token are good."""
+        self.health = health
+        self.is_connected = True
+        workspace = health.get("workspace")
+        self.sub_title = f"{self.settings.url}" + (f" · {workspace}" if workspace else "")
+        self.switch_mode("runs")
+        if self._open_run_at_start:
+            self.open_run(self._open_run_at_start)
+            self._open_run_at_start = None
+
+    # --- navigation --------------------------------------------------------------------------
+
+    def action_goto(self, mode: str) -> None:
+        if not self.is_connected:
+            return
+        self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.screen))
+
+    def open_run(self, run_id: str) -> None:
+        if self.current_mode != "runs":
+            self.switch_mode("runs")
+        # Only the runs list stays under a run screen.
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
+            self.pop_screen()
+        self.push_screen(RunScreen(run_id))
+
+    def open_new_run(self, trace: TraceSummary | None) -> None:
+        if trace is not None and trace.sample:
+            self.notify("The sample trace has no instruction traces, so it cannot start a run. "
+                        "Upload a trace with `cascade upload`.", severity="warning")
+            return
+        if trace is not None and trace.state != "ready":
+            self.notify(f"Trace {trace.id} is {trace.state}; runs start on ready traces.",
+                        severity="warning")
+            return
+        self.push_screen(NewRunScreen(trace))
+
+    def confirm_cancel(self, run_id: str, unfinished: int) -> None:
+        if unfinished == 0:
+            self.notify(f"{run_id} has no unfinished sims; nothing to cancel.")
+            return
+        self.push_screen(
+            ConfirmScreen(f"Cancel {run_id}?",
+                          f"{unfinished} unfinished sim{'s' if unfinished != 1 else ''} will be "
+                          "stopped and marked cancelled. Finished sims keep their results."),
+            lambda yes: self._cancel(run_id) if yes else None,
+        )
+
+    @work(group="cancel", exit_on_error=False)
+    async def _cancel(self, run_id: str) -> None:
+        try:
+            run = await self.client.cancel_run(run_id)
+        except ApiError as exc:
+            self.report_error(exc, title="Cancel failed")
+            return
+        self.notify(f"Cancelled {run_id}: {run.sim_counts.get('cancelled', 0)} sims cancelled.",
+                    title="Cancel")
+
+    # --- errors and commands -----------------------------------------------------------------
+
+    def report_error(self, exc: BaseException, title: str = "Error") -> None:
+        """Show an error as a notification; never a crash, never the token."""
+        text = str(exc) or type(exc).__name__
+        self.errors.append(text)
+        self.notify(text, title=title, severity="error", timeout=8)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        # Every key binding of the screen the palette was opened on, as a command.
+        for key, description, binding_id in binding_rows(screen):
+            active = next((a for a in screen.active_bindings.values()
+                           if (a.binding.id or "") == binding_id), None)
+            if active is None or binding_id in ("app.commands",):
+                continue
+            yield SystemCommand(
+                description, f"{key} · {binding_id}",
+                partial(self._run_binding, active.binding.action, active.node),
+            )
+        yield from super().get_system_commands(screen)
+
+    async def _run_binding(self, action: str, node: Any) -> None:
+        await self.run_action(action, node)

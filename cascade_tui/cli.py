@@ -1,0 +1,70 @@
+"""`cascade tui`: open the terminal UI on a running Cascade server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .config import ConfigError, TuiSettings, default_config_path, load_settings, save_config
+
+
+def build_parser(prog: str = "cascade tui") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Open the Cascade terminal UI. Settings come from these flags, then the "
+        "CASCADE_URL / CASCADE_TOKEN environment variables, then the config file "
+        f"(default {default_config_path()}, mode 0600).",
+    )
+    add_ui_arguments(parser)
+    parser.add_argument("--url", help="the app's URL (CASCADE_URL; default http://127.0.0.1:8000)")
+    parser.add_argument("--token", help="the bearer token (CASCADE_TOKEN); prefer the env "
+                        "variable or the config file, since flags show in `ps`")
+    parser.add_argument("--save-config", action="store_true",
+                        help="write the URL and token to the config file (mode 0600) and exit")
+    return parser
+
+
+def add_ui_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML config file (CASCADE_CONFIG)")
+    parser.add_argument("--download-dir", type=Path,
+                        help="where downloads are saved (default ./cascade-downloads)")
+    parser.add_argument("--refresh-hz", type=float, help="live redraw rate, 0.5 to 4 (default 2)")
+    parser.add_argument("--run", metavar="RUN_ID", help="open this run at start")
+
+
+def settings_from(args: argparse.Namespace, **overrides: object) -> TuiSettings:
+    return load_settings(
+        url=overrides.get("url", getattr(args, "url", None)),
+        token=overrides.get("token", getattr(args, "token", None)),
+        config=args.config,
+        download_dir=args.download_dir,
+        refresh_hz=args.refresh_hz,
+    )
+
+
+def run_app(settings: TuiSettings, open_run: str | None = None) -> int:
+    from .app import CascadeApp  # Textual is imported only when the UI really starts
+
+    app = CascadeApp(settings, handle_signals=True, open_run=open_run)
+    result = app.run()
+    return int(result or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        settings = settings_from(args)
+    except ConfigError as exc:
+        print(f"cascade tui: {exc}", file=sys.stderr)
+        return 2
+    if args.save_config:
+        path = (args.config or default_config_path()).expanduser()
+        save_config(path, settings.url, settings.token_value())
+        print(f"saved URL{' and token' if settings.token else ''} to {path} (mode 0600)")
+        return 0
+    return run_app(settings, open_run=args.run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""The first screen: checks health and the token, and says plainly what is wrong if either fails."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from ..client import ApiError, Unauthorized, Unreachable
+
+if TYPE_CHECKING:
+    from ..app import CascadeApp
+
+
+class ConnectScreen(Screen):
+    BINDINGS = [
+        Binding("r", "retry", "Retry", id="connect.retry"),
+        Binding("q", "app.quit", "Quit", id="connect.quit"),
+    ]
+    DEFAULT_CSS = """
+    ConnectScreen > Vertical { align: center middle; }
+    ConnectScreen #connect-message { width: 80%; max-width: 100; height: auto; padding: 1 2;
+                                     border: round $primary; }
+    ConnectScreen #connect-message.-problem { border: thick $error; }
+    """
+
+    @property
+    def cascade(self) -> CascadeApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical():
+            yield Static(f"Connecting to {self.cascade.settings.url} …", id="connect-message")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "Cascade"
+        self.action_retry()
+
+    def action_retry(self) -> None:
+        message = self.query_one("#connect-message", Static)
+        message.remove_class("-problem")
+        message.update(f"Connecting to {self.cascade.settings.url} …")
+        self._check()
+
+    @work(exclusive=True, group="check", exit_on_error=False)
+    async def _check(self) -> None:
+        try:
+            health = await self.cascade.client.check()
+        except ApiError as exc:
+            self.show_problem(exc)
+            return
+        self.cascade.connected(health)
+
+    def show_problem(self, exc: ApiError) -> None:
+        if isinstance(exc, Unauthorized):
+            title = "Wrong or missing token"
+        elif isinstance(exc, Unreachable):
+            title = "Server not reachable"
+        else:
+            title = "The server answered with an error"
+        message = self.query_one("#connect-message", Static)
+        message.add_class("-problem")
+        message.update(f"[b]{title}[/b]\n\n{exc}\n\nURL: {self.cascade.settings.url}\n\n"
+                       "r: retry    q: quit")
+        self.cascade.report_error(exc, title=title)

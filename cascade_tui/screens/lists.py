@@ -1,0 +1,253 @@
+"""The Traces and Runs screens: tables polled every 2 s while visible, updated cell by cell.
+
+These lists have no event stream (the server scans uploads every 2 s), so a poll worker fetches
+the list and posts it; the handler changes only the cells whose text differs, keeps the cursor on
+its row by key, and rebuilds only when rows come or go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from cascade_server.models import RunSummary, TraceSummary
+
+from ..client import ApiError
+from ..formatting import age, bar, human_bytes, progress_fraction, state_label
+
+if TYPE_CHECKING:
+    from ..app import CascadeApp
+
+POLL_SECONDS = 2.0
+
+STATE_COLOURS = {
+    "uploading": "cyan", "processing": "cyan", "ready": "green", "failed": "red bold",
+    "active": "blue bold", "succeeded": "green", "partial": "yellow", "cancelled": "dim",
+}
+
+Cell = tuple[str, str]  # (text, style): what the diff compares
+
+
+class PolledTable(Screen):
+    """A screen with one DataTable of items keyed by id, refreshed by polling."""
+
+    COLUMNS: Sequence[tuple[str, int]] = ()
+    EMPTY = ""
+    HEADING = "Cascade"
+
+    class Fetched(Message):
+        def __init__(self, items: list[Any]) -> None:
+            super().__init__()
+            self.items = items
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: dict[str, Any] = {}
+        self._cells: dict[str, tuple[Cell, ...]] = {}
+        self._timer = None
+
+    @property
+    def cascade(self) -> CascadeApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(self.EMPTY, id="list-empty")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="list")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        # Textual calls on_mount of every class in the MRO: subclasses must not define their own.
+        self.title = self.HEADING
+        table = self.query_one(DataTable)
+        for title, width in self.COLUMNS:
+            table.add_column(title, width=width, key=title)
+        self._timer = self.set_interval(POLL_SECONDS, self.poll, pause=False)
+        self.poll()
+
+    def on_screen_suspend(self) -> None:
+        if self._timer:
+            self._timer.pause()
+
+    def on_screen_resume(self) -> None:
+        if self._timer:
+            self._timer.resume()
+        self.poll()
+
+    def poll(self) -> None:
+        self._fetch()
+
+    @work(exclusive=True, group="poll", exit_on_error=False)
+    async def _fetch(self) -> None:
+        try:
+            items = await self.fetch()
+        except ApiError as exc:
+            self.cascade.report_error(exc)
+            return
+        self.post_message(self.Fetched(items))
+
+    async def fetch(self) -> list[Any]:
+        raise NotImplementedError
+
+    def row_cells(self, item: Any, now: datetime) -> tuple[Cell, ...]:
+        raise NotImplementedError
+
+    @on(Fetched)
+    def _apply(self, message: Fetched) -> None:
+        self.apply_items(message.items)
+
+    def apply_items(self, items: list[Any]) -> None:
+        table = self.query_one(DataTable)
+        now = self.cascade.now()
+        new = {item.id: item for item in items}
+        cells = {item_id: self.row_cells(item, now) for item_id, item in new.items()}
+        self.query_one("#list-empty").display = not new
+        if list(new) != list(self.items):
+            # Rows came, went or moved: rebuild, keeping the cursor on its row by key.
+            current = self.selected_id()
+            table.clear()
+            for item_id, row in cells.items():
+                table.add_row(*(Text(t, style=s) for t, s in row), key=item_id)
+            if current in new:
+                table.move_cursor(row=table.get_row_index(current), animate=False)
+        else:
+            columns = [title for title, _ in self.COLUMNS]
+            with self.app.batch_update():
+                for item_id, row in cells.items():
+                    old = self._cells.get(item_id, ())
+                    for i, cell in enumerate(row):
+                        if i >= len(old) or old[i] != cell:
+                            table.update_cell(item_id, columns[i], Text(cell[0], style=cell[1]))
+        self.items = new
+        self._cells = cells
+
+    def selected_id(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        try:
+            return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # noqa: BLE001 - an empty or shrinking table has no cursor row
+            return None
+
+    def selected(self) -> Any | None:
+        item_id = self.selected_id()
+        return self.items.get(item_id) if item_id else None
+
+
+class TracesScreen(PolledTable):
+    BINDINGS = [
+        Binding("n", "new_run", "New run", id="traces.new_run"),
+        Binding("enter", "new_run", "New run", show=False, id="traces.open"),
+        Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
+    ]
+    COLUMNS = (("trace", 26), ("state", 13), ("model", 20), ("arch", 6), ("kernels", 7),
+               ("size", 9), ("age", 6), ("note", 40))
+    HEADING = "Cascade · Traces"
+    EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see the README)."
+
+    async def fetch(self) -> list[TraceSummary]:
+        return await self.cascade.client.traces()
+
+    def row_cells(self, t: TraceSummary, now: datetime) -> tuple[Cell, ...]:
+        if t.state == "failed":
+            note: Cell = (t.error or "failed", "red")
+        elif t.sample:
+            note = ("sample trace: no instruction traces, cannot start a run", "dim")
+        elif t.state == "ready":
+            note = (f"n: new run (suggested {t.suggested_sim_config})" if t.suggested_sim_config
+                    else "n: new run", "dim")
+        else:
+            note = ("upload in progress" if t.state == "uploading" else "post-processing", "cyan")
+        return (
+            (t.id, "bold"),
+            (state_label(t.state), STATE_COLOURS.get(t.state, "")),
+            (t.model or "-", ""),
+            (t.trace_gpu_arch, ""),
+            (str(t.kernel_count), ""),
+            (human_bytes(t.bytes), ""),
+            (age(t.created_at, now), ""),
+            note,
+        )
+
+    def action_poll(self) -> None:
+        self.poll()
+
+    def action_new_run(self) -> None:
+        trace = self.selected()
+        if trace is None:
+            self.notify("No trace selected.", severity="warning")
+            return
+        self.cascade.open_new_run(trace)
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, _: DataTable.RowSelected) -> None:
+        self.action_new_run()
+
+
+def sims_count_text(counts: dict[str, int]) -> str:
+    order = ("running", "launching", "pending", "lost", "succeeded", "failed", "cancelled")
+    return " ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
+
+
+def run_progress(counts: dict[str, int]) -> str:
+    total = sum(counts.values())
+    done = sum(counts.get(s, 0) for s in ("succeeded", "failed", "cancelled"))
+    return f"{done}/{total} {bar(progress_fraction(done, total), 8)}"
+
+
+class RunsScreen(PolledTable):
+    BINDINGS = [
+        Binding("enter", "open_run", "Open", id="runs.open"),
+        Binding("n", "new_run", "New run", id="runs.new_run"),
+        Binding("x", "cancel_run", "Cancel run", id="runs.cancel"),
+        Binding("g", "poll", "Refresh", show=False, id="runs.refresh"),
+    ]
+    COLUMNS = (("run", 17), ("trace", 22), ("state", 12), ("done", 14), ("sims", 36), ("age", 6))
+    HEADING = "Cascade · Runs"
+    EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
+
+    async def fetch(self) -> list[RunSummary]:
+        return await self.cascade.client.runs()
+
+    def row_cells(self, r: RunSummary, now: datetime) -> tuple[Cell, ...]:
+        tags = " (sample)" if r.sample else (" (replay)" if r.replay else "")
+        return (
+            (r.id, "bold"),
+            (r.trace_id + tags, ""),
+            (state_label(r.state), STATE_COLOURS.get(r.state, "")),
+            (run_progress(r.sim_counts), ""),
+            (sims_count_text(r.sim_counts), ""),
+            (age(r.created_at, now), ""),
+        )
+
+    def action_poll(self) -> None:
+        self.poll()
+
+    def action_open_run(self) -> None:
+        run = self.selected()
+        if run is not None:
+            self.cascade.open_run(run.id)
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, _: DataTable.RowSelected) -> None:
+        self.action_open_run()
+
+    def action_new_run(self) -> None:
+        self.cascade.open_new_run(None)
+
+    def action_cancel_run(self) -> None:
+        run = self.selected()
+        if run is None:
+            return
+        self.cascade.confirm_cancel(run.id, unfinished=sum(
+            n for s, n in run.sim_counts.items() if s not in ("succeeded", "failed", "cancelled")))

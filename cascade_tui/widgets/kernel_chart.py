@@ -1,0 +1,63 @@
+"""The kernels view: paints the (text, style) lines `chart.chart_lines` builds, one per row.
+
+Line API, so only visible rows are painted; the screen sets new lines at most once per render tick
+and only when kernels or sims changed.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ..chart import Line
+
+# Config colours from the 16-colour palette, so bars read the same in 256 colours and in tmux.
+CHART_STYLES: dict[str, Style] = {
+    "title": Style(bold=True),
+    "name": Style(bold=True),
+    "dim": Style(dim=True),
+    "warn": Style(color="yellow", bold=True),
+    "best": Style(color="green", bold=True),
+    "real": Style(color="white"),
+    "cfg0": Style(color="cyan"),
+    "cfg1": Style(color="magenta"),
+    "cfg2": Style(color="green"),
+    "cfg3": Style(color="yellow"),
+    "cfg4": Style(color="blue"),
+    "cfg5": Style(color="red"),
+}
+
+
+class KernelChart(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    KernelChart { height: 1fr; background: $surface; overflow-x: auto; overflow-y: auto; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[Line] = []
+
+    def set_lines(self, lines: list[Line]) -> None:
+        if lines == self.lines:
+            return
+        self.lines = lines
+        width = max((sum(len(t) for t, _ in line) for line in lines), default=0)
+        self.virtual_size = Size(width, len(lines))
+        self.refresh()
+
+    def plain_text(self) -> str:
+        return "\n".join("".join(t for t, _ in line).rstrip() for line in self.lines)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        index = int(self.scroll_y) + y
+        base = self.rich_style
+        if index >= len(self.lines):
+            return Strip.blank(width, base)
+        segments = [Segment(text, base + CHART_STYLES[style] if style in CHART_STYLES else base)
+                    for text, style in self.lines[index]]
+        scroll_x = int(self.scroll_x)
+        return Strip(segments).crop_extend(scroll_x, scroll_x + width, base)

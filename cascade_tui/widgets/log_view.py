@@ -1,0 +1,175 @@
+"""The log pane: a Line-API view over a bounded `LineStore` (hundreds of thousands of lines).
+
+Only visible lines are rendered. It follows the tail; scrolling up pauses following and counts
+new lines ("+N lines"); End resumes. Search matches are highlighted as lines are painted.
+Lines are appended in batches by the screen's render timer, never one call per line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ..loglines import LineStore
+
+MATCH_STYLE = Style(color="black", bgcolor="yellow")
+CURRENT_MATCH_STYLE = Style(color="black", bgcolor="bright_yellow", bold=True)
+
+
+class LogView(ScrollView, can_focus=True):
+    BINDINGS = [
+        Binding("end", "follow", "Follow", id="log.follow"),
+        Binding("home", "top", "Top", show=False, id="log.top"),
+    ]
+    DEFAULT_CSS = """
+    LogView {
+        height: 1fr;
+        background: $surface;
+        overflow-x: auto;
+        overflow-y: scroll;
+    }
+    """
+
+    def __init__(self, max_lines: int = 200_000, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.store = LineStore(max_lines)
+        self.following = True
+        self.new_since_pause = 0  # lines appended while paused ("+N lines")
+        self.pattern: re.Pattern[str] | None = None
+        self.current_match: int | None = None  # absolute line number (dropped + index)
+        self._width = 0
+        self._strips: dict[tuple, Strip] = {}
+        self._scrolling_to_end = False
+
+    # --- content ------------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        self.store.clear()
+        self._width = 0
+        self._strips.clear()
+        self.new_since_pause = 0
+        self.current_match = None
+        self.following = True
+        self.virtual_size = Size(0, 0)
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def append(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        dropped = self.store.extend(lines)
+        self._width = max(self._width, max(len(line) for line in lines))
+        if dropped:
+            self._strips.clear()
+        self.virtual_size = Size(self._width, len(self.store))
+        if self.following:
+            self._to_end()
+        else:
+            self.new_since_pause += len(lines)
+            if dropped:
+                # Keep the same lines in view while paused, though older ones were dropped.
+                self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
+            self.refresh()
+
+    def _to_end(self) -> None:
+        self._scrolling_to_end = True
+        try:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        finally:
+            self._scrolling_to_end = False
+        self.refresh()
+
+    # --- following ----------------------------------------------------------------------------
+
+    def action_follow(self) -> None:
+        self.following = True
+        self.new_since_pause = 0
+        self._to_end()
+
+    def action_top(self) -> None:
+        self.following = False
+        self.scroll_to(y=0, animate=False)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._scrolling_to_end:
+            return
+        at_end = new_value >= self.max_scroll_y
+        if at_end and not self.following:
+            self.following = True
+            self.new_since_pause = 0
+        elif not at_end and new_value < old_value:
+            self.following = False
+
+    def status_text(self) -> str:
+        """`following`, or `paused +N lines (End to follow)`, plus dropped-line info."""
+        parts = []
+        if self.following:
+            parts.append("following")
+        else:
+            parts.append(f"paused +{self.new_since_pause:,} lines (End to follow)")
+        if self.store.dropped:
+            parts.append(f"{self.store.dropped:,} older lines not kept: download the log for all")
+        return " · ".join(parts)
+
+    # --- search -------------------------------------------------------------------------------
+
+    def set_search(self, pattern: re.Pattern[str] | None) -> None:
+        self.pattern = pattern
+        self.current_match = None
+        self._strips.clear()
+        self.refresh()
+
+    def find(self, backwards: bool = False) -> bool:
+        """Jump to the next (or previous) match after the current one, or after the top line."""
+        if self.pattern is None:
+            return False
+        dropped = self.store.dropped
+        if self.current_match is not None and self.current_match >= dropped:
+            start = self.current_match - dropped
+        else:
+            start = int(self.scroll_y) - (0 if backwards else 1)
+        found = self.store.find(self.pattern, start, backwards=backwards)
+        if found is None:
+            return False
+        self.current_match = dropped + found
+        self.following = False
+        self._strips.clear()
+        self.scroll_to(y=max(0, found - self.size.height // 2), animate=False, immediate=True)
+        self.refresh()
+        return True
+
+    # --- rendering ----------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        index = int(self.scroll_y) + y
+        if index >= len(self.store):
+            return Strip.blank(width, self.rich_style)
+        absolute = self.store.dropped + index
+        scroll_x = int(self.scroll_x)
+        key = (absolute, scroll_x, width, absolute == self.current_match)
+        strip = self._strips.get(key)
+        if strip is None:
+            if len(self._strips) > 2048:
+                self._strips.clear()
+            strip = self._strips[key] = self._paint(self.store.lines[index], scroll_x, width,
+                                                    absolute == self.current_match)
+        return strip
+
+    def _paint(self, line: str, scroll_x: int, width: int, current: bool) -> Strip:
+        base = self.rich_style
+        if self.pattern is None or not self.pattern.search(line):
+            visible = line[scroll_x: scroll_x + width]
+            return Strip([Segment(visible, base)]).crop_extend(0, width, base)
+        text = Text(line, style=base, no_wrap=True, end="")
+        text.highlight_regex(self.pattern, CURRENT_MATCH_STYLE if current else MATCH_STYLE)
+        segments = list(text.render(self.app.console))
+        return Strip(segments).crop_extend(scroll_x, scroll_x + width, base)
