@@ -18,6 +18,7 @@ from .middlewares import auth_middleware, errors_middleware
 from .runs import RunService, StoreLauncherEvents
 from .settings import Settings, load_or_create_token
 from .storage import Store
+from .traces.ingest import trace_ingest_ctx
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,13 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
     launcher = make_launcher(settings, StoreLauncherEvents(store))
     app[STORE_KEY], app[GPU_CONFIGS_KEY], app[LAUNCHER_KEY] = store, configs, launcher
     app[RUNS_KEY] = runs = RunService(store, settings, configs, launcher)
+    if settings.samples:  # before resume: an interrupted seed must not reach the launcher
+        from .samples import SampleError, seed_samples
+
+        try:
+            await seed_samples(store, settings)
+        except SampleError as exc:
+            log.warning("no sample trace: %s", exc)
     await runs.resume()
     yield
     await runs.close()
@@ -78,6 +86,7 @@ def create_app(settings: Settings) -> web.Application:
     app[BROKER_KEY] = Broker()
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
+    app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
     for module in (routes_core, routes_sim, routes_results, routes_events):
         app.add_routes(module.routes)
     return app

@@ -5,15 +5,15 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from cascade_server.samples import SAMPLE_CONFIGS, SAMPLE_TRACE_ID, seed_samples
+from cascade_server.models import RunEntry
+from cascade_server.samples import SAMPLE_CONFIGS, SAMPLE_TRACE_ID, SEEDED_KEY, sample_trace, seed_samples
+from cascade_server.gpu_configs import scan_gpu_configs
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 async def test_samples_are_seeded_once_and_read_like_live_data(make_server):
-    server = await make_server(samples=False)
-    await seed_samples(server.store, server.settings)
-    await seed_samples(server.store, server.settings)
+    server = await make_server(samples=True)  # `cascade serve` seeds at start
     await server.restart()
     await seed_samples(server.store, server.settings)
     async with server.client() as http:
@@ -45,3 +45,27 @@ async def test_samples_are_seeded_once_and_read_like_live_data(make_server):
         assert resp.status_code == 409
         cancel = await http.post(f"/api/runs/{run['id']}/cancel")
         assert cancel.json()["state"] == "succeeded"
+
+
+async def test_no_samples_when_turned_off(make_server):
+    server = await make_server(samples=False)
+    async with server.client() as http:
+        assert (await http.get("/api/traces")).json() == []
+        assert (await http.get("/api/runs")).json() == []
+
+
+async def test_an_interrupted_seed_is_closed_and_seeded_again(make_server):
+    server = await make_server(samples=False)
+    store, settings = server.store, server.settings
+    # What a server killed mid-seed leaves: the trace and a sample run whose sims never finished.
+    trace = sample_trace(settings.samples_dir)
+    await store.put_trace(trace)
+    configs = scan_gpu_configs(settings.samples_dir / "accelsim")
+    stale = await store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=1)], configs,
+                                   sample=True, replay=True)
+    assert await store.get_meta(SEEDED_KEY) is None
+    await seed_samples(store, settings)
+    old = await store.get_run(stale.id)
+    assert [(s.state, s.error) for s in old.sims] == [("failed", "seeding the sample was interrupted")]
+    seeded = await store.get_run(await store.get_meta(SEEDED_KEY))
+    assert seeded.id != stale.id and {s.state for s in seeded.sims} == {"succeeded"}
