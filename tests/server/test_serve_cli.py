@@ -1,0 +1,81 @@
+"""`cascade serve` as an operator runs it: a real process, its startup lines, its token file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+
+import httpx
+
+from tests.conftest import free_port
+
+
+def start(data_dir, port, **env):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
+    environ.update({"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", **env})
+    return subprocess.Popen(
+        [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def startup_lines(proc) -> dict[str, str]:
+    lines = {}
+    while "token" not in lines:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        key, _, value = line.strip().partition(": ")
+        lines[key] = value
+    return lines
+
+
+def test_serve_prints_url_and_a_stored_token(tmp_path):
+    port = free_port()
+    proc = start(tmp_path / "data", port)
+    try:
+        lines = startup_lines(proc)
+        assert lines["app"] == f"http://127.0.0.1:{port}"
+        token = lines["token"]
+        token_file = tmp_path / "data" / "token"
+        assert token_file.read_text().strip() == token
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert httpx.get(f"{lines['app']}/api/health").json()["ok"] is True
+        assert httpx.get(f"{lines['app']}/api/traces").status_code == 401
+        assert httpx.get(f"{lines['app']}/api/traces", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    assert token not in proc.stderr.read()  # the token is printed once, on stdout, never logged
+
+    proc = start(tmp_path / "data", port)  # the same token after a restart
+    try:
+        assert startup_lines(proc)["token"] == token
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+
+
+def test_serve_with_a_given_token_and_a_busy_port(tmp_path):
+    port = free_port()
+    proc = start(tmp_path / "a", port, CASCADE_TOKEN="given-token")
+    try:
+        assert startup_lines(proc)["token"] == "given-token"
+        assert not (tmp_path / "a" / "token").exists()
+        busy = start(tmp_path / "b", port)
+        assert busy.wait(timeout=60) != 0
+        assert "cannot listen" in busy.stderr.read()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_cascade_help_lists_commands():
+    out = subprocess.run([sys.executable, "-m", "cascade_server.cli", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0
+    for command in ("up", "serve", "tui", "worker", "upload"):
+        assert f"  {command}" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "cascade_server.cli", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown command 'nope'" in bad.stderr
