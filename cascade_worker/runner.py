@@ -134,7 +134,10 @@ class Worker:
             await asyncio.gather(heartbeats, sender, pump, flusher, stop_wait, return_exceptions=True)
             if self._proc.returncode is None:
                 await self._terminate()
-            if not self.plan.keep_scratch and len(self.spool) == 0:
+            if len(self.spool):
+                log.warning("%d log chunks never reached the server; they are in %s",
+                            len(self.spool), self.spool_dir)
+            elif not self.plan.keep_scratch:
                 shutil.rmtree(self.plan.scratch, ignore_errors=True)
 
     async def report_setup_failure(self, reason: str) -> int:
