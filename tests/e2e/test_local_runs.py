@@ -170,10 +170,11 @@ async def test_a_sigkilled_worker_fails_with_its_exit_status(make_server, worker
         assert states[sim["id"]][-2:] == ["running", "failed"]
 
 
-async def test_lost_then_failed_when_the_worker_is_not_ours(make_server, worker_env):
-    """After a restart the server cannot see a watched worker's status; with no heartbeats the
-    monitor moves the sim lost, then failed (10x the timeout)."""
-    server = await make_server(launcher="local", local_slots=2, replay_speed=1.0, heartbeat_timeout_s=0.5)
+async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, monkeypatch):
+    """A worker that is alive but silent (stopped, or cut off) is only noticed by the heartbeat
+    monitor: the sim goes lost, then failed after 10x the timeout."""
+    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.2")
+    server = await make_server(launcher="local", local_slots=2, replay_speed=1.0, heartbeat_timeout_s=0.8)
     await server.store.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])

@@ -82,3 +82,15 @@ def test_real_mode_errors_are_short_reasons(tmp_path):
     with pytest.raises(accelsim.SetupError, match="traces/kernelslist.g"):
         simulator_argv(options(["--accelsim-dir", str(install), "--gpu-config", "SM2_GTX480",
                                 "--trace-dir", str(tmp_path)]), tmp_path / "run")
+
+
+def test_the_worker_stays_light():
+    """A sim host needs httpx and pydantic only: no server, database, S3 or UI modules."""
+    import subprocess
+    import sys
+
+    code = ("import sys, cascade_worker.cli, cascade_worker.runner; "
+            "print(sorted(m for m in ('aiohttp', 'aiosqlite', 'boto3', 'textual', 'cascade_server.storage', "
+            "'cascade_server.app') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
