@@ -51,6 +51,11 @@ asyncio.run(main())
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -69,7 +74,7 @@ async def simulator(http: httpx.AsyncClient, sim_id: str, chunks: list[list[str]
     return sent
 
 
-async def drive(url: str, sims: int, chunk: int, repeat: int) -> None:
+async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     limits = httpx.Limits(max_connections=sims + 4)
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120, limits=limits) as http:
@@ -81,15 +86,19 @@ async def drive(url: str, sims: int, chunk: int, repeat: int) -> None:
             lines = logs[sim["gpu_config"]]
             plan.append((sim["id"], [lines[i:i + chunk] for i in range(0, len(lines), chunk)]))
         latencies: list[float] = []
+        cpu_before = cpu_seconds(server_pid)
         start = time.perf_counter()
         counts = await asyncio.gather(*(simulator(http, sim_id, chunks, latencies) for sim_id, chunks in plan))
         elapsed = time.perf_counter() - start
+        server_cpu = cpu_seconds(server_pid) - cpu_before
         total = sum(counts)
         kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
     latencies.sort()
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
     print(f"sims: {sims}, chunk: {chunk} lines, posts: {len(latencies)}, lines: {total:,}")
     print(f"committed: {total / elapsed:,.0f} lines/s in {elapsed:.2f} s ({len(kernels)} kernels parsed)")
+    print(f"server CPU: {server_cpu:.2f} s ({total / server_cpu:,.0f} lines per CPU-second of the server;"
+          f" the load generator shares the machine's 2 cores)")
     print(f"POST latency ms: p50 {p(0.50):.1f}  p90 {p(0.90):.1f}  p99 {p(0.99):.1f}  max {latencies[-1] * 1000:.1f}"
           f"  mean {statistics.mean(latencies) * 1000:.1f}")
 
@@ -115,7 +124,7 @@ def main() -> None:
             assert server.stdout is not None
             while not server.stdout.readline().startswith("app:"):
                 pass
-            asyncio.run(drive(f"http://127.0.0.1:{port}", args.sims, args.chunk, args.repeat))
+            asyncio.run(drive(f"http://127.0.0.1:{port}", args.sims, args.chunk, args.repeat, server.pid))
             print(f"server peak RSS: {peak_rss_mib(server.pid):.0f} MiB")
         finally:
             server.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
