@@ -41,8 +41,8 @@ per character than `str` methods, so the hot path is built from C-level string a
 operations. A chunk is joined once; block boundaries, launch, rate and exit lines are found with
 `str.find`/`rfind` on newline-prefixed markers. Inside a block, repeated lines are dropped first
 (`dict.fromkeys`: per-partition sections print many identical lines, and a repeated line can only
-repeat a key), then `key = value` lines are split with `str.partition`, and values are converted
-through a memo (values repeat a lot). Only the few `key=value` candidates meet a regex.
+repeat a key), lines with "=" are split with `str.partition`, and values are converted through a
+memo (values repeat a lot). Only the few `key=value` candidates meet a regex.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 from cascade_server.models import KernelStat
 
@@ -82,15 +81,14 @@ _KEY_EQ_VALUE_RE = re.compile(r"\s*([A-Za-z_][\w.\[\]]*)=([^\s=]+)\s*")
 _SEP = " = "
 _NUMBER_START = frozenset("0123456789+-.nNiI")
 _HEAD_KEYS = ("gpu_tot_sim_cycle", "gpu_tot_sim_insn", "gpu_tot_ipc")
-_first = itemgetter(0)
-_third = itemgetter(2)
 
 
 def parse_value(raw: str) -> float | str:
     """One stats value: a float when it is a number (see the module docstring), else the
     stripped string."""
     s = raw.strip()
-    if not s or s[0] not in _NUMBER_START or "_" in s:
+    # Cheap rejections first: an exception from float() costs more than the rest of the line.
+    if not s or s[0] not in _NUMBER_START or " " in s or "," in s or "_" in s:
         return s
     try:
         return float(s[:-1] if s[-1] == "%" else s)
@@ -259,9 +257,12 @@ class LogParser:
         n = len(lines)
         if not n:
             return []
-        self._tail = (self._tail + lines[-TAIL_LINES:])[-TAIL_LINES:]
         # "\n" before every line, the first included, so each marker is one substring search.
         text = "\n" + "\n".join(lines)
+        if text.count("\n") != n:  # a "line" held newlines: they break lines like any other
+            lines = text[1:].split("\n")
+            n = len(lines)
+        self._tail = (self._tail + list(lines[-TAIL_LINES:]))[-TAIL_LINES:]
         self._scan_launch(text)
         self._scan_rate(text)
         if not self._exit_detected and _EXIT in text:
@@ -330,47 +331,36 @@ class LogParser:
     def _merge(self, lines: list[str]) -> None:
         """Add the key/value lines among `lines` (all inside the current block) to it, the
         first occurrence of a key winning."""
-        # A repeated line repeats its key, so only first occurrences of lines matter; in real
-        # blocks about half the lines repeat (per-partition sections print identical lines).
-        unique = list(dict.fromkeys(lines))
-        # `key=value` lines have "=" but no " = "; there are a few per block. Each one splits
-        # the rest into runs that are merged in log order, so "first occurrence" stays exact.
-        start = 0
-        for line in [x for x in unique if "=" in x and _SEP not in x]:
-            m = _KEY_EQ_VALUE_RE.fullmatch(line)
-            if m:
-                at = unique.index(line, start)
-                self._merge_separated(unique[start:at])
-                self._add(m.group(1), m.group(2))
-                start = at + 1
-        self._merge_separated(unique[start:] if start else unique)
+        # A repeated line repeats its key, so only the first occurrence of each line matters;
+        # in real blocks about half the lines repeat (per-partition sections print the same).
+        # Lines without "=" are neither form. Both filters run at C speed.
         block = self._block
-        if len(block) > MAX_BLOCK_KEYS:
-            self._block = dict(list(block.items())[:MAX_BLOCK_KEYS])
-
-    def _merge_separated(self, lines: list[str]) -> None:
-        """Merge the `key = value` lines among `lines`."""
-        parts = [x.partition(_SEP) for x in lines if _SEP in x]
-        block = self._block
+        if len(block) >= MAX_BLOCK_KEYS:
+            return
+        parts = [x.partition(_SEP) for x in dict.fromkeys(lines) if "=" in x]
         memo = self._memo
         if len(memo) > _VALUE_MEMO_LIMIT:
             memo.clear()
         get = memo.get
-        for key, raw in zip(map(str.strip, map(_first, parts)), map(_third, parts)):
+        for key, sep, raw in parts:
+            if sep:
+                key = key.strip()
+            else:  # no " = ": maybe a `key=value` line (a few per block)
+                line = key.strip()
+                if " " in line or "\t" in line:
+                    continue
+                m = _KEY_EQ_VALUE_RE.fullmatch(line)
+                if m is None:
+                    continue
+                key, raw = m.groups()
             if key in block or not key:
                 continue
             value = get(raw)
             if value is None:
                 value = memo[raw] = parse_value(raw)
             block[key] = value
-
-    def _add(self, key: str, raw: str) -> None:
-        block = self._block
-        if key not in block:
-            value = self._memo.get(raw)
-            if value is None:
-                value = self._memo[raw] = parse_value(raw)
-            block[key] = value
+        if len(block) > MAX_BLOCK_KEYS:
+            self._block = dict(list(block.items())[:MAX_BLOCK_KEYS])
 
     def _finish_block(self) -> ParsedKernel:
         stats = self._block

@@ -19,7 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cascade_server.accelsim_log import TAIL_LINES, LogParser, ParsedKernel, parse_value
+from cascade_server.accelsim_log import (
+    MAX_BLOCK_KEYS, TAIL_LINES, LogParser, ParsedKernel, parse_value,
+)
 from cascade_server.models import KernelStat
 
 REPO = Path(__file__).resolve().parents[2]
@@ -451,6 +453,15 @@ def test_junk_never_raises() -> None:
     assert parser.feed([]) == []
 
 
+def test_newlines_inside_a_line_break_it() -> None:
+    lines = block("_Z1kv", "1", "a = 1\nb = 2\nkernel_name_x = 3")
+    joined = ["launching kernel name: _Z1kv uid: 1\n" + lines[0], *lines[1:-1], lines[-1] + "\nlast"]
+    parser = LogParser(1000)
+    [k] = parser.feed(joined)
+    assert (k.kernel_name, k.stats["a"], k.stats["b"], k.stats["kernel_name_x"]) == ("_Z1kv", 1, 2, 3)
+    assert parser.current_kernel == "_Z1kv" and parser.log_tail[-1] == "last"
+
+
 def test_new_block_before_the_end_drops_the_cut_one() -> None:
     first = block("_Z1av", "1")[:5]  # cut off: no slowdown line
     for size in (1, 3, 100):
@@ -468,6 +479,25 @@ def test_lines_outside_blocks_are_not_stats() -> None:
                              "gpu_tot_ipc": None, "sim_rate_ips": None}
     parser.feed(["gpgpu_simulation_rate = 42 (inst/sec)", "gpgpu_simulation_rate = 9 (cycle/sec)"])
     assert parser.latest["sim_rate_ips"] == 42.0
+
+
+def test_a_block_that_never_ends_keeps_a_bounded_state() -> None:
+    parser = LogParser(1000)
+    parser.feed(["kernel_name = _Z1kv "])
+    for start in range(0, MAX_BLOCK_KEYS + 5000, 5000):
+        parser.feed([f"key_{i} = {i}" for i in range(start, start + 5000)])
+    block = parser.state()["block"]
+    assert len(block) == MAX_BLOCK_KEYS and block["key_0"] == 0.0
+    assert parser.kernels_done == 0
+
+
+def test_lines_that_are_not_text_are_a_clear_error() -> None:
+    parser = LogParser(1000)
+    parser.feed(["launching kernel name: _Z1kv uid: 1"])
+    before = json.dumps(parser.state())
+    with pytest.raises(TypeError, match="expected str instance"):
+        parser.feed(["ok", b"gpu_sim_cycle = 1"])  # type: ignore[list-item]
+    assert json.dumps(parser.state()) == before
 
 
 def test_log_tail_spans_chunks() -> None:
