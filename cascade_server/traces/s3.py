@@ -24,6 +24,14 @@ class S3Info:
     secret_key: str | None = None
     region: str = "us-east-1"
 
+    def startup_lines(self) -> list[str]:
+        """What `cascade serve` prints so a profiler can upload (the secret only when Cascade
+        generated it; an external endpoint's credentials stay in the AWS_* environment)."""
+        lines = [f"s3_endpoint: {self.endpoint or 'AWS S3'}", f"s3_bucket: {self.bucket}"]
+        if self.access_key and self.secret_key:
+            lines += [f"s3_access_key: {self.access_key}", f"s3_secret_key: {self.secret_key}"]
+        return lines
+
     def __repr__(self) -> str:  # never put the secret in a log line
         return f"S3Info(endpoint={self.endpoint!r}, bucket={self.bucket!r}, access_key={self.access_key!r})"
 

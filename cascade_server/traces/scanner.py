@@ -141,7 +141,7 @@ class TraceScanner:
         async with self._scan_cond:
             self._scans_started += 1
         try:
-            listing = await asyncio.to_thread(self._list_bucket)
+            listing = await asyncio.to_thread(self._list_bucket, self._settled())
             self.last_error = None
             for trace_id, objects in sorted(listing.items()):
                 await self._scan_trace(trace_id, objects)
@@ -150,19 +150,35 @@ class TraceScanner:
                 self._scans_done += 1
                 self._scan_cond.notify_all()
 
-    def _list_bucket(self) -> dict[str, Listing]:
-        traces: dict[str, Listing] = {}
+    def _settled(self) -> set[str]:
+        """Traces the scan leaves alone: ready, failed, samples, or being post-processed."""
+        return {
+            trace_id for trace_id, trace in self.traces.items()
+            if trace.state in TERMINAL_STATES or trace.sample or trace_id in self._processing
+        }
+
+    def _list_bucket(self, settled: set[str]) -> dict[str, Listing]:
+        """The objects of every trace still in progress. Trace prefixes come from a delimiter
+        listing, so a bucket full of finished traces costs one short listing per scan."""
         paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=TRACES_PREFIX):
-            for obj in page.get("Contents", []):
-                parts = split_key(obj["Key"])
-                if parts is None:
-                    continue
-                trace_id, rel = parts
-                if not is_safe_relative_path(rel):
-                    self._warn_once(obj["Key"], "ignoring object %s: its path leaves the trace directory")
-                    continue
-                traces.setdefault(trace_id, {})[rel] = (int(obj["Size"]), obj["LastModified"].isoformat())
+        trace_ids = []
+        for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=TRACES_PREFIX, Delimiter="/"):
+            for common in page.get("CommonPrefixes", []):
+                trace_id = common["Prefix"][len(TRACES_PREFIX):].rstrip("/")
+                if trace_id and trace_id not in settled:
+                    trace_ids.append(trace_id)
+        traces: dict[str, Listing] = {}
+        for trace_id in trace_ids:
+            for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=f"{TRACES_PREFIX}{trace_id}/"):
+                for obj in page.get("Contents", []):
+                    parts = split_key(obj["Key"])
+                    if parts is None or parts[0] != trace_id:
+                        continue
+                    rel = parts[1]
+                    if not is_safe_relative_path(rel):
+                        self._warn_once(obj["Key"], "ignoring object %s: its path leaves the trace directory")
+                        continue
+                    traces.setdefault(trace_id, {})[rel] = (int(obj["Size"]), obj["LastModified"].isoformat())
         return traces
 
     def _warn_once(self, key: str, message: str) -> None:
