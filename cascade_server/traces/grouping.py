@@ -85,16 +85,24 @@ def group_raw_trace(lines: Iterable[str], source: str = "trace") -> Iterator[str
             yield line
             continue
 
-        m = _INSTRUCTION.match(line)
-        if m is None:
-            raise TraceFormatError(
-                f"{source} line {number}: expected 'tb_x tb_y tb_z warp ...', got {line[:60]!r}"
-            )
+        # Fast path for the tracer's single-space lines; the regex handles anything else.
+        fields = line.split(" ", 4)
+        try:
+            x, y, z, warp = int(fields[0]), int(fields[1]), int(fields[2]), int(fields[3])
+            rest = fields[4]
+        except (ValueError, IndexError):
+            m = _INSTRUCTION.match(line)
+            if m is None:
+                raise TraceFormatError(
+                    f"{source} line {number}: expected 'tb_x tb_y tb_z warp ...', got {line[:60]!r}"
+                ) from None
+            x, y, z, warp, rest = int(m[1]), int(m[2]), int(m[3]), int(m[4]), m[5]
         if grid is None or block is None:
             raise TraceFormatError(
                 f"{source} line {number}: instruction before the '-grid dim' and '-block dim' header"
             )
-        x, y, z, warp = int(m[1]), int(m[2]), int(m[3]), int(m[4])
+        if x < 0 or y < 0 or z < 0 or warp < 0:
+            raise TraceFormatError(f"{source} line {number}: negative thread block or warp id")
         if x >= grid[0] or y >= grid[1] or z >= grid[2]:
             raise TraceFormatError(
                 f"{source} line {number}: thread block {x},{y},{z} is outside grid "
@@ -104,7 +112,6 @@ def group_raw_trace(lines: Iterable[str], source: str = "trace") -> Iterator[str
             raise TraceFormatError(
                 f"{source} line {number}: warp {warp} is outside a block of {warps_per_tb} warps"
             )
-        rest = m[5]
         rest = interned.setdefault(rest, rest)
         tb_id = z * grid[1] * grid[0] + y * grid[0] + x
         tb = blocks.get(tb_id)

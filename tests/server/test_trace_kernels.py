@@ -82,3 +82,17 @@ def test_postprocess_errors_are_one_line_on_stderr(tmp_path, capsys):
     (empty / "traces").mkdir(parents=True)
     assert postprocess_main([str(empty)]) == 1
     assert "neither traces/kernelslist.g nor a raw traces/kernelslist" in capsys.readouterr().err
+
+
+def test_one_kernelslist_per_cuda_context(tmp_path):
+    traces = tmp_path / "t" / "traces"
+    traces.mkdir(parents=True)
+    for ctx, kernel in (("0x1", 1), ("0x2", 5)):
+        name = f"kernel-{kernel}-ctx_{ctx}.trace"
+        (traces / f"kernelslist_ctx_{ctx}").write_text(f"MemcpyHtoD,0x00007f4c5e000000,256\n{name}\n")
+        (traces / name).write_text(traceg_to_raw(sample_traceg(kernel)))
+    postprocess_trace(tmp_path / "t")
+    # As the C++ tool: the first context's list becomes kernelslist.g, the others <name>.g.
+    assert (traces / "kernelslist.g").read_text() == "MemcpyHtoD,0x00007f4c5e000000,256\nkernel-1-ctx_0x1.traceg\n"
+    assert (traces / "kernelslist_ctx_0x2.g").read_text().endswith("kernel-5-ctx_0x2.traceg\n")
+    assert (traces / "kernel-5-ctx_0x2.traceg").read_text() == sample_traceg(5)
