@@ -10,8 +10,10 @@ What is recognised (see shared/reference/accelsim-formats.md, section 1):
   `launching kernel name: <name> uid: <uid>[ cuda_stream_id: <id>]` -> `current_kernel`.
 - A stats block: from a line beginning `kernel_name = ` through a line beginning
   `gpgpu_silicon_slowdown = ` (inclusive). A block is only reported once that last line arrived,
-  so a truncated log yields only finished kernels. A new `kernel_name = ` line inside an
-  unfinished block means the old one was cut off: it is dropped, never reported.
+  so a truncated log yields only finished kernels. When that line is the last one received so
+  far and does not look whole (`<digits>x`, or `Nan`), the block waits for one more line, since
+  a killed simulator can stop mid-line. A new `kernel_name = ` line inside an unfinished block
+  means the old one was cut off: it is dropped, never reported.
 - Inside a block, every `key = value` line (split at the first ` = `) and every `key=value` line
   (an identifier, `=`, one token, nothing else: `gpu_total_sim_rate=160000`) goes into `stats`.
   Whitespace around key and value is stripped; a line whose key is empty is ignored, and so is
@@ -210,6 +212,9 @@ class LogParser:
         }
 
     def _restore(self, state: dict) -> None:
+        if not isinstance(state, dict):
+            kind = type(state).__name__
+            raise ValueError(f"invalid LogParser state: expected an object, got {kind}")
         try:
             version = state.get("version")
             if version != STATE_VERSION:
@@ -237,8 +242,8 @@ class LogParser:
                 isinstance(block, dict) and isinstance(block.get("kernel_name"), str)
             ):
                 raise ValueError("block must be null or an object with a string kernel_name")
-        except (AttributeError, KeyError, TypeError) as exc:
-            raise ValueError(f"invalid LogParser state: missing or malformed {exc}") from None
+        except KeyError as exc:
+            raise ValueError(f"invalid LogParser state: missing {exc}") from None
         except ValueError as exc:
             raise ValueError(f"invalid LogParser state: {exc}") from None
         self._kernels_done = kernels_done
