@@ -264,7 +264,9 @@ class LogParser:
             return []
         # "\n" before every line, the first included, so each marker is one substring search.
         text = "\n" + "\n".join(lines)
-        if text.count("\n") != n:  # a "line" held newlines: they break lines like any other
+        # A "line" holding newlines is broken there like any other line. (A second join and a
+        # memchr-speed `in` cost half of `text.count("\n")`.)
+        if "\n" in "".join(lines):
             lines = text[1:].split("\n")
             n = len(lines)
         self._tail = (self._tail + list(lines[-TAIL_LINES:]))[-TAIL_LINES:]
