@@ -21,7 +21,7 @@ What is recognised (see shared/reference/accelsim-formats.md, section 1):
 - Keys repeat (once per memory partition, per DRAM, ...): the FIRST occurrence in the block wins,
   so the per-kernel head values (`gpu_sim_cycle`, ...) are never overwritten by later sections.
   Keys keep the log order of their first occurrence.
-- Values are floats when they are numbers: anything Python's `float()` reads without `_`
+- Values are floats when they are numbers: what Python's `float()` reads, without `_`, `,` or spaces
   (decimal, exponent, `nan`, `-nan`, `inf`, `-inf`, `infinity`, any case), optionally followed by
   `%` (`gpu_occupancy = 95.6263% ` -> 95.6263, `-nan%` -> nan). Everything else stays the stripped
   string; in particular `none`, which Accel-Sim prints for a value it does not have, stays the
