@@ -39,7 +39,8 @@ async def serve(settings: Settings) -> None:
     app = create_app(settings)
     # handler_cancellation: a departed SSE client's handler is cancelled at once, not left
     # waiting on its queue (reference/infra.md, section 3).
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    # shutdown_timeout: event streams never end by themselves; don't wait a minute for them.
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     try:

@@ -50,7 +50,9 @@ class LiveServer:
         return self.app[STORE_KEY]
 
     async def start(self) -> "LiveServer":
-        self.runner = web.AppRunner(create_app(self.settings), handler_cancellation=True, access_log=None)
+        self.runner = web.AppRunner(
+            create_app(self.settings), handler_cancellation=True, access_log=None, shutdown_timeout=2
+        )
         await self.runner.setup()
         await web.TCPSite(self.runner, "127.0.0.1", self.settings.port).start()
         return self

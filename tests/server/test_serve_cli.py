@@ -47,7 +47,7 @@ def test_serve_prints_url_and_a_stored_token(tmp_path):
         assert httpx.get(f"{lines['app']}/api/traces", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=60) == 0
     assert token not in proc.stderr.read()  # the token is printed once, on stdout, never logged
 
     proc = start(tmp_path / "data", port)  # the same token after a restart
@@ -55,7 +55,7 @@ def test_serve_prints_url_and_a_stored_token(tmp_path):
         assert startup_lines(proc)["token"] == token
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=60) == 0
 
 
 def test_serve_with_a_given_token_and_a_busy_port(tmp_path):
