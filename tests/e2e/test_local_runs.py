@@ -304,3 +304,46 @@ async def test_a_sim_that_cannot_start_fails_with_the_reason(make_server, worker
         sim = final["sims"][0]
         assert sim["state"] == "failed"
         assert sim["error"].startswith("trace has no traces/kernelslist.g")
+
+
+async def test_cancel_while_queued_never_starts_the_worker(make_server, worker_env):
+    server = await make_server(launcher="local", local_slots=1, replay_speed=1.0)
+    await server.store.put_trace(ready_trace())
+    async with server.client() as http:
+        run = await create_run(http, [("SM7_QV100", 2)])
+
+        async def one_running():
+            sims = (await get_run(http, run["id"]))["sims"]
+            return sims if any(s["state"] == "running" for s in sims) else None
+
+        sims = await poll(one_running, 60)
+        queued = next(s for s in sims if s["state"] == "pending")
+        first = next(s for s in sims if s["state"] == "running")
+        await http.post(f"/api/runs/{run['id']}/cancel")
+        await poll(lambda: _async(not is_worker_of(int(first["launcher_ref"]), first["id"])), 30)
+        await asyncio.sleep(0.5)  # room for a wrongly started worker to show up in the sim
+        final = await get_run(http, run["id"])
+        left = next(s for s in final["sims"] if s["id"] == queued["id"])
+        assert (left["state"], left["launcher_ref"]) == ("cancelled", None)
+
+
+async def test_a_worker_that_died_while_the_server_was_down_fails_the_sim(make_server, worker_env):
+    server = await make_server(launcher="local", local_slots=1, replay_speed=1.0)
+    await server.store.put_trace(ready_trace())
+    async with server.client() as http:
+        run = await create_run(http, [("SM7_QV100", 1)])
+
+        async def running():
+            sim = (await get_run(http, run["id"]))["sims"][0]
+            return sim if sim["state"] == "running" else None
+
+        sim = await poll(running, 60)
+    await server.stop()
+    pid = int(sim["launcher_ref"])
+    os.killpg(pid, signal.SIGKILL)
+    await poll(lambda: _async(not is_worker_of(pid, sim["id"])), 30)
+    await server.start()
+    async with server.client() as http:
+        final = await finished_run(http, run["id"], timeout=30)
+        assert final["sims"][0]["state"] == "failed"
+        assert final["sims"][0]["error"] == "worker is gone (found after a server restart)"
