@@ -27,8 +27,7 @@ def _bar_line(label: str, label_w: int, value: float | None, scale: float, bar_w
     frac = (value / scale) if (value is not None and scale > 0) else 0.0
     line: Line = [
         ("  " + ellipsize(label, label_w).ljust(label_w) + " ", "dim" if style == "real" else style),
-        (bar(frac, bar_w) if value is not None else "not finished".ljust(bar_w)[:bar_w],
-         style if value is not None else "dim"),
+        (bar(frac, bar_w) if value is not None else "-".ljust(bar_w), style if value is not None else "dim"),
         (" " + time_ns(value).rjust(VALUE_WIDTH), ""),
     ]
     if suffix:
@@ -47,8 +46,8 @@ def chart_lines(
     stand_in: str | None = None,
 ) -> list[Line]:
     label_w = _label_width(configs)
-    suffix_w = 24  # "  1.31x  MAPE 12.3%"
-    bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 6)
+    suffix_w = 20  # "  1.31x  MAPE 12.3%"
+    bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 5)
     style_of = {cfg: f"cfg{i % 6}" for i, cfg in enumerate(configs)}
     lines: list[Line] = []
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -63,6 +64,7 @@ class PolledTable(Screen):
         yield Header()
         yield Static(self.EMPTY, id="list-empty")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="list")
+        yield Static("", id="list-detail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -129,6 +131,19 @@ class PolledTable(Screen):
                             table.update_cell(item_id, columns[i], Text(cell[0], style=cell[1]))
         self.items = new
         self._cells = cells
+        self._show_detail()
+
+    def detail_text(self, item: Any) -> str:
+        """One or two lines about the highlighted item, shown whole under the table."""
+        return ""
+
+    def _show_detail(self) -> None:
+        item = self.selected()
+        self.query_one("#list-detail", Static).update(self.detail_text(item) if item else "")
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self, _: DataTable.RowHighlighted) -> None:
+        self._show_detail()
 
     def selected_id(self) -> str | None:
         table = self.query_one(DataTable)
@@ -150,7 +165,7 @@ class TracesScreen(PolledTable):
         Binding("enter", "new_run", "New run", show=False, id="traces.open"),
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
     ]
-    COLUMNS = (("trace", 26), ("state", 13), ("model", 20), ("arch", 6), ("kernels", 7),
+    COLUMNS = (("trace", 24), ("state", 12), ("model", 18), ("arch", 6), ("kernels", 7),
                ("size", 9), ("age", 6), ("note", 40))
     HEADING = "Cascade · Traces"
     EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see the README)."
@@ -178,6 +193,13 @@ class TracesScreen(PolledTable):
             (age(t.created_at, now), ""),
             note,
         )
+
+    def detail_text(self, t: TraceSummary) -> str:
+        layers = f"  layers: {', '.join(t.layers)}" if t.layers else ""
+        head = (f"{t.id}: {t.state}, {t.kernel_count} kernels, {human_bytes(t.bytes)}, "
+                f"arch {t.trace_gpu_arch}, model {t.model or '-'}, from {t.source_gpu or '-'}{layers}")
+        note = self.row_cells(t, self.cascade.now())[-1][0]
+        return f"{head}\n{'[red]' if t.state == 'failed' else ''}{escape(note)}"
 
     def action_poll(self) -> None:
         self.poll()
@@ -229,6 +251,15 @@ class RunsScreen(PolledTable):
             (sims_count_text(r.sim_counts), ""),
             (age(r.created_at, now), ""),
         )
+
+    def detail_text(self, r: RunSummary) -> str:
+        entries = ", ".join(f"{e.gpu_config} × {e.count}" for e in r.entries)
+        note = ""
+        if r.sample:
+            note = "\n[yellow]sample run: results recorded elsewhere, replayed here[/]"
+        elif r.replay:
+            note = "\n[yellow]stand-in: sims replay a recorded Accel-Sim log, not this trace[/]"
+        return f"{r.id} on {escape(r.trace_id)}: {escape(entries)}{note}"
 
     def action_poll(self) -> None:
         self.poll()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -114,7 +116,7 @@ class NewRunScreen(Screen):
         self.trace = trace
         self.configs = [c for c in self.all_configs if c.arch == trace.trace_gpu_arch]
         self.counts = initial_counts(trace, self.configs)
-        info = (f"Trace [b]{trace.id}[/]  {trace.model or ''}  arch {trace.trace_gpu_arch}  "
+        info = (f"Trace [b]{escape(trace.id)}[/]  {escape(trace.model or '')}  arch {trace.trace_gpu_arch}  "
                 f"{trace.kernel_count} kernels  {human_bytes(trace.bytes)}")
         if trace.state != "ready" or trace.sample:
             info += "\n[red]This trace cannot start a run"
@@ -134,12 +136,13 @@ class NewRunScreen(Screen):
         options.focus()
         self._update_total()
 
-    def _prompt(self, config: GpuConfig) -> str:
+    def _prompt(self, config: GpuConfig) -> Text:
         n = self.counts.get(config.name, 0)
         mark = "[x]" if n else "[ ]"
         suggested = "  (suggested)" if self.trace and config.name == self.trace.suggested_sim_config else ""
         count = f"× {n}" if n else "   "
-        return f"{mark} {config.name:<20} {config.arch:<6} {config.core_clock_mhz:>7.0f} MHz  {count}{suggested}"
+        return Text(f"{mark} {config.name:<20} {config.arch:<6} {config.core_clock_mhz:>7.0f} MHz  "
+                    f"{count}{suggested}", style="bold" if n else "")
 
     def _refresh_option(self, name: str) -> None:
         options = self.query_one("#configs", OptionList)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -189,13 +190,14 @@ class RunScreen(Screen):
         if self.connection_detail:
             badge += f" [dim]({self.connection_detail})[/]"
         if model.run is None:
-            text = f"[b]{self.run_id}[/]  {badge}"
+            text = f"{badge}  [b]{self.run_id}[/]"
         else:
             counts = model.sim_counts()
             order = ("running", "launching", "pending", "lost", "succeeded", "failed", "cancelled")
             count_text = " · ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
-            text = (f"[b]{model.run.id}[/]  trace [b]{model.run.trace_id}[/]  "
-                    f"{state_label(model.state())}  {count_text}  {badge}")
+            # Most important first, so an 80-column terminal cuts the least useful part.
+            text = (f"{badge}  {state_label(model.state())}  {count_text}  "
+                    f"[b]{model.run.id}[/]  trace [b]{escape(model.run.trace_id)}[/]")
         if text != self._header_text:
             self._header_text = text
             self.query_one("#run-header", Static).update(text)

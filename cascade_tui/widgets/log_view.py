@@ -85,6 +85,21 @@ class LogView(ScrollView, can_focus=True):
         finally:
             self._scrolling_to_end = False
         self.refresh()
+        # A horizontal scrollbar appearing (a long line) shrinks the viewport after layout:
+        # go to the end again once the layout is settled.
+        self.call_after_refresh(self._settle_at_end)
+
+    def _settle_at_end(self) -> None:
+        if self.following and self.scroll_y < self.max_scroll_y:
+            self._scrolling_to_end = True
+            try:
+                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            finally:
+                self._scrolling_to_end = False
+
+    def on_resize(self) -> None:
+        if self.following:
+            self._settle_at_end()
 
     # --- following ----------------------------------------------------------------------------
 

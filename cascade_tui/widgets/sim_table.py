@@ -45,8 +45,8 @@ class SimTable(ScrollView, can_focus=True):
     """Rows of sims; `update_rows()` is called by the screen's render timer, never per event."""
 
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False, id="sims.up"),
-        Binding("down,j", "cursor(1)", "Down", show=False, id="sims.down"),
+        Binding("up", "cursor(-1)", "Up", show=False, id="sims.up"),
+        Binding("down", "cursor(1)", "Down", show=False, id="sims.down"),
         Binding("pageup", "cursor(-10)", "Page up", show=False, id="sims.page_up"),
         Binding("pagedown", "cursor(10)", "Page down", show=False, id="sims.page_down"),
         Binding("home", "cursor_to(0)", "First sim", show=False, id="sims.first"),

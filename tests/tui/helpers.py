@@ -1,0 +1,186 @@
+"""Helpers for the TUI's Pilot tests: screen text, waiting on conditions, playing a simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from pydantic import SecretStr
+from rich.console import Console
+
+from cascade_tui.app import CascadeApp
+from cascade_tui.config import TuiSettings
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDINGS = REPO / "samples" / "recordings"
+SNAPSHOTS = Path(__file__).with_name("snapshots")
+
+
+def screen_text(app: CascadeApp) -> str:
+    """The screen as an operator sees it, as plain text (modal backgrounds included)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True,
+                      color_system=None, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(
+        full=True, screen_stack=app._background_screens))
+    return console.export_text(styles=False)
+
+
+async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+    """Poll `condition` while the app runs, failing with `what` and the screen after `timeout`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}\n"
+                                 f"{screen_text(pilot.app)}")
+        await pilot.pause(0.05)
+
+
+async def wait_for_text(pilot, text: str, timeout: float = 30.0) -> str:
+    await wait_until(pilot, lambda: text in screen_text(pilot.app), f"{text!r} on screen", timeout)
+    return screen_text(pilot.app)
+
+
+def tui_settings(url: str, token: str | None, tmp_path: Path, **kw) -> TuiSettings:
+    values = dict(url=url, token=SecretStr(token) if token else None,
+                  download_dir=tmp_path / "downloads", config=tmp_path / "no-config.toml",
+                  refresh_hz=4.0)
+    values.update(kw)
+    return TuiSettings(**values)
+
+
+def recorded_log(config: str = "SM7_QV100") -> list[str]:
+    with gzip.open(RECORDINGS / f"{config}.log.gz", "rt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
+class Simulator:
+    """Plays one sim through the real simulator endpoints, as `cascade worker` would."""
+
+    def __init__(self, http: httpx.AsyncClient, sim_id: str) -> None:
+        self.http = http
+        self.sim_id = sim_id
+        self.seq = 0
+
+    async def beat(self, state: str = "running", **kw) -> dict:
+        resp = await self.http.post(f"/api/sims/{self.sim_id}/heartbeat", json={"state": state, **kw})
+        resp.raise_for_status()
+        return resp.json()
+
+    async def log(self, lines: list[str], chunk: int = 2000) -> None:
+        for start in range(0, len(lines), chunk):
+            resp = await self.http.post(f"/api/sims/{self.sim_id}/logs",
+                                        json={"seq": self.seq, "lines": lines[start:start + chunk]})
+            resp.raise_for_status()
+            self.seq += 1
+
+    async def put_file(self, name: str, data: bytes) -> None:
+        resp = await self.http.put(f"/api/sims/{self.sim_id}/files/{name}", content=data,
+                                   headers={"Content-Type": "application/octet-stream"})
+        resp.raise_for_status()
+
+
+_VOLATILE = [
+    (re.compile(r"\b(run|sim)-[0-9a-f]{12}\b"), r"\1-############"),
+    (re.compile(r"\b\d+(\.\d+)?\s?(s|m\d\ds|h\d\dm|ms)\b(?!\w)"), "<t>"),
+    (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
+]
+
+
+def normalise(text: str) -> str:
+    """Mask what differs between runs (generated ids, ages, ports) for snapshot comparison."""
+    out = []
+    for line in text.splitlines():
+        for pattern, repl in _VOLATILE:
+            line = pattern.sub(repl, line)
+        out.append(line.rstrip())
+    return "\n".join(out).rstrip() + "\n"
+
+
+def assert_snapshot(name: str, text: str, update: bool) -> None:
+    """Compare a plain-text screen with tests/tui/snapshots/<name>.txt (CASCADE_UPDATE_SNAPSHOTS=1
+    rewrites it). The stored file is what an operator sees, so a diff reads as a screen change."""
+    path = SNAPSHOTS / f"{name}.txt"
+    actual = normalise(text)
+    if update or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual)
+        if not update:
+            raise AssertionError(f"snapshot {path.name} did not exist; written, check it in")
+        return
+    expected = path.read_text()
+    assert actual == expected, f"screen {name} changed:\n--- expected\n{expected}\n--- actual\n{actual}"
+
+
+class ServeProcess:
+    """`cascade serve` as a real subprocess on a fixed port and data dir, so it can be killed and
+    started again (a server restart as operators see it)."""
+
+    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.env = env or {}
+        self.proc: asyncio.subprocess.Process | None = None
+        self.token: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self, timeout: float = 60.0) -> "ServeProcess":
+        import os
+        import sys
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
+        env.update({"CASCADE_LAUNCHER": "manual", **self.env})
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cascade_server.cli", "serve", "--host", "127.0.0.1",
+            "--port", str(self.port), "--data-dir", str(self.data_dir),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=REPO)
+        assert self.proc.stdout is not None
+
+        async def read_banner() -> None:
+            while True:
+                line = (await self.proc.stdout.readline()).decode()
+                if not line:
+                    raise AssertionError("cascade serve exited before printing its token")
+                if line.startswith("token: "):
+                    self.token = line.split(":", 1)[1].strip()
+                    return
+
+        await asyncio.wait_for(read_banner(), timeout)
+        return self
+
+    async def kill(self) -> None:
+        if self.proc and self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+
+    async def stop(self) -> None:
+        if self.proc and self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 90)
+            except asyncio.TimeoutError:
+                await self.kill()
+
+
+_BOX = re.compile(r"[█▌▐▀▄│┃▊▎▔▁╭╮╰╯─━]")
+
+
+def flat(text: str) -> str:
+    """Screen text as one line without borders: for checking wrapped messages."""
+    return " ".join(_BOX.sub(" ", text).split())
+
+
+async def wait_for_flat_text(pilot, text: str, timeout: float = 30.0) -> str:
+    """Like wait_for_text for a message that may wrap across lines inside a bordered box."""
+    await wait_until(pilot, lambda: text in flat(screen_text(pilot.app)), f"{text!r} on screen",
+                     timeout)
+    return flat(screen_text(pilot.app))

@@ -1,0 +1,355 @@
+"""The terminal UI against a real server (real port, real SQLite, real routes and event stream).
+
+Here the server runs the `manual` launcher and the test plays each sim through the real simulator
+endpoints with a recorded Accel-Sim log, so every number on screen is deterministic. The same flows
+with real stand-in worker processes are in test_app_workers.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from cascade_tui.app import CascadeApp
+from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from cascade_tui.screens.modals import ConfirmScreen, HelpScreen
+from cascade_tui.screens.new_run import NewRunScreen
+from cascade_tui.screens.run import RunScreen
+from cascade_tui.widgets.log_view import LogView
+from tests.conftest import TOKEN, ready_trace
+
+from .helpers import (
+    ServeProcess,
+    Simulator,
+    assert_snapshot,
+    recorded_log,
+    screen_text,
+    tui_settings,
+    wait_for_flat_text,
+    wait_for_text,
+    wait_until,
+)
+
+UPDATE = os.environ.get("CASCADE_UPDATE_SNAPSHOTS") == "1"
+TRACE = "tinyformer-step-sm70"
+
+
+@pytest.fixture
+async def srv(make_server):
+    server = await make_server()
+    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    await server.store.put_trace(ready_trace("broken-upload", state="failed",
+                                             error="metadata.json says status: failed"))
+    return server
+
+
+@pytest.fixture
+async def http(srv):
+    async with srv.client() as client:
+        yield client
+
+
+def make_app(srv, tmp_path, token=TOKEN, **kw) -> CascadeApp:
+    return CascadeApp(tui_settings(srv.url, token, tmp_path, **kw))
+
+
+async def create_run(http: httpx.AsyncClient, entries: list[tuple[str, int]]) -> dict:
+    resp = await http.post("/api/runs", json={
+        "trace_id": TRACE, "entries": [{"gpu_config": c, "count": n} for c, n in entries]})
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+async def play_to_success(http, sim_id: str, log: list[str]) -> None:
+    sim = Simulator(http, sim_id)
+    await sim.beat("running")
+    await sim.log(log)
+    await sim.beat("succeeded", exit_code=0)
+
+
+def table_rows(app: CascadeApp, state: str) -> list[str]:
+    """Sims-table lines showing `state` (a row starts with its config name)."""
+    return [line for line in screen_text(app).splitlines()
+            if line.startswith("SM") and state in line]
+
+
+async def open_runs(pilot) -> None:
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, RunsScreen), "the runs screen")
+
+
+async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv, http, tmp_path):
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_runs(pilot)
+        await pilot.press("t")
+        text = await wait_for_text(pilot, TRACE)
+        assert isinstance(app.screen, TracesScreen)
+        assert "metadata.json says status: failed" in text, text  # a failed trace shows its error
+
+        # The first row is the newest trace; move to ours and open New run.
+        table = app.screen.query_one("DataTable")
+        table.move_cursor(row=table.get_row_index(TRACE))
+        await pilot.press("n")
+        await wait_for_text(pilot, "[x] SM7_QV100")
+        assert isinstance(app.screen, NewRunScreen)
+        text = screen_text(app)
+        assert "(suggested)" in text and "SM75_RTX2060" not in text  # only the trace's arch
+        # Also pick SM7_TITANV: move to it, space; then launch with Enter.
+        names = [c.name for c in app.screen.configs]
+        options = app.screen.query_one("#configs")
+        options.highlighted = names.index("SM7_TITANV")
+        await pilot.press("space")
+        await wait_for_text(pilot, "2 configs, 2 sims in total")
+        await pilot.press("enter")
+
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
+                         and app.screen.model.has_snapshot, "the run screen with its snapshot")
+        screen: RunScreen = app.screen
+        await wait_for_text(pilot, "LIVE")
+        runs = (await http.get("/api/runs")).json()
+        assert len(runs) == 1 and runs[0]["id"] == screen.run_id  # launched exactly once
+
+        log = recorded_log("SM7_QV100")
+        for sim_id in screen.model.sims:
+            await play_to_success(http, sim_id, log)
+        await wait_until(pilot, lambda: len(table_rows(app, "✔ succeeded")) == 2,
+                         "both sims succeeded in the table")
+        text = screen_text(app)
+        assert "✔ succeeded" in text and "2 succeeded" in text
+        assert "15/15" in text
+        assert "Numbers from the stand-in" not in text  # 15 kernels done of the trace's 15
+
+        # The log pane follows the selected sim: its tail ends with the simulator's exit line.
+        await wait_until(pilot, lambda: screen.query_one(LogView).store.lines[-1:]
+                         == ["GPGPU-Sim: *** exit detected ***"], "the log tail")
+        assert f"{len(log):,} lines" in screen_text(app)
+
+        await pilot.press("k")
+        text = await wait_for_text(pilot, "Total simulated time per config")
+        assert "embedding_kernel" in text  # demangled
+        assert "SM7_QV100" in text and "SM7_TITANV" in text
+        assert "fastest" in text or "tie" in text
+
+
+async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    sim = Simulator(http, run["sims"][0]["id"])
+    await sim.beat("running")
+    log = recorded_log("SM7_QV100")
+    await sim.log(log[:20_000])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        view = app.screen.query_one(LogView)
+        await wait_until(pilot, lambda: len(view.store) == 20_000, "the 20,000-line tail")
+        assert view.following
+
+        view.focus()
+        await pilot.press("pageup", "pageup")
+        await wait_until(pilot, lambda: not view.following, "following to pause")
+        await sim.log(log[20_000:20_500])
+        text = await wait_for_text(pilot, "paused +500 lines (End to follow)")
+        assert "following" not in text.split("paused")[0].splitlines()[-1]
+        await pilot.press("end")
+        await wait_for_text(pilot, "20,500 lines · following")
+        assert view.scroll_y == view.max_scroll_y
+
+        await pilot.press("slash")
+        await pilot.press(*"kernel_name = _Z18attn")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: view.current_match is not None, "a search match")
+        line = view.store.lines[view.current_match]
+        assert line.startswith("kernel_name = _Z18attn_scores_kernel")
+        assert not view.following
+        await pilot.press("n")  # the pattern occurs once in these lines: wraps to itself
+        assert view.store.lines[view.current_match].startswith("kernel_name = _Z18attn")
+
+
+async def test_new_run_above_four_sims_confirms_and_launches_once(srv, http, tmp_path):
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_runs(pilot)
+        await pilot.press("n")  # from Runs: the first ready trace
+        await wait_for_text(pilot, "[x] SM7_QV100")
+        await pilot.press("plus", "plus", "plus", "plus")
+        await wait_for_text(pilot, "1 config, 5 sims in total  (you will be asked to confirm)")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        text = screen_text(app)
+        assert "Launch 5 sims?" in text and "SM7_QV100" in text and "× 5" in text
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, NewRunScreen), "back to New run")
+        assert (await http.get("/api/runs")).json() == []
+
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the new run")
+        runs = (await http.get("/api/runs")).json()
+        assert len(runs) == 1 and sum(runs[0]["sim_counts"].values()) == 5
+
+
+async def test_cancel_asks_first_then_cancels(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 2)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
+                         and app.screen.model.has_snapshot, "the run screen")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        assert "2 unfinished sims will be stopped" in screen_text(app)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "active"
+
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: len(table_rows(app, "■ cancelled")) == 2,
+                         "both sims cancelled in the table")
+        assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"
+
+
+async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
+    # A real `cascade serve` process, killed and started again on the same port and data dir;
+    # its seeded sample run is the run on screen.
+    from tests.conftest import free_port
+
+    serve = await ServeProcess(tmp_path / "data", free_port()).start()
+    try:
+        async with httpx.AsyncClient(base_url=serve.url, timeout=30,
+                                     headers={"Authorization": f"Bearer {serve.token}"}) as api:
+            sample = (await api.get("/api/runs")).json()[0]
+        app = CascadeApp(tui_settings(serve.url, serve.token, tmp_path))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_runs(pilot)
+            await wait_for_text(pilot, sample["id"])
+            await pilot.press("enter")
+            await wait_for_text(pilot, "LIVE")
+            await serve.kill()
+            text = await wait_for_text(pilot, "RECONNECTING")
+            assert len(table_rows(app, "✔ succeeded")) == 3, text  # last data stays visible
+            snapshots = app.screen.model.snapshots
+            await serve.start()
+            await wait_for_text(pilot, "● LIVE", timeout=60)
+            assert app.screen.model.snapshots == snapshots + 1  # started again from a snapshot
+            assert len(table_rows(app, "✔ succeeded")) == 3
+    finally:
+        await serve.kill()
+
+
+@pytest.mark.parametrize("token,expected", [
+    ("wrong-token", "refused the token (401 Unauthorized)"),
+    (None, "needs a token"),
+])
+async def test_wrong_or_missing_token_is_refused_with_a_clear_message(srv, tmp_path, token, expected):
+    app = make_app(srv, tmp_path, token=token)
+    async with app.run_test(size=(100, 30)) as pilot:
+        text = await wait_for_flat_text(pilot, expected)
+        assert "Wrong or missing token" in text
+        assert "wrong-token" not in text  # never the token itself
+        assert not isinstance(app.screen, RunsScreen)
+
+
+async def test_unreachable_server_is_explained(tmp_path):
+    from tests.conftest import free_port
+
+    app = CascadeApp(tui_settings(f"http://127.0.0.1:{free_port()}", TOKEN, tmp_path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        text = await wait_for_flat_text(pilot, "No Cascade server answers at")
+        assert "Server not reachable" in text and "Start one with `cascade serve`" in text
+
+
+async def test_downloads_results_log_and_files(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    sim_id = run["sims"][0]["id"]
+    await play_to_success(http, sim_id, recorded_log("SM7_QV100")[:5000])
+    await Simulator(http, sim_id).put_file("kernel-stats.csv", b"kernel,cycles\n1,2\n")
+    app = make_app(srv, tmp_path)
+    downloads = tmp_path / "downloads"
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
+                         and app.screen.model.has_snapshot, "the run screen")
+        await pilot.press("d")
+        results = downloads / f"{run['id']}-results.json"
+        await wait_until(pilot, results.exists, "the results download")
+        assert b'"comparison"' in results.read_bytes()
+        await wait_for_text(pilot, "Saved")
+
+        await pilot.press("f")
+        await wait_for_text(pilot, "kernel-stats.csv")
+        options = app.screen.query_one("#files-list")
+        ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
+        options.highlighted = ids.index("file:kernel-stats.csv")
+        await pilot.press("enter")
+        saved = downloads / sim_id / "kernel-stats.csv"
+        await wait_until(pilot, saved.exists, "the file download")
+        assert saved.read_bytes() == b"kernel,cycles\n1,2\n"
+        await pilot.press("L")
+        log_file = downloads / f"{sim_id}.log"
+        await wait_until(pilot, log_file.exists, "the log download")
+        assert len(log_file.read_text().splitlines()) == 5000
+
+
+async def test_every_key_has_an_id_in_footer_help_and_palette(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        run_screen = app.screen
+        for binding in RunScreen.BINDINGS:
+            assert binding.id and binding.id.startswith("run."), binding
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        text = screen_text(app)
+        # (q is Back here, so app.quit is not among this screen's keys)
+        for binding_id in ("run.kernels", "run.cancel", "run.search", "run.back", "app.help"):
+            assert binding_id in text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is run_screen, "help to close")
+        commands = [c.title for c in app.get_system_commands(run_screen)]
+        assert {"Kernels", "Cancel run", "Search log", "Save results"} <= set(commands)
+        footer = screen_text(app).splitlines()[-1]
+        assert "Kernels" in footer and "Cancel run" in footer
+
+
+async def test_snapshots_of_the_main_screens(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
+    sims = {s["gpu_config"]: s["id"] for s in run["sims"]}
+    await play_to_success(http, sims["SM7_QV100"], recorded_log("SM7_QV100"))
+    failing = Simulator(http, sims["SM7_TITANV"])
+    await failing.beat("running")
+    await failing.log(recorded_log("SM7_TITANV")[:12_000])
+    await failing.beat("failed", exit_code=134, error="assertion failed (SIGABRT)")
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await wait_for_text(pilot, "◐ partial")
+        assert_snapshot("runs_80x24", screen_text(app), UPDATE)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
+                         and app.screen.model.has_snapshot, "the run screen")
+        await wait_until(pilot, lambda: app.screen.query_one(LogView).store.lines[-1:]
+                         == ["GPGPU-Sim: *** exit detected ***"], "the log tail")
+        await wait_for_text(pilot, "assertion failed")
+        await wait_for_text(pilot, "45,106 lines · following")
+        await wait_for_text(pilot, "GPGPU-Sim: *** exit detected ***")
+        assert_snapshot("run_80x24", screen_text(app), UPDATE)
+        await pilot.press("k")
+        await wait_for_text(pilot, "Total simulated time per config")
+        assert_snapshot("kernels_80x24", screen_text(app), UPDATE)
