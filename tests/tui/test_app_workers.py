@@ -1,0 +1,101 @@
+"""The terminal UI against a real server whose local launcher starts real `cascade worker`
+processes in stand-in mode (replaying recorded Accel-Sim logs): what an operator does on day one."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from cascade_tui.app import CascadeApp
+from cascade_tui.screens.lists import RunsScreen
+from cascade_tui.screens.modals import ConfirmScreen
+from cascade_tui.screens.new_run import NewRunScreen
+from cascade_tui.screens.run import RunScreen
+from cascade_tui.widgets.log_view import LogView
+from tests.conftest import TOKEN, ready_trace
+
+from .helpers import recorded_log, screen_text, tui_settings, wait_for_text, wait_until
+
+pytestmark = pytest.mark.timeout(240)
+TRACE = "tinyformer-step-sm70"
+
+
+@pytest.fixture
+def worker_env(monkeypatch):
+    """Workers inherit the server's environment: quick heartbeats and a short kill grace."""
+    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
+    monkeypatch.setenv("CASCADE_KILL_GRACE_S", "3")
+
+
+def rows(app: CascadeApp, state: str) -> list[str]:
+    return [line for line in screen_text(app).splitlines() if line.startswith("SM") and state in line]
+
+
+async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
+        make_server, worker_env, tmp_path):
+    server = await make_server(launcher="local", local_slots=2, replay_speed=25.0)
+    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await pilot.press("t")
+        await wait_for_text(pilot, TRACE)
+        await pilot.press("n")
+        await wait_for_text(pilot, "SM7_QV100            sm_70")
+        assert isinstance(app.screen, NewRunScreen)
+        names = [c.name for c in app.screen.configs]
+        app.screen.query_one("#configs").highlighted = names.index("SM7_GV100")
+        await pilot.press("space")
+        await wait_for_text(pilot, "2 configs, 2 sims in total")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
+                         and app.screen.model.has_snapshot, "the new run's screen")
+        screen: RunScreen = app.screen
+
+        await wait_until(pilot, lambda: len(rows(app, "✔ succeeded")) == 2,
+                         "both stand-in sims to succeed in the table", timeout=180)
+        text = screen_text(app)
+        assert "✔ succeeded" in text.splitlines()[1]  # the run's state in the header
+        assert "15/15" in text
+
+        # Read a log: the selected sim's whole replayed log, ending with the exit line.
+        sim = screen.model.sims[screen.selected_sim]
+        expected = recorded_log(sim.gpu_config)
+        view = screen.query_one(LogView)
+        await wait_until(pilot, lambda: len(view.store) == len(expected)
+                         and view.store.lines[-1] == expected[-1], "the whole log in the pane")
+        await pilot.press("down")  # the other sim
+        await wait_until(pilot, lambda: screen.selected_sim != sim.id
+                         and view.store.lines[-1:] == [expected[-1]]
+                         and f"{screen.model.sims[screen.selected_sim].gpu_config} #0" in
+                         screen_text(app), "the other sim's log")
+
+        await pilot.press("k")
+        text = await wait_for_text(pilot, "Total simulated time per config")
+        assert "SM7_QV100" in text and "SM7_GV100" in text
+        assert "embedding_kernel" in text and "sgemm_tiled<64, 64, 16>" in text
+        assert ("is fastest" in text) or ("tie for fastest" in text)
+
+
+async def test_cancel_a_running_stand_in_run(make_server, worker_env, tmp_path):
+    server = await make_server(launcher="local", local_slots=2, replay_speed=0.5)
+    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    async with server.client() as http:
+        resp = await http.post("/api/runs", json={
+            "trace_id": TRACE, "entries": [{"gpu_config": "SM7_QV100", "count": 2}]})
+        run = resp.json()
+    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(rows(app, "▶ running")) == 2, "both sims running",
+                         timeout=60)
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: len(rows(app, "■ cancelled")) == 2,
+                         "both sims cancelled", timeout=60)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30,
+                                 headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"
