@@ -179,11 +179,13 @@ def mape(rows: Iterable[KernelRow], configs: Sequence[str]) -> dict[str, float |
 def stand_in_reason(run: RunSummary | None, sims: Iterable[SimSummary]) -> str | None:
     """Why these numbers come from the stand-in rather than a simulation of this trace, or None.
 
-    The server says so with `replay`/`sample`; otherwise a sim that finished a different number of
-    kernels than the trace has (more than it has, or succeeded short of it) replayed another log.
+    The server says so with `replay`; otherwise a sim that finished a different number of kernels
+    than the trace has (more than it has, or succeeded short of it) replayed another log. The sample
+    run is different: its recorded results are real Accel-Sim output of the sample trace itself, so
+    its configs compare fine (see `sample_note`).
     """
     if run is not None and run.sample:
-        return "sample run: results recorded elsewhere, replayed here"
+        return None
     if run is not None and run.replay:
         return "stand-in: sims replayed a recorded Accel-Sim log, not this trace"
     for sim in sims:
@@ -196,3 +198,10 @@ def stand_in_reason(run: RunSummary | None, sims: Iterable[SimSummary]) -> str |
                 f"{sim.kernels_total}, so it replayed another log"
             )
     return None
+
+
+def sample_note(run: RunSummary | None) -> str | None:
+    if run is None or not run.sample:
+        return None
+    return ("sample run: real Accel-Sim results of the sample trace, recorded elsewhere and "
+            "replayed here; cancelling it changes nothing")

@@ -234,7 +234,7 @@ class RunsScreen(PolledTable):
         Binding("x", "cancel_run", "Cancel run", id="runs.cancel"),
         Binding("g", "poll", "Refresh", show=False, id="runs.refresh"),
     ]
-    COLUMNS = (("run", 17), ("trace", 22), ("state", 12), ("done", 14), ("sims", 36), ("age", 6))
+    COLUMNS = (("run", 17), ("trace", 22), ("state", 12), ("done", 14), ("age", 6), ("sims", 40))
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
 
@@ -248,8 +248,8 @@ class RunsScreen(PolledTable):
             (r.trace_id + tags, ""),
             (state_label(r.state), STATE_COLOURS.get(r.state, "")),
             (run_progress(r.sim_counts), ""),
-            (sims_count_text(r.sim_counts), ""),
             (age(r.created_at, now), ""),
+            (sims_count_text(r.sim_counts), ""),
         )
 
     def detail_text(self, r: RunSummary) -> str:

@@ -76,6 +76,7 @@ class RunScreen(Screen):
         self._log_loading = False
         self._log_stash: list[list[str]] = []
         self._header_text = ""
+        self._banner_text = ""
         self._log_title = ""
         self._log_status = ""
         self._chart_dirty = True
@@ -201,13 +202,17 @@ class RunScreen(Screen):
         if text != self._header_text:
             self._header_text = text
             self.query_one("#run-header", Static).update(text)
-        reason = compare.stand_in_reason(model.summary(), model.sims.values()) if model.run else None
-        banner = self.query_one("#stand-in", Static)
+        summary = model.summary()
+        reason = compare.stand_in_reason(summary, model.sims.values()) if model.run else None
         if reason:
             new = f"⚠ Numbers from the stand-in, not a simulation of this trace: {reason}"
-            if str(banner.render()) != new:
-                banner.update(new)
-        banner.display = bool(reason)
+        else:
+            new = compare.sample_note(summary) or ""
+        if new != self._banner_text:
+            self._banner_text = new
+            banner = self.query_one("#stand-in", Static)
+            banner.update(new)
+            banner.display = bool(new)
 
     def _update_log_status(self) -> None:
         view = self.query_one(LogView)

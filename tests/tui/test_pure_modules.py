@@ -139,7 +139,10 @@ def test_stand_in_detection():
     done = sim(state="succeeded", kernels_done=6, kernels_total=4)
     assert "6 kernels of the trace's 4" in compare.stand_in_reason(r, [done])
     assert compare.stand_in_reason(r.model_copy(update={"replay": True}), []).startswith("stand-in")
-    assert compare.stand_in_reason(r.model_copy(update={"sample": True}), []).startswith("sample")
+    sample = r.model_copy(update={"sample": True, "replay": True})
+    assert compare.stand_in_reason(sample, []) is None  # real Accel-Sim output of its own trace
+    assert compare.sample_note(sample).startswith("sample run")
+    assert compare.sample_note(r) is None
     running_short = sim(state="running", kernels_done=1, kernels_total=4)
     assert compare.stand_in_reason(r, [running_short]) is None
 

@@ -1,0 +1,214 @@
+"""`cascade up`: the one-command quick start.
+
+Uses the server already answering at CASCADE_URL (default http://127.0.0.1:8000), or starts
+`cascade serve` there with its embedded defaults in the background, waits for /api/health, reads
+the token it printed, opens the UI, and stops the server it started when the UI quits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from .cli import add_ui_arguments, run_app, settings_from
+from .config import DEFAULT_URL, ConfigError
+
+START_TIMEOUT_S = 120.0
+STOP_GRACE_S = 15.0
+
+
+class UpError(Exception):
+    """Why the quick start could not get a server, worded for the operator."""
+
+
+@dataclass
+class Server:
+    url: str
+    token: str | None
+    process: subprocess.Popen | None = None  # None: it was already running, leave it alone
+    log_path: Path | None = None
+    _lines: list[str] = field(default_factory=list)
+
+    @property
+    def started_here(self) -> bool:
+        return self.process is not None
+
+    def stop(self) -> int | None:
+        """Stop the server if this command started it (TERM, then KILL after a grace)."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return None if proc is None else proc.returncode
+        proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+
+
+def default_data_dir(environ: dict[str, str] | os._Environ[str] | None = None) -> Path:
+    """Where `cascade serve` keeps its data by default (CASCADE_DATA_DIR, else XDG)."""
+    env = os.environ if environ is None else environ
+    if env.get("CASCADE_DATA_DIR"):
+        return Path(env["CASCADE_DATA_DIR"]).expanduser()
+    xdg = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "cascade"
+
+
+def health(url: str, timeout: float = 2.0) -> dict | None:
+    """The health answer of a Cascade server at `url`, or None if nothing (Cascade) answers."""
+    try:
+        resp = httpx.get(f"{url}/api/health", timeout=timeout)
+        body = resp.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return body if isinstance(body, dict) and body.get("ok") is True else None
+
+
+def read_token_file(data_dir: Path) -> str | None:
+    try:
+        return (data_dir / "token").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def start_server(url: str, data_dir: Path | None, log_path: Path,
+                 timeout: float = START_TIMEOUT_S) -> Server:
+    """Start `cascade serve` for `url` in the background; return once /api/health answers."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or parts.hostname is None:
+        raise UpError(f"cannot start a server for {url}: `cascade up` starts local http servers "
+                      "only; start the server yourself and use `cascade tui`")
+    port = parts.port or 80
+    cmd = [sys.executable, "-m", "cascade_server.cli", "serve", "--host", parts.hostname,
+           "--port", str(port)]
+    if data_dir is not None:
+        cmd += ["--data-dir", str(data_dir)]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "ab")  # the server's own log; the terminal belongs to the UI
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+        start_new_session=True,  # Ctrl+C and the terminal's signals go to the UI, not the server
+    )
+    log.close()
+    server = Server(url=url, token=None, process=proc, log_path=log_path)
+    token_seen = threading.Event()
+
+    def read_stdout() -> None:
+        # Read the banner (`app:`, `token:`), then keep draining so the server never blocks.
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.startswith("token: "):
+                value = line.split(":", 1)[1].strip()
+                server.token = None if value.startswith("(none") else value
+                token_seen.set()
+            elif not token_seen.is_set():
+                server._lines.append(line)
+        token_seen.set()
+
+    threading.Thread(target=read_stdout, daemon=True, name="cascade-serve-stdout").start()
+    try:
+        return _wait_ready(server, token_seen, timeout)
+    except BaseException:
+        server.stop()  # interrupted or failed while starting: leave nothing behind
+        raise
+
+
+def _wait_ready(server: Server, token_seen: threading.Event, timeout: float) -> Server:
+    proc, url, log_path = server.process, server.url, server.log_path
+    assert proc is not None
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            token_seen.wait(2)
+            raise UpError(f"`cascade serve` exited with status {proc.returncode} before it was "
+                          f"ready; its log is {log_path}")
+        if token_seen.is_set() and health(url, timeout=1.0) is not None:
+            return server
+        if time.monotonic() > deadline:
+            raise UpError(f"`cascade serve` did not answer at {url} within {timeout:.0f} s; "
+                          f"its log is {log_path}")
+        time.sleep(0.1)
+
+
+def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
+                         log_path: Path | None = None) -> Server:
+    """The server at `url` if one answers (token from settings or its token file), else a new one."""
+    answer = health(url)
+    if answer is not None:
+        if token is None and answer.get("auth", True):
+            token = read_token_file(data_dir or default_data_dir())
+        return Server(url=url, token=token)
+    data = data_dir or default_data_dir()
+    return start_server(url, data_dir, log_path or data / "serve.log")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cascade up",
+        description="Quick start: use the Cascade server at CASCADE_URL (default "
+        f"{DEFAULT_URL}) or start one there with the embedded defaults, open the terminal UI, "
+        "and stop the server it started when the UI quits.",
+    )
+    add_ui_arguments(parser)
+    parser.add_argument("--url", help=f"where the server is or will be (default {DEFAULT_URL})")
+    parser.add_argument("--data-dir", type=Path,
+                        help="data directory for a server this command starts (CASCADE_DATA_DIR)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        settings = settings_from(args)
+    except ConfigError as exc:
+        print(f"cascade up: {exc}", file=sys.stderr)
+        return 2
+    # The terminal may go away at any moment (SSH dropped): turn SIGHUP/SIGTERM into a normal
+    # exit so the server this command started is always stopped. (The UI installs its own
+    # handlers while it runs, and exits the same way.)
+    for signum in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signum, _exit_on_signal)
+    say(f"cascade up: looking for a server at {settings.url} …")
+    server: Server | None = None
+    try:
+        try:
+            server = find_or_start_server(settings.url, settings.token_value(), args.data_dir)
+        except UpError as exc:
+            say(f"cascade up: {exc}")
+            return 1
+        if server.started_here:
+            say(f"cascade up: started `cascade serve` at {server.url} (log: {server.log_path})")
+        settings = settings_from(args, url=server.url, token=server.token)
+        return run_app(settings, open_run=args.run)
+    finally:
+        if server is not None and server.started_here:
+            server.stop()  # first: telling the terminal may fail if it is gone
+            say("cascade up: stopped the server it started")
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def say(text: str) -> None:
+    """A status line on stderr; silently dropped when the terminal is gone."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
