@@ -137,8 +137,11 @@ class ServeProcess:
         import os
         import sys
 
+        from tests.conftest import free_port
+
         env = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-        env.update({"CASCADE_LAUNCHER": "manual", **self.env})
+        # Its own embedded S3 port, so servers of parallel tests never collide on the default.
+        env.update({"CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port()), **self.env})
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cascade_server.cli", "serve", "--host", "127.0.0.1",
             "--port", str(self.port), "--data-dir", str(self.data_dir),

@@ -78,6 +78,7 @@ def base_env(tmp_path: Path) -> dict[str, str]:
         "HOME": str(tmp_path / "home"),  # no operator config file is read
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "CASCADE_LAUNCHER": "manual",
+        "CASCADE_S3_PORT": str(free_port()),  # never the default 9020 another server may hold
         "TERM": "screen-256color",
         "PATH": os.environ.get("PATH", ""),
     }
@@ -122,7 +123,8 @@ def test_cascade_tui_with_a_wrong_token_says_so(tmp_path):
          "--data-dir", str(tmp_path / "data")],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**{k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
-             "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0"})
+             "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0",
+             "CASCADE_S3_PORT": str(free_port())})
     tmux = None
     try:
         deadline = time.monotonic() + 60
