@@ -50,10 +50,14 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
         except SampleError as exc:
             log.warning("no sample trace: %s", exc)
     await runs.resume()
-    yield
-    await runs.close()
-    await launcher.close()
-    await store.close()
+    try:
+        yield
+    finally:
+        try:
+            await runs.close()
+            await launcher.close()
+        finally:
+            await store.close()  # always: its threads would keep the process from exiting
 
 
 async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:

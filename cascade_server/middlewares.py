@@ -53,7 +53,7 @@ async def errors_middleware(request: web.Request, handler):
         if exc.status == 413:
             detail = f"request body is too large (limit {request.app[SETTINGS_KEY].max_json_bytes} bytes)"
         return error_response(exc.status, detail, {k: v for k, v in exc.headers.items() if k == "Allow"})
-    except (ConnectionResetError, web.RequestEntityTooLarge):
+    except ConnectionResetError:
         raise
     except Exception:
         log.exception("unexpected error in %s %s", request.method, request.path)

@@ -8,6 +8,7 @@ from .appkeys import GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .http import ok, read_model
 from .models import RunCreate
 from .storage import NotFound
+from .traces.ingest import TRACE_SCANNER_KEY
 
 routes = web.RouteTableDef()
 
@@ -15,11 +16,12 @@ routes = web.RouteTableDef()
 @routes.get("/api/health")
 async def health(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS_KEY]
+    scanner = request.app.get(TRACE_SCANNER_KEY)  # absent when no S3 endpoint is configured
     return web.json_response({
         "ok": True,
         "auth": not settings.no_auth,
         "workspace": settings.workspace,
-        "s3_endpoint": settings.s3_endpoint,
+        "s3_endpoint": scanner.s3.endpoint if scanner else settings.s3_endpoint,
     })
 
 

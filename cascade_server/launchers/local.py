@@ -172,6 +172,8 @@ class LocalLauncher(Launcher):
             message = "worker exited (its status is unknown after a server restart)"
         else:
             message = exit_message(returncode)
+            if returncode < 0:  # killed by a signal: report it as a shell does (SIGKILL -> 137)
+                returncode = 128 - returncode
         await self._report_exit(sim_id, returncode, message)
         await self._fill_slots()
 

@@ -164,7 +164,7 @@ async def test_a_sigkilled_worker_fails_with_its_exit_status(make_server, worker
             watcher.cancel()
         sim = final["sims"][0]
         assert sim["state"] == "failed"
-        assert sim["error"] == "worker killed by SIGKILL"
+        assert sim["error"] == "worker killed by SIGKILL" and sim["exit_code"] == 137
         # The launcher saw the exit, so the sim fails at once (without a launcher it would go
         # lost, then failed: the next test).
         assert states[sim["id"]][-2:] == ["running", "failed"]

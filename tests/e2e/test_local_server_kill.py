@@ -22,9 +22,9 @@ from tests.e2e.test_local_runs import create_run, finished_run, get_run, poll, r
 pytestmark = pytest.mark.timeout(240)
 
 
-async def start_serve(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen:
+async def start_serve(data_dir: Path, port: int, log_path: Path, s3_port: int) -> subprocess.Popen:
     env = {
-        **os.environ, "CASCADE_TOKEN": TOKEN, "CASCADE_LAUNCHER": "local", "CASCADE_LOCAL_SLOTS": "2",
+        **os.environ, "CASCADE_S3_PORT": str(s3_port), "CASCADE_TOKEN": TOKEN, "CASCADE_LAUNCHER": "local", "CASCADE_LOCAL_SLOTS": "2",
         "CASCADE_REPLAY_SPEED": "6", "CASCADE_SAMPLES": "0", "CASCADE_HEARTBEAT_INTERVAL_S": "0.5",
     }
     with open(log_path, "ab") as log:
@@ -46,12 +46,12 @@ async def start_serve(data_dir: Path, port: int, log_path: Path) -> subprocess.P
 
 
 async def test_kill_9_the_server_mid_run(tmp_path):
-    data_dir, port = tmp_path / "data", free_port()
+    data_dir, port, s3_port = tmp_path / "data", free_port(), free_port()
     data_dir.mkdir()
     store = await Store(data_dir / "cascade.db", Broker()).open()
     await store.put_trace(ready_trace())
     await store.close()
-    server = await start_serve(data_dir, port, tmp_path / "serve.log")
+    server = await start_serve(data_dir, port, tmp_path / "serve.log", s3_port)
     headers = {"Authorization": f"Bearer {TOKEN}"}
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as http:
@@ -67,7 +67,7 @@ async def test_kill_9_the_server_mid_run(tmp_path):
         await asyncio.sleep(2)  # the outage
         for sim in sims:
             assert is_worker_of(int(sim["launcher_ref"]), sim["id"])
-        server = await start_serve(data_dir, port, tmp_path / "serve.log")
+        server = await start_serve(data_dir, port, tmp_path / "serve.log", s3_port)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as http:
             final = await finished_run(http, run["id"])
             assert final["state"] == "succeeded", final

@@ -15,18 +15,28 @@ from tests.conftest import free_port
 
 def start(data_dir, port, **env):
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-    environ.update({"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", **env})
-    return subprocess.Popen(
+    environ.update({"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port()), **env})
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # stderr to a file: a pipe nobody reads could fill up and stall the server
+    stderr = open(data_dir.parent / f"{data_dir.name}-{port}-{os.urandom(3).hex()}.stderr", "w+")
+    proc = subprocess.Popen(
         [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
-        env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=environ, stdout=subprocess.PIPE, stderr=stderr, text=True,
     )
+    proc.stderr_file = stderr
+    return proc
+
+
+def stderr_of(proc) -> str:
+    proc.stderr_file.seek(0)
+    return proc.stderr_file.read()
 
 
 def startup_lines(proc) -> dict[str, str]:
     lines = {}
-    while "token" not in lines:
+    while "s3_secret_key" not in lines:
         line = proc.stdout.readline()
-        assert line, proc.stderr.read()
+        assert line, stderr_of(proc)
         key, _, value = line.strip().partition(": ")
         lines[key] = value
     return lines
@@ -42,20 +52,24 @@ def test_serve_prints_url_and_a_stored_token(tmp_path):
         token_file = tmp_path / "data" / "token"
         assert token_file.read_text().strip() == token
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
-        assert httpx.get(f"{lines['app']}/api/health").json()["ok"] is True
+        health = httpx.get(f"{lines['app']}/api/health").json()
+        assert health["ok"] is True
+        # the embedded S3 endpoint, with what a profiler needs to upload
+        assert health["s3_endpoint"] == lines["s3_endpoint"] and lines["s3_endpoint"].startswith("http://127.0.0.1:")
+        assert lines["s3_bucket"] == "cascade" and lines["s3_access_key"] and lines["s3_secret_key"]
         assert httpx.get(f"{lines['app']}/api/traces").status_code == 401
         assert httpx.get(f"{lines['app']}/api/traces", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
-    assert token not in proc.stderr.read()  # the token is printed once, on stdout, never logged
+        assert proc.wait(timeout=60) == 0, stderr_of(proc)
+    assert token not in stderr_of(proc)  # the token is printed once, on stdout, never logged
 
     proc = start(tmp_path / "data", port)  # the same token after a restart
     try:
         assert startup_lines(proc)["token"] == token
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=60) == 0, stderr_of(proc)
 
 
 def test_serve_with_a_given_token_and_a_busy_port(tmp_path):
@@ -66,7 +80,7 @@ def test_serve_with_a_given_token_and_a_busy_port(tmp_path):
         assert not (tmp_path / "a" / "token").exists()
         busy = start(tmp_path / "b", port)
         assert busy.wait(timeout=60) != 0
-        assert "cannot listen" in busy.stderr.read()
+        assert "cannot listen" in stderr_of(busy)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
