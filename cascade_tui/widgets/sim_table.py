@@ -50,6 +50,8 @@ class SimTable(ScrollView, can_focus=True):
         Binding("pageup", "cursor(-10)", "Page up", show=False, id="sims.page_up"),
         Binding("pagedown", "cursor(10)", "Page down", show=False, id="sims.page_down"),
         Binding("home", "cursor_to(0)", "First sim", show=False, id="sims.first"),
+        # End belongs to the log pane below ("follow the log again"), not to table scrolling.
+        Binding("end", "screen.follow", "Follow log", show=False, id="sims.follow_log"),
     ]
     COMPONENT_CLASSES = {"simtable--header", "simtable--cursor"}
     DEFAULT_CSS = """

@@ -155,6 +155,7 @@ async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http
         await sim.log(log[20_000:20_500])
         text = await wait_for_text(pilot, "paused +500 lines (End to follow)")
         assert "following" not in text.split("paused")[0].splitlines()[-1]
+        app.screen.query_one("SimTable").focus()  # End works from the sims table too
         await pilot.press("end")
         await wait_for_text(pilot, "20,500 lines · following")
         assert view.scroll_y == view.max_scroll_y
