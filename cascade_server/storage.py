@@ -133,6 +133,7 @@ class _PendingChunk:
     sim_id: str
     seq: int
     lines: list[str]
+    packed: bytes  # pack_lines(lines)
     done: asyncio.Future
 
 
@@ -571,8 +572,11 @@ class Store:
         into the next one, so many simulators cost one transaction, not one each. This returns
         once the chunk's group is committed.
         """
-        done = asyncio.get_running_loop().create_future()
-        self._log_queue.append(_PendingChunk(sim_id, seq, lines, done))
+        loop = asyncio.get_running_loop()
+        # Compressing in a thread (zlib releases the GIL) overlaps it with the writer's work.
+        packed = await loop.run_in_executor(None, pack_lines, lines) if len(lines) > 64 else pack_lines(lines)
+        done = loop.create_future()
+        self._log_queue.append(_PendingChunk(sim_id, seq, lines, packed, done))
         if self._log_writer is None or self._log_writer.done():
             self._log_writer = asyncio.create_task(self._write_log_groups())
         await done
@@ -612,7 +616,7 @@ class Store:
         ) as cur:
             stored = {(sim_id, seq) for sim_id, seq in await cur.fetchall()}
 
-        fresh: dict[str, dict[int, list[str]]] = {}
+        fresh: dict[str, dict[int, _PendingChunk]] = {}
         for pending in group:
             row = rows.get(pending.sim_id)
             if row is None:
@@ -622,10 +626,10 @@ class Store:
             chunks = fresh.setdefault(pending.sim_id, {})
             if pending.seq < row["next_seq"] or key in stored or pending.seq in chunks:
                 continue  # a retry: the first chunk per seq wins
-            chunks[pending.seq] = pending.lines
+            chunks[pending.seq] = pending
         await self.w.executemany(
             "INSERT INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)",
-            [(sim_id, seq, pack_lines(lines)) for sim_id, chunks in fresh.items() for seq, lines in chunks.items()],
+            [(sim_id, seq, p.packed) for sim_id, chunks in fresh.items() for seq, p in chunks.items()],
         )
 
         events_by_run: dict[str, list[Any]] = {}
@@ -647,7 +651,7 @@ class Store:
             events = events_by_run.setdefault(row["run_id"], [])
             while True:
                 if next_seq in chunks:
-                    lines = chunks[next_seq]
+                    lines = chunks[next_seq].lines
                 elif (sim_id, next_seq) in stored:
                     lines = await self._stored_chunk(sim_id, next_seq)
                 else:
