@@ -12,6 +12,12 @@ log = logging.getLogger(__name__)
 
 TESTED_CFGS = Path("gpu-simulator/gpgpu-sim/configs/tested-cfgs")
 TRACE_CFGS = Path("gpu-simulator/configs/tested-cfgs")
+ACCELSIM_BINARY = Path("gpu-simulator/bin/release/accel-sim.out")
+
+
+def accelsim_installed(accelsim_dir: Path | None) -> bool:
+    """Whether workers here run the real simulator (else the stand-in replays a recording)."""
+    return accelsim_dir is not None and (accelsim_dir / ACCELSIM_BINARY).is_file()
 
 _OPTION = re.compile(r"^\s*-(\S+)\s+(\S+)", re.MULTILINE)
 _DIR_ARCH = re.compile(r"^SM(\d+)_")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from .gpu_configs import accelsim_installed
 from .http import ApiError
 from .launchers.base import Launcher, SimSpec
 from .models import GpuConfig, RunCreate, RunDetail, SimSummary
@@ -70,7 +71,10 @@ class RunService:
             if entry.gpu_config in seen:
                 raise ApiError(422, f"gpu_config {entry.gpu_config!r} appears in more than one entry; raise its count instead")
             seen.add(entry.gpu_config)
-        run = await self.store.create_run(trace, body.entries, self.configs)
+        # Local workers without Accel-Sim run the stand-in: say so on the run (`replay`), so no
+        # one takes its numbers for a simulation of this trace.
+        stand_in = self.settings.launcher == "local" and not accelsim_installed(self.settings.accelsim_dir)
+        run = await self.store.create_run(trace, body.entries, self.configs, replay=stand_in)
         self._background(self._submit([self.sim_spec(sim, trace.id) for sim in run.sims]))
         return run
 

@@ -97,6 +97,7 @@ async def test_three_configs_two_replicas_replay_to_success(make_server, worker_
         finally:
             watcher.cancel()
         assert final["state"] == "succeeded"
+        assert final["replay"] is True and final["sample"] is False  # no Accel-Sim here: the stand-in
         assert len(final["sims"]) == 6
         for sim in final["sims"]:
             seen = states[sim["id"]]
@@ -280,6 +281,7 @@ async def test_each_failure_reason_with_a_fake_accelsim(make_server, worker_env,
         run = await create_run(http, [("SM7_OK", 1), *[(name, 1) for name in FAILURES]], trace_id=trace.id)
         final = await finished_run(http, run["id"])
         assert final["state"] == "partial"
+        assert final["replay"] is False  # a (fake) accel-sim.out is installed: not the stand-in
         by_config = {s["gpu_config"]: s for s in final["sims"]}
         ok = by_config.pop("SM7_OK")
         assert (ok["state"], ok["kernels_done"], ok["exit_code"]) == ("succeeded", 3, 0)
