@@ -57,6 +57,8 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         text = screen_text(app)
         assert "✔ succeeded" in text.splitlines()[1]  # the run's state in the header
         assert "15/15" in text
+        # No Accel-Sim here, so the server ran the stand-in and says so: the UI must too.
+        assert "Numbers from the stand-in" in text
 
         # Read a log: the selected sim's whole replayed log, ending with the exit line.
         sim = screen.model.sims[screen.selected_sim]
@@ -75,6 +77,7 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         assert "SM7_QV100" in text and "SM7_GV100" in text
         assert "embedding_kernel" in text and "sgemm_tiled<64, 64, 16>" in text
         assert ("is fastest" in text) or ("tie for fastest" in text)
+        assert "configs cannot be compared from this run" in text
 
 
 async def test_cancel_a_running_stand_in_run(make_server, worker_env, tmp_path):
