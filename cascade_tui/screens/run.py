@@ -76,6 +76,8 @@ class RunScreen(Screen):
         self._log_loading = False
         self._log_stash: list[list[str]] = []
         self._header_text = ""
+        self._seen_states: dict[str, str] = {}
+        self._seen_run_state: str | None = None
         self._banner_text = ""
         self._log_title = ""
         self._log_status = ""
@@ -175,10 +177,27 @@ class RunScreen(Screen):
                 self.query_one(LogView).append(changes.log_lines)
         if changes.kernels or changes.sims:
             self._chart_dirty = True
+        self._announce(changes.sims, changes.reset)
         if self.view == "kernels" and self._chart_dirty:
             self._render_chart()
         self._update_header()
         self._update_log_status()
+
+    def _announce(self, changed: set[str], reset: bool) -> None:
+        """Notify when a sim fails or the run finishes while the operator watches (not for what
+        a snapshot already shows)."""
+        states = {sim_id: sim.state for sim_id, sim in self.model.sims.items()}
+        run_state = self.model.state() if self.model.run else None
+        if not reset and self._seen_states:
+            for sim_id in changed:
+                sim = self.model.sims[sim_id]
+                if sim.state == "failed" and self._seen_states.get(sim_id) != "failed":
+                    self.notify(f"{sim.gpu_config} #{sim.replica} failed: {sim.error or 'no reason given'}",
+                                title="Sim failed", severity="warning", timeout=6)
+            if self._seen_run_state == "active" and run_state not in (None, "active"):
+                self.notify(f"{self.run_id} finished: {run_state}", title="Run finished", timeout=6)
+        self._seen_states = states
+        self._seen_run_state = run_state
 
     def _update_header(self) -> None:
         model = self.model

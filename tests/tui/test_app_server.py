@@ -324,6 +324,13 @@ async def test_every_key_has_an_id_in_footer_help_and_palette(srv, http, tmp_pat
         await wait_until(pilot, lambda: app.screen is run_screen, "help to close")
         commands = [c.title for c in app.get_system_commands(run_screen)]
         assert {"Kernels", "Cancel run", "Search log", "Save results"} <= set(commands)
+        # Run one from the palette: Ctrl+P, type, Enter.
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Kernels")
+        await wait_for_text(pilot, "run.kernels")
+        await pilot.press("enter")
+        await wait_for_text(pilot, "Total simulated time per config")
+        assert app.screen is run_screen and run_screen.view == "kernels"
         footer = screen_text(app).splitlines()[-1]
         assert "Kernels" in footer and "Cancel run" in footer
 
@@ -354,3 +361,21 @@ async def test_snapshots_of_the_main_screens(srv, http, tmp_path):
         await pilot.press("k")
         await wait_for_text(pilot, "Total simulated time per config")
         assert_snapshot("kernels_80x24", screen_text(app), UPDATE)
+
+
+async def test_a_sim_failing_and_the_run_finishing_are_notified(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    sim = Simulator(http, run["sims"][0]["id"])
+    await sim.beat("running")
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_for_text(pilot, "▶ running")
+        await sim.beat("failed", exit_code=139, error="segmentation fault (SIGSEGV)")
+        messages = lambda: [n.message for n in app._notifications]  # noqa: E731
+        await wait_until(pilot, lambda: any("SM7_QV100 #0 failed: segmentation fault" in m
+                                            for m in messages()), "the failure notification")
+        await wait_until(pilot, lambda: any(f"{run['id']} finished: failed" in m
+                                            for m in messages()), "the finished notification")
