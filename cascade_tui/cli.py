@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 import sys
 from pathlib import Path
 
@@ -43,10 +44,12 @@ def settings_from(args: argparse.Namespace, **overrides: object) -> TuiSettings:
     )
 
 
-def run_app(settings: TuiSettings, open_run: str | None = None) -> int:
+def run_app(settings: TuiSettings, open_run: str | None = None,
+            exit_hooks: list[Callable[[], object]] | None = None) -> int:
     from .app import CascadeApp  # Textual is imported only when the UI really starts
 
     app = CascadeApp(settings, handle_signals=True, open_run=open_run)
+    app.exit_hooks.extend(exit_hooks or [])
     result = app.run()
     return int(result or 0)
 

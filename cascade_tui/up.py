@@ -191,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         if server.started_here:
             say(f"cascade up: started `cascade serve` at {server.url} (log: {server.log_path})")
         settings = settings_from(args, url=server.url, token=server.token)
-        return run_app(settings, open_run=args.run)
+        return run_app(settings, open_run=args.run,
+                       exit_hooks=[server.stop] if server.started_here else [])
     finally:
         if server is not None and server.started_here:
             server.stop()  # first: telling the terminal may fail if it is gone
