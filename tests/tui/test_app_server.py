@@ -379,3 +379,36 @@ async def test_a_sim_failing_and_the_run_finishing_are_notified(srv, http, tmp_p
                                             for m in messages()), "the failure notification")
         await wait_until(pilot, lambda: any(f"{run['id']} finished: failed" in m
                                             for m in messages()), "the finished notification")
+
+
+async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_timing(
+        make_server, tmp_path):
+    import json
+
+    server = await make_server()
+    trace_id = "timed-trace"
+    await server.store.put_trace(ready_trace(trace_id, has_real_timing=True))
+    trace_dir = server.settings.traces_dir / trace_id
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    # Real durations of 1 µs per kernel: every simulated time is measured against that.
+    (trace_dir / "real_timing.json").write_text(json.dumps(
+        {"kernels": [{"kernel_id": i + 1, "duration_ns": 1000.0} for i in range(15)]}))
+    async with server.client() as http:
+        resp = await http.post("/api/runs", json={
+            "trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
+        run = resp.json()
+        await play_to_success(http, run["sims"][0]["id"], recorded_log("SM7_QV100"))
+        expected = (await http.get(f"/api/runs/{run['id']}/comparison")).json()
+    sims = [row["sim_ns"]["SM7_QV100"] for row in expected["rows"]]
+    mape = sum(abs(s - 1000.0) / 1000.0 * 100 for s in sims) / len(sims)
+    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
+                         and app.screen.model.has_snapshot, "the run screen")
+        await pilot.press("k")
+        text = await wait_for_text(pilot, f"MAPE {mape:.1f}%")
+        assert "  real " in text and "1 µs" in text
+        assert "no real timing" not in text
