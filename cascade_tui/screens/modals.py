@@ -77,7 +77,8 @@ class HelpScreen(ModalScreen[None]):
 
 
 def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
-    """(key, description, id) for every active binding of `screen`, screen's own first."""
+    """(key, description, id) for every active binding of `screen`: Cascade's own (they have
+    ids) first, then the generic keys of the focused Textual widget."""
     rows: list[tuple[str, str, str]] = []
     seen: set[str] = set()
     for key, active in screen.active_bindings.items():
@@ -86,4 +87,4 @@ def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
             continue
         seen.add(binding.id or key)
         rows.append((screen.app.get_key_display(binding), binding.description, binding.id or ""))
-    return rows
+    return sorted(rows, key=lambda row: (not row[2], row[2].startswith("app.")))
