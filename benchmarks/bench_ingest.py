@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import os
 import signal
@@ -25,7 +26,7 @@ import aiohttp
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = ROOT.parent / "shared" / "samples-real" / "runs"
+RECORDINGS = ROOT / "samples" / "recordings"  # real Accel-Sim logs, gzipped
 CONFIGS = ["SM7_QV100", "SM7_GV100", "SM7_TITANV"]
 TOKEN = "bench-token"
 
@@ -87,7 +88,8 @@ async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -
         run = (await setup.post("/api/runs", json={"trace_id": "bench", "entries": entries})).raise_for_status().json()
     # Bodies are encoded before the clock starts: the load generator shares the 2 cores with
     # the server, and what is measured is the server.
-    logs = {c: (RUNS / c / "run.log").read_text().split("\n")[:-1] * repeat for c in CONFIGS}
+    logs = {c: gzip.decompress((RECORDINGS / f"{c}.log.gz").read_bytes()).decode().split("\n")[:-1] * repeat
+            for c in CONFIGS}
     plan = []
     for sim in run["sims"]:
         lines = logs[sim["gpu_config"]]

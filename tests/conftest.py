@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -18,9 +19,13 @@ from cascade_server.settings import Settings
 from cascade_server.storage import Store
 
 TOKEN = "test-token-0123456789"
-SAMPLES_REAL = Path(__file__).resolve().parents[2] / "shared" / "samples-real"
-if not SAMPLES_REAL.exists():  # CI lays shared/ beside the checkout
-    SAMPLES_REAL = Path(__file__).resolve().parents[1].parent / "shared" / "samples-real"
+# Real Accel-Sim logs (shared/samples-real/runs/<CONFIG>/run.log), shipped gzipped in the repo.
+RECORDINGS = Path(__file__).resolve().parents[1] / "samples" / "recordings"
+
+
+def recorded_log(config: str) -> bytes:
+    """The complete stdout of a real Accel-Sim run on `config`, byte for byte."""
+    return gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
 
 
 def free_port() -> int:

@@ -10,16 +10,15 @@ import random
 import httpx
 import pytest
 
-from tests.conftest import SAMPLES_REAL, ready_trace
+from tests.conftest import ready_trace, recorded_log
 from tests.server.test_api_core import accelsim_dir, create_run, wait_for  # noqa: F401 (fixtures)
 
-RUNS = SAMPLES_REAL / "runs"
 QV100_CYCLES = [6146, 7091, 19639, 5992, 7458, 5792, 9223, 14990, 5727, 7085, 19658, 5966, 41998, 5732, 7091]
 TITANV_CYCLES = [1230, 2122, 14695, 1148, 2496, 929, 4309, 10024, 763, 2131, 14842, 1159, 37482, 786, 2020]
 
 
 def log_lines(config: str) -> list[str]:
-    return (RUNS / config / "run.log").read_bytes().decode().split("\n")[:-1]
+    return recorded_log(config).decode().split("\n")[:-1]
 
 
 def chunks(lines: list[str], size: int) -> list[list[str]]:
@@ -55,7 +54,7 @@ async def test_log_chunks_out_of_order_and_repeated_parse_like_one_stream(ingest
         assert log.status_code == 200
         assert log.headers["Content-Type"].startswith("text/plain")
         assert log.headers["Content-Disposition"] == f'attachment; filename="{sim_id}.log"'
-        assert log.content == (RUNS / "SM7_QV100" / "run.log").read_bytes()
+        assert log.content == recorded_log("SM7_QV100")
         sim = (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]
         assert sim["kernels_done"] == 15
         assert sim["current_kernel"] == "_Z16layernorm_kernelILi128EEvPK6float4S2_S2_PS0_if"
@@ -97,7 +96,7 @@ async def test_downloaded_log_is_exact_across_a_restart(ingest):
     await ingest.restart()
     async with ingest.client() as http:
         await post_log(http, sim_id, parts, list(range(half - 2, len(parts))))
-        assert (await http.get(f"/api/sims/{sim_id}/log")).content == (RUNS / "SM7_TITANV" / "run.log").read_bytes()
+        assert (await http.get(f"/api/sims/{sim_id}/log")).content == recorded_log("SM7_TITANV")
         kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
         assert [k["gpu_sim_cycle"] for k in kernels] == TITANV_CYCLES
 
