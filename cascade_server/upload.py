@@ -19,7 +19,14 @@ from typing import Any
 from .traces import TRACES_PREFIX
 from .traces.completeness import trace_id_problem
 from .traces.s3 import S3Info, make_client, resolve_s3_info
-from .traces.uploader import LocalFile, build_metadata, collect_files, read_metadata_fields, upload_trace
+from .traces.uploader import (
+    LocalFile,
+    arch_from_trace_headers,
+    build_metadata,
+    collect_files,
+    read_metadata_fields,
+    upload_trace,
+)
 
 _ARCH = re.compile(r"sm_\d{2,3}[a-z]?\Z")
 
@@ -160,6 +167,15 @@ def upload(args: argparse.Namespace) -> str:
         "model": args.model, "gpu": args.gpu, "trace_gpu_arch": args.arch,
         "suggested_sim_config": args.suggested_config,
     }.items() if v is not None})
+    if "trace_gpu_arch" not in fields:
+        # Without --arch the server would assume sm_90; the trace's own headers know better.
+        detected = arch_from_trace_headers(files)
+        if detected:
+            fields["trace_gpu_arch"] = detected
+            print(f"arch: {detected} (from the traces' -binary version; --arch to override)", file=sys.stderr)
+        else:
+            print("arch: not given and not found in the traces; the server assumes sm_90 (--arch to set it)",
+                  file=sys.stderr)
     metadata = build_metadata(args.trace_id, files, fields)
     total = sum(f.size for f in files)
     print(f"uploading {len(files)} files ({_mb(total)}) to {info.endpoint or 's3'}/{info.bucket}/"

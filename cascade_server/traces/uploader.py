@@ -5,7 +5,10 @@ and by the demo data `cascade serve` seeds. Blocking (boto3): call it from a thr
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +56,27 @@ def collect_files(directory: Path) -> list[LocalFile]:
             continue
         files.append(LocalFile(path, prefix + rel, path.stat().st_size))
     return files
+
+
+_BINARY_VERSION = re.compile(r"^-binary version = (\d+)\s*$")
+_KERNEL_TRACE = re.compile(r"kernel-[^/]*\.trace(g)?(\.xz|\.gz)?$")
+
+
+def arch_from_trace_headers(files: list[LocalFile], max_header_lines: int = 64) -> str | None:
+    """The traced GPU's arch from the first kernel trace's `-binary version = N` header line
+    (what selects Accel-Sim's opcode map): 75 -> sm_75. None when no header says."""
+    for f in files:
+        if not _KERNEL_TRACE.search(f.rel):
+            continue
+        opener = lzma.open if f.rel.endswith(".xz") else gzip.open if f.rel.endswith(".gz") else open
+        try:
+            with opener(f.path, "rt", errors="replace") as text:
+                for _, line in zip(range(max_header_lines), text):
+                    if match := _BINARY_VERSION.match(line):
+                        return f"sm_{match.group(1)}"
+        except (OSError, EOFError, lzma.LZMAError):
+            continue
+    return None
 
 
 def object_key(trace_id: str, rel: str) -> str:

@@ -129,3 +129,18 @@ def test_no_endpoint_configured_is_a_one_line_error(tmp_path):
     result = run_cli(str(traces), "--trace-id", "t4", env=env)
     assert result.returncode == 2
     assert result.stderr.strip().startswith("cascade upload: no S3 endpoint: set CASCADE_S3_ENDPOINT")
+
+
+def test_arch_comes_from_the_trace_headers_when_not_given(rclone_s3, bucket, tmp_path):
+    import shutil
+
+    traces = tmp_path / "sm75" / "traces"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "samples/accelsim-traces/tinyformer-step-sm75/traces", traces)
+    result = run_cli(str(traces), "--trace-id", "no-arch-given", env=env_for(rclone_s3, bucket, tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "arch: sm_75 (from the traces' -binary version" in result.stderr
+    key = "accelsim-traces/no-arch-given/metadata.json"
+    meta = json.loads(rclone_s3.client().get_object(Bucket=bucket, Key=key)["Body"].read())
+    assert meta["trace_gpu_arch"] == "sm_75"
+    given = run_cli(str(traces), "--trace-id", "arch-given", "--arch", "sm_70", env=env_for(rclone_s3, bucket, tmp_path))
+    assert given.returncode == 0 and "arch:" not in given.stderr
