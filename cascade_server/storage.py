@@ -582,11 +582,9 @@ class Store:
         into the next one, so many simulators cost one transaction, not one each. This returns
         once the chunk's group is committed.
         """
-        loop = asyncio.get_running_loop()
-        # Compressing in a thread (zlib releases the GIL) overlaps it with the writer's work.
-        packed = await loop.run_in_executor(None, pack_lines, lines) if len(lines) > 64 else pack_lines(lines)
-        done = loop.create_future()
-        self._log_queue.append(_PendingChunk(sim_id, seq, lines, packed, done))
+        done = asyncio.get_running_loop().create_future()
+        # Packed before it joins a group: the writer holds the lock for as little work as it can.
+        self._log_queue.append(_PendingChunk(sim_id, seq, lines, pack_lines(lines), done))
         if self._log_writer is None or self._log_writer.done():
             self._log_writer = asyncio.create_task(self._write_log_groups())
         await done
