@@ -8,10 +8,6 @@ footer, the help screen and the command palette are all built from the active bi
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import threading
-import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
@@ -27,14 +23,13 @@ from cascade_server.models import TraceSummary, utcnow
 
 from .client import ApiError, CascadeClient
 from .config import TuiSettings
+from .exit_guard import ExitGuard
 from .screens.connect import ConnectScreen
 from .screens.lists import RunsScreen, TracesScreen
 from .screens.modals import ConfirmScreen, HelpScreen, binding_rows
 from .screens.new_run import NewRunScreen
 from .screens.run import RunScreen
 
-
-HANGUP_GRACE_S = 5.0
 
 
 class CascadeApp(App[int]):
@@ -56,7 +51,7 @@ class CascadeApp(App[int]):
         *,
         client: CascadeClient | None = None,
         now: Callable[[], datetime] = utcnow,
-        handle_signals: bool = False,
+        guard: ExitGuard | None = None,
         open_run: str | None = None,
     ) -> None:
         super().__init__()
@@ -65,42 +60,20 @@ class CascadeApp(App[int]):
         self.now = now
         self.health: dict[str, Any] = {}
         self.is_connected = False
-        self._handle_signals = handle_signals
+        self._guard = guard
         self._open_run_at_start = open_run
-        self._hung_up = False
-        # Called if the app must leave without a normal shutdown (terminal gone and Textual stuck).
-        self.exit_hooks: list[Callable[[], object]] = []
         self.errors: list[str] = []  # every error shown, newest last (tests and the log)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        if self._handle_signals:
+        if self._guard is not None:
+            # SIGHUP/SIGTERM or a hung-up terminal: the guard thread asks us to exit (restoring
+            # the terminal if it is still there) and forces the exit if we are stuck.
             loop = asyncio.get_running_loop()
-            # The terminal went away (SSH dropped, tmux killed) or we were asked to stop:
-            # exit through Textual so the terminal is restored and `cascade up` can clean up.
-            for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.add_signal_handler(sig, self._on_hangup)
+            self._guard.set_request_exit(
+                lambda signum: loop.call_soon_threadsafe(self.exit, 128 + signum))
         self.push_screen(ConnectScreen())
-
-    def _on_hangup(self) -> None:
-        # Textual's shutdown writes to the terminal; with the terminal gone that can block for
-        # ever (its writer thread). Exit normally, but if that has not happened in a few seconds,
-        # run the exit hooks (`cascade up` stops its server) and leave without the terminal.
-        if not self._hung_up:
-            self._hung_up = True
-            threading.Thread(target=self._hangup_watchdog, daemon=True,
-                             name="cascade-hangup-watchdog").start()
-        self.exit(0)
-
-    def _hangup_watchdog(self) -> None:
-        time.sleep(HANGUP_GRACE_S)
-        for hook in self.exit_hooks:
-            try:
-                hook()
-            except Exception:  # noqa: BLE001 - best effort on the way out
-                pass
-        os._exit(0)
 
     async def on_unmount(self) -> None:
         await self.client.aclose()

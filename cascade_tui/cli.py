@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 import sys
 from pathlib import Path
 
+from .exit_guard import ExitGuard
 from .config import ConfigError, TuiSettings, default_config_path, load_settings, save_config
 
 
@@ -44,13 +44,15 @@ def settings_from(args: argparse.Namespace, **overrides: object) -> TuiSettings:
     )
 
 
-def run_app(settings: TuiSettings, open_run: str | None = None,
-            exit_hooks: list[Callable[[], object]] | None = None) -> int:
+def run_app(settings: TuiSettings, guard: ExitGuard, open_run: str | None = None) -> int:
+    """Run the UI under a started `guard` (SIGHUP/SIGTERM or a gone terminal always exit)."""
     from .app import CascadeApp  # Textual is imported only when the UI really starts
 
-    app = CascadeApp(settings, handle_signals=True, open_run=open_run)
-    app.exit_hooks.extend(exit_hooks or [])
-    result = app.run()
+    app = CascadeApp(settings, guard=guard, open_run=open_run)
+    try:
+        result = app.run()
+    finally:
+        guard.ui_returned()
     return int(result or 0)
 
 
@@ -66,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         save_config(path, settings.url, settings.token_value())
         print(f"saved URL{' and token' if settings.token else ''} to {path} (mode 0600)")
         return 0
-    return run_app(settings, open_run=args.run)
+    guard = ExitGuard.for_this_terminal().start()
+    try:
+        return run_app(settings, guard, open_run=args.run)
+    finally:
+        guard.finished()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import httpx
 
 from .cli import add_ui_arguments, run_app, settings_from
 from .config import DEFAULT_URL, ConfigError
+from .exit_guard import ExitGuard, block_stop_signals, exit_on_signal
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
@@ -105,6 +106,8 @@ def start_server(url: str, data_dir: Path | None, log_path: Path,
     token_seen = threading.Event()
 
     def read_stdout() -> None:
+        # SIGHUP/SIGTERM belong to the main thread now and to the exit guard later, never here.
+        block_stop_signals()
         # Read the banner (`app:`, `token:`), then keep draining so the server never blocks.
         assert proc.stdout is not None
         for raw in proc.stdout:
@@ -175,32 +178,34 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"cascade up: {exc}", file=sys.stderr)
         return 2
-    # The terminal may go away at any moment (SSH dropped): turn SIGHUP/SIGTERM into a normal
-    # exit so the server this command started is always stopped. (The UI installs its own
-    # handlers while it runs, and exits the same way.)
+    # The terminal may go away at any moment (SSH dropped): while the server starts, SIGHUP and
+    # SIGTERM raise SystemExit here so the `finally` clauses stop what was started. Once the
+    # server is up (its signal mask inherited clear), the exit guard takes them over.
     for signum in (signal.SIGHUP, signal.SIGTERM):
-        signal.signal(signum, _exit_on_signal)
+        signal.signal(signum, exit_on_signal)
     say(f"cascade up: looking for a server at {settings.url} …")
     server: Server | None = None
+    guard: ExitGuard | None = None
     try:
         try:
             server = find_or_start_server(settings.url, settings.token_value(), args.data_dir)
         except UpError as exc:
             say(f"cascade up: {exc}")
             return 1
+        guard = ExitGuard.for_this_terminal()
         if server.started_here:
+            assert server.process is not None
+            guard.protect(server.process.pid)  # its own session: the group is serve + rclone
             say(f"cascade up: started `cascade serve` at {server.url} (log: {server.log_path})")
+        guard.start()
         settings = settings_from(args, url=server.url, token=server.token)
-        return run_app(settings, open_run=args.run,
-                       exit_hooks=[server.stop] if server.started_here else [])
+        return run_app(settings, guard, open_run=args.run)
     finally:
         if server is not None and server.started_here:
             server.stop()  # first: telling the terminal may fail if it is gone
             say("cascade up: stopped the server it started")
-
-
-def _exit_on_signal(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+        if guard is not None:
+            guard.finished()
 
 
 def say(text: str) -> None:

@@ -1,0 +1,102 @@
+"""The exit guard in a real process whose main thread is stuck for good (as Textual's is when its
+output queue stops draining on a dead terminal): SIGHUP, SIGTERM or the terminal hanging up must
+still kill the protected server process group and end the process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cascade_tui.exit_guard import kill_process_groups, terminal_gone
+
+from .helpers import REPO
+
+pytestmark = pytest.mark.timeout(60)
+
+STUCK_UI = """
+import subprocess, sys, threading
+from cascade_tui.exit_guard import ExitGuard
+# A stand-in for `cascade serve` in its own session, with a child of its own (like rclone).
+server = subprocess.Popen([sys.executable, "-c",
+    "import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', "
+    "'import time; time.sleep(600)']); print(c.pid, flush=True); time.sleep(600)"],
+    start_new_session=True, stdout=subprocess.PIPE, text=True)
+grandchild = server.stdout.readline().strip()
+guard = ExitGuard.for_this_terminal() if sys.argv[1] == "tty" else ExitGuard()
+guard.grace_s, guard.cleanup_s, guard.kill_grace_s, guard.poll_s = 0.5, 1.0, 2.0, 0.1
+guard.protect(server.pid)
+guard.start()
+print(server.pid, grandchild, flush=True)
+lock = threading.Lock()
+lock.acquire()
+lock.acquire()  # stuck for ever, holding a lock, like the UI blocked on a full queue
+"""
+
+
+def gone(pid: int) -> bool:
+    """True once `pid` no longer exists (or is a zombie nobody will run again)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
+def wait_gone(pids: list[int], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(gone(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"still running: {[p for p in pids if not gone(p)]}"
+        time.sleep(0.05)
+
+
+def start_stuck_ui(tmp_path: Path, mode: str, **kw) -> tuple[subprocess.Popen, list[int]]:
+    script = tmp_path / "stuck_ui.py"
+    script.write_text(STUCK_UI)
+    proc = subprocess.Popen([sys.executable, str(script), mode], cwd=REPO, stdout=subprocess.PIPE,
+                            text=True, **kw)
+    assert proc.stdout is not None
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) == 2, "the stuck UI did not start its server"
+    return proc, pids
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_a_stop_signal_to_a_stuck_ui_kills_its_server_group_and_exits(tmp_path, signum):
+    proc, pids = start_stuck_ui(tmp_path, "plain")
+    try:
+        proc.send_signal(signum)
+        assert proc.wait(30) == 128 + signum
+        wait_gone(pids)
+    finally:
+        proc.kill()
+        kill_process_groups(pids[:1], 0)
+
+
+def test_a_hung_up_terminal_without_any_signal_ends_a_stuck_ui(tmp_path):
+    master, slave = os.openpty()
+    proc, pids = start_stuck_ui(tmp_path, "tty", stdin=slave, start_new_session=True)
+    os.close(slave)
+    try:
+        assert not terminal_gone(master)
+        os.close(master)  # the terminal emulator / sshd goes away; nobody sends a signal
+        assert proc.wait(30) == 128 + signal.SIGHUP
+        wait_gone(pids)
+    finally:
+        proc.kill()
+        kill_process_groups(pids[:1], 0)
+
+
+def test_terminal_gone_is_false_for_a_live_terminal_and_for_no_terminal():
+    master, slave = os.openpty()
+    try:
+        assert not terminal_gone(slave)
+        assert not terminal_gone(None)
+    finally:
+        os.close(master)
+        os.close(slave)
