@@ -24,6 +24,7 @@ from cascade_server.models import TraceSummary, utcnow
 from .client import ApiError, CascadeClient
 from .config import TuiSettings
 from .exit_guard import ExitGuard
+from .formatting import plural
 from .screens.connect import ConnectScreen
 from .screens.lists import RunsScreen, TracesScreen
 from .screens.modals import ConfirmScreen, HelpScreen, binding_rows
@@ -115,7 +116,8 @@ class CascadeApp(App[int]):
                         "Upload a trace with `cascade upload`.", severity="warning")
             return
         if trace is not None and trace.state != "ready":
-            self.notify(f"Trace {trace.id} is {trace.state}; runs start on ready traces.",
+            verb = "has failed" if trace.state == "failed" else f"is still {trace.state}"
+            self.notify(f"Trace {trace.id} {verb}; runs start on ready traces.",
                         severity="warning")
             return
         self.push_screen(NewRunScreen(trace))
@@ -138,7 +140,8 @@ class CascadeApp(App[int]):
         except ApiError as exc:
             self.report_error(exc, title="Cancel failed")
             return
-        self.notify(f"Cancelled {run_id}: {run.sim_counts.get('cancelled', 0)} sims cancelled.",
+        self.notify(f"Cancelled {run_id}: {plural(run.sim_counts.get('cancelled', 0), 'sim')} "
+                    "cancelled.",
                     title="Cancel")
 
     # --- errors and commands -----------------------------------------------------------------

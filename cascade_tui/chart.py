@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .compare import ConfigTotal, KernelRow, Ranking
-from .formatting import bar, ellipsize, short_kernel_name, si_number, time_ns
+from .formatting import bar, ellipsize, plural, short_kernel_name, si_number, time_ns
 
 Segment = tuple[str, str]
 Line = list[Segment]
@@ -52,7 +52,8 @@ def chart_lines(
     lines: list[Line] = []
 
     if stand_in:
-        lines.append([(f"⚠ {stand_in}: configs cannot be compared from this run.", "warn")])
+        lines.append([(f"⚠ Stand-in numbers ({stand_in}): configs cannot be compared from "
+                       "this run.", "warn")])
     lines.append([("Total simulated time per config", "title"),
                   ("  (median over succeeded replicas)", "dim")])
     scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
@@ -65,9 +66,12 @@ def chart_lines(
             elif mult is not None:
                 suffix.append((f"  {mult:.2f}x", ""))
             if total.succeeded > 1 and total.low_ns is not None and total.high_ns is not None:
-                suffix.append((f"  {time_ns(total.low_ns)}..{time_ns(total.high_ns)}", "dim"))
+                low, high = time_ns(total.low_ns), time_ns(total.high_ns)
+                # Identical replicas (the usual case: the simulator is deterministic) say so once.
+                suffix.append((f"  {low}..{high}" if low != high
+                               else f"  all {total.succeeded} replicas agree", "dim"))
         else:
-            suffix.append((f"  no succeeded replica ({total.replicas} sims)", "dim"))
+            suffix.append((f"  no succeeded replica ({plural(total.replicas, 'sim')})", "dim"))
         err = mape.get(total.config)
         if has_real_timing and err is not None:
             suffix.append((f"  MAPE {err:.1f}%", ""))

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from cascade_server.models import KernelStat, RunSummary, SimSummary
 
+from .formatting import plural
+
 TIE_TOLERANCE = 0.01  # configs within 1% of the fastest tie with it
 
 
@@ -43,6 +45,8 @@ class Ranking:
     missing: tuple[str, ...] = ()  # configs with no succeeded replica
 
     def sentence(self) -> str:
+        if len(self.multiples) + len(self.missing) == 1 and self.fastest:
+            return "Only one config in this run, so there is nothing to compare it with."
         if not self.fastest:
             return "No config has a succeeded replica yet, so there is no fastest config."
         if len(self.fastest) > 1:
@@ -187,15 +191,15 @@ def stand_in_reason(run: RunSummary | None, sims: Iterable[SimSummary]) -> str |
     if run is not None and run.sample:
         return None
     if run is not None and run.replay:
-        return "stand-in: sims replayed a recorded Accel-Sim log, not this trace"
+        return "the sims replayed a recorded Accel-Sim log"
     for sim in sims:
         if sim.kernels_total and (
             sim.kernels_done > sim.kernels_total
             or (sim.state == "succeeded" and sim.kernels_done != sim.kernels_total)
         ):
             return (
-                f"stand-in: a sim finished {sim.kernels_done} kernels of the trace's "
-                f"{sim.kernels_total}, so it replayed another log"
+                f"a sim finished {sim.kernels_done} of the trace's "
+                f"{plural(sim.kernels_total, 'kernel')}, so it replayed another log"
             )
     return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timezone
 from functools import lru_cache
+from pathlib import Path
 
 import cxxfilt
 
@@ -167,3 +168,25 @@ def ellipsize(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     return text[: max(0, width - 1)] + "…"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 sim`, `2 sims`, `1,200 lines`: a count with its noun in the right number."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+
+
+def saved_message(paths: list[Path], home: Path | None = None) -> str:
+    """What a download toast says: the file name whole on its own line, then the directory (with
+    `~` for the home directory), so a narrow toast never wraps a name in the middle."""
+    if not paths:
+        return "Nothing saved."
+    folder = paths[0].parent
+    shown = str(folder)
+    for base, prefix in ((Path.cwd(), "./"), (Path.home() if home is None else home, "~/")):
+        try:
+            shown = prefix + str(folder.relative_to(base))
+            break
+        except ValueError:
+            continue
+    head = paths[0].name if len(paths) == 1 else plural(len(paths), "file")
+    return f"{head}\nin {shown}"

@@ -37,18 +37,20 @@ class Column:
     align: str = "left"
 
 
+# Widths fit the values (si_number gives at most 5 characters), so at 80 columns every column
+# shows, the kernel / error column with at least FLEX_MIN (the log below has the whole error).
 COLUMNS: tuple[Column, ...] = (
-    Column("config", "config", 14, 0),
-    Column("replica", "#", 3, 1, "right"),
+    Column("config", "config", 12, 0),
+    Column("replica", "#", 2, 1, "right"),
     Column("state", "state", 11, 0),
-    Column("progress", "kernels", 15, 0),
-    Column("cycles", "cycles", 8, 2, "right"),
+    Column("progress", "kernels", 13, 0),
+    Column("cycles", "cycles", 6, 2, "right"),
     Column("heartbeat", "beat", 5, 2, "right"),
-    Column("ipc", "IPC", 7, 3, "right"),
-    Column("rate", "rate/s", 7, 4, "right"),
-    Column("kernel", "current kernel / error", 0, 1),
+    Column("ipc", "IPC", 5, 3, "right"),
+    Column("rate", "rate/s", 6, 4, "right"),
+    Column("kernel", "kernel (last when finished) / error", 0, 1),
 )
-FLEX_MIN = 16
+FLEX_MIN = 11
 SEPARATOR = 1
 
 SORT_KEYS: tuple[str, ...] = ("config", "state", "progress", "cycles", "ipc", "rate", "heartbeat")
@@ -101,6 +103,8 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, C
     stale = live and hb is not None and hb > STALE_HEARTBEAT_S
     if sim.error:
         last = Cell(sim.error, "error")
+    elif sim.state in ("succeeded", "failed", "cancelled") and sim.current_kernel:
+        last = Cell(f"last: {short_kernel_name(sim.current_kernel)}", "")
     else:
         last = Cell(short_kernel_name(sim.current_kernel), "")
     rate = sim.latest.sim_rate_ips

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -23,7 +23,8 @@ from textual.widgets import DataTable, Footer, Header, Static
 from cascade_server.models import RunSummary, TraceSummary
 
 from ..client import ApiError
-from ..formatting import age, bar, human_bytes, progress_fraction, state_label
+from ..columns import ColumnSpec, fit
+from ..formatting import age, bar, human_bytes, plural, progress_fraction, state_label
 
 if TYPE_CHECKING:
     from ..app import CascadeApp
@@ -41,7 +42,7 @@ Cell = tuple[str, str]  # (text, style): what the diff compares
 class PolledTable(Screen):
     """A screen with one DataTable of items keyed by id, refreshed by polling."""
 
-    COLUMNS: Sequence[tuple[str, int]] = ()
+    COLUMNS: Sequence[ColumnSpec] = ()
     EMPTY = ""
     HEADING = "Cascade"
 
@@ -54,6 +55,7 @@ class PolledTable(Screen):
         super().__init__()
         self.items: dict[str, Any] = {}
         self._cells: dict[str, tuple[Cell, ...]] = {}
+        self._widths: list[int | None] = []
         self._timer = None
 
     @property
@@ -70,9 +72,6 @@ class PolledTable(Screen):
     def on_mount(self) -> None:
         # Textual calls on_mount of every class in the MRO: subclasses must not define their own.
         self.title = self.HEADING
-        table = self.query_one(DataTable)
-        for title, width in self.COLUMNS:
-            table.add_column(title, width=width, key=title)
         self._timer = self.set_interval(POLL_SECONDS, self.poll, pause=False)
         self.poll()
 
@@ -113,25 +112,42 @@ class PolledTable(Screen):
         new = {item.id: item for item in items}
         cells = {item_id: self.row_cells(item, now) for item_id, item in new.items()}
         self.query_one("#list-empty").display = not new
-        if list(new) != list(self.items):
-            # Rows came, went or moved: rebuild, keeping the cursor on its row by key.
+        widths = self._fit(table, cells)
+        if list(new) != list(self.items) or widths != self._widths:
+            # Rows came, went or moved, or the columns changed: rebuild, keeping the cursor on
+            # its row by key.
             current = self.selected_id()
-            table.clear()
+            table.clear(columns=True)
+            for spec, width in zip(self.COLUMNS, widths):
+                if width is not None:
+                    table.add_column(spec.title, width=width, key=spec.title)
             for item_id, row in cells.items():
-                table.add_row(*(Text(t, style=s) for t, s in row), key=item_id)
+                table.add_row(*(Text(t, style=s) for (t, s), w in zip(row, widths) if w is not None),
+                              key=item_id)
             if current in new:
                 table.move_cursor(row=table.get_row_index(current), animate=False)
         else:
-            columns = [title for title, _ in self.COLUMNS]
             with self.app.batch_update():
                 for item_id, row in cells.items():
                     old = self._cells.get(item_id, ())
                     for i, cell in enumerate(row):
-                        if i >= len(old) or old[i] != cell:
-                            table.update_cell(item_id, columns[i], Text(cell[0], style=cell[1]))
+                        if widths[i] is not None and (i >= len(old) or old[i] != cell):
+                            table.update_cell(item_id, self.COLUMNS[i].title,
+                                              Text(cell[0], style=cell[1]))
         self.items = new
         self._cells = cells
+        self._widths = widths
         self._show_detail()
+
+    def _fit(self, table: DataTable, cells: dict[str, tuple[Cell, ...]]) -> list[int | None]:
+        width = table.size.width or self.app.size.width
+        if len(cells) > max(0, table.size.height - 1):
+            width -= 2  # the vertical scrollbar
+        return fit(self.COLUMNS, [[text for text, _ in row] for row in cells.values()], width)
+
+    def on_resize(self, _: events.Resize) -> None:
+        if self.items:
+            self.call_after_refresh(self.apply_items, list(self.items.values()))
 
     def detail_text(self, item: Any) -> str:
         """One or two lines about the highlighted item, shown whole under the table."""
@@ -165,8 +181,11 @@ class TracesScreen(PolledTable):
         Binding("enter", "new_run", "New run", show=False, id="traces.open"),
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
     ]
-    COLUMNS = (("trace", 24), ("state", 12), ("model", 18), ("arch", 6), ("kernels", 7),
-               ("size", 9), ("age", 6), ("note", 40))
+    # At 80 columns: trace, state, age and the note (a failed trace's error) come first.
+    COLUMNS = (ColumnSpec("trace", 14, 40, 0), ColumnSpec("state", 12, 12, 0),
+               ColumnSpec("model", 8, 24, 4), ColumnSpec("arch", 5, 6, 5),
+               ColumnSpec("kernels", 7, 7, 3), ColumnSpec("size", 8, 9, 2),
+               ColumnSpec("age", 5, 6, 1), ColumnSpec("note", 20, 0, 0))
     HEADING = "Cascade · Traces"
     EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see the README)."
 
@@ -195,9 +214,10 @@ class TracesScreen(PolledTable):
         )
 
     def detail_text(self, t: TraceSummary) -> str:
-        layers = f"  layers: {', '.join(t.layers)}" if t.layers else ""
-        head = (f"{t.id}: {t.state}, {t.kernel_count} kernels, {human_bytes(t.bytes)}, "
-                f"arch {t.trace_gpu_arch}, model {t.model or '-'}, from {t.source_gpu or '-'}{layers}")
+        layers = f" Layers: {', '.join(t.layers)}." if t.layers else ""
+        head = (f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
+                f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
+                f"traced on {t.source_gpu or 'an unknown GPU'}.{layers}")
         note = self.row_cells(t, self.cascade.now())[-1][0]
         return f"{head}\n{'[red]' if t.state == 'failed' else ''}{escape(note)}"
 
@@ -222,9 +242,10 @@ def sims_count_text(counts: dict[str, int]) -> str:
 
 
 def run_progress(counts: dict[str, int]) -> str:
+    """Succeeded sims out of all: a cancelled or failed run never looks complete."""
     total = sum(counts.values())
-    done = sum(counts.get(s, 0) for s in ("succeeded", "failed", "cancelled"))
-    return f"{done}/{total} {bar(progress_fraction(done, total), 8)}"
+    ok = counts.get("succeeded", 0)
+    return f"{ok}/{total} {bar(progress_fraction(ok, total), 6)}"
 
 
 class RunsScreen(PolledTable):
@@ -234,7 +255,9 @@ class RunsScreen(PolledTable):
         Binding("x", "cancel_run", "Cancel run", id="runs.cancel"),
         Binding("g", "poll", "Refresh", show=False, id="runs.refresh"),
     ]
-    COLUMNS = (("run", 17), ("trace", 22), ("state", 12), ("done", 14), ("age", 6), ("sims", 40))
+    COLUMNS = (ColumnSpec("run", 16, 16, 0), ColumnSpec("trace", 12, 40, 0),
+               ColumnSpec("state", 11, 12, 0), ColumnSpec("succeeded", 9, 14, 1),
+               ColumnSpec("age", 5, 6, 2), ColumnSpec("sims", 12, 0, 1))
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
 
@@ -258,7 +281,7 @@ class RunsScreen(PolledTable):
         if r.sample:
             note = "\n[yellow]sample run: results recorded elsewhere, replayed here[/]"
         elif r.replay:
-            note = "\n[yellow]stand-in: sims replay a recorded Accel-Sim log, not this trace[/]"
+            note = "\n[yellow]Stand-in numbers: the sims replay a recorded Accel-Sim log, not this trace.[/]"
         return f"{r.id} on {escape(r.trace_id)}: {escape(entries)}{note}"
 
     def action_poll(self) -> None:

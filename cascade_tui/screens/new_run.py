@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 from cascade_server.models import MAX_ENTRY_COUNT, GpuConfig, RunCreate, RunEntry, TraceSummary
 
 from ..client import ApiError
-from ..formatting import human_bytes
+from ..formatting import human_bytes, plural
 from .modals import ConfirmScreen
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class NewRunScreen(Screen):
         self.configs = [c for c in self.all_configs if c.arch == trace.trace_gpu_arch]
         self.counts = initial_counts(trace, self.configs)
         info = (f"Trace [b]{escape(trace.id)}[/]  {escape(trace.model or '')}  arch {trace.trace_gpu_arch}  "
-                f"{trace.kernel_count} kernels  {human_bytes(trace.bytes)}")
+                f"{plural(trace.kernel_count, 'kernel')}  {human_bytes(trace.bytes)}")
         if trace.state != "ready" or trace.sample:
             info += "\n[red]This trace cannot start a run"
             info += (": it is the sample trace, which has no instruction traces.[/]"
@@ -210,8 +210,8 @@ class NewRunScreen(Screen):
         if total > CONFIRM_ABOVE:
             listing = "\n".join(f"  {e.gpu_config:<22} × {e.count}" for e in entries)
             self.app.push_screen(
-                ConfirmScreen(f"Launch {total} sims?",
-                              f"Trace {trace.id}\n{listing}\n\n{total} sims in total."),
+                ConfirmScreen(f"Launch {plural(total, 'sim')}?",
+                              f"Trace {trace.id}\n{listing}\n\n{plural(total, 'sim')} in total."),
                 lambda yes: self._launch(body) if yes else None,
             )
         else:
@@ -231,6 +231,6 @@ class NewRunScreen(Screen):
             self.cascade.report_error(exc, title="Launch failed")
             return
         self.launched_run = run.id
-        self.notify(f"Launched {run.id}: {len(run.sims)} sims", title="New run")
+        self.notify(f"Launched {run.id}: {plural(len(run.sims), 'sim')}", title="New run")
         self.app.pop_screen()
         self.cascade.open_run(run.id)

@@ -25,7 +25,7 @@ from cascade_server.models import RunFile
 
 from .. import chart, compare
 from ..client import ApiError
-from ..formatting import human_bytes, state_label
+from ..formatting import human_bytes, plural, saved_message, state_label
 from ..loglines import compile_search, merge_live
 from ..reducer import RunModel
 from ..widgets.kernel_chart import KernelChart
@@ -224,7 +224,7 @@ class RunScreen(Screen):
         summary = model.summary()
         reason = compare.stand_in_reason(summary, model.sims.values()) if model.run else None
         if reason:
-            new = f"⚠ Numbers from the stand-in, not a simulation of this trace: {reason}"
+            new = f"⚠ Stand-in numbers, not a simulation of this trace: {reason}."
         else:
             new = compare.sample_note(summary) or ""
         if new != self._banner_text:
@@ -240,7 +240,7 @@ class RunScreen(Screen):
             title = "log: select a sim"
         else:
             loading = " · loading…" if self._log_loading else ""
-            title = (f"log {sim.gpu_config} #{sim.replica} {sim.id} · {len(view.store):,} lines · "
+            title = (f"log {sim.gpu_config} #{sim.replica} {sim.id} · {plural(len(view.store), 'line')} · "
                      f"{view.status_text()}{loading}")
         if title != self._log_title:
             self._log_title = title
@@ -347,7 +347,9 @@ class RunScreen(Screen):
             options.append(Option(f"Log of {sim.gpu_config} #{sim.replica} ({sim.id}.log)", id="log"))
             mine = [f for f in self._files if f.sim_id == sim.id]
             if mine:
-                options.append(Option(f"All {len(mine)} files of {sim.gpu_config} #{sim.replica}",
+                options.append(Option(f"All {plural(len(mine), 'file')} of {sim.gpu_config} #{sim.replica}"
+                                      if len(mine) > 1 else
+                                      f"The only file of {sim.gpu_config} #{sim.replica}",
                                       id="files"))
             options.append(None)
             for f in mine:
@@ -400,8 +402,7 @@ class RunScreen(Screen):
         except (ApiError, OSError) as exc:
             self.cascade.report_error(exc)
             return
-        where = str(paths[0]) if len(paths) == 1 else f"{len(paths)} files in {paths[0].parent}"
-        self.notify(f"Saved {where}", title="Download")
+        self.notify(saved_message(paths), title="Download saved", markup=False)
 
     @work(group="downloads", exit_on_error=False)
     async def _download_file(self, name: str) -> None:
@@ -413,7 +414,7 @@ class RunScreen(Screen):
         except (ApiError, OSError) as exc:
             self.cascade.report_error(exc)
             return
-        self.notify(f"Saved {path}", title="Download")
+        self.notify(saved_message([path]), title="Download saved", markup=False)
 
     # --- actions ----------------------------------------------------------------------------
 
@@ -465,7 +466,7 @@ class RunScreen(Screen):
         view.set_search(compile_search(text) if text else None)
         self._close_search()
         if text and not view.find():
-            self.notify(f"No line matches {text!r} in the {len(view.store):,} lines kept.",
+            self.notify(f"No line matches {text!r} in the {plural(len(view.store), 'line')} kept.",
                         severity="warning")
         self._update_log_status()
 

@@ -119,7 +119,7 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv,
         text = screen_text(app)
         assert "✔ succeeded" in text and "2 succeeded" in text
         assert "15/15" in text
-        assert "Numbers from the stand-in" not in text  # 15 kernels done of the trace's 15
+        assert "Stand-in numbers" not in text  # 15 kernels done of the trace's 15
 
         # The log pane follows the selected sim: its tail ends with the simulator's exit line.
         await wait_until(pilot, lambda: screen.query_one(LogView).store.lines[-1:]
@@ -286,7 +286,10 @@ async def test_downloads_results_log_and_files(srv, http, tmp_path):
         results = downloads / f"{run['id']}-results.json"
         await wait_until(pilot, results.exists, "the results download")
         assert b'"comparison"' in results.read_bytes()
-        await wait_for_text(pilot, "Saved")
+        # The toast names the file whole on its own line, then where it went.
+        text = await wait_for_text(pilot, "Download saved")
+        assert f" {run['id']}-results.json " in text, text  # never cut in the middle
+        assert "▌ in " in text, text  # the directory on a line of its own
 
         await pilot.press("f")
         await wait_for_text(pilot, "kernel-stats.csv")

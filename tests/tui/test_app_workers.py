@@ -58,7 +58,7 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         assert "✔ succeeded" in text.splitlines()[1]  # the run's state in the header
         assert "15/15" in text
         # No Accel-Sim here, so the server ran the stand-in and says so: the UI must too.
-        assert "Numbers from the stand-in" in text
+        assert "Stand-in numbers, not a simulation of this trace" in text
 
         # Read a log: the selected sim's whole replayed log, ending with the exit line.
         sim = screen.model.sims[screen.selected_sim]

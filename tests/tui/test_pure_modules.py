@@ -137,8 +137,9 @@ def test_stand_in_detection():
     r = run([sim()])
     assert compare.stand_in_reason(r, r.sims) is None
     done = sim(state="succeeded", kernels_done=6, kernels_total=4)
-    assert "6 kernels of the trace's 4" in compare.stand_in_reason(r, [done])
-    assert compare.stand_in_reason(r.model_copy(update={"replay": True}), []).startswith("stand-in")
+    assert "finished 6 of the trace's 4 kernels" in compare.stand_in_reason(r, [done])
+    assert compare.stand_in_reason(r.model_copy(update={"replay": True}), []) == (
+        "the sims replayed a recorded Accel-Sim log")  # the banner says "stand-in" once
     sample = r.model_copy(update={"sample": True, "replay": True})
     assert compare.stand_in_reason(sample, []) is None  # real Accel-Sim output of its own trace
     assert compare.sample_note(sample).startswith("sample run")
@@ -242,11 +243,14 @@ def test_merge_live_skips_chunks_already_in_the_fetched_tail():
 # --- sim rows ------------------------------------------------------------------------------------
 
 def test_layout_fits_80_columns_and_drops_low_priority_columns():
-    lay = simrows.layout(80)
-    keys = [c.key for c in lay.columns]
+    lay = simrows.layout(80)  # every column fits an 80-column terminal
+    assert [c.key for c in lay.columns] == [c.key for c in simrows.COLUMNS]
+    assert sum(lay.widths) + len(lay.widths) <= 80
+    narrow = simrows.layout(70)
+    keys = [c.key for c in narrow.columns]
     assert {"config", "state", "progress", "kernel"} <= set(keys)
     assert "rate" not in keys
-    assert sum(lay.widths) + len(lay.widths) <= 80
+    assert sum(narrow.widths) + len(narrow.widths) <= 70
     wide = simrows.layout(160)
     assert [c.key for c in wide.columns] == [c.key for c in simrows.COLUMNS]
     assert sum(wide.widths) + len(wide.widths) <= 160
@@ -299,3 +303,60 @@ def test_bad_toml_is_a_clear_error(tmp_path):
     bad.write_text("url = [")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(config=bad)
+
+
+def test_finished_sims_show_their_last_kernel_as_last():
+    now = T0 + timedelta(seconds=65)
+    running = simrows.sim_cells(sim(current_kernel="_Z6kernelv"), now)
+    assert running["kernel"].text == "kernel"
+    done = simrows.sim_cells(sim(state="succeeded", current_kernel="_Z6kernelv"), now)
+    assert done["kernel"].text == "last: kernel"
+
+
+def test_plural_and_saved_message():
+    from pathlib import Path
+
+    assert formatting.plural(1, "sim") == "1 sim"
+    assert formatting.plural(2, "sim") == "2 sims"
+    assert formatting.plural(0, "file") == "0 files"
+    assert formatting.plural(1200, "line") == "1,200 lines"
+    home = Path("/home/op")
+    one = formatting.saved_message([home / "dl" / "run-1-results.json"], home=home)
+    assert one == "run-1-results.json\nin ~/dl"  # the name never wraps mid-way with the path
+    many = formatting.saved_message([Path("/srv/x/a.csv"), Path("/srv/x/b.csv")], home=home)
+    assert many == "2 files\nin /srv/x"
+
+
+def test_one_config_names_no_fastest_and_identical_replicas_show_one_value():
+    totals = [compare.ConfigTotal("SM90_H100", 118_000.0, 118_000.0, 118_000.0, 2, 2)]
+    ranking = compare.rank(totals)
+    assert ranking.sentence() == ("Only one config in this run, so there is nothing to compare "
+                                  "it with.")
+    text = chart.plain(chart.chart_lines(["SM90_H100"], [], totals, ranking, {}, False, 80))
+    assert "118 µs..118 µs" not in text and "all 2 replicas agree" in text
+    spread = [compare.ConfigTotal("A", 118_000.0, 100_000.0, 130_000.0, 2, 2)]
+    assert "100 µs..130 µs" in chart.plain(
+        chart.chart_lines(["A"], [], spread, compare.rank(spread), {}, False, 80))
+
+
+def test_run_progress_counts_succeeded_sims_so_a_cancelled_run_never_looks_done():
+    from cascade_tui.screens.lists import run_progress
+
+    assert run_progress({"cancelled": 2}).startswith("0/2 ")
+    assert "█" not in run_progress({"cancelled": 2})
+    assert run_progress({"succeeded": 1, "failed": 1}).startswith("1/2 ")
+    assert run_progress({"succeeded": 2}) == "2/2 ██████"
+
+
+def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_ones():
+    from cascade_tui.columns import ColumnSpec, fit
+
+    specs = [ColumnSpec("trace", 10, 40, 0), ColumnSpec("size", 8, 9, 2),
+             ColumnSpec("note", 20, 0, 0)]
+    rows = [["sample__tinyformer-step-sm70", "1.2 MB", "n: new run (suggested SM7_QV100)"]]
+    # Narrow: the note (a failed trace's error) stays, the size goes.
+    assert fit(specs, rows, 36) == [12, None, 20]  # the 2 spare cells go to the cut trace
+    # Wide: nothing is cut, the rest goes to the free-text column at the right.
+    wide = fit(specs, rows, 120)
+    assert wide[0] == len(rows[0][0]) and wide[1] == 8 and wide[2] >= len(rows[0][2])
+    assert sum(wide) + 2 * len(wide) == 120
