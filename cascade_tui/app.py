@@ -32,6 +32,8 @@ from .screens.new_run import NewRunScreen
 from .screens.run import RunScreen
 
 
+TEXTUAL_COMMANDS_KEPT = {"Theme", "Screenshot"}
+
 
 class CascadeApp(App[int]):
     CSS_PATH = Path(__file__).with_name("cascade.tcss")
@@ -41,8 +43,9 @@ class CascadeApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("t", "goto('traces')", "Traces", id="app.traces"),
-        Binding("r", "goto('runs')", "Runs", id="app.runs"),
+        # Shown in the footer by the list screens only: the run screen needs the room.
+        Binding("t", "goto('traces')", "Traces", show=False, id="app.traces"),
+        Binding("r", "goto('runs')", "Runs", show=False, id="app.runs"),
         Binding("ctrl+p", "command_palette", "Commands", show=False, id="app.commands"),
     ]
 
@@ -154,16 +157,20 @@ class CascadeApp(App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         # Every key binding of the screen the palette was opened on, as a command.
+        # Cascade's keys only (Textual's widget keys would bury them), then a few of Textual's
+        # own commands that Cascade has no key for.
         for key, description, binding_id in binding_rows(screen):
             active = next((a for a in screen.active_bindings.values()
                            if (a.binding.id or "") == binding_id), None)
-            if active is None or binding_id in ("app.commands",):
+            if not binding_id or active is None or binding_id in ("app.commands",):
                 continue
             yield SystemCommand(
-                description, f"{key} · {binding_id}",
+                description, f"key {key}  ({binding_id})",
                 partial(self._run_binding, active.binding.action, active.node),
             )
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title in TEXTUAL_COMMANDS_KEPT:
+                yield command
 
     async def _run_binding(self, action: str, node: Any) -> None:
         await self.run_action(action, node)

@@ -34,11 +34,15 @@ def fit(specs: Sequence[ColumnSpec], rows: Sequence[Sequence[str]], width: int,
             used += need
     widths = {i: specs[i].min for i in kept}
     spare = width - used
-    for i in kept:  # in priority order: the most useful columns reach their content first
-        natural = max([len(specs[i].title)] + [len(row[i]) for row in rows if i < len(row)])
+    natural = {}
+    for i in kept:
+        natural[i] = max([len(specs[i].title)] + [len(row[i]) for row in rows if i < len(row)])
         if specs[i].max:
-            natural = min(natural, specs[i].max)
-        grow = max(0, min(spare, natural - widths[i]))
+            natural[i] = min(natural[i], specs[i].max)
+    # Cheapest first: a state or an age a few cells short is made whole before a long name
+    # takes the rest.
+    for i in sorted(kept, key=lambda i: natural[i] - widths[i]):
+        grow = max(0, min(spare, natural[i] - widths[i]))
         widths[i] += grow
         spare -= grow
     if spare > 0:

@@ -37,7 +37,7 @@ class ConnectScreen(Screen):
         yield Header()
         with Vertical():
             yield Static(f"Connecting to {self.cascade.settings.url} …", id="connect-message")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
         self.title = "Cascade"

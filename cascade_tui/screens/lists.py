@@ -67,7 +67,7 @@ class PolledTable(Screen):
         yield Static(self.EMPTY, id="list-empty")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="list")
         yield Static("", id="list-detail")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
         # Textual calls on_mount of every class in the MRO: subclasses must not define their own.
@@ -140,7 +140,7 @@ class PolledTable(Screen):
         self._show_detail()
 
     def _fit(self, table: DataTable, cells: dict[str, tuple[Cell, ...]]) -> list[int | None]:
-        width = table.size.width or self.app.size.width
+        width = self.size.width or self.app.size.width  # the table spans the screen
         if len(cells) > max(0, table.size.height - 1):
             width -= 2  # the vertical scrollbar
         return fit(self.COLUMNS, [[text for text, _ in row] for row in cells.values()], width)
@@ -180,6 +180,7 @@ class TracesScreen(PolledTable):
         Binding("n", "new_run", "New run", id="traces.new_run"),
         Binding("enter", "new_run", "New run", show=False, id="traces.open"),
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
+        Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
     ]
     # At 80 columns: trace, state, age and the note (a failed trace's error) come first.
     COLUMNS = (ColumnSpec("trace", 14, 40, 0), ColumnSpec("state", 12, 12, 0),
@@ -237,15 +238,18 @@ class TracesScreen(PolledTable):
 
 
 def sims_count_text(counts: dict[str, int]) -> str:
-    order = ("running", "launching", "pending", "lost", "succeeded", "failed", "cancelled")
-    return " ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
+    """The sims not (yet) succeeded, live work and problems first; succeeded ones are counted in
+    the `succeeded` column, so they are named here only when nothing else is left."""
+    order = ("running", "launching", "pending", "lost", "failed", "cancelled")
+    parts = [f"{counts[s]} {s}" for s in order if counts.get(s)]
+    return ", ".join(parts) or (f"{counts['succeeded']} succeeded" if counts.get("succeeded") else "")
 
 
 def run_progress(counts: dict[str, int]) -> str:
     """Succeeded sims out of all: a cancelled or failed run never looks complete."""
     total = sum(counts.values())
     ok = counts.get("succeeded", 0)
-    return f"{ok}/{total} {bar(progress_fraction(ok, total), 6)}"
+    return f"{ok}/{total} {bar(progress_fraction(ok, total), 4)}"
 
 
 class RunsScreen(PolledTable):
@@ -254,10 +258,11 @@ class RunsScreen(PolledTable):
         Binding("n", "new_run", "New run", id="runs.new_run"),
         Binding("x", "cancel_run", "Cancel run", id="runs.cancel"),
         Binding("g", "poll", "Refresh", show=False, id="runs.refresh"),
+        Binding("t", "app.goto('traces')", "Traces", id="runs.traces"),
     ]
     COLUMNS = (ColumnSpec("run", 16, 16, 0), ColumnSpec("trace", 12, 40, 0),
-               ColumnSpec("state", 11, 12, 0), ColumnSpec("succeeded", 9, 14, 1),
-               ColumnSpec("age", 5, 6, 2), ColumnSpec("sims", 12, 0, 1))
+               ColumnSpec("state", 9, 12, 0), ColumnSpec("succeeded", 9, 10, 1),
+               ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 14, 0, 1))
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from rich.text import Text
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -41,15 +42,16 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key of the screen below (and the app's), with its description and binding id."""
+    """Cascade's keys for the screen below (id dim after each), what the sims table's columns
+    mean on the run screen, and one line for the generic keys of tables and lists."""
 
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help.close")]
+    BINDINGS = [Binding("escape,question_mark", "close", "Close", id="help.close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > Vertical {
         width: 90; max-width: 98%; height: 90%; border: thick $accent; background: $panel;
     }
-    HelpScreen DataTable { height: 1fr; }
+    HelpScreen VerticalScroll { height: 1fr; padding: 0 1; }
     HelpScreen #help-title { padding: 0 1; text-style: bold; }
     """
 
@@ -59,32 +61,65 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Keys: {self.below.__class__.__name__.removesuffix('Screen')} "
-                         "(Esc to close; Ctrl+P searches them as commands)", id="help-title")
-            yield DataTable(cursor_type="row", zebra_stripes=True)
+            yield Static(f"Help: {self.below.__class__.__name__.removesuffix('Screen')} "
+                         "(Esc to close; Ctrl+P searches every command)", id="help-title")
+            with VerticalScroll():
+                yield Static(help_text(self.below), id="help-body")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_column("key", width=14)
-        table.add_column("action", width=30)
-        table.add_column("id", width=26)
-        for key, description, binding_id in binding_rows(self.below):
-            table.add_row(key, description, binding_id)
-        table.focus()
+        self.query_one(VerticalScroll).focus()
 
     def action_close(self) -> None:
         self.dismiss(None)
 
 
+# What the run screen's sims table shows, in its column order (kept next to the keys so an
+# operator never has to guess what `beat` or `rate/s` is).
+SIM_COLUMNS_HELP: tuple[tuple[str, str], ...] = (
+    ("config", "the GPU config simulated"),
+    ("#", "the replica number of that config"),
+    ("state", "pending, launching, running, succeeded, failed, cancelled or lost"),
+    ("kernels", "kernels finished / kernels in the trace"),
+    ("cycles", "simulated GPU cycles so far"),
+    ("beat", "seconds since the sim's last heartbeat (yellow when stale; - once finished)"),
+    ("IPC", "simulated instructions per cycle"),
+    ("rate/s", "simulated instructions per second of real time (the simulator's speed)"),
+    ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error"),
+)
+
+
+def help_text(screen: Screen) -> Text:
+    text = Text()
+    text.append("Keys\n", style="bold underline")
+    for key, description, binding_id in binding_rows(screen):
+        if not binding_id:
+            continue
+        text.append(f"  {key:<12}", style="bold")
+        text.append(f"{description:<28}")
+        text.append(f"{binding_id}\n", style="dim")
+    if screen.__class__.__name__ == "RunScreen":
+        text.append("\nSims table columns\n", style="bold underline")
+        for name, meaning in SIM_COLUMNS_HELP:
+            text.append(f"  {name:<12}", style="bold")
+            text.append(f"{meaning}\n")
+    text.append("\nArrows, PgUp/PgDn and Home/End move in tables, lists and the log; Tab moves "
+                "between panes.", style="dim")
+    return text
+
+
 def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
     """(key, description, id) for every active binding of `screen`: Cascade's own (they have
-    ids) first, then the generic keys of the focused Textual widget."""
-    rows: list[tuple[str, str, str]] = []
+    ids) first, the app-wide ones after the screen's, then the generic keys of Textual widgets."""
+    ranked: list[tuple[int, tuple[str, str, str]]] = []
     seen: set[str] = set()
     for key, active in screen.active_bindings.items():
         binding = active.binding
-        if not binding.description or binding.id in seen:
+        if not binding.description or (binding.id or key) in seen:
             continue
         seen.add(binding.id or key)
-        rows.append((screen.app.get_key_display(binding), binding.description, binding.id or ""))
-    return sorted(rows, key=lambda row: (not row[2], row[2].startswith("app.")))
+        # The screen's own keys first, then the focused Cascade widget's, then app-wide ones.
+        rank = (3 if not binding.id else 0 if active.node is screen
+                else 2 if active.node is screen.app else 1)
+        ranked.append((rank, (screen.app.get_key_display(binding), binding.description,
+                              binding.id or "")))
+    return [row for _, row in sorted(ranked, key=lambda item: item[0])]

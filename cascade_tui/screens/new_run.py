@@ -47,7 +47,7 @@ def entries_from(counts: dict[str, int]) -> list[RunEntry]:
 
 class NewRunScreen(Screen):
     BINDINGS = [
-        Binding("escape,q", "back", "Back", id="new_run.back"),
+        Binding("escape", "back", "Back", id="new_run.back"),
         Binding("enter,ctrl+s", "launch", "Launch", priority=True, id="new_run.launch"),
         Binding("space", "toggle", "Pick config", id="new_run.toggle"),
         Binding("plus,equals_sign,right", "change(1)", "+1", id="new_run.more"),
@@ -86,7 +86,7 @@ class NewRunScreen(Screen):
                          "Enter: launch   Esc: back", id="new-run-help")
             yield OptionList(id="configs")
             yield Static("", id="new-run-total")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
         self.title = "Cascade · New run"

@@ -40,21 +40,22 @@ COMPARISON_REFRESH_S = 5.0
 
 class RunScreen(Screen):
     BINDINGS = [
-        Binding("escape,q", "back", "Back", id="run.back"),
+        # q quits everywhere (the app's key); Esc goes back.
+        Binding("escape", "back", "Back", id="run.back"),
         Binding("l", "show('log')", "Log", id="run.log"),
         Binding("k", "show('kernels')", "Kernels", id="run.kernels"),
         Binding("f", "show('files')", "Files", id="run.files"),
-        Binding("s", "sort", "Sort", id="run.sort"),
+        Binding("s", "sort", "Sort", show=False, id="run.sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="run.reverse_sort"),
-        Binding("slash", "search", "Search log", id="run.search"),
+        Binding("slash", "search", "Search", id="run.search"),
         Binding("n", "find(False)", "Next match", show=False, id="run.next_match"),
         Binding("N", "find(True)", "Previous match", show=False, id="run.previous_match"),
         Binding("end", "follow", "Follow log", show=False, id="run.follow"),
-        Binding("d", "download('results')", "Save results", id="run.save_results"),
+        Binding("d", "download('results')", "Save results", show=False, id="run.save_results"),
         Binding("p", "download('perfetto')", "Save Perfetto", show=False, id="run.save_perfetto"),
         Binding("L", "download('log')", "Save sim log", show=False, id="run.save_log"),
         Binding("F", "download('files')", "Save sim files", show=False, id="run.save_files"),
-        Binding("x", "cancel_run", "Cancel run", id="run.cancel"),
+        Binding("x", "cancel_run", "Cancel", id="run.cancel"),
         Binding("tab", "focus_next", "Next pane", show=False, id="run.focus_next"),
     ]
 
@@ -111,7 +112,7 @@ class RunScreen(Screen):
                 yield Static("Enter saves the highlighted item to "
                              f"{self.cascade.settings.download_dir}", id="files-title")
                 yield OptionList(id="files-list")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
         self.title = f"Cascade · {self.run_id}"

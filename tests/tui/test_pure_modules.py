@@ -345,7 +345,7 @@ def test_run_progress_counts_succeeded_sims_so_a_cancelled_run_never_looks_done(
     assert run_progress({"cancelled": 2}).startswith("0/2 ")
     assert "█" not in run_progress({"cancelled": 2})
     assert run_progress({"succeeded": 1, "failed": 1}).startswith("1/2 ")
-    assert run_progress({"succeeded": 2}) == "2/2 ██████"
+    assert run_progress({"succeeded": 2}) == "2/2 ████"
 
 
 def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_ones():
@@ -355,7 +355,7 @@ def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_one
              ColumnSpec("note", 20, 0, 0)]
     rows = [["sample__tinyformer-step-sm70", "1.2 MB", "n: new run (suggested SM7_QV100)"]]
     # Narrow: the note (a failed trace's error) stays, the size goes.
-    assert fit(specs, rows, 36) == [12, None, 20]  # the 2 spare cells go to the cut trace
+    assert fit(specs, rows, 36) == [10, None, 22]  # spare cells go to the column nearest whole
     # Wide: nothing is cut, the rest goes to the free-text column at the right.
     wide = fit(specs, rows, 120)
     assert wide[0] == len(rows[0][0]) and wide[1] == 8 and wide[2] >= len(rows[0][2])

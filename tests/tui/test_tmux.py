@@ -93,7 +93,7 @@ def test_cascade_up_starts_a_server_shows_the_sample_run_and_stops_it_on_quit(tm
                 base_env(tmp_path))
     try:
         screen = tmux.wait_for("sample run: results recorded elsewhere", timeout=90)
-        assert "Cascade · Runs" in screen and "✔ succeeded" in screen
+        assert "Cascade · Runs" in screen and "✔ succeeded" in screen, screen
         assert port_open(port)
         token = (tmp_path / "data" / "token").read_text().strip()
         assert token not in screen  # never shows the token
@@ -107,9 +107,9 @@ def test_cascade_up_starts_a_server_shows_the_sample_run_and_stops_it_on_quit(tm
         screen = tmux.wait_for("Total simulated time per config")
         assert "is fastest" in screen or "tie for fastest" in screen, screen
 
-        tmux.keys("q")  # back to runs
+        tmux.keys("Escape")  # back to runs
         tmux.wait_for("Cascade · Runs")
-        tmux.keys("q")  # quit: the UI exits and stops the server it started
+        tmux.keys("q")  # quit (q quits on every screen): the UI exits and stops its server
         tmux.wait_for("EXITED 0", timeout=60)
         wait_port_closed(port)
     finally:
