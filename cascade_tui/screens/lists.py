@@ -183,10 +183,11 @@ class TracesScreen(PolledTable):
         Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
     ]
     # At 80 columns: trace, state, age and the note (a failed trace's error) come first.
-    COLUMNS = (ColumnSpec("trace", 14, 40, 0), ColumnSpec("state", 12, 12, 0),
+    # The id is what tells traces apart (`tinyformer-step-sm70` / `-sm75`): never cut short.
+    COLUMNS = (ColumnSpec("trace", 24, 40, 0), ColumnSpec("state", 12, 12, 0),
                ColumnSpec("model", 8, 24, 4), ColumnSpec("arch", 5, 6, 5),
                ColumnSpec("kernels", 7, 7, 3), ColumnSpec("size", 8, 9, 2),
-               ColumnSpec("age", 5, 6, 1), ColumnSpec("note", 20, 0, 0))
+               ColumnSpec("age", 5, 6, 1), ColumnSpec("note", 16, 0, 0))
     HEADING = "Cascade · Traces"
     EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see the README)."
 
@@ -260,7 +261,7 @@ class RunsScreen(PolledTable):
         Binding("g", "poll", "Refresh", show=False, id="runs.refresh"),
         Binding("t", "app.goto('traces')", "Traces", id="runs.traces"),
     ]
-    COLUMNS = (ColumnSpec("run", 16, 16, 0), ColumnSpec("trace", 12, 40, 0),
+    COLUMNS = (ColumnSpec("run", 16, 16, 0), ColumnSpec("trace", 20, 40, 0),
                ColumnSpec("state", 9, 12, 0), ColumnSpec("succeeded", 9, 10, 1),
                ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 14, 0, 1))
     HEADING = "Cascade · Runs"
