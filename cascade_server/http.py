@@ -6,7 +6,7 @@ import json
 from typing import Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -60,7 +60,3 @@ async def read_model(request: web.Request, model: type[M]) -> M:
         if errors and all(not err["loc"] for err in errors) and errors[0]["type"] == "model_type":
             raise ApiError(422, [{"loc": ["body"], "msg": "body must be a JSON object", "type": "model_type"}])
         raise ApiError(422, validation_detail(exc)) from None
-
-
-def parse_as(adapter: TypeAdapter, data: Any) -> Any:
-    return adapter.validate_python(data)
