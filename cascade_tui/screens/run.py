@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -56,7 +57,10 @@ class RunScreen(Screen):
         Binding("L", "download('log')", "Save sim log", show=False, id="run.save_log"),
         Binding("F", "download('files')", "Save sim files", show=False, id="run.save_files"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
-        Binding("tab", "focus_next", "Next pane", show=False, id="run.focus_next"),
+        # Two panes: the sims table and the lower one (log, kernels or files); Tab swaps them
+        # so the log and the files list are reachable without a mouse.
+        Binding("tab", "other_pane", "Next pane", show=False, id="run.focus_next"),
+        Binding("shift+tab", "other_pane", "Previous pane", show=False, id="run.focus_previous"),
     ]
 
     class ConnectionState(Message):
@@ -243,9 +247,25 @@ class RunScreen(Screen):
             loading = " · loading…" if self._log_loading else ""
             title = (f"log {sim.gpu_config} #{sim.replica} {sim.id} · {plural(len(view.store), 'line')} · "
                      f"{view.status_text()}{loading}")
+        if view.has_focus:
+            title = f"▶ {title} · Tab: sims"  # the keys scroll the log, not the sims table
         if title != self._log_title:
             self._log_title = title
             self.query_one("#log-title", Static).update(title)
+
+    def on_descendant_focus(self) -> None:
+        self._update_log_status()
+        self._update_files_title()
+
+    def on_descendant_blur(self) -> None:
+        self._update_log_status()
+        self._update_files_title()
+
+    def _update_files_title(self) -> None:
+        focused = self.query_one("#files-list").has_focus
+        self.query_one("#files-title", Static).update(
+            ("▶ " if focused else "") + "Enter saves the highlighted item to "
+            f"{self.cascade.settings.download_dir}" + ("" if focused else " · Tab: this list"))
 
     # --- sims and their logs ------------------------------------------------------------------
 
@@ -437,6 +457,18 @@ class RunScreen(Screen):
             self.query_one("#files-list").focus()
         else:
             self.query_one(SimTable).focus()
+
+    def _lower_pane(self) -> Widget:
+        """The focusable widget of the lower pane showing now."""
+        selector = {"log": "#log-view", "kernels": "#kernels"}.get(self.view, "#files-list")
+        return self.query_one(selector)
+
+    def action_other_pane(self) -> None:
+        table = self.query_one(SimTable)
+        if table.has_focus:
+            self._lower_pane().focus()
+        else:
+            table.focus()
 
     def action_sort(self) -> None:
         from ..simrows import next_sort_key

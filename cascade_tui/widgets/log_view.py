@@ -24,7 +24,12 @@ CURRENT_MATCH_STYLE = Style(color="black", bgcolor="bright_yellow", bold=True)
 
 
 class LogView(ScrollView, can_focus=True):
+    # With ids, so `?` lists them while the log has focus (Tab from the sims table).
     BINDINGS = [
+        Binding("up", "scroll_lines(-1)", "Log up a line", show=False, id="log.up"),
+        Binding("down", "scroll_lines(1)", "Log down a line", show=False, id="log.down"),
+        Binding("pageup", "scroll_pages(-1)", "Log page up", show=False, id="log.page_up"),
+        Binding("pagedown", "scroll_pages(1)", "Log page down", show=False, id="log.page_down"),
         Binding("end", "follow", "Follow", id="log.follow"),
         Binding("home", "top", "Top", show=False, id="log.top"),
     ]
@@ -108,9 +113,17 @@ class LogView(ScrollView, can_focus=True):
         self.new_since_pause = 0
         self._to_end()
 
+    def action_scroll_lines(self, delta: int) -> None:
+        # Not animated: following pauses (or resumes at the end) on the very key press.
+        self.scroll_to(y=max(0, min(self.max_scroll_y, self.scroll_y + delta)), animate=False,
+                       immediate=True)
+
+    def action_scroll_pages(self, pages: int) -> None:
+        self.action_scroll_lines(pages * max(1, self.scrollable_content_region.height - 1))
+
     def action_top(self) -> None:
         self.following = False
-        self.scroll_to(y=0, animate=False)
+        self.scroll_to(y=0, animate=False, immediate=True)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)

@@ -171,6 +171,40 @@ async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http
         assert view.store.lines[view.current_match].startswith("kernel_name = _Z18attn")
 
 
+async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    sim = Simulator(http, run["sims"][0]["id"])
+    await sim.beat("running")
+    log = recorded_log("SM7_QV100")
+    await sim.log(log[:3000])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        view = app.screen.query_one(LogView)
+        await wait_until(pilot, lambda: len(view.store) == 3000, "the 3,000-line tail")
+        assert app.screen.query_one("SimTable").has_focus
+        await pilot.press("tab")
+        assert view.has_focus
+        await wait_for_text(pilot, "▶ log SM7_QV100")  # the focused pane is marked
+        await pilot.press("up")
+        assert not view.following
+        await pilot.press("pageup", "pageup")
+        assert view.scroll_y < view.max_scroll_y - 2
+        await sim.log(log[3000:3040])
+        await wait_for_text(pilot, "paused +40 lines (End to follow)")
+        await pilot.press("end")
+        await wait_for_text(pilot, "3,040 lines · following")
+        assert view.scroll_y == view.max_scroll_y
+        await pilot.press("home")
+        assert view.scroll_y == 0 and not view.following
+        await pilot.press("shift+tab")
+        assert app.screen.query_one("SimTable").has_focus
+        assert "▶ log" not in screen_text(app)
+
+
 async def test_new_run_above_four_sims_confirms_and_launches_once(srv, http, tmp_path):
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
