@@ -385,6 +385,8 @@ class RunScreen(Screen):
         files_list.add_options(options)
         if highlighted is not None and highlighted < files_list.option_count:
             files_list.highlighted = highlighted
+        elif files_list.option_count:
+            files_list.highlighted = 0  # Enter saves something at once, arrows start from the top
 
     @on(OptionList.OptionSelected, "#files-list")
     def _file_chosen(self, message: OptionList.OptionSelected) -> None:

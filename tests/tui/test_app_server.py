@@ -328,8 +328,20 @@ async def test_downloads_results_log_and_files(srv, http, tmp_path):
         await pilot.press("f")
         await wait_for_text(pilot, "kernel-stats.csv")
         options = app.screen.query_one("#files-list")
-        ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
-        options.highlighted = ids.index("file:kernel-stats.csv")
+        assert options.has_focus  # `f` hands the keyboard to the list
+        assert options.highlighted == 0  # Enter saves something at once (the run results)
+        await pilot.press("tab")
+        assert app.screen.query_one("SimTable").has_focus
+        await pilot.press("tab")
+        assert options.has_focus
+        await wait_for_text(pilot, "▶ Enter saves the highlighted item")
+        # Keys only: Down to the file, Enter saves it.
+        for _ in range(options.option_count):
+            highlighted = options.highlighted
+            if highlighted is not None and \
+                    options.get_option_at_index(highlighted).id == "file:kernel-stats.csv":
+                break
+            await pilot.press("down")
         await pilot.press("enter")
         saved = downloads / sim_id / "kernel-stats.csv"
         await wait_until(pilot, saved.exists, "the file download")
