@@ -43,9 +43,10 @@ class CascadeApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
-        # Shown in the footer by the list screens only: the run screen needs the room.
-        Binding("t", "goto('traces')", "Traces", show=False, id="app.traces"),
-        Binding("r", "goto('runs')", "Runs", show=False, id="app.runs"),
+        # Everywhere (a run screen included, where they close it); shown in the footer by the
+        # list screens only: the run screen needs the room.
+        Binding("t", "goto('traces')", "Traces list", show=False, id="app.traces"),
+        Binding("r", "goto('runs')", "Runs list", show=False, id="app.runs"),
         Binding("ctrl+p", "command_palette", "Commands", show=False, id="app.commands"),
     ]
 
@@ -96,9 +97,14 @@ class CascadeApp(App[int]):
     # --- navigation --------------------------------------------------------------------------
 
     def action_goto(self, mode: str) -> None:
+        """The traces or runs list itself, from anywhere: a run screen (or a new-run form) on top
+        of that list is closed, so `r` on a run screen is "back to the runs list"."""
         if not self.is_connected:
             return
-        self.switch_mode(mode)
+        if self.current_mode != mode:
+            self.switch_mode(mode)
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, (RunsScreen, TracesScreen)):
+            self.pop_screen()
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

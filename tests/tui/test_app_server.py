@@ -205,6 +205,32 @@ async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path)
         assert "▶ log" not in screen_text(app)
 
 
+async def test_runs_and_traces_keys_work_on_the_run_screen(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_runs(pilot)
+        await wait_for_text(pilot, run["id"])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        await pilot.press("end")  # the app-wide keys come last
+        await pilot.pause()
+        text = screen_text(app)
+        assert "app.runs" in text and "app.traces" in text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "help to close")
+        await pilot.press("t")
+        await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen again")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list again")
+
+
 async def test_new_run_above_four_sims_confirms_and_launches_once(srv, http, tmp_path):
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
