@@ -7,7 +7,7 @@ Pure (no Textual): the table widget only paints what these functions return, so 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from cascade_server.models import SimSummary
@@ -52,6 +52,10 @@ COLUMNS: tuple[Column, ...] = (
 )
 FLEX_MIN = 11
 SEPARATOR = 1
+# The config column is as wide as the longest config name (SM75_RTX2060 and SM75_RTX2060_S must
+# both read whole), between its title with the sort arrow and a cap that leaves room for the rest.
+CONFIG_MIN = len("config▲")
+CONFIG_MAX = 20
 
 SORT_KEYS: tuple[str, ...] = ("config", "state", "progress", "cycles", "ipc", "rate", "heartbeat")
 
@@ -67,10 +71,17 @@ class Layout:
     widths: tuple[int, ...]
 
 
-def layout(width: int) -> Layout:
-    """The columns that fit `width` cells, keeping lower priorities first, in display order."""
-    fixed_cols = [c for c in COLUMNS if c.width]
-    flex = [c for c in COLUMNS if not c.width]
+def config_width(names: Iterable[str]) -> int:
+    """The config column's width for these config names."""
+    return max(CONFIG_MIN, min(CONFIG_MAX, max((len(n) for n in names), default=0)))
+
+
+def layout(width: int, config_cells: int = 12) -> Layout:
+    """The columns that fit `width` cells, keeping lower priorities first, in display order;
+    the config column `config_cells` wide (see `config_width`)."""
+    columns = tuple(replace(c, width=config_cells) if c.key == "config" else c for c in COLUMNS)
+    fixed_cols = [c for c in columns if c.width]
+    flex = [c for c in columns if not c.width]
     chosen: set[str] = set()
     used = FLEX_MIN + SEPARATOR if flex else 0
     for col in sorted(fixed_cols, key=lambda c: c.priority):
@@ -78,7 +89,7 @@ def layout(width: int) -> Layout:
         if col.priority == 0 or used + need <= width:
             chosen.add(col.key)
             used += need
-    cols = tuple(c for c in COLUMNS if c.key in chosen or not c.width)
+    cols = tuple(c for c in columns if c.key in chosen or not c.width)
     spare = width - sum(c.width + SEPARATOR for c in cols if c.width) - SEPARATOR
     widths = tuple(c.width if c.width else max(FLEX_MIN, spare) for c in cols)
     return Layout(cols, widths)

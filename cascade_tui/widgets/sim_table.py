@@ -85,7 +85,8 @@ class SimTable(ScrollView, can_focus=True):
         self.cursor_id: str | None = None
         self.sort_key = "config"
         self.sort_reverse = False
-        self._layout: Layout = simrows.layout(80)
+        self._config_cells = 12
+        self._layout: Layout = simrows.layout(80, self._config_cells)
         self._rows: dict[str, tuple[tuple[str, str], ...]] = {}  # sim id -> fitted row texts
         self._strips: dict[tuple, Strip] = {}
         self.repaints = 0  # rows repainted by update_rows (for tests and the benchmark)
@@ -100,6 +101,11 @@ class SimTable(ScrollView, can_focus=True):
         self.sims = dict(sims)
         new_order = simrows.sorted_ids(self.sims.values(), self.sort_key, self.sort_reverse, now)
         structural = reset or new_order != self.order
+        config_cells = simrows.config_width(s.gpu_config for s in self.sims.values())
+        if config_cells != self._config_cells:
+            self._config_cells = config_cells
+            self._layout = simrows.layout(self.size.width or 80, config_cells)
+            structural = True
         self.order = new_order
         if self.cursor_id not in self.sims:
             self._set_cursor(self.order[0] if self.order else None)
@@ -191,7 +197,7 @@ class SimTable(ScrollView, can_focus=True):
     # --- rendering ----------------------------------------------------------------------------
 
     def on_resize(self, event: events.Resize) -> None:
-        self._layout = simrows.layout(event.size.width)
+        self._layout = simrows.layout(event.size.width, self._config_cells)
         self._rows.clear()
         self._strips.clear()
         self.virtual_size = Size(event.size.width, len(self.order) + 1)

@@ -256,6 +256,19 @@ def test_layout_fits_80_columns_and_drops_low_priority_columns():
     assert sum(wide.widths) + len(wide.widths) <= 160
 
 
+def test_config_column_fits_the_longest_config_name_up_to_a_cap():
+    names = ["SM75_RTX2060", "SM75_RTX2060_S"]
+    lay = simrows.layout(100, simrows.config_width(names))
+    config = lay.widths[[c.key for c in lay.columns].index("config")]
+    assert config == len("SM75_RTX2060_S")
+    assert sum(lay.widths) + len(lay.widths) <= 100
+    assert simrows.config_width(["SM7_QV100"]) == len("SM7_QV100")
+    assert simrows.config_width([]) == simrows.CONFIG_MIN
+    assert simrows.config_width(["X" * 40]) == simrows.CONFIG_MAX
+    at80 = simrows.layout(80, simrows.config_width(names))  # the kernel column gives way
+    assert at80.widths[0] == 14 and sum(at80.widths) + len(at80.widths) <= 80
+
+
 def test_sim_cells_spell_out_state_and_show_error_instead_of_kernel():
     now = T0 + timedelta(seconds=65)
     cells = simrows.sim_cells(sim(), now)
