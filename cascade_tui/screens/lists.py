@@ -182,10 +182,11 @@ class TracesScreen(PolledTable):
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
         Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
     ]
-    # At 80 columns: trace, state, age and the note (a failed trace's error) come first.
+    # At 80 columns: trace, state, arch (it decides which configs can run the trace), the note
+    # (a failed trace's error) and age come first; the model goes first when space is short.
     # The id is what tells traces apart (`tinyformer-step-sm70` / `-sm75`): never cut short.
     COLUMNS = (ColumnSpec("trace", 24, 40, 0), ColumnSpec("state", 12, 12, 0),
-               ColumnSpec("model", 8, 24, 4), ColumnSpec("arch", 5, 6, 5),
+               ColumnSpec("model", 8, 24, 5), ColumnSpec("arch", 5, 6, 0),
                ColumnSpec("kernels", 7, 7, 3), ColumnSpec("size", 8, 9, 2),
                ColumnSpec("age", 5, 6, 1), ColumnSpec("note", 16, 0, 0))
     HEADING = "Cascade · Traces"

@@ -373,3 +373,20 @@ def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_one
     wide = fit(specs, rows, 120)
     assert wide[0] == len(rows[0][0]) and wide[1] == 8 and wide[2] >= len(rows[0][2])
     assert sum(wide) + 2 * len(wide) == 120
+
+
+def test_traces_list_keeps_arch_before_note_and_drops_model_first():
+    from cascade_tui.columns import fit
+    from cascade_tui.screens.lists import TracesScreen
+
+    titles = [c.title for c in TracesScreen.COLUMNS]
+    row = ["tinyformer-step-sm70", "✔ ready", "tinyformer", "sm_70", "15", "1.2 MB", "3m",
+           "suggested SM7_QV100"]
+    for width in (80, 100):
+        widths = dict(zip(titles, fit(TracesScreen.COLUMNS, [row], width)))
+        assert widths["arch"] is not None and widths["arch"] >= len("sm_70"), (width, widths)
+        assert widths["trace"] >= len("tinyformer-step-sm70")
+        assert widths["model"] is None or widths["model"] >= len("tinyformer"), (width, widths)
+    order = sorted(TracesScreen.COLUMNS, key=lambda c: c.priority)
+    assert order[-1].title == "model"
+
