@@ -7,6 +7,7 @@ Style names: "title", "name", "dim", "warn", "real", "cfg0".."cfgN" (a config's 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 from .compare import ConfigTotal, KernelRow, Ranking
@@ -44,7 +45,11 @@ def chart_lines(
     has_real_timing: bool,
     width: int,
     stand_in: str | None = None,
+    finished: bool = True,
 ) -> list[Line]:
+    """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
+    multiples are shown: they would compare placeholders); `finished`: the run is over (else the
+    totals are said to be so far)."""
     label_w = _label_width(configs)
     suffix_w = 20  # "  1.31x  MAPE 12.3%"
     bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 5)
@@ -52,16 +57,21 @@ def chart_lines(
     lines: list[Line] = []
 
     if stand_in:
-        lines.append([(f"⚠ Stand-in numbers ({stand_in}): configs cannot be compared from "
-                       "this run.", "warn")])
-    lines.append([("Total simulated time per config", "title"),
+        # Wrapped, never cut: the reason is the point of the banner.
+        warning = (f"⚠ Stand-in numbers ({stand_in}): configs cannot be compared from this run, "
+                   "so no config is named fastest.")
+        for text in textwrap.wrap(warning, max(20, width - 1)):
+            lines.append([(text, "warn")])
+    lines.append([("Total simulated time per config" + ("" if finished else " so far"), "title"),
                   ("  (median over succeeded replicas)", "dim")])
     scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
     for total in totals:
         suffix: Line = []
         if total.median_ns is not None:
             mult = ranking.multiples.get(total.config)
-            if total.config in ranking.fastest:
+            if stand_in:
+                pass  # placeholders: no fastest, no multiples
+            elif total.config in ranking.fastest:
                 suffix.append(("  tie" if len(ranking.fastest) > 1 else "  fastest", "best"))
             elif mult is not None:
                 suffix.append((f"  {mult:.2f}x", ""))
@@ -79,7 +89,8 @@ def chart_lines(
             suffix.append((f"  {si_number(total.cycles)} cyc", "dim"))
         lines.append(_bar_line(total.config, label_w, total.median_ns, scale, bar_w,
                                style_of[total.config], suffix))
-    lines.append([(ranking.sentence(), "best" if ranking.fastest else "dim")])
+    if not stand_in:
+        lines.append([(ranking.sentence(finished), "best" if ranking.fastest else "dim")])
     if not has_real_timing:
         lines.append([("This trace has no real timing, so there is no error against real time.",
                        "dim")])

@@ -44,11 +44,13 @@ class Ranking:
     multiples: dict[str, float] = field(default_factory=dict)  # config -> total / fastest total
     missing: tuple[str, ...] = ()  # configs with no succeeded replica
 
-    def sentence(self) -> str:
+    def sentence(self, finished: bool = False) -> str:
+        """The ranking in words; `finished`: the run is over, so what is missing stays missing."""
         if len(self.multiples) + len(self.missing) == 1 and self.fastest:
             return "Only one config in this run, so there is nothing to compare it with."
         if not self.fastest:
-            return "No config has a succeeded replica yet, so there is no fastest config."
+            return (f"No config has a succeeded replica{'' if finished else ' yet'}, "
+                    "so there is no fastest config.")
         if len(self.fastest) > 1:
             head = " and ".join(self.fastest) + " tie for fastest (within 1%)."
         else:

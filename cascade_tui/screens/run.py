@@ -327,6 +327,7 @@ class RunScreen(Screen):
         widget.set_lines(chart.chart_lines(
             configs, rows, totals, compare.rank(totals), compare.mape(rows, configs), has_real,
             max(60, widget.size.width), compare.stand_in_reason(model.summary(), model.sims.values()),
+            finished=model.is_finished(),
         ))
         if has_real and not model.is_finished():
             self._load_comparison()

@@ -76,8 +76,11 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         text = await wait_for_text(pilot, "Total simulated time per config")
         assert "SM7_QV100" in text and "SM7_GV100" in text
         assert "embedding_kernel" in text and "sgemm_tiled<64, 64, 16>" in text
-        assert ("is fastest" in text) or ("tie for fastest" in text)
-        assert "configs cannot be compared from this run" in text
+        # Stand-in numbers: the totals are shown, but no config is named fastest or a multiple.
+        words = " ".join(text.split())
+        assert "configs cannot be compared from this run, so no config is named fastest" in words
+        assert "is fastest" not in words and "tie for fastest" not in words
+        assert "Others:" not in words
 
 
 async def test_cancel_a_running_stand_in_run(make_server, worker_env, tmp_path):

@@ -390,3 +390,34 @@ def test_traces_list_keeps_arch_before_note_and_drops_model_first():
     order = sorted(TracesScreen.COLUMNS, key=lambda c: c.priority)
     assert order[-1].title == "model"
 
+
+def test_stand_in_chart_names_no_fastest_wraps_its_banner_and_says_so_far_while_active():
+    totals = [compare.ConfigTotal("SM75_RTX2060", 145_000.0, 145_000.0, 145_000.0, 1, 1),
+              compare.ConfigTotal("SM75_RTX2060_S", 100_000.0, 100_000.0, 100_000.0, 1, 1)]
+    configs = ["SM75_RTX2060", "SM75_RTX2060_S"]
+    reason = "the stand-in simulator ran instead of Accel-Sim"
+    lines = chart.chart_lines(configs, [], totals, compare.rank(totals), {}, False, 60,
+                              reason, finished=False)
+    text = chart.plain(lines)
+    flat = " ".join(text.split())
+    assert "no config is named fastest" in flat
+    assert "fastest" not in flat.replace("no config is named fastest", "")
+    assert "1.45x" not in text and "Others" not in text
+    assert "145 µs" in text and "100 µs" in text  # the per-config totals stay
+    assert "Total simulated time per config so far" in text
+    assert all(len(line) <= 60 for line in text.splitlines()[:3])  # wrapped, not cut
+    assert reason in flat
+    done = chart.plain(chart.chart_lines(configs, [], totals, compare.rank(totals), {}, False, 100))
+    assert "so far" not in done and "SM75_RTX2060_S is fastest" in done
+
+
+def test_no_succeeded_replica_says_yet_only_while_the_run_is_active():
+    totals = [compare.ConfigTotal("A", None, None, None, 0, 1),
+              compare.ConfigTotal("B", None, None, None, 0, 1)]
+    ranking = compare.rank(totals)
+    assert "succeeded replica yet" in ranking.sentence(finished=False)
+    assert ranking.sentence(finished=True) == ("No config has a succeeded replica, so there is no "
+                                               "fastest config.")
+    text = chart.plain(chart.chart_lines(["A", "B"], [], totals, ranking, {}, False, 80,
+                                         finished=True))
+    assert "yet, so" not in text
