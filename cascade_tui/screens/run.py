@@ -220,9 +220,10 @@ class RunScreen(Screen):
             counts = model.sim_counts()
             order = ("running", "launching", "pending", "lost", "succeeded", "failed", "cancelled")
             count_text = " · ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
-            # Most important first, so an 80-column terminal cuts the least useful part.
-            text = (f"{badge}  {state_label(model.state())}  {count_text}  "
-                    f"[b]{model.run.id}[/]  trace [b]{escape(model.run.trace_id)}[/]")
+            # Most important first, so an 80-column terminal cuts the least useful part: the
+            # trace id before the counts, the run id (also in the title bar) last.
+            text = (f"{badge}  {state_label(model.state())}  trace [b]{escape(model.run.trace_id)}[/]"
+                    f"  {count_text}  [b]{model.run.id}[/]")
         if text != self._header_text:
             self._header_text = text
             self.query_one("#run-header", Static).update(text)

@@ -213,6 +213,8 @@ async def test_runs_and_traces_keys_work_on_the_run_screen(srv, http, tmp_path):
         await wait_for_text(pilot, run["id"])
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for_text(pilot, "● LIVE")
+        assert f"trace {TRACE}" in screen_text(app).splitlines()[1]  # at 100 columns too
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         await pilot.press("end")  # the app-wide keys come last
