@@ -14,7 +14,6 @@ import gzip
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import aiohttp
 import httpx
+
+from procstats import cpu_seconds, free_port, memory_mib  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "samples" / "recordings"  # real Accel-Sim logs, gzipped
@@ -36,6 +37,7 @@ from pathlib import Path
 from cascade_server.storage import Store
 from cascade_server.models import TraceDetail, utcnow
 
+
 async def main():
     store = await Store(Path(sys.argv[1])).open()
     now = utcnow()
@@ -45,24 +47,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def simulator(http: aiohttp.ClientSession, url: str, bodies: list[tuple[int, bytes]],
@@ -138,7 +122,7 @@ def main() -> None:
             while not server.stdout.readline().startswith("app:"):
                 pass
             asyncio.run(drive(f"http://127.0.0.1:{port}", args.sims, args.chunk, args.repeat, server.pid))
-            print(f"server peak RSS: {peak_rss_mib(server.pid):.0f} MiB")
+            print(f"server peak RSS: {memory_mib(server.pid)[1]:.0f} MiB")
         finally:
             server.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
             server.wait(timeout=30)

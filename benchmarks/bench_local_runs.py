@@ -13,7 +13,6 @@ import asyncio
 import gzip
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,16 +23,12 @@ from pathlib import Path
 
 import httpx
 
+from procstats import free_port  # benchmarks/procstats.py
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CONFIGS = ["SM7_QV100", "SM7_GV100", "SM7_TITANV"]
 TOKEN = "bench-token"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def register_trace(data_dir: Path) -> None:

@@ -17,7 +17,6 @@ import os
 import pty
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -29,32 +28,13 @@ from pathlib import Path
 
 import httpx
 
+from procstats import cpu_seconds, free_port, memory_mib  # benchmarks/procstats.py
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "samples" / "recordings"
 SAMPLE_CONFIGS = ROOT / "samples" / "accelsim"
 TOKEN = "bench-token"
 CONFIGS = ["SM7_QV100", "SM7_GV100", "SM7_TITANV", "SM7_QV100_B"]  # sm_70; 64 sims each at most
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def memory_mib(pid: int) -> tuple[float, float]:
-    """(current RSS, peak RSS) in MiB."""
-    values = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(("VmRSS:", "VmHWM:")):
-            key, value = line.split(":", 1)
-            values[key] = int(value.split()[0]) / 1024
-    return values.get("VmRSS", float("nan")), values.get("VmHWM", float("nan"))
 
 
 def prepare(data_dir: Path) -> Path:
@@ -68,6 +48,7 @@ import asyncio
 from pathlib import Path
 from cascade_server.storage import Store
 from cascade_server.models import TraceDetail, utcnow
+
 async def main():
     store = await Store(Path({str(data_dir / 'cascade.db')!r})).open()
     now = utcnow()

@@ -1,0 +1,29 @@
+"""What the benchmarks measure of a process, read from /proc, and a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_mib(pid: int) -> tuple[float, float]:
+    """(current RSS, peak RSS) in MiB."""
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("VmRSS:", "VmHWM:")):
+            key, value = line.split(":", 1)
+            values[key] = int(value.split()[0]) / 1024
+    return values.get("VmRSS", float("nan")), values.get("VmHWM", float("nan"))
