@@ -79,6 +79,15 @@ async def open_runs(pilot) -> None:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, RunsScreen), "the runs screen")
 
 
+async def open_run_screen(pilot, run_id: str) -> None:
+    """From the start: the runs list, then `Enter` on the run, until its screen has a snapshot."""
+    await open_runs(pilot)
+    await wait_for_text(pilot, run_id)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
+                     "the run screen")
+
+
 async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv, http, tmp_path):
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -141,10 +150,7 @@ async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http
     await sim.log(log[:20_000])
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_runs(pilot)
-        await wait_for_text(pilot, run["id"])
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await open_run_screen(pilot, run["id"])
         view = app.screen.query_one(LogView)
         await wait_until(pilot, lambda: len(view.store) == 20_000, "the 20,000-line tail")
         assert view.following
@@ -179,10 +185,7 @@ async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path)
     await sim.log(log[:3000])
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_runs(pilot)
-        await wait_for_text(pilot, run["id"])
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await open_run_screen(pilot, run["id"])
         view = app.screen.query_one(LogView)
         await wait_until(pilot, lambda: len(view.store) == 3000, "the 3,000-line tail")
         assert app.screen.query_one("SimTable").has_focus
@@ -209,10 +212,7 @@ async def test_runs_and_traces_keys_work_on_the_run_screen(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 1)])
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_runs(pilot)
-        await wait_for_text(pilot, run["id"])
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "● LIVE")
         assert f"trace {TRACE}" in screen_text(app).splitlines()[1]  # at 100 columns too
         await pilot.press("question_mark")
@@ -261,11 +261,7 @@ async def test_cancel_asks_first_then_cancels(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 2)])
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_runs(pilot)
-        await wait_for_text(pilot, run["id"])
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
-                         and app.screen.model.has_snapshot, "the run screen")
+        await open_run_screen(pilot, run["id"])
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         assert "2 unfinished sims will be stopped" in screen_text(app)
@@ -339,11 +335,7 @@ async def test_downloads_results_log_and_files(srv, http, tmp_path):
     app = make_app(srv, tmp_path)
     downloads = tmp_path / "downloads"
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
-        await open_runs(pilot)
-        await wait_for_text(pilot, run["id"])
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
-                         and app.screen.model.has_snapshot, "the run screen")
+        await open_run_screen(pilot, run["id"])
         await pilot.press("d")
         results = downloads / f"{run['id']}-results.json"
         await wait_until(pilot, results.exists, "the results download")
@@ -384,10 +376,7 @@ async def test_every_key_has_an_id_in_footer_help_and_palette(srv, http, tmp_pat
     run = await create_run(http, [("SM7_QV100", 1)])
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_runs(pilot)
-        await wait_for_text(pilot, run["id"])
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await open_run_screen(pilot, run["id"])
         run_screen = app.screen
         for binding in RunScreen.BINDINGS:
             assert binding.id and binding.id.startswith("run."), binding
@@ -490,11 +479,7 @@ async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_tim
     mape = sum(abs(s - 1000.0) / 1000.0 * 100 for s in sims) / len(sims)
     app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_runs(pilot)
-        await wait_for_text(pilot, run["id"])
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
-                         and app.screen.model.has_snapshot, "the run screen")
+        await open_run_screen(pilot, run["id"])
         await pilot.press("k")
         text = await wait_for_text(pilot, f"MAPE {mape:.1f}%")
         assert "  real " in text and "1 µs" in text
