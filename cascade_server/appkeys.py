@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from .settings import Settings
     from .storage import Store
 
-SETTINGS_KEY: web.AppKey["Settings"] = web.AppKey("settings")
-STORE_KEY: web.AppKey["Store"] = web.AppKey("store")
-BROKER_KEY: web.AppKey["Broker"] = web.AppKey("broker")
-LAUNCHER_KEY: web.AppKey["Launcher"] = web.AppKey("launcher")
-GPU_CONFIGS_KEY: web.AppKey[dict[str, "GpuConfig"]] = web.AppKey("gpu_configs")
-RUNS_KEY: web.AppKey["RunService"] = web.AppKey("runs")
+SETTINGS_KEY: web.AppKey[Settings] = web.AppKey("settings")
+STORE_KEY: web.AppKey[Store] = web.AppKey("store")
+BROKER_KEY: web.AppKey[Broker] = web.AppKey("broker")
+LAUNCHER_KEY: web.AppKey[Launcher] = web.AppKey("launcher")
+GPU_CONFIGS_KEY: web.AppKey[dict[str, GpuConfig]] = web.AppKey("gpu_configs")
+RUNS_KEY: web.AppKey[RunService] = web.AppKey("runs")

@@ -8,8 +8,8 @@ Field descriptions follow `spec/003-...`, section "Types".
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, Union
+from datetime import datetime, UTC
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -58,7 +58,7 @@ def run_state(sim_states: Iterable[str]) -> RunState:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Model(BaseModel):
@@ -252,7 +252,7 @@ class KernelEvent(Model):
 
 
 RunEvent = Annotated[
-    Union[SnapshotEvent, SimEvent, LogEvent, KernelEvent], Field(discriminator="type")
+    SnapshotEvent | SimEvent | LogEvent | KernelEvent, Field(discriminator="type")
 ]
 
 

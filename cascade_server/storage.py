@@ -15,7 +15,7 @@ import secrets
 import zlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,7 @@ def iso(dt: datetime | None) -> str | None:
     """ISO 8601 UTC with a `Z` and fixed microseconds, so stored times also sort as text."""
     if dt is None:
         return None
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def pack(obj: Any) -> bytes:
@@ -241,7 +241,7 @@ class Store:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
-    async def open(self) -> "Store":
+    async def open(self) -> Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._w = await self._connect()
         await self._migrate()
@@ -611,7 +611,7 @@ class Store:
                 if not pending.done.done():
                     pending.done.set_result(None)
 
-    async def _write_log_group(self, group: list["_PendingChunk"]) -> dict[str, list[Any]]:
+    async def _write_log_group(self, group: list[_PendingChunk]) -> dict[str, list[Any]]:
         sim_ids = list(dict.fromkeys(p.sim_id for p in group))
         marks = ",".join("?" * len(sim_ids))
         async with self.w.execute(f"SELECT * FROM sims WHERE id IN ({marks})", sim_ids) as cur:

@@ -115,7 +115,7 @@ class ExitGuard:
         self.thread: threading.Thread | None = None
 
     @staticmethod
-    def for_this_terminal() -> "ExitGuard":
+    def for_this_terminal() -> ExitGuard:
         fd = next((fd for fd in (0, 1, 2) if _isatty(fd)), None)
         return ExitGuard(tty_fd=fd)
 
@@ -133,7 +133,7 @@ class ExitGuard:
     def finished(self) -> None:
         self._finished.set()
 
-    def start(self) -> "ExitGuard":
+    def start(self) -> ExitGuard:
         for signum in STOP_SIGNALS:
             signal.signal(signum, exit_on_signal)  # what interrupt_main runs before the UI
         block_stop_signals()

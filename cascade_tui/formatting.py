@@ -7,7 +7,7 @@ screen. Everything returns plain `str`; colour is decided by the widgets.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from functools import lru_cache
 from pathlib import Path
 
@@ -103,7 +103,7 @@ def age(then: datetime | None, now: datetime) -> str:
     if then is None:
         return "-"
     if then.tzinfo is None:
-        then = then.replace(tzinfo=timezone.utc)
+        then = then.replace(tzinfo=UTC)
     return human_duration((now - then).total_seconds())
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any
+from collections.abc import Awaitable, Callable
 
 import httpx
 
@@ -69,7 +70,7 @@ class SimClient:
         self._backoff = backoff
         self._sleep = sleep
 
-    async def __aenter__(self) -> "SimClient":
+    async def __aenter__(self) -> SimClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -202,14 +202,14 @@ class Worker:
         heartbeats.cancel()
         try:
             await asyncio.wait_for(pump, timeout=5)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             pass
         flusher.cancel()
         self._finish_output()
         # Send what is left of the output, briefly: the sim is over on the server anyway.
         try:
             await asyncio.wait_for(asyncio.shield(sender), timeout=5)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             pass
         if self._exit_code_on_stop == EXIT_SIGNAL:
             try:
@@ -228,7 +228,7 @@ class Worker:
         try:
             proc.terminate()
             await asyncio.wait_for(proc.wait(), timeout=self.plan.kill_grace)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("simulator ignored SIGTERM for %.0f s; killing it", self.plan.kill_grace)
             proc.kill()
             await proc.wait()

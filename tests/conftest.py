@@ -54,7 +54,7 @@ class LiveServer:
     def store(self) -> Store:
         return self.app[STORE_KEY]
 
-    async def start(self) -> "LiveServer":
+    async def start(self) -> LiveServer:
         self.runner = web.AppRunner(
             create_app(self.settings), handler_cancellation=True, access_log=None, shutdown_timeout=2
         )
@@ -99,7 +99,7 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 
 
 @pytest.fixture
-async def make_server(make_settings) -> AsyncIterator[Callable[..., "LiveServer"]]:
+async def make_server(make_settings) -> AsyncIterator[Callable[..., LiveServer]]:
     servers: list[LiveServer] = []
 
     async def make(**overrides) -> LiveServer:

@@ -189,7 +189,7 @@ class LocalLauncher(Launcher):
         proc = self._children.get(sim_id)
         try:
             await asyncio.wait_for(_wait_for_exit(pid, proc), timeout=self.kill_grace)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("sim %s: worker %d ignored SIGTERM; killing it", sim_id, pid)
             _signal_group(pid, signal.SIGKILL)
 

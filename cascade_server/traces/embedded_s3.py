@@ -102,7 +102,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     proc.terminate()
     try:
         await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
 
@@ -118,7 +118,7 @@ def _die_with_parent() -> None:
 
 
 @asynccontextmanager
-async def embedded_s3(settings: "Settings", port: int | None = None) -> AsyncIterator[S3Info]:
+async def embedded_s3(settings: Settings, port: int | None = None) -> AsyncIterator[S3Info]:
     """Run `rclone serve s3` for the duration of the block; yields its endpoint, bucket and
     credentials (also written to `data_dir/s3-credentials.json` for `cascade upload`)."""
     port = port or settings.s3_port
@@ -177,7 +177,7 @@ def _upload_demo_sync(info: S3Info, samples_dir: Path) -> list[str]:
     return uploaded
 
 
-async def upload_demo_traces(info: S3Info, settings: "Settings") -> list[str]:
+async def upload_demo_traces(info: S3Info, settings: Settings) -> list[str]:
     """When samples are enabled and the bucket has no traces yet, upload the sm_70 and sm_75
     sample traces through S3 like any profiler would; returns the trace ids uploaded."""
     if not settings.samples:

@@ -90,7 +90,7 @@ def _region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
-def resolve_s3_info(settings: "Settings") -> S3Info | None:
+def resolve_s3_info(settings: Settings) -> S3Info | None:
     """The bucket to use: `CASCADE_S3_ENDPOINT` (+ AWS_* credentials) when set, else the embedded
     endpoint recorded in the data dir; None when there is neither."""
     if settings.s3_endpoint:

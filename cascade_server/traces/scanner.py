@@ -69,7 +69,7 @@ def describe_processed(trace_dir: Path) -> dict[str, Any]:
 
 
 class TraceScanner:
-    def __init__(self, store: "Store", settings: "Settings", s3: S3Info) -> None:
+    def __init__(self, store: Store, settings: Settings, s3: S3Info) -> None:
         self.store = store
         self.settings = settings
         self.s3 = s3

@@ -315,7 +315,7 @@ async def test_heartbeats_follow_sim_transitions_exactly(core):
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 21}])
         pairs = list(itertools.product(SIM_STATES, ("running", "succeeded", "failed")))
         for sim, (start, beat) in zip(run["sims"], pairs):
-            await wait_for(lambda: _state_is(http, sim["id"], "launching"))
+            await wait_for(lambda sim=sim: _state_is(http, sim["id"], "launching"))
             await set_state(core, sim["id"], start)
             resp = await http.post(f"/api/sims/{sim['id']}/heartbeat", json={"state": beat, "exit_code": 3, "error": "boom"})
             assert resp.status_code == 200

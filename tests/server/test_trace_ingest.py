@@ -68,7 +68,7 @@ class Harness:
         self.scanner: TraceScanner | None = None
         self.task: asyncio.Task | None = None
 
-    async def start(self) -> "Harness":
+    async def start(self) -> Harness:
         self.store = await Store(self.settings.db_path).open()
         self.scanner = TraceScanner(self.store, self.settings, self.info)
         self.scanner.listeners.append(self.recorder)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 from cascade_server.models import (
     KernelStat,
@@ -13,7 +13,7 @@ from cascade_server.models import (
     TraceSummary,
 )
 
-T0 = datetime(2026, 11, 8, 9, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 8, 9, 0, 0, tzinfo=UTC)
 
 
 def trace(**kw) -> TraceSummary:

@@ -133,7 +133,7 @@ class ServeProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def start(self, timeout: float = 60.0) -> "ServeProcess":
+    async def start(self, timeout: float = 60.0) -> ServeProcess:
         import os
         import sys
 
@@ -170,7 +170,7 @@ class ServeProcess:
             self.proc.terminate()
             try:
                 await asyncio.wait_for(self.proc.wait(), 90)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self.kill()
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import stat
 from datetime import timedelta
 from pathlib import Path

@@ -134,7 +134,7 @@ def test_cascade_tui_with_a_wrong_token_says_so(tmp_path):
         env = base_env(tmp_path) | {"CASCADE_URL": f"http://127.0.0.1:{port}",
                                     "CASCADE_TOKEN": "not-the-token"}
         tmux = Tmux(f"{CASCADE} tui", env, size=(80, 24))
-        screen = tmux.wait_for("Wrong or missing token")
+        tmux.wait_for("Wrong or missing token")
         tmux.wait_for("Check CASCADE_TOKEN")
         assert "not-the-token" not in tmux.pane()
         tmux.keys("q")

@@ -1,0 +1,29 @@
+"""The code's own checks, run with the suite so the README's one test command covers them: ruff
+(lint), mypy (types) and import-linter (the layering in DESIGN.md: the UI and the worker use only
+the server's models and pure modules; pure modules do no I/O)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ruff", "check", "--quiet", "."],
+        ["mypy", "cascade_server", "cascade_worker", "cascade_tui"],
+        ["lint-imports"],
+    ],
+    ids=["ruff", "mypy", "import-linter"],
+)
+def test_check_passes(command: list[str]) -> None:
+    result = subprocess.run([str(BIN / command[0]), *command[1:]], cwd=ROOT, capture_output=True,
+                            text=True, timeout=280)
+    assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout}{result.stderr}"
