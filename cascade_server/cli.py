@@ -13,12 +13,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tui": ("cascade_tui.cli", "open the terminal UI on a running server"),
     "worker": ("cascade_worker.cli", "run one sim: Accel-Sim, or the stand-in replay"),
     "upload": ("cascade_server.upload", "upload a trace directory to the S3 endpoint"),
+    "timeline": ("cascade_server.timeline_import", "import real timing and steps from a PyTorch profile"),
+    "simulate": ("cascade_worker.simulate_cli", "predict a trace's steps from a sim's kernel times"),
+    "compare": ("cascade_worker.compare_cli", "compare predicted steps with the measured ones"),
 }
 
 
 def usage() -> str:
     lines = ["usage: cascade <command> [options]", "", "commands:"]
-    lines += [f"  {name:<8} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += [f"  {name:<9} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     lines += ["", "Run `cascade <command> --help` for a command's options."]
     return "\n".join(lines)
 
