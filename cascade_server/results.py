@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import statistics
-from pathlib import Path
 from typing import Any
 
 from .models import Comparison, ComparisonRow, KernelStat, RunDetail
@@ -41,14 +39,6 @@ def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
         ))
     rows.sort(key=lambda row: row[0])
     return [(name, duration) for _, name, duration in rows]
-
-
-def load_real_timing(trace_dir: Path) -> list[tuple[str | None, float | None]] | None:
-    path = trace_dir / "real_timing.json"
-    try:
-        return parse_real_timing(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        return None
 
 
 def comparison(

@@ -12,9 +12,10 @@ from .appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
 from .demangle import demangle
 from .http import ok
 from .models import GpuConfig, RunDetail, SimResults
-from .results import comparison, load_real_timing, perfetto_trace
+from .results import comparison, perfetto_trace
 from .routes_sim import check_file_name, content_type_for
 from .storage import NotFound
+from .traces.timeline_files import load_real_timing
 
 routes = web.RouteTableDef()
 
@@ -24,8 +25,12 @@ def attachment(filename: str) -> dict[str, str]:
 
 
 async def _comparison(request: web.Request, run: RunDetail):
-    kernels = await request.app[STORE_KEY].run_kernels(run.id)
-    real = load_real_timing(request.app[SETTINGS_KEY].traces_dir / run.trace_id)
+    store = request.app[STORE_KEY]
+    kernels = await store.run_kernels(run.id)
+    # The same rule as the trace's has_real_timing: where its metadata.json lists the file.
+    trace = await store.get_trace(run.trace_id)
+    trace_dir = request.app[SETTINGS_KEY].traces_dir / run.trace_id
+    real = await asyncio.to_thread(load_real_timing, trace_dir, trace.metadata if trace else None)
     return comparison(run, kernels, real)
 
 

@@ -11,6 +11,8 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..results import parse_real_timing
+from ..timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
 from . import METADATA_NAME
 from .metadata import MetadataError, relative_key
 
@@ -50,3 +52,25 @@ def locate(trace_dir: Path, name: str, metadata: dict[str, Any] | None = None) -
         if path.is_file():
             return path
     return None
+
+
+def has_real_timing(trace_dir: Path, metadata: dict[str, Any] | None = None) -> bool:
+    return locate(trace_dir, REAL_TIMING_NAME, metadata) is not None
+
+
+def has_step_timeline(trace_dir: Path, metadata: dict[str, Any] | None = None) -> bool:
+    return all(locate(trace_dir, name, metadata) is not None
+               for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME))
+
+
+def load_real_timing(
+    trace_dir: Path, metadata: dict[str, Any] | None = None
+) -> list[tuple[str | None, float | None]] | None:
+    """The trace's real timing as `/comparison` lines it up, or None without (a readable) one."""
+    path = locate(trace_dir, REAL_TIMING_NAME, metadata)
+    if path is None:
+        return None
+    try:
+        return parse_real_timing(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
