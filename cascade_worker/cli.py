@@ -159,7 +159,7 @@ async def run(options: Options) -> int:
     plan = WorkerPlan(
         sim_id=options.sim_id, argv=[], run_dir=scratch / "run", scratch=scratch,
         heartbeat_interval=options.heartbeat_interval, kill_grace=options.kill_grace,
-        give_up_after=options.give_up_after, keep_scratch=options.keep_scratch,
+        give_up_after=options.give_up_after, keep_scratch=options.keep_scratch, trace_dir=options.trace_dir,
     )
     async with SimClient(options.url, options.token, options.sim_id,
                          give_up_after=options.give_up_after) as client:
