@@ -42,12 +42,19 @@ def map_steps(
     demangle: Callable[[str], str],
 ) -> KernelMapping:
     """`trace_kernels` is the trace's (kernel_id, name) in kernel_id order."""
-    trace_keys = [name_key(name, demangle) for _, name in trace_kernels]
+    keys_of: dict[str, str] = {}  # a model launches a few hundred distinct kernels many times
+
+    def key(name: str) -> str:
+        if name not in keys_of:
+            keys_of[name] = name_key(name, demangle)
+        return keys_of[name]
+
+    trace_keys = [key(name) for _, name in trace_kernels]
     ids = [kernel_id for kernel_id, _ in trace_kernels]
     unmapped: Counter[str] = Counter()
     mappings = []
     for step in steps:
-        keys = [name_key(k.name, demangle) for k in step.kernels]
+        keys = [key(k.name) for k in step.kernels]
         positions = align_names(keys, trace_keys)
         kernel_ids = [ids[p] if p is not None else None for p in positions]
         unmapped.update(key for key, p in zip(keys, positions) if p is None)
