@@ -104,7 +104,7 @@ async def run_results(request: web.Request) -> web.StreamResponse:
 async def run_perfetto(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
     run = await store.require_run(request.match_info["run_id"])
-    trace = perfetto_trace(run, await store.run_kernels(run.id), demangle)
+    trace = perfetto_trace(run, await store.run_kernels(run.id), demangle, await store.run_step_timelines(run.id))
     return web.Response(body=json.dumps(trace).encode(), content_type="application/json",
                         headers=attachment(f"{run.id}-perfetto.json"))
 

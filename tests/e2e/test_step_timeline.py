@@ -80,6 +80,14 @@ async def test_upload_with_a_profile_then_a_run_sends_step_timelines(make_server
                 assert compared["steps"][0]["real_wall_ns"] > 0
                 files = {f["name"] for f in (await http.get(f"/api/sims/{entry['sim_id']}/files")).json()}
                 assert "step-timeline-error.txt" not in files
+            # The Perfetto export adds each sim's predicted steps as slices, laid end to end.
+            perfetto = (await http.get(f"/api/runs/{run['id']}/perfetto")).json()["traceEvents"]
+            steps = [e for e in perfetto if e.get("cat") == "step"]
+            assert len(steps) == 2 * 2 and {e["name"] for e in steps} == {"ProfilerStep#551 (step)",
+                                                                           "ProfilerStep#552 (step)"}
+            first = [e for e in steps if e["pid"] == steps[0]["pid"] and e["tid"] == steps[0]["tid"]]
+            assert first[1]["ts"] == pytest.approx(first[0]["ts"] + first[0]["dur"])
+            assert first[0]["args"]["real_wall_ns"] > 0 and first[0]["args"]["wall_error_pct"] is not None
             comparison = (await http.get(f"/api/runs/{run['id']}/comparison")).json()
             assert comparison["has_real_timing"] is True
             assert len(comparison["rows"]) == len(step)
