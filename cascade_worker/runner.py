@@ -30,6 +30,7 @@ from .chunks import Chunker, LineSplitter
 from .client import ApiRefused, ServerUnreachable, SimClient
 from .outcome import OutputMarkers, classify
 from .spool import Spool
+from .timeline_files import has_step_timeline
 
 log = logging.getLogger("cascade_worker")
 
@@ -158,7 +159,7 @@ class Worker:
             await sender  # drains the spool: every line is on the server
             await self._upload_files(before)
             await self._upload_log()
-            if outcome.state == "succeeded" and step_timeline.has_step_timeline(self.plan.trace_dir):
+            if outcome.state == "succeeded" and has_step_timeline(self.plan.trace_dir):
                 await self._send_step_timeline()
             heartbeats.cancel()
             await asyncio.gather(heartbeats, return_exceptions=True)

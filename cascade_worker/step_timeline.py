@@ -11,9 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cascade_server.models import SimResults, StepTimelineUpload
-from cascade_server.timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
 from cascade_server.timeline.compare import compare
-from cascade_server.traces.timeline_files import locate
 
 from .client import ApiRefused, SimClient
 from .simulate_cli import simulate_sim
@@ -24,13 +22,6 @@ ERROR_FILE = "step-timeline-error.txt"
 
 class StepTimelineError(Exception):
     """Why the step timeline was not sent; one line."""
-
-
-def has_step_timeline(trace_dir: Path | None) -> bool:
-    """The trace's `has_step_timeline`, by the same rule the server uses."""
-    return trace_dir is not None and all(
-        locate(trace_dir, name) is not None for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME)
-    )
 
 
 def build_upload(trace_dir: Path, results: SimResults) -> StepTimelineUpload:
