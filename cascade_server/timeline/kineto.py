@@ -84,6 +84,16 @@ def _device_name(doc: dict[str, Any]) -> str | None:
     return None
 
 
+def _outermost(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Steps by start, without those inside an earlier one (a pattern that also matches an
+    annotation nested in a step), so that the steps do not overlap."""
+    kept: list[dict[str, Any]] = []
+    for step in steps:
+        if not kept or step["ts"] >= kept[-1]["ts"] + kept[-1]["dur"]:
+            kept.append(step)
+    return kept
+
+
 def parse_profile(doc: dict[str, Any], step_pattern: str = DEFAULT_STEP_PATTERN) -> ParsedProfile:
     """The measured steps of a decoded profile; raises ProfileError when it has no GPU kernel or
     no step annotation."""
@@ -96,10 +106,10 @@ def parse_profile(doc: dict[str, Any], step_pattern: str = DEFAULT_STEP_PATTERN)
     if not kernels:
         raise ProfileError("the profile has no GPU kernels (record with ProfilerActivity.CUDA)")
     cpu = [e for cat, group in by_category.items() if cat not in GPU_CATEGORIES for e in group]
-    steps = sorted(
+    steps = _outermost(sorted(
         (e for e in cpu if isinstance(e.get("name"), str) and step_re.search(e["name"])),
         key=lambda e: e["ts"],
-    )
+    ))
     if not steps:
         raise ProfileError(
             f"the profile has no step annotation matching {step_pattern!r} "

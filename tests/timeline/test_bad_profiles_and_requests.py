@@ -55,9 +55,11 @@ def test_a_trace_dir_without_kernels_and_a_missing_profile_fail_with_one_line(tm
     assert err.count("\n") == 1 and "No such file or directory" in err
 
 
-def test_step_pattern_picks_other_annotations():
-    events = [_step("serve_step 0", 0, 100), *_kernel(10, 20, 1)]
-    assert [s.name for s in parse_profile({"traceEvents": events}, r"^serve_step").timeline.steps] == ["serve_step 0"]
+def test_step_pattern_picks_other_annotations_and_keeps_the_outermost():
+    events = [_step("serve_step 0", 0, 100), _step("serve_step 0/attention", 5, 50), *_kernel(10, 20, 1),
+              _step("serve_step 1", 100, 100), *_kernel(150, 20, 2)]
+    steps = parse_profile({"traceEvents": events}, r"^serve_step").timeline.steps
+    assert [(s.name, len(s.kernels)) for s in steps] == [("serve_step 0", 1), ("serve_step 1", 1)]
 
 
 def test_prefill_and_decode_steps_make_requests():
