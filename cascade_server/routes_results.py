@@ -13,7 +13,8 @@ from .demangle import demangle
 from .http import ok
 from .models import GpuConfig, RunDetail, SimResults
 from .results import comparison, load_real_timing, perfetto_trace
-from .routes_sim import check_file_name, content_type_for
+from .content_types import content_type_for
+from .routes_sim import check_file_name
 from .storage import NotFound
 
 routes = web.RouteTableDef()
