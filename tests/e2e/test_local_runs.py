@@ -323,10 +323,23 @@ async def test_cancel_while_queued_never_starts_the_worker(make_server, worker_e
         first = next(s for s in sims if s["state"] == "running")
         await http.post(f"/api/runs/{run['id']}/cancel")
         await poll(lambda: _async(not is_worker_of(int(first["launcher_ref"]), first["id"])), 30)
-        await asyncio.sleep(0.5)  # room for a wrongly started worker to show up in the sim
+        # The one slot is free again and the launcher's queue is first in, first out: a sim
+        # submitted now runs only after the queued one, had it wrongly stayed in the queue.
+        later = await create_run(http, [("SM7_QV100", 1)])
+
+        async def later_running():
+            sim = (await get_run(http, later["id"]))["sims"][0]
+            return sim["state"] == "running"
+
+        await poll(later_running, 60)
+        await http.post(f"/api/runs/{later['id']}/cancel")
         final = await get_run(http, run["id"])
         left = next(s for s in final["sims"] if s["id"] == queued["id"])
         assert (left["state"], left["launcher_ref"]) == ("cancelled", None)
+        # Every worker the launcher starts logs to workers/<sim id>.log from its first moment.
+        workers = server.settings.data_dir / "workers"
+        assert (workers / f"{first['id']}.log").exists()
+        assert not (workers / f"{queued['id']}.log").exists()
 
 
 async def test_a_worker_that_died_while_the_server_was_down_fails_the_sim(make_server, worker_env):
