@@ -23,6 +23,7 @@ from .settings import NAMES, Options
 
 log = logging.getLogger("cascade_worker")
 
+
 class UsageError(Exception):
     pass
 
