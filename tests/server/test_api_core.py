@@ -273,8 +273,8 @@ async def test_cancel_is_idempotent_and_tells_the_simulator(core):
 
 async def set_state(server, sim_id: str, state: str) -> None:
     """Test setup only: put a sim straight into `state`."""
-    await server.store.w.execute("UPDATE sims SET state=?, finished_at=NULL WHERE id=?", (state, sim_id))
-    await server.store.w.commit()
+    async with server.store.write() as tx:
+        await tx.conn.execute("UPDATE sims SET state=?, finished_at=NULL WHERE id=?", (state, sim_id))
 
 
 async def test_heartbeats_follow_sim_transitions_exactly(core):
