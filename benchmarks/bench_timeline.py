@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.procstats import memory_mib  # noqa: E402
+from procstats import memory_mib  # noqa: E402  (benchmarks/procstats.py)
 from cascade_server.models import SimResults  # noqa: E402
 from cascade_server.timeline_import import run_import  # noqa: E402
 from cascade_worker.step_timeline import build_upload  # noqa: E402

@@ -12,10 +12,11 @@ import sys
 import pytest
 
 from cascade_server.traces.embedded_s3 import embedded_s3
-from tests.server.test_trace_helpers import free_port, raw_dir_for_upload
+from tests.helpers import free_port, wait_until
+from tests.server.test_trace_helpers import raw_dir_for_upload
 from tests.timeline.profiles import SAMPLED, load, steps_by_correlation, write_trace_dir
 
-from .test_local_runs import create_run, finished_run, poll
+from .test_local_runs import create_run, finished_run
 
 pytestmark = pytest.mark.timeout(280)
 
@@ -53,7 +54,7 @@ async def test_upload_with_a_profile_then_a_run_sends_step_timelines(make_server
                 resp = await http.get("/api/traces/with-profile")
                 return resp.json() if resp.status_code == 200 and resp.json()["state"] in ("ready", "failed") else None
 
-            trace = await poll(ready, 60)
+            trace = await wait_until(ready, 60)
             assert (trace["state"], trace["error"]) == ("ready", None)
             assert trace["has_real_timing"] is True and trace["has_step_timeline"] is True
             assert trace["kernel_count"] == 2 and len(trace["kernels"]) == len(step)
