@@ -32,6 +32,7 @@ from ..reducer import RunModel
 from ..widgets.kernel_chart import KernelChart
 from ..widgets.log_view import LogView
 from ..widgets.sim_table import SimTable
+from ..widgets.steps_pane import StepsPane
 
 if TYPE_CHECKING:
     from ..app import CascadeApp
@@ -46,6 +47,7 @@ class RunScreen(Screen):
         Binding("l", "show('log')", "Log", id="run.log"),
         Binding("k", "show('kernels')", "Kernels", id="run.kernels"),
         Binding("f", "show('files')", "Files", id="run.files"),
+        Binding("T", "show('steps')", "Step timeline", show=False, id="run.steps"),
         Binding("s", "sort", "Sort", show=False, id="run.sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="run.reverse_sort"),
         Binding("slash", "search", "Search", id="run.search"),
@@ -112,6 +114,7 @@ class RunScreen(Screen):
                 yield Input(placeholder="search the log (regex; Enter to find, Esc to close)",
                             id="search")
             yield KernelChart(id="kernels")
+            yield StepsPane(self.run_id, self.model, id="steps")
             with Vertical(id="files"):
                 yield Static("Enter saves the highlighted item to "
                              f"{self.cascade.settings.download_dir}", id="files-title")
@@ -182,6 +185,11 @@ class RunScreen(Screen):
                 self.query_one(LogView).append(changes.log_lines)
         if changes.kernels or changes.sims:
             self._chart_dirty = True
+        steps = self.query_one(StepsPane)
+        if changes.sims or changes.reset:
+            steps.dirty = True
+        if self.view == "steps" and steps.dirty:
+            steps.draw()
         self._announce(changes.sims, changes.reset)
         if self.view == "kernels" and self._chart_dirty:
             self._render_chart()
@@ -324,7 +332,7 @@ class RunScreen(Screen):
         rows = compare.kernel_rows(configs, model.sims, kernels, self._real_ns, self._real_names)
         totals = compare.config_totals(configs, model.sims, kernels)
         has_real = model.run.trace.has_real_timing
-        widget = self.query_one(KernelChart)
+        widget = self.query_one("#kernels", KernelChart)
         widget.set_lines(chart.chart_lines(
             configs, rows, totals, compare.rank(totals), compare.mape(rows, configs), has_real,
             max(60, widget.size.width), compare.stand_in_reason(model.summary(), model.sims.values()),
@@ -454,17 +462,20 @@ class RunScreen(Screen):
         self.query_one(ContentSwitcher).current = view
         if view == "kernels":
             self._render_chart()
-            self.query_one(KernelChart).focus()
+            self.query_one("#kernels", KernelChart).focus()
         elif view == "files":
             self._fill_files()
             self._load_files()
             self.query_one("#files-list").focus()
+        elif view == "steps":
+            self.query_one(StepsPane).draw()
+            self.query_one(StepsPane).chart.focus()
         else:
             self.query_one(SimTable).focus()
 
     def _lower_pane(self) -> Widget:
         """The focusable widget of the lower pane showing now."""
-        selector = {"log": "#log-view", "kernels": "#kernels"}.get(self.view, "#files-list")
+        selector = {"log": "#log-view", "kernels": "#kernels", "steps": "#step-chart"}.get(self.view, "#files-list")
         return self.query_one(selector)
 
     def action_other_pane(self) -> None:
