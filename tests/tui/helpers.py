@@ -6,6 +6,7 @@ import asyncio
 import gzip
 import io
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,18 @@ def screen_text(app: CascadeApp) -> str:
     console.print(app.screen._compositor.render_update(
         full=True, screen_stack=app._background_screens))
     return console.export_text(styles=False)
+
+
+def poll_until(condition: Callable[[], object], what: Callable[[], str] | str, timeout: float = 30.0,
+               interval: float = 0.1) -> None:
+    """Outside a Pilot (processes, ports, a tmux pane): poll `condition` until it holds, failing
+    with `what` (a text, or a function giving one: the state that was not reached) after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for "
+                                 f"{what() if callable(what) else what}")
+        time.sleep(interval)
 
 
 async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:

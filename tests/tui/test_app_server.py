@@ -196,6 +196,21 @@ async def test_escape_in_the_log_search_closes_only_the_search(srv, http, tmp_pa
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
 
 
+async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await open_run_screen(pilot, run["id"])
+        messages = record_notifications(app)
+        # A pane's worker meets a 404: the app's one handler shows the server's detail.
+        app.screen.files_pane.download("files", "sim-000000000000")
+        await wait_until(pilot, lambda: app.errors, "the error")
+        assert app.errors == ["404: sim sim-000000000000 not found"], app.errors
+        assert messages() == app.errors  # notified once
+        assert isinstance(app.screen, RunScreen) and app.is_running
+        assert TOKEN not in screen_text(app)
+
+
 async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 1)])
     sim = Simulator(http, run["sims"][0]["id"])
@@ -452,6 +467,10 @@ async def test_snapshots_of_the_main_screens(srv, http, tmp_path):
         await wait_for_text(pilot, "assertion")  # the whole error is in the log
         await wait_for_text(pilot, "45,106 lines · following")
         await wait_for_text(pilot, "GPGPU-Sim: *** exit detected ***")
+        # The log's long lines bring its horizontal scrollbar one layout pass after the text.
+        view = app.screen.query_one(LogView)
+        await wait_until(pilot, lambda: view.show_horizontal_scrollbar, "the log's scrollbar")
+        await pilot.pause()
         assert_snapshot("run_80x24", screen_text(app), UPDATE)
         await pilot.press("k")
         await wait_for_text(pilot, "Total simulated time per config")
