@@ -2,7 +2,9 @@
 
 Screens: Connect (health + token check), Traces, Runs (two modes, `t` / `r`), a Run (pushed on
 Runs), New run (pushed), and modals (confirm, `?` help). Every key is a `Binding` with an id; the
-footer, the help screen and the command palette are all built from the active bindings.
+footer, the help screen and the command palette are all built from the active bindings. Screens
+get what they use as `Services` and ask the app for the rest by message (`messages.py`); a worker
+of any screen or pane that fails ends in `_worker_failed`, the one place errors are shown.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from textual.screen import Screen
 
 from cascade_server.models import utcnow
 
-from .client import CascadeClient, Unauthorized, Unreachable
+from .client import CascadeClient, error_title
 from .config import TuiSettings
 from .exit_guard import ExitGuard
 from .formatting import plural
@@ -172,12 +174,7 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
     @on(WorkerFailed)
     def _worker_failed(self, message: WorkerFailed) -> None:
         """Every worker's error, of any screen or pane, ends here (`messages.ReportsWorkerErrors`)."""
-        title = message.title
-        if isinstance(message.error, Unauthorized):
-            title = "Wrong or missing token"
-        elif isinstance(message.error, Unreachable):
-            title = "Server not reachable"
-        self.report_error(message.error, title)
+        self.report_error(message.error, error_title(message.error, message.title))
 
     def report_error(self, exc: BaseException, title: str = "Error") -> None:
         """Show an error as a notification; never a crash, never the token."""

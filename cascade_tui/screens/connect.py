@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from ..client import ApiError, Unauthorized, Unreachable
+from ..client import ApiError, error_title
 from ..messages import Connected, ReportsWorkerErrors
 from ..services import Services
 
@@ -58,12 +58,7 @@ class ConnectScreen(ReportsWorkerErrors, Screen):
         self.post_message(Connected(health))
 
     def show_problem(self, exc: ApiError) -> None:
-        if isinstance(exc, Unauthorized):
-            title = "Wrong or missing token"
-        elif isinstance(exc, Unreachable):
-            title = "Server not reachable"
-        else:
-            title = self.ERROR_TITLES["check"]
+        title = error_title(exc, self.ERROR_TITLES["check"])
         message = self.query_one("#connect-message", Static)
         message.add_class("-problem")
         message.update(f"[b]{title}[/b]\n\n{exc}\n\nURL: {self.services.settings.url}\n\n"
