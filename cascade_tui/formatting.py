@@ -36,7 +36,8 @@ STATE_GLYPHS: dict[str, str] = {
 
 # The one order sim states are counted in (run header, runs list): live work first, then what
 # needs a look, then what is done.
-STATE_DISPLAY_ORDER: tuple[SimState, ...] = ("running", "launching", "pending", "lost", "succeeded", "failed", "cancelled")
+STATE_DISPLAY_ORDER: tuple[SimState, ...] = (
+    "running", "launching", "pending", "lost", "succeeded", "failed", "cancelled")
 
 
 def state_label(state: str) -> str:
