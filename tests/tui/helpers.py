@@ -80,7 +80,7 @@ async def wait_for_text(pilot, text: str, timeout: float = 30.0) -> str:
 
 
 def tui_settings(url: str, token: str | None, tmp_path: Path, **kw) -> TuiSettings:
-    values = dict(url=url, token=SecretStr(token) if token else None,
+    values: dict[str, Any] = dict(url=url, token=SecretStr(token) if token else None,
                   download_dir=tmp_path / "downloads", config=tmp_path / "no-config.toml",
                   refresh_hz=4.0)
     values.update(kw)
@@ -180,9 +180,11 @@ class ServeProcess:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=REPO)
         assert self.proc.stdout is not None
 
+        stdout = self.proc.stdout
+
         async def read_banner() -> None:
             while True:
-                line = (await self.proc.stdout.readline()).decode()
+                line = (await stdout.readline()).decode()
                 if not line:
                     raise AssertionError("cascade serve exited before printing its token")
                 if line.startswith("token: "):

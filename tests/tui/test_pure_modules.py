@@ -25,7 +25,7 @@ NON_UI = ["formatting.py", "compare.py", "reducer.py", "loglines.py", "simrows.p
 
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
