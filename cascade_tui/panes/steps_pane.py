@@ -6,7 +6,6 @@ most every TIMELINES_REFRESH_S)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -15,23 +14,23 @@ from textual.containers import Vertical
 from cascade_server.models import SimStepTimeline
 
 from .. import compare, step_chart
-from ..client import ApiError
+from ..messages import ReportsWorkerErrors
 from ..reducer import RunModel
-from .kernel_chart import KernelChart
-
-if TYPE_CHECKING:
-    from ..app import CascadeApp
+from ..services import Services
+from ..widgets.kernel_chart import KernelChart
 
 TIMELINES_REFRESH_S = 5.0
 
 
-class StepsPane(Vertical):
-    DEFAULT_CSS = "StepsPane { height: 1fr; }"
+class StepsPane(ReportsWorkerErrors, Vertical):
+    ERROR_TITLES = {"step-timelines": "Step timelines"}
 
-    def __init__(self, run_id: str, model: RunModel, *, id: str | None = None) -> None:
+    def __init__(self, run_id: str, model: RunModel, services: Services, *,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
         self.run_id = run_id
         self.model = model
+        self.services = services
         self.dirty = True  # sims changed since the pane was drawn
         self.timelines: list[SimStepTimeline] = []
         self._loaded = False
@@ -43,11 +42,7 @@ class StepsPane(Vertical):
 
     @property
     def chart(self) -> KernelChart:
-        return self.query_one("#step-chart", KernelChart)
-
-    @property
-    def cascade(self) -> CascadeApp:
-        return self.app  # type: ignore[return-value]
+        return self.query_one(KernelChart)
 
     def draw(self) -> None:
         model = self.model
@@ -71,11 +66,7 @@ class StepsPane(Vertical):
             self.dirty = True  # try again on a later tick
             return
         self._last_load = now
-        try:
-            self.timelines = await self.cascade.client.step_timelines(self.run_id)
-        except ApiError as exc:
-            self.cascade.report_error(exc, "Step timelines")
-            return
+        self.timelines = await self.services.client.step_timelines(self.run_id)
         self._loaded = True
         self._succeeded = succeeded
         self.draw()
