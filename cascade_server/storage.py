@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -50,6 +50,8 @@ from .models import (
 )
 
 LOG_TAIL_LINES = 20
+
+_Listed = TypeVar("_Listed", RunSummary, TraceSummary)
 
 MIGRATIONS: list[str] = [
     # 1: the first schema
@@ -139,6 +141,16 @@ class _PendingChunk:
 
 class NotFound(Exception):
     """An id names nothing; the message is the API's `detail`."""
+
+
+class Conflict(Exception):
+    """The change does not fit the current state (409); the message is the API's `detail`."""
+
+
+def trace_in_use(trace_id: str, run_ids: list[str]) -> str:
+    one = len(run_ids) == 1
+    return (f"trace {trace_id} is used by active {'run' if one else 'runs'} {', '.join(run_ids)}: "
+            f"cancel {'it' if one else 'them'} or wait until {'it finishes' if one else 'they finish'}")
 
 
 def new_id(prefix: str) -> str:
@@ -322,10 +334,33 @@ class Store:
             row = await cur.fetchone()
         return None if row is None else TraceDetail.model_validate_json(row[0])
 
-    async def list_traces(self) -> list[TraceSummary]:
+    async def list_traces(self, states: Iterable[str] = (), limit: int | None = None) -> list[TraceSummary]:
+        """Newest first; only `states` when given, at most `limit`."""
         async with self.r.execute("SELECT doc FROM traces ORDER BY created_at DESC, id") as cur:
             rows = await cur.fetchall()
-        return [TraceSummary.model_validate_json(row[0]) for row in rows]
+        return _pick((TraceSummary.model_validate_json(row[0]) for row in rows), states, limit)
+
+    async def delete_trace(self, trace_id: str) -> None:
+        """Remove a trace that no active run uses (its runs stay, naming a trace that no longer
+        exists). Raises NotFound, or Conflict when an active run uses it."""
+        async with self.lock:
+            async with self.w.execute("SELECT 1 FROM traces WHERE id=?", (trace_id,)) as cur:
+                if await cur.fetchone() is None:
+                    raise NotFound(f"trace {trace_id} not found")
+            if active := await self.active_runs_of(trace_id, self.w):
+                raise Conflict(trace_in_use(trace_id, active))
+            await self.w.execute("DELETE FROM traces WHERE id=?", (trace_id,))
+            await self.w.commit()
+
+    async def active_runs_of(self, trace_id: str, conn: aiosqlite.Connection | None = None) -> list[str]:
+        """The ids of the trace's runs that still have an unfinished sim."""
+        placeholders = ",".join("?" * len(TERMINAL_SIM_STATES))
+        async with (conn or self.r).execute(
+            f"SELECT DISTINCT runs.id FROM runs JOIN sims ON sims.run_id = runs.id WHERE runs.trace_id=?"
+            f" AND sims.state NOT IN ({placeholders}) ORDER BY runs.id",
+            (trace_id, *sorted(TERMINAL_SIM_STATES)),
+        ) as cur:
+            return [row[0] for row in await cur.fetchall()]
 
     async def _trace_summary(self, trace_id: str) -> TraceSummary:
         detail = await self.get_trace(trace_id)
@@ -351,6 +386,10 @@ class Store:
         now = iso(utcnow())
         kernels_total = trace.kernel_count or len(trace.kernels)
         async with self.lock:
+            # Under the lock: a trace deleted since the caller read it gets no run.
+            async with self.w.execute("SELECT 1 FROM traces WHERE id=?", (trace.id,)) as cur:
+                if await cur.fetchone() is None:
+                    raise NotFound(f"trace {trace.id} not found")
             await self.w.execute(
                 "INSERT INTO runs(id, trace_id, created_at, entries, sample, replay) VALUES (?,?,?,?,?,?)",
                 (run_id, trace.id, now, json.dumps([e.model_dump() for e in entries]), sample, replay),
@@ -414,14 +453,38 @@ class Store:
             raise NotFound(f"run {run_id} not found")
         return run
 
-    async def list_runs(self) -> list[RunSummary]:
+    async def list_runs(self, states: Iterable[str] = (), limit: int | None = None) -> list[RunSummary]:
+        """Newest first; only runs in `states` when given (a run's state is derived, so the
+        filter runs here rather than in SQL), at most `limit`."""
         async with self.r.execute("SELECT * FROM runs ORDER BY created_at DESC, id") as cur:
             runs = await cur.fetchall()
         async with self.r.execute("SELECT run_id, state FROM sims") as cur:
-            states: dict[str, list[str]] = {}
+            sim_states: dict[str, list[str]] = {}
             for run_id, state in await cur.fetchall():
-                states.setdefault(run_id, []).append(state)
-        return [RunSummary(**self._summary(row, states.get(row["id"], []))) for row in runs]
+                sim_states.setdefault(run_id, []).append(state)
+        summaries = (RunSummary(**self._summary(row, sim_states.get(row["id"], []))) for row in runs)
+        return _pick(summaries, states, limit)
+
+    async def delete_run(self, run_id: str) -> RunDetail:
+        """Remove a finished run with its sims, log chunks, kernels, file records and step
+        timelines; returns the run as it was (its sims' files on disk are the caller's).
+        Raises NotFound, or Conflict while the run is active."""
+        async with self.lock:
+            run = await self.get_run(run_id, self.w)
+            if run is None:
+                raise NotFound(f"run {run_id} not found")
+            if run.state == "active":
+                raise Conflict(f"run {run_id} is active: cancel it first (POST /api/runs/{run_id}/cancel)")
+            sim_ids = [sim.id for sim in run.sims]
+            marks = ",".join("?" * len(sim_ids))
+            for table in ("log_chunks", "kernels", "files", "step_timelines"):
+                await self.w.execute(f"DELETE FROM {table} WHERE sim_id IN ({marks})", sim_ids)
+            await self.w.execute("DELETE FROM sims WHERE run_id=?", (run_id,))
+            await self.w.execute("DELETE FROM runs WHERE id=?", (run_id,))
+            await self.w.commit()
+            for sim_id in sim_ids:
+                self._parsers.pop(sim_id, None)
+        return run
 
     async def get_sim(self, sim_id: str, conn: aiosqlite.Connection | None = None) -> SimSummary | None:
         async with (conn or self.r).execute("SELECT * FROM sims WHERE id=?", (sim_id,)) as cur:
@@ -790,6 +853,18 @@ class Store:
                             simulated=unpack(row["simulated"]), compare=unpack(row["compare"]))
             for row in rows
         ]
+
+
+def _pick(items: Iterable[_Listed], states: Iterable[str], limit: int | None) -> list[_Listed]:
+    """The first `limit` items whose state is one of `states` (every state when none given)."""
+    wanted = set(states)
+    picked = []
+    for item in items:
+        if limit is not None and len(picked) >= limit:
+            break
+        if not wanted or item.state in wanted:
+            picked.append(item)
+    return picked
 
 
 def _progress(parser: LogParser) -> dict[str, Any]:
