@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,8 +49,20 @@ def render_table(columns: Sequence[Column], records: Sequence[Record]) -> str:
     return "\n".join(lines)
 
 
+def _finite(value: Any) -> Any:
+    """NaN and infinities as the API sends them ("NaN", "Infinity", "-Infinity"): JSON has no
+    literal for them, and a strict parser refuses Python's `NaN`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def render_json(records: Any) -> str:
-    return json.dumps(records, indent=2, ensure_ascii=False, allow_nan=True)
+    return json.dumps(_finite(records), indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def render_csv(fields: Sequence[str], records: Sequence[Record]) -> str:

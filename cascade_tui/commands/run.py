@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from cascade_server.models import RunCreate, RunDetail
@@ -91,7 +90,7 @@ async def wait(client: CascadeClient, run_id: str) -> int:
 
 def show(run: RunDetail, as_json: bool) -> None:
     if as_json:
-        emit(json.dumps(run.model_dump(mode="json"), indent=2))
+        emit(run.model_dump_json(indent=2))  # as the API sends it
         return
     moment = now()
     emit("\n".join(run_header(run, moment)) + "\n\n" + render_table(SIM_COLUMNS, sim_records(run.sims, moment)))

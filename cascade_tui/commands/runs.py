@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import get_args
 
-from cascade_server.models import RunState
+from pydantic import TypeAdapter
+
+from cascade_server.models import RunSummary, RunState
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, new_parser, now, run_with_client
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     async def body(client: CascadeClient) -> int:
         runs = await client.runs(args.state or (), args.limit)
         if args.json:
-            emit(json.dumps([r.model_dump(mode="json") for r in runs], indent=2))
+            emit(TypeAdapter(list[RunSummary]).dump_json(runs, indent=2).decode())  # as the API sends it
         elif runs:
             emit(render_table(RUN_COLUMNS, run_records(runs, now())))
         else:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import get_args
 
-from cascade_server.models import TraceState
+from pydantic import TypeAdapter
+
+from cascade_server.models import TraceSummary, TraceState
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, new_parser, now, run_with_client, segment
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         traces = await client.traces(args.state or (), args.limit)
         if args.json:
-            emit(json.dumps([t.model_dump(mode="json") for t in traces], indent=2))
+            emit(TypeAdapter(list[TraceSummary]).dump_json(traces, indent=2).decode())  # as the API sends it
         elif traces:
             emit(render_table(TRACE_COLUMNS, trace_records(traces, now())))
         else:

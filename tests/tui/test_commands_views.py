@@ -100,3 +100,9 @@ def test_progress_line_counts_finished_sims_as_done_and_caps_the_stand_in():
     assert line == f"run-1 ▶ active [########..] {math.floor(25 / 30 * 100 + 0.5):3d}%  0/3 succeeded, 2 running, 1 failed"
     done = progress_line("run-1", [sim(state="succeeded", done=10)], width=4)
     assert done == "run-1 ✔ succeeded [####] 100%  1/1 succeeded"
+
+
+def test_json_carries_nan_and_infinity_as_the_api_does():
+    text = render("json", (Column("v", "v"),), [{"v": math.nan}, {"v": -math.inf}, {"v": [math.inf]}])
+    assert json.loads(text) == [{"v": "NaN"}, {"v": "-Infinity"}, {"v": ["Infinity"]}]
+    assert "NaN," not in text.replace('"NaN"', "")  # strict JSON: no bare NaN literal
