@@ -7,9 +7,9 @@ import socket
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from cascade_server.settings import Settings
-
-DEFAULT_S3_PORT: int = Settings.model_fields["s3_port"].default
+# `cascade serve`'s default for its embedded S3 endpoint (cascade_server.settings.Settings.s3_port;
+# the UI imports nothing of the server but its models, tests/tui/test_up_ports.py keeps them equal).
+DEFAULT_S3_PORT = 9020
 SEARCH = 100  # ports tried after a taken one before asking the system for any free port
 
 

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from cascade_server.settings import Settings
 from cascade_tui import ports, up
 from cascade_tui.serve_log import cause_from_log
 from tests.conftest import free_port
@@ -24,6 +25,10 @@ def listening() -> Iterator[int]:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         yield busy.getsockname()[1]
+
+
+def test_the_default_s3_port_is_the_servers():
+    assert ports.DEFAULT_S3_PORT == Settings.model_fields["s3_port"].default
 
 
 @pytest.mark.parametrize(
