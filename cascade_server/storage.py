@@ -454,11 +454,20 @@ class Store:
         return run
 
     async def list_runs(self, states: Iterable[str] = (), limit: int | None = None) -> list[RunSummary]:
-        """Newest first; only runs in `states` when given (a run's state is derived, so the
-        filter runs here rather than in SQL), at most `limit`."""
-        async with self.r.execute("SELECT * FROM runs ORDER BY created_at DESC, id") as cur:
+        """Newest first; only runs in `states` when given (a run's state is derived, so that
+        filter runs here rather than in SQL), at most `limit` (in SQL when no state filters)."""
+        states = list(states)
+        newest = "SELECT * FROM runs ORDER BY created_at DESC, id"
+        limited = limit is not None and not states
+        params = (limit,) if limited else ()
+        if limited:
+            newest += " LIMIT ?"
+        async with self.r.execute(newest, params) as cur:
             runs = await cur.fetchall()
-        async with self.r.execute("SELECT run_id, state FROM sims") as cur:
+        sims = "SELECT run_id, state FROM sims"
+        if limited:
+            sims += f" WHERE run_id IN ({newest.replace('*', 'id', 1)})"
+        async with self.r.execute(sims, params) as cur:
             sim_states: dict[str, list[str]] = {}
             for run_id, state in await cur.fetchall():
                 sim_states.setdefault(run_id, []).append(state)

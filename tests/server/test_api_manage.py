@@ -228,6 +228,9 @@ async def test_lists_take_limit_and_state(core):
 
         assert await ids("/api/runs") == newest_first
         assert await ids("/api/runs", limit=2) == newest_first[:2]
+        whole = {r["id"]: r for r in (await http.get("/api/runs")).json()}
+        limited = (await http.get("/api/runs", params={"limit": 2})).json()
+        assert limited == [whole[run_id] for run_id in newest_first[:2]]  # the same summaries, counts too
         assert await ids("/api/runs", state="failed") == [runs[0]["id"]]
         assert await ids("/api/runs", state="failed,succeeded") == [runs[1]["id"], runs[0]["id"]]
         assert await ids("/api/runs", state=["active", "failed"], limit=1) == [runs[2]["id"]]
