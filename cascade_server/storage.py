@@ -867,7 +867,7 @@ class Store:
 def _pick(items: Iterable[_Listed], states: Iterable[str], limit: int | None) -> list[_Listed]:
     """The first `limit` items whose state is one of `states` (every state when none given)."""
     wanted = set(states)
-    picked = []
+    picked: list[_Listed] = []
     for item in items:
         if limit is not None and len(picked) >= limit:
             break
