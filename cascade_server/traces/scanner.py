@@ -12,6 +12,7 @@ LastModified of every mirrored object; ETags differ between S3 servers, so they 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -42,8 +43,49 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TERMINAL_STATES = ("ready", "failed")
+NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 # (size, LastModified ISO) per path inside the trace
 Listing = dict[str, tuple[int, str]]
+
+
+class TraceReadError(Exception):
+    """One trace cannot be read for a reason of its own (a bad object, a hostile metadata.json):
+    that trace fails with this one-line message; the scan goes on with the others."""
+
+
+class TraceRetryLater(Exception):
+    """One trace cannot be read for now (the endpoint is unreachable, the disk is full): it is
+    left as it is and read again on the next scan; the scan goes on with the others."""
+
+
+def _short(rel: str, limit: int = 80) -> str:
+    return rel if len(rel) <= limit else rel[: limit - 3] + "..."
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def mirror_error(rel: str, exc: Exception) -> Exception:
+    """What a failed download of object `rel` means for its trace: TraceRetryLater for passing
+    trouble (connection, server busy, disk full), TraceReadError for trouble with the object."""
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+    what = f"could not mirror {_short(rel)}"
+    if isinstance(exc, (ConnectionError, HTTPClientError)):
+        return TraceRetryLater(f"{what}: {_one_line(exc)}")
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "?")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        if status >= 500 or code in ("SlowDown", "RequestTimeout", "ServiceUnavailable", "InternalError"):
+            return TraceRetryLater(f"{what}: S3 error {code}")
+        return TraceReadError(f"{what}: S3 error {code}")
+    if isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS:
+        return TraceRetryLater(f"{what}: {exc.strerror}")
+    if isinstance(exc, OSError) and exc.strerror:
+        return TraceReadError(f"{what}: {exc.strerror}")
+    return TraceReadError(f"{what}: {type(exc).__name__}: {_one_line(exc)}")
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
@@ -51,6 +93,13 @@ def _write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:  # e.g. a name too long to have been created in the first place
+        pass
 
 
 def _dir_bytes(directory: Path) -> int:
@@ -144,7 +193,7 @@ class TraceScanner:
             listing = await asyncio.to_thread(self._list_bucket, self._settled())
             self.last_error = None
             for trace_id, objects in sorted(listing.items()):
-                await self._scan_trace(trace_id, objects)
+                await self._scan_trace_isolated(trace_id, objects)
         finally:
             async with self._scan_cond:
                 self._scans_done += 1
@@ -181,10 +230,33 @@ class TraceScanner:
                     traces.setdefault(trace_id, {})[rel] = (int(obj["Size"]), obj["LastModified"].isoformat())
         return traces
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def _warn_once(self, key: str, message: str, *args: object) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            log.warning(message, key)
+            log.warning(message, *(args or (key,)))
+
+    async def _scan_trace_isolated(self, trace_id: str, objects: Listing) -> None:
+        """Scan one trace; whatever goes wrong with it stays with it (never the scan, never the
+        traces sorting after it)."""
+        try:
+            await self._scan_trace(trace_id, objects)
+        except asyncio.CancelledError:
+            raise
+        except TraceRetryLater as exc:
+            self._warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
+        except TraceReadError as exc:
+            await self._fail(trace_id, str(exc))
+        except Exception as exc:  # noqa: BLE001 - any other failure reading one trace fails it
+            await self._fail(trace_id, f"could not read the trace: {type(exc).__name__}: {_one_line(exc)}")
+
+    async def _fail(self, trace_id: str, error: str) -> None:
+        """Fail a trace with `error`, keeping only what was stored before the failing read (the
+        fields that failed may be what cannot be stored)."""
+        trace = self.traces.get(trace_id)
+        if trace is None:
+            now = utcnow()
+            trace = TraceDetail(id=trace_id, state="uploading", created_at=now, updated_at=now)
+        await self._save(trace.model_copy(update={"state": "failed", "error": error, "updated_at": utcnow()}))
 
     async def _scan_trace(self, trace_id: str, objects: Listing) -> None:
         trace = self.traces.get(trace_id)
@@ -269,24 +341,28 @@ class TraceScanner:
 
     def _mirror(self, trace_id: str, to_fetch: list[str], removed: list[str]) -> list[str]:
         """Download new/changed objects (temp file + rename) and delete vanished ones; returns the
-        paths fetched. An object deleted since the listing is skipped until the next scan."""
+        paths fetched. An object deleted since the listing is skipped until the next scan; any
+        other failure raises `mirror_error`'s TraceReadError or TraceRetryLater."""
         from botocore.exceptions import ClientError
 
         directory = self._mirror_dir(trace_id)
         fetched = []
         for rel in to_fetch:
             target = directory / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.part")
             try:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 self.client.download_file(self.s3.bucket, f"{TRACES_PREFIX}{trace_id}/{rel}", str(tmp))
             except ClientError as exc:
-                tmp.unlink(missing_ok=True)
+                _unlink_quietly(tmp)
                 if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
                     continue
-                raise
+                raise mirror_error(rel, exc) from None
+            except Exception as exc:
+                _unlink_quietly(tmp)
+                raise mirror_error(rel, exc) from None
             except BaseException:
-                tmp.unlink(missing_ok=True)
+                _unlink_quietly(tmp)
                 raise
             os.replace(tmp, target)
             fetched.append(rel)
@@ -344,6 +420,9 @@ class TraceScanner:
 
     async def _save(self, trace: TraceDetail) -> None:
         await self.store.put_trace(trace)
+        before = self.traces.get(trace.id)
+        if trace.state == "failed" and (before is None or before.state != "failed"):
+            log.warning("trace %s failed: %s", trace.id, trace.error)
         self.traces[trace.id] = trace
         for listener in self.listeners:
             listener(trace)
