@@ -16,12 +16,14 @@ import errno
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..childproc import die_with_parent
 from ..models import TraceDetail, utcnow
 from . import METADATA_NAME, TRACES_PREFIX
 from .completeness import (
@@ -34,6 +36,7 @@ from .completeness import (
 )
 from .kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
+from .postprocess import EXIT_NO_SPACE, NO_SPACE_REASON
 from .s3 import S3Info, make_client
 
 if TYPE_CHECKING:
@@ -131,6 +134,8 @@ class TraceScanner:
         self._processing: dict[str, asyncio.Task[None]] = {}
         self._process_slots = asyncio.Semaphore(max(1, (os.cpu_count() or 2) // 2))
         self._warned: set[str] = set()
+        # Traces that failed for lack of disk space -> free bytes then (retried when it grows).
+        self._no_space: dict[str, int] = {}
         # Called with every trace the scanner stores, in order (tests and events hook in here).
         self.listeners: list[Callable[[TraceDetail], None]] = []
         self._scans_started = 0
@@ -149,6 +154,8 @@ class TraceScanner:
         for detail in self.traces.values():
             if detail.state == "processing" and not detail.sample:
                 self._start_processing(detail.id)
+            elif detail.state == "failed" and NO_SPACE_REASON in (detail.error or ""):
+                self._no_space[detail.id] = -(1 << 62)  # retried on the first scan
 
     async def run(self) -> None:
         """Scan forever, every `scan_interval_s`; a failed scan (endpoint down, ...) is logged
@@ -190,6 +197,7 @@ class TraceScanner:
         async with self._scan_cond:
             self._scans_started += 1
         try:
+            await self._retry_when_space_is_back()
             listing = await asyncio.to_thread(self._list_bucket, self._settled())
             self.last_error = None
             for trace_id, objects in sorted(listing.items()):
@@ -380,10 +388,12 @@ class TraceScanner:
     async def _process(self, trace_id: str) -> None:
         try:
             async with self._process_slots:
-                error = await self._run_postprocessor(self._mirror_dir(trace_id))
+                error, no_space = await self._run_postprocessor(self._mirror_dir(trace_id))
                 fields: dict[str, Any]
                 if error is not None:
                     fields = {"state": "failed", "error": f"post-processing failed: {error}"}
+                    if no_space:
+                        self._no_space[trace_id] = self._free_bytes()
                 else:
                     try:
                         fields = await asyncio.to_thread(describe_processed, self._mirror_dir(trace_id))
@@ -395,26 +405,56 @@ class TraceScanner:
         finally:
             self._processing.pop(trace_id, None)
 
-    async def _run_postprocessor(self, trace_dir: Path) -> str | None:
-        """Run `postprocess` in its own process; None on success, else its one-line error."""
+    async def _run_postprocessor(self, trace_dir: Path) -> tuple[str | None, bool]:
+        """Run `postprocess` in its own process, within the settings' limits; returns (None,
+        False) on success, else its one-line error and whether the disk was full. The process
+        dies with the server (even on SIGKILL), and waits for the trace's lock, so a restarted
+        server never runs two on one directory."""
+        settings = self.settings
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cascade_server.traces.postprocess", str(trace_dir),
+            "--max-ratio", str(settings.postprocess_max_ratio), "--max-bytes", str(settings.postprocess_max_bytes),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
+            preexec_fn=die_with_parent(),
         )
         try:
-            _, stderr = await proc.communicate()
-        except asyncio.CancelledError:
+            _, stderr = await asyncio.wait_for(proc.communicate(), settings.postprocess_timeout_s)
+        except (asyncio.CancelledError, TimeoutError) as exc:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+            if isinstance(exc, TimeoutError):
+                return (f"took longer than {settings.postprocess_timeout_s:g} s "
+                        "(CASCADE_POSTPROCESS_TIMEOUT_S)"), False
             raise
         if proc.returncode == 0:
-            return None
+            return None, False
         lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
         last = lines[-1] if lines else f"post-processor exited with code {proc.returncode}"
-        return last.removeprefix("error: ")
+        return last.removeprefix("error: "), proc.returncode == EXIT_NO_SPACE
+
+    def _free_bytes(self) -> int:
+        try:
+            return shutil.disk_usage(self.mirror_root).free
+        except OSError:
+            return 0
+
+    async def _retry_when_space_is_back(self) -> None:
+        """Process again a trace that failed for lack of disk space once the free space has grown
+        by at least the trace's size since (or after a restart: at once)."""
+        for trace_id, free_then in list(self._no_space.items()):
+            trace = self.traces.get(trace_id)
+            if trace is None or trace.state != "failed":
+                self._no_space.pop(trace_id, None)
+                continue
+            if self._free_bytes() <= free_then + max(trace.bytes, 1 << 20):
+                continue
+            self._no_space.pop(trace_id)
+            log.info("retrying trace %s: disk space is back", trace_id)
+            await self._save(trace.model_copy(update={"state": "processing", "error": None, "updated_at": utcnow()}))
+            self._start_processing(trace_id)
 
     # --- store -------------------------------------------------------------------------------
 
