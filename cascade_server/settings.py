@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+from .packaged import samples_dir
 
 
 def default_data_dir() -> Path:
@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     local_slots: int = Field(default_factory=lambda: os.cpu_count() or 1)
     accelsim_dir: Path | None = None
     samples: bool = True
-    samples_dir: Path = REPO_SAMPLES_DIR
+    samples_dir: Path = Field(default_factory=samples_dir)
     replay_speed: float | None = None
 
     s3_endpoint: str | None = None

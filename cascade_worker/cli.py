@@ -16,14 +16,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cascade_server.packaged import samples_dir
+
 from . import accelsim, replay
 from .client import SimClient
 from .runner import EXIT_SETUP, Worker, WorkerPlan, make_scratch
 
 log = logging.getLogger("cascade_worker")
 
-# The repo's samples/, next to this package (an editable install or a source checkout).
-DEFAULT_SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+# The samples shipped with Cascade (the recordings the stand-in replays).
+DEFAULT_SAMPLES_DIR = samples_dir()
 
 
 class UsageError(Exception):
