@@ -35,6 +35,7 @@ import io
 import lzma
 import os
 import shutil
+import signal
 import sys
 import zlib
 from collections.abc import Iterator
@@ -284,12 +285,26 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("trace_dir", type=Path)
     parser.add_argument("--max-ratio", type=float, default=Limits.max_ratio)
     parser.add_argument("--max-bytes", type=int, default=Limits.max_bytes)
+    parser.add_argument("--timeout-s", type=float, default=0.0, help="give up after this long (0: never)")
     return parser.parse_args(argv)
+
+
+def _give_up_after(seconds: float) -> None:
+    """Raise PostprocessError wherever the run is after `seconds` (also while it waits for the
+    lock), so it removes what it wrote on the way out, as on any other failure."""
+
+    def alarm(signum: int, frame: object) -> None:
+        raise PostprocessError(f"took longer than {seconds:g} s (CASCADE_POSTPROCESS_TIMEOUT_S)")
+
+    if seconds > 0:
+        signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        _give_up_after(args.timeout_s)
         with exclusive(args.trace_dir):
             postprocess_trace(args.trace_dir, Limits(args.max_ratio, args.max_bytes))
     except NoSpaceError as exc:
@@ -307,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - anything else is still a one-line trace error
         print(f"error: post-processing crashed: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
         return EXIT_FAILED
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
     return 0
 
 

@@ -36,7 +36,7 @@ from .completeness import (
 )
 from .kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
-from .postprocess import EXIT_NO_SPACE, NO_SPACE_REASON
+from .postprocess import EXIT_NO_SPACE, NO_SPACE_REASON, remove_stale_temporaries
 from .s3 import S3Info, make_client
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 TERMINAL_STATES = ("ready", "failed")
 NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+KILL_GRACE_S = 30.0  # past the post-processor's own time limit, before it is killed
 # (size, LastModified ISO) per path inside the trace
 Listing = dict[str, tuple[int, str]]
 
@@ -250,12 +251,14 @@ class TraceScanner:
             await self._scan_trace(trace_id, objects)
         except asyncio.CancelledError:
             raise
-        except TraceRetryLater as exc:
-            self._warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
-        except TraceReadError as exc:
-            await self._fail(trace_id, str(exc))
-        except Exception as exc:  # noqa: BLE001 - any other failure reading one trace fails it
-            await self._fail(trace_id, f"could not read the trace: {type(exc).__name__}: {_one_line(exc)}")
+        except Exception as exc:  # noqa: BLE001 - any failure reading one trace stays with it
+            # A full data dir (the scan's own bookkeeping) is not the trace's fault either.
+            if isinstance(exc, TraceRetryLater) or (isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS):
+                self._warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
+            elif isinstance(exc, TraceReadError):
+                await self._fail(trace_id, str(exc))
+            else:
+                await self._fail(trace_id, f"could not read the trace: {type(exc).__name__}: {_one_line(exc)}")
 
     async def _fail(self, trace_id: str, error: str) -> None:
         """Fail a trace with `error`, keeping only what was stored before the failing read (the
@@ -414,18 +417,21 @@ class TraceScanner:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cascade_server.traces.postprocess", str(trace_dir),
             "--max-ratio", str(settings.postprocess_max_ratio), "--max-bytes", str(settings.postprocess_max_bytes),
+            "--timeout-s", str(settings.postprocess_timeout_s),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
             preexec_fn=die_with_parent(),
         )
         try:
-            _, stderr = await asyncio.wait_for(proc.communicate(), settings.postprocess_timeout_s)
+            # It gives up by itself at the time limit (removing what it wrote); this is the backstop.
+            _, stderr = await asyncio.wait_for(proc.communicate(), settings.postprocess_timeout_s + KILL_GRACE_S)
         except (asyncio.CancelledError, TimeoutError) as exc:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
             if isinstance(exc, TimeoutError):
+                await asyncio.to_thread(remove_stale_temporaries, trace_dir)
                 return (f"took longer than {settings.postprocess_timeout_s:g} s "
                         "(CASCADE_POSTPROCESS_TIMEOUT_S)"), False
             raise
