@@ -12,7 +12,6 @@ LastModified of every mirrored object; ETags differ between S3 servers, so they 
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
 import logging
 import os
@@ -36,7 +35,7 @@ from .completeness import (
 )
 from .kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
-from .postprocess import EXIT_NO_SPACE, NO_SPACE_REASON, remove_stale_temporaries
+from .postprocess import EXIT_NO_SPACE, NO_SPACE_ERRNOS, NO_SPACE_REASON, remove_stale_temporaries
 from .s3 import S3Info, make_client
 
 if TYPE_CHECKING:
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TERMINAL_STATES = ("ready", "failed")
-NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 KILL_GRACE_S = 30.0  # past the post-processor's own time limit, before it is killed
 # (size, LastModified ISO) per path inside the trace
 Listing = dict[str, tuple[int, str]]
