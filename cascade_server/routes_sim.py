@@ -10,7 +10,7 @@ import secrets
 from aiohttp import web
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
-from .http import ApiError, ok, read_model
+from .http import ApiError, body_blocks, ok, read_model
 from .models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
 
 routes = web.RouteTableDef()
@@ -33,7 +33,7 @@ def content_type_for(name: str) -> str:
 
 
 def check_file_name(name: str) -> None:
-    if not FILE_NAME.match(name):
+    if not FILE_NAME.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
         raise ApiError(422, f"file name {name!r} must match {FILE_NAME_PATTERN}")
 
 
@@ -87,7 +87,7 @@ async def put_file(request: web.Request) -> web.Response:
     size = 0
     try:
         with open(partial, "wb") as out:
-            async for block in request.content.iter_chunked(1 << 20):
+            async for block in body_blocks(request):
                 size += len(block)
                 if error := too_big(size):
                     raise error

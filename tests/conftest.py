@@ -15,6 +15,7 @@ from aiohttp import web
 from cascade_server.app import create_app
 from cascade_server.appkeys import STORE_KEY
 from cascade_server.models import KernelLaunch, TraceDetail, utcnow
+from cascade_server.runner import ApiRunner
 from cascade_server.settings import Settings
 from cascade_server.storage import Store
 
@@ -55,7 +56,7 @@ class LiveServer:
         return self.app[STORE_KEY]
 
     async def start(self) -> LiveServer:
-        self.runner = web.AppRunner(
+        self.runner = ApiRunner(
             create_app(self.settings), handler_cancellation=True, access_log=None, shutdown_timeout=2
         )
         await self.runner.setup()
