@@ -16,6 +16,7 @@ from .events import sse_frame
 
 routes = web.RouteTableDef()
 KEEPALIVE = b": keepalive\n\n"
+SEND_SLICE = 256 * 1024
 
 
 @routes.get("/api/runs/{run_id}/events", name="run-events")
@@ -56,14 +57,17 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 
 async def _send(request: web.Request, response: web.StreamResponse, data: bytes, timeout_s: float) -> None:
-    """One write, waiting at most timeout_s for a client that stopped reading (the kernel's send
-    buffer full): past that, the subscriber is dropped like one that overflowed."""
+    """Write `data`, dropping a client that stopped reading (the kernel's send buffer full) like
+    one that overflowed. The limit is per SEND_SLICE, not for the whole write: a big snapshot
+    to a slow but reading client (a terminal over SSH) must not be cut off and loop reconnecting."""
+    view = memoryview(data)
     try:
-        async with asyncio.timeout(timeout_s):
-            await response.write(data)
+        for start in range(0, len(view), SEND_SLICE):
+            async with asyncio.timeout(timeout_s):
+                await response.write(view[start:start + SEND_SLICE])
     except TimeoutError:
         _disconnect(request)
-        raise ConnectionResetError(f"event stream client did not read for {timeout_s:g} s") from None
+        raise ConnectionResetError(f"event stream client read nothing for {timeout_s:g} s") from None
 
 
 def _disconnect(request: web.Request) -> None:
