@@ -8,16 +8,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 import socket
+import subprocess
 
 import httpx
 import pytest
 
 from cascade_server.appkeys import BROKER_KEY
 from cascade_server.traces.completeness import trace_id_problem
-from tests.conftest import TOKEN, LiveServer, ready_trace
+from tests.conftest import TOKEN, LiveServer, free_port, ready_trace
 from tests.server.test_api_core import accelsim_dir, create_run, wait_for  # noqa: F401 (fixtures)
 from tests.server.test_ingest_events import chunks, log_lines, post_log
+from tests.server.test_serve_cli import start, startup_lines, stderr_of
 
 INT64_MAX = 2**63 - 1
 AUTH = f"Authorization: Bearer {TOKEN}\r\n".encode()
@@ -460,3 +463,30 @@ async def test_a_body_that_stops_arriving_is_408(make_server, accelsim_dir, meth
     async with server.client() as http:
         assert (await http.get(f"/api/sims/{sim_id}/files")).json() == []
         assert (await http.get(f"/api/sims/{sim_id}/log")).text == ""
+
+
+# --- the real `cascade serve` process ---------------------------------------------------------
+
+def test_cascade_serve_answers_a_broken_header_as_json_and_never_logs_its_token(tmp_path):
+    port = free_port()
+    proc = start(tmp_path / "data", port, CASCADE_TOKEN="serve-token-4f9a1c")
+    try:
+        startup_lines(proc)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(b"GET /api/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer serve-token-4f9a1c\x00\r\n\r\n")
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.") and b" 400 " in head.split(b"\r\n")[0]
+        assert json.loads(body) == {"detail": "malformed HTTP request: a header name or value holds a character "
+                                              "headers may not hold"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    log = stderr_of(proc)
+    assert "refused a request from 127.0.0.1" in log
+    assert "serve-token-4f9a1c" not in log and "Traceback" not in log
