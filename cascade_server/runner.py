@@ -30,8 +30,9 @@ class ApiRequestHandler(RequestHandler):
         if request.writer.output_size > 0:  # the status is out: only the connection can say it failed
             raise ConnectionError("response already started; cannot send an error")
         if status >= 500:
-            # Only aiohttp's own failures get here: the errors middleware answers the handlers'.
-            log.error("internal error in aiohttp (%s)", type(exc).__name__ if exc else "unknown")
+            # Only aiohttp's own failures get here (the errors middleware answers the handlers'):
+            # a bug to trace, with a traceback like the middleware's, not a request to quote.
+            log.error("internal error in aiohttp", exc_info=exc)
             detail = "internal server error"
         else:
             detail = parse_error_detail(exc)
