@@ -86,6 +86,9 @@ def create_app(settings: Settings) -> web.Application:
     app = web.Application(
         client_max_size=settings.max_json_bytes,
         middlewares=[errors_middleware, auth_middleware],
+        # aiohttp's keep-alive timer starts when a connection opens and again after each response,
+        # and closes the connection if no whole request has arrived by then: the header timeout.
+        handler_args={"keepalive_timeout": settings.header_timeout_s},
     )
     app[SETTINGS_KEY] = settings
     app[BROKER_KEY] = Broker()

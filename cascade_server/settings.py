@@ -53,6 +53,16 @@ class Settings(BaseSettings):
     postprocess_max_bytes: int = 64 * 1024**3
     postprocess_timeout_s: float = 3600.0
 
+    # A client must send a request's headers within header_timeout_s of connecting or of its
+    # previous response (an idle keep-alive connection closes then too), and never go silent for
+    # body_timeout_s while sending a body: half-sent requests must not hold connections for good.
+    header_timeout_s: float = 30.0
+    body_timeout_s: float = 60.0
+    # An event-stream subscriber that stops reading is disconnected once this much is waiting for
+    # it (on top of the 2,000-events rule), or once one write to it has waited this long.
+    sse_max_buffer_bytes: int = 16 * 1024 * 1024
+    sse_send_timeout_s: float = 30.0
+
     # JSON bodies (log chunks, step timelines); uploaded files have their own limits below.
     max_json_bytes: int = 32 * 1024 * 1024
     max_file_bytes: int = 64 * 1024 * 1024

@@ -343,7 +343,7 @@ def _attachment_name(resp: httpx.Response) -> str | None:
 
 def _safe_name(name: str) -> str:
     name = name.rsplit("/", 1)[-1]
-    if not _FILE_NAME.match(name):
+    if not _FILE_NAME.fullmatch(name):
         name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:128].strip(".") or "download"
     return name
 
