@@ -4,6 +4,7 @@ so `cascade worker` on a sim host never imports the server or the UI."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
 
 # subcommand -> (module with `main(argv: list[str]) -> int`, one-line help)
@@ -16,11 +17,22 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "timeline": ("cascade_server.timeline_import", "import real timing and steps from a PyTorch profile"),
     "simulate": ("cascade_worker.simulate_cli", "predict a trace's steps from a sim's kernel times"),
     "compare": ("cascade_worker.compare_cli", "compare predicted steps with the measured ones"),
+    "traces": ("cascade_tui.commands.traces", "list the traces (or delete one)"),
+    "runs": ("cascade_tui.commands.runs", "list the runs"),
+    "run": ("cascade_tui.commands.run", "start, follow, show, cancel, re-run, retry or delete a run"),
+    "results": ("cascade_tui.commands.results", "a run's results: totals, kernels or comparison"),
 }
 
 
+def version() -> str:
+    try:
+        return importlib.metadata.version("cascade-sim")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
+        return "unknown (not installed)"
+
+
 def usage() -> str:
-    lines = ["usage: cascade <command> [options]", "", "commands:"]
+    lines = ["usage: cascade <command> [options]", "       cascade --version", "", "commands:"]
     lines += [f"  {name:<9} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     lines += ["", "Run `cascade <command> --help` for a command's options."]
     return "\n".join(lines)
@@ -31,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         print(usage())
         return 0 if args else 2
+    if args[0] in ("--version", "-V"):
+        print(f"cascade {version()}")
+        return 0
     name, rest = args[0], args[1:]
     if name not in SUBCOMMANDS:
         print(f"cascade: unknown command {name!r}\n\n{usage()}", file=sys.stderr)

@@ -18,6 +18,7 @@ from typing import Any
 
 from .traces import TRACES_PREFIX
 from .traces.completeness import trace_id_problem
+from .traces.postprocess import layout_problem
 from .traces.s3 import S3Info, make_client, resolve_s3_info
 from .traces.uploader import (
     LocalFile,
@@ -126,6 +127,9 @@ def _check_files(directory: Path) -> list[LocalFile]:
     files = collect_files(directory)
     if not files:
         raise UploadError(f"{directory}: no files to upload", 2)
+    # The server's own rule: it would fail such a trace after the whole upload.
+    if problem := layout_problem(f.rel for f in files):
+        raise UploadError(f"{directory}: the server would refuse this trace: {problem}", 2)
     return files
 
 
@@ -164,9 +168,10 @@ def upload(args: argparse.Namespace) -> str:
         raise UploadError(problem, 2)
     if args.arch and not _ARCH.match(args.arch):
         raise UploadError(f"--arch {args.arch!r} is not an arch like sm_90", 2)
-    if args.profile is not None:
-        _import_profile(args)
     files = _check_files(args.directory)
+    if args.profile is not None:
+        _import_profile(args)  # after the layout check: nothing is written into a folder it refuses
+        files = _check_files(args.directory)  # now with the three timing files
     info = _s3_info(args)
 
     from botocore.exceptions import BotoCoreError, ClientError
