@@ -24,6 +24,20 @@ log = logging.getLogger(__name__)
 
 
 def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
+    if settings.launcher == "slurm":
+        import shlex
+
+        from .launchers.slurm import SlurmLauncher, SlurmOptions
+
+        problem = settings.launcher_problem()
+        if problem:
+            raise ValueError(problem)
+        return SlurmLauncher(events, SlurmOptions(
+            worker_command=settings.worker_argv(), output_dir=settings.slurm_output_path,
+            partition=settings.slurm_partition, account=settings.slurm_account,
+            time_limit=settings.slurm_time, extra_args=shlex.split(settings.slurm_args),
+            poll_s=settings.slurm_poll_s,
+        ))
     if settings.launcher == "manual":
         from .launchers.manual import ManualLauncher
 

@@ -125,6 +125,8 @@ MIGRATIONS: list[str] = [
         compare BLOB
     );
     """,
+    # 2: what a scheduler (Slurm) says of a sim's job: "PENDING (Resources)", "RUNNING"
+    "ALTER TABLE sims ADD COLUMN launcher_state TEXT",
 ]
 
 
@@ -200,6 +202,7 @@ def _sim_from_row(row: aiosqlite.Row) -> SimSummary:
         state=row["state"],
         error=row["error"],
         launcher_ref=row["launcher_ref"],
+        launcher_state=row["launcher_state"],
         created_at=row["created_at"],
         started_at=row["started_at"],
         finished_at=row["finished_at"],
@@ -473,8 +476,13 @@ class Store:
                 return HeartbeatAck(state=sim.state, cancel=sim.state == "cancelled")
             now = iso(utcnow())
             fields: dict[str, Any] = {"last_heartbeat_at": now}
+            if sim.state == "pending" and sim.launcher_ref is not None:
+                # Queued in a scheduler (Slurm) and started before the launcher's next look:
+                # the heartbeat proves it launched (pending -> launching -> the beat's state).
+                sim = sim.model_copy(update={"state": "launching"})
+                fields.update(self._move(sim, "launching", now))
             if beat.state != sim.state and can_transition(sim.state, beat.state):
-                fields = self._move(sim, beat.state, now, **fields)
+                fields.update(self._move(sim, beat.state, now))
             if fields.get("state", sim.state) == "running" and beat.state == "running":
                 fields["error"] = None  # a running heartbeat clears an earlier `lost` reason
                 if sim.started_at is None:
@@ -502,6 +510,31 @@ class Store:
             if not fields:
                 return
             updated = await self._update_sim(sim_id, **fields)
+            await self.w.commit()
+            self._publish(updated.run_id, [SimEvent(sim=updated)])
+
+    async def set_launcher_view(self, sim_id: str, **fields: str | None) -> None:
+        """Record what the launcher knows of an unfinished sim's job without moving its state:
+        `launcher_ref` (a job id given while the sim waits `pending`), `launcher_state`."""
+        async with self.lock:
+            sim = await self.get_sim(sim_id, self.w)
+            if sim is None or sim.state in TERMINAL_SIM_STATES:
+                return
+            changed = {k: v for k, v in fields.items() if getattr(sim, k) != v}
+            if not changed:
+                return
+            updated = await self._update_sim(sim_id, **changed)
+            await self.w.commit()
+            self._publish(updated.run_id, [SimEvent(sim=updated)])
+
+    async def add_failure_cause(self, sim_id: str, cause: str) -> None:
+        """A failed sim's error gains what ended it, as the scheduler tells it:
+        `worker stopped by SIGTERM (Slurm job 12_0 TIMEOUT)`."""
+        async with self.lock:
+            sim = await self.get_sim(sim_id, self.w)
+            if sim is None or sim.state != "failed" or cause in (sim.error or ""):
+                return
+            updated = await self._update_sim(sim_id, error=f"{sim.error} ({cause})" if sim.error else cause)
             await self.w.commit()
             self._publish(updated.run_id, [SimEvent(sim=updated)])
 
