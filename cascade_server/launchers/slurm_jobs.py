@@ -196,7 +196,7 @@ def failure_reason(ref: str, last: JobState | None, exit_status: int | None) -> 
     elif last is not None:
         reason = f"Slurm job {ref} left the queue (last seen {last.label()})"
     else:
-        reason = f"Slurm job {ref} is unknown to Slurm"
+        reason = f"Slurm job {ref} is no longer known to Slurm"
     if exit_status is not None:
         return f"{reason}; the worker exited with status {exit_status} without a final report"
-    return f"{reason} before the worker reported a result"
+    return f"{reason}; the worker sent no final report"
