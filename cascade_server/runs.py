@@ -50,6 +50,7 @@ class RunService:
             "CASCADE_SIM_ID": sim.id,
             "CASCADE_GPU_CONFIG": sim.gpu_config,
             "CASCADE_TRACE_DIR": str(settings.traces_dir / trace_id),
+            "CASCADE_TRACE_ID": trace_id,  # a node without the server's filesystem fetches it by id
             "CASCADE_SAMPLES_DIR": str(settings.samples_dir),
         }
         if settings.accelsim_dir is not None:

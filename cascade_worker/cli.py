@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -19,6 +21,7 @@ from pathlib import Path
 from . import accelsim, replay
 from .client import SimClient
 from .runner import EXIT_SETUP, Worker, WorkerPlan, make_scratch
+from .trace_fetch import FetchError, NodeTrace, cache_root, has_trace
 
 log = logging.getLogger("cascade_worker")
 
@@ -46,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpu-config", help="e.g. SM7_QV100 " + env % "CASCADE_GPU_CONFIG")
     parser.add_argument("--trace-dir", type=Path,
                         help="the trace's directory, holding traces/kernelslist.g " + env % "CASCADE_TRACE_DIR")
+    parser.add_argument("--trace-id",
+                        help="the trace's id: fetched over the API into local scratch (once per node) when "
+                        "--trace-dir is not on this host " + env % "CASCADE_TRACE_ID")
     parser.add_argument("--accelsim-dir", type=Path,
                         help="an Accel-Sim checkout with a built accel-sim.out " + env % "CASCADE_ACCELSIM_DIR")
     parser.add_argument("--samples-dir", type=Path,
@@ -69,6 +75,7 @@ class Options:
     sim_id: str
     gpu_config: str | None
     trace_dir: Path | None
+    trace_id: str | None
     accelsim_dir: Path | None
     samples_dir: Path
     replay: Path | None
@@ -119,6 +126,7 @@ def resolve_options(args: argparse.Namespace, env: dict[str, str]) -> Options:
         sim_id=sim_id,
         gpu_config=args.gpu_config or env.get("CASCADE_GPU_CONFIG") or None,
         trace_dir=_path(args.trace_dir, env, "CASCADE_TRACE_DIR"),
+        trace_id=args.trace_id or env.get("CASCADE_TRACE_ID") or None,
         accelsim_dir=_path(args.accelsim_dir, env, "CASCADE_ACCELSIM_DIR"),
         samples_dir=_path(args.samples_dir, env, "CASCADE_SAMPLES_DIR") or DEFAULT_SAMPLES_DIR,
         replay=args.replay,
@@ -164,14 +172,27 @@ async def run(options: Options) -> int:
     async with SimClient(options.url, options.token, options.sim_id,
                          give_up_after=options.give_up_after) as client:
         worker = Worker(plan, client)
-        try:
-            plan.argv = simulator_argv(options, plan.run_dir)
-        except (accelsim.SetupError, replay.RecordingError) as exc:
-            code = await worker.report_setup_failure(str(exc))
-            if not options.keep_scratch:
-                shutil.rmtree(scratch, ignore_errors=True)
-            return code
-        return await worker.run()
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                if needs_fetch(options):
+                    assert options.trace_id is not None
+                    local = await stack.enter_async_context(NodeTrace(
+                        options.url, options.token, options.trace_id, cache_root(options.scratch_parent)))
+                    options = dataclasses.replace(options, trace_dir=local)
+                plan.argv = simulator_argv(options, plan.run_dir)
+            except (accelsim.SetupError, replay.RecordingError, FetchError) as exc:
+                code = await worker.report_setup_failure(str(exc))
+                if not options.keep_scratch:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                return code
+            return await worker.run()
+    raise AssertionError("unreachable")
+
+
+def needs_fetch(options: Options) -> bool:
+    """Real Accel-Sim reads the trace; a node without the server's filesystem fetches it."""
+    simulating = options.replay is None and accelsim.is_installed(options.accelsim_dir)
+    return simulating and options.trace_id is not None and not has_trace(options.trace_dir)
 
 
 def main(argv: list[str]) -> int:

@@ -117,6 +117,7 @@ async def test_job_killed_from_outside_fails_with_slurm_reason(make_server, work
         other = next(s for s in (await get_run(http, run["id"]))["sims"] if s["id"] == survivor["id"])
         assert other["state"] == "running"
         await http.post(f"/api/runs/{run['id']}/cancel")
+        await poll(lambda: _async(survivor["launcher_ref"] not in squeue_ids()), 30)
 
 
 async def test_sbatch_refusing_fails_the_sims_with_slurms_message(make_server, worker_env, tmp_path):
