@@ -464,6 +464,7 @@ class Store:
         fields = dict(state=target, state_since=now, **fields)
         if target in TERMINAL_SIM_STATES:
             fields["finished_at"] = now
+            fields["launcher_state"] = None  # a scheduler's word on the job means nothing after the end
         return fields
 
     async def heartbeat(self, sim_id: str, beat: Heartbeat) -> HeartbeatAck:
