@@ -84,7 +84,8 @@ SIM_COLUMNS_HELP: tuple[tuple[str, str], ...] = (
     ("beat", "seconds since the sim's last heartbeat (yellow when stale; - once finished)"),
     ("IPC", "simulated instructions per cycle"),
     ("rate/s", "simulated instructions per second of real time (the simulator's speed)"),
-    ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error"),
+    ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error; for a sim "
+               "a scheduler still holds, its job and what Slurm says (job 41_3 PENDING (Resources))"),
 )
 
 

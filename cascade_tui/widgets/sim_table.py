@@ -38,6 +38,7 @@ CELL_STYLES: dict[str, Style] = {
     "error": Style(color="red"),
     "stale": Style(color="yellow"),
     "over": Style(color="yellow"),
+    "queued": Style(dim=True),  # a scheduler's job id and word on it (Slurm: PENDING (Resources))
 }
 
 
