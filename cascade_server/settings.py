@@ -39,8 +39,8 @@ class Settings(BaseSettings):
     keepalive_s: float = 15.0
     launcher: Literal["local", "manual", "slurm"] = "local"
     local_slots: int = Field(default_factory=lambda: os.cpu_count() or 1)
-    # What runs a sim (local and slurm launchers): `cascade worker` of this install by default;
-    # a cluster whose nodes have their own install names theirs, e.g. `/opt/cascade/bin/cascade worker`.
+    # What a Slurm job runs: `cascade worker` of this install by default; a cluster whose nodes
+    # have their own install names theirs, e.g. `/opt/cascade/bin/cascade worker`.
     worker_command: str | None = None
 
     # The slurm launcher (README, "Run on a Slurm cluster").
