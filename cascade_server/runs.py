@@ -50,9 +50,10 @@ class RunService:
             "CASCADE_SIM_ID": sim.id,
             "CASCADE_GPU_CONFIG": sim.gpu_config,
             "CASCADE_TRACE_DIR": str(settings.traces_dir / trace_id),
-            "CASCADE_TRACE_ID": trace_id,  # a node without the server's filesystem fetches it by id
             "CASCADE_SAMPLES_DIR": str(settings.samples_dir),
         }
+        if settings.launcher == "slurm":  # a node without the server's filesystem fetches it by id
+            env["CASCADE_TRACE_ID"] = trace_id
         if settings.accelsim_dir is not None:
             env["CASCADE_ACCELSIM_DIR"] = str(settings.accelsim_dir)
         if settings.replay_speed is not None:
