@@ -106,7 +106,6 @@ class SlurmLauncher(Launcher):
         self._poller: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._accounting: bool | None = None  # unknown until sacct is first asked
-        self.squeue_calls = 0
 
     # --- the Launcher interface -------------------------------------------------------------
 
@@ -237,7 +236,6 @@ class SlurmLauncher(Launcher):
 
     async def _squeue(self, refs: list[str]) -> dict[str, JobState] | None:
         job_ids = sorted({j for j in (array_job_id(r) for r in refs) if j}, key=int)
-        self.squeue_calls += 1
         try:
             code, out, err = await run_command(
                 ["squeue", "-h", "-r", "--states=all", "-o", SQUEUE_FORMAT, "-j", ",".join(job_ids)])
