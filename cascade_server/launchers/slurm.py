@@ -24,14 +24,17 @@ from pathlib import Path
 
 from .base import Launcher, LauncherEvents, SimSpec
 from .slurm_jobs import (
+    ADOPT_FORMAT,
     SACCT_FIELDS,
     SQUEUE_FORMAT,
     ArrayJob,
     JobState,
     SlurmError,
+    adoptable_tasks,
     array_job_id,
     batch_script,
     failure_reason,
+    job_name,
     parse_exit_file,
     parse_sacct,
     parse_sbatch_output,
@@ -124,8 +127,29 @@ class SlurmLauncher(Launcher):
             else:
                 await self._report(spec.sim_id, None, "no Slurm job id was recorded for this sim")
         if pending:
-            await self.submit(pending)
+            await self.submit(await self._adopt(pending))
         self._ensure_poller()
+
+    async def _adopt(self, pending: list[SimSpec]) -> list[SimSpec]:
+        """Sims whose sbatch went through just before the last server died, before their job ids
+        were recorded: found by job name and tracked, not submitted twice. Returns the others."""
+        names = sorted({job_name(ArrayJob(s.run_id, s.gpu_config, ())) for s in pending})
+        try:
+            code, out, _ = await run_command(
+                ["squeue", "-h", "-r", "--states=all", "-o", ADOPT_FORMAT, "--name=" + ",".join(names)])
+        except SlurmError:
+            return pending
+        found = adoptable_tasks(out) if code == 0 else {}
+        rest = []
+        for spec in pending:
+            ref = found.get((spec.run_id, spec.gpu_config, spec.replica))
+            if ref is None:
+                rest.append(spec)
+                continue
+            log.info("sim %s: found its Slurm job %s submitted before the restart", spec.sim_id, ref)
+            self._track(spec.sim_id, ref)
+            await self._call(self.events.queued(spec.sim_id, ref), spec.sim_id)
+        return rest
 
     async def cancel(self, sim_id: str, launcher_ref: str | None) -> None:
         ref = self._by_sim.get(sim_id) or launcher_ref
@@ -150,7 +174,7 @@ class SlurmLauncher(Launcher):
 
     async def _submit_entry(self, specs: list[SimSpec]) -> None:
         job = ArrayJob(run_id=specs[0].run_id, gpu_config=specs[0].gpu_config,
-                       sim_ids=tuple(s.sim_id for s in specs))
+                       sim_ids=tuple(s.sim_id for s in specs), replicas=tuple(s.replica for s in specs))
         # The job gets exactly these variables (names only on the command line; values from
         # sbatch's environment), whatever the server's own environment holds.
         job_env = {name: os.environ[name] for name in FORWARDED_WORKER_SETTINGS if os.environ.get(name)}

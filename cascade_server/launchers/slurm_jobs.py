@@ -65,11 +65,12 @@ class JobState:
 
 @dataclass(frozen=True)
 class ArrayJob:
-    """One sbatch: the sims of one run entry, task N for sims[N]."""
+    """One sbatch: the sims of one run entry, task N for sims[N] (whose replica is replicas[N])."""
 
     run_id: str
     gpu_config: str
     sim_ids: tuple[str, ...]
+    replicas: tuple[int, ...] = ()
 
 
 def job_name(job: ArrayJob) -> str:
@@ -122,6 +123,10 @@ def sbatch_argv(job: ArrayJob, env_names: list[str], output_dir: Path, *, partit
         f"--chdir={output_dir}",
         "--export=" + ",".join(["NONE", *env_names]),
     ]
+    if job.replicas:
+        # Which replica each task runs, for a server that restarts before it recorded the job ids
+        # (`adoptable_tasks`); sim ids would not fit Slurm's limit on a comment.
+        argv.append("--comment=replicas:" + ",".join(str(r) for r in job.replicas))
     if partition:
         argv.append(f"--partition={partition}")
     if account:
@@ -129,6 +134,31 @@ def sbatch_argv(job: ArrayJob, env_names: list[str], output_dir: Path, *, partit
     if time_limit:
         argv.append(f"--time={time_limit}")
     return argv + list(extra or [])
+
+
+# squeue line of a job found by name after a restart: JOBID_TASK, name, comment
+ADOPT_FORMAT = "%i|%j|%k"
+
+
+def adoptable_tasks(stdout: str) -> dict[tuple[str, str, int], str]:
+    """Lines of `squeue -h -r --name=... -o '%i|%j|%k'` -> {(run, config, replica): JOBID_TASK}:
+    jobs a server submitted just before it died, before it recorded their ids."""
+    found: dict[tuple[str, str, int], str] = {}
+    for line in stdout.splitlines():
+        parts = line.strip().split("|", 2)
+        if len(parts) != 3:
+            continue
+        ref, name, comment = parts
+        match, named = _REF.match(ref), re.match(r"^cascade\.([^.]+)\.(.+)$", name)
+        if not (match and match.group(2) is not None and named and comment.startswith("replicas:")):
+            continue
+        try:
+            replicas = [int(r) for r in comment.removeprefix("replicas:").split(",")]
+            replica = replicas[int(match.group(2))]
+        except (ValueError, IndexError):
+            continue
+        found[(named.group(1), named.group(2), replica)] = ref
+    return found
 
 
 def parse_sbatch_output(stdout: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cascade_server.launchers.slurm_jobs import (
-    ArrayJob, JobState, SlurmError, array_job_id, batch_script, failure_reason, job_name, parse_exit_code,
+    ArrayJob, JobState, SlurmError, adoptable_tasks, array_job_id, batch_script, failure_reason, job_name, parse_exit_code,
     parse_exit_file, parse_sacct, parse_sbatch_output, parse_squeue, sbatch_argv, slurm_message,
 )
 from cascade_server.settings import Settings
@@ -101,3 +101,11 @@ def test_cascade_serve_refuses_the_slurm_launcher_on_a_loopback_url(tmp_path):
     assert done.returncode == 2
     assert "cascade serve: the slurm launcher needs CASCADE_PUBLIC_URL" in done.stderr
     assert "CASCADE_SLURM_LOCAL=1" in done.stderr
+
+
+def test_jobs_submitted_before_a_restart_are_found_by_name_and_replica():
+    job = ArrayJob(run_id="run-1", gpu_config="SM7_QV100", sim_ids=("sim-c", "sim-f"), replicas=(2, 5))
+    assert "--comment=replicas:2,5" in sbatch_argv(job, [], Path("/out"))
+    out = ("9_0|cascade.run-1.SM7_QV100|replicas:2,5\n9_1|cascade.run-1.SM7_QV100|replicas:2,5\n"
+           "10_0|someone-else|\n11_7|cascade.run-1.SM7_QV100|replicas:1\n12|cascade.run-2.X|replicas:0\n")
+    assert adoptable_tasks(out) == {("run-1", "SM7_QV100", 2): "9_0", ("run-1", "SM7_QV100", 5): "9_1"}

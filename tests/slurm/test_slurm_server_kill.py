@@ -81,3 +81,41 @@ async def test_kill_9_the_server_mid_run_and_a_new_one_finishes_it(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(make_settings, tmp_path, monkeypatch):
+    """The server died between `sbatch` and recording the job ids: the sims are `pending` with no
+    `launcher_ref`, yet their jobs exist. The next server finds them by name and replica."""
+    from cascade_server.appkeys import GPU_CONFIGS_KEY, LAUNCHER_KEY
+    from cascade_server.launchers.slurm_jobs import ArrayJob, batch_script, parse_sbatch_output, sbatch_argv
+    from cascade_server.models import RunEntry
+    from cascade_server.runs import RunService
+    from tests.conftest import LiveServer
+
+    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
+    settings = make_settings(launcher="slurm", slurm_local=True, slurm_poll_s=1.0, replay_speed=25.0,
+                             slurm_output_dir=tmp_path / "slurm-out")
+    first = await LiveServer(settings.model_copy(update={"launcher": "manual"})).start()
+    trace = ready_trace()
+    await first.store.put_trace(trace)
+    run = await first.store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=2)],
+                                       first.app[GPU_CONFIGS_KEY], replay=True)
+    runs = RunService(first.store, settings, first.app[GPU_CONFIGS_KEY], first.app[LAUNCHER_KEY])
+    specs = [runs.sim_spec(s, trace.id) for s in run.sims]
+    await first.stop()
+    # What the dead server's launcher did: one sbatch for the entry, never recorded.
+    job = ArrayJob(run.id, "SM7_QV100", tuple(s.sim_id for s in specs), tuple(s.replica for s in specs))
+    env = {k: v for k, v in specs[0].env.items() if k != "CASCADE_SIM_ID"}
+    (tmp_path / "slurm-out").mkdir()
+    done = subprocess.run(sbatch_argv(job, sorted(env), tmp_path / "slurm-out"),
+                          input=batch_script(job, settings.worker_argv(), tmp_path / "slurm-out"),
+                          env={**os.environ, **env}, capture_output=True, text=True, check=True)
+    job_id = parse_sbatch_output(done.stdout)
+    server = await LiveServer(settings).start()
+    try:
+        async with server.client() as http:
+            final = await finished_run(http, run.id, timeout=120)
+            assert final["state"] == "succeeded", final
+            assert sorted(s["launcher_ref"] for s in final["sims"]) == [f"{job_id}_0", f"{job_id}_1"]
+    finally:
+        await server.stop()
