@@ -342,6 +342,7 @@ class LogParser:
         # in real blocks about half the lines repeat (per-partition sections print the same).
         # Lines without "=" are neither form. Both filters run at C speed.
         block = self._block
+        assert block is not None, "called inside a block only"
         if len(block) >= MAX_BLOCK_KEYS:
             return
         parts = [x.partition(_SEP) for x in dict.fromkeys(lines) if "=" in x]
@@ -371,9 +372,10 @@ class LogParser:
 
     def _finish_block(self) -> ParsedKernel:
         stats = self._block
+        assert stats is not None, "called inside a block only"
         self._block = None
         self._block_ended = False
-        names = stats["kernel_name"].split(maxsplit=1)
+        names = str(stats["kernel_name"]).split(maxsplit=1)
         cycle = _as_int(stats.get("gpu_sim_cycle"))
         clock = self._clock_mhz
         kernel = ParsedKernel(

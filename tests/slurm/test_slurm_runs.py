@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import (
-    SM70_CONFIGS, _async, create_run, finished_run, get_run, poll, record_sim_states, recording,
-)
-from tests.slurm.conftest import squeue_ids
+from tests.e2e.test_local_runs import SM70_CONFIGS, create_run, finished_run, get_run, record_sim_states, recording
+from tests.helpers import wait_until
+from tests.slurm.cluster import squeue_ids
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("slurm_cluster")]
 
@@ -48,7 +47,7 @@ async def test_three_configs_two_replicas_succeed_through_slurm(make_server, wor
         watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
         try:
             final = await finished_run(http, run["id"], timeout=180)
-            await poll(lambda: _async(len(states) == 6 and all(s[-1] == "succeeded" for s in states.values())), 10)
+            await wait_until(lambda: len(states) == 6 and all(s[-1] == "succeeded" for s in states.values()), 10)
         finally:
             watcher.cancel()
         assert final["state"] == "succeeded", final
@@ -66,7 +65,7 @@ async def test_three_configs_two_replicas_succeed_through_slurm(make_server, wor
             assert f"StdOut={tmp_path / 'slurm-out'}/" in shown
             # The job script records the worker's status once the worker has exited (after its final report).
             exit_file = tmp_path / "slurm-out" / f"{sim['launcher_ref']}.exit"
-            await poll(lambda f=exit_file: _async(f.exists()), 30)
+            await wait_until(lambda f=exit_file: f.exists(), 30)
             assert exit_file.read_text().strip() == "0"
 
 
@@ -83,13 +82,13 @@ async def test_queued_sims_show_slurm_reason_and_cancel_empties_the_queue(make_s
             running = [s for s in sims if s["state"] == "running" and s["launcher_state"] == "RUNNING"]
             return sims if len(queued) == 2 and len(running) == 8 else None
 
-        sims = await poll(split, 60)
+        sims = await wait_until(split, 60)
         refs = {s["launcher_ref"] for s in sims}
         assert all(ref.startswith(sims[0]["launcher_ref"].split("_")[0] + "_") for ref in refs)
         assert refs <= squeue_ids()
         resp = await http.post(f"/api/runs/{run['id']}/cancel")
         assert resp.status_code == 200
-        await poll(lambda: _async(not (refs & squeue_ids())), 30)
+        await wait_until(lambda: not (refs & squeue_ids()), 30)
         final = await get_run(http, run["id"])
         assert final["state"] == "cancelled"
         assert {s["state"] for s in final["sims"]} == {"cancelled"}
@@ -105,19 +104,19 @@ async def test_job_killed_from_outside_fails_with_slurm_reason(make_server, work
             sims = (await get_run(http, run["id"]))["sims"]
             return sims if all(s["state"] == "running" for s in sims) else None
 
-        victim, survivor = await poll(running, 60)
+        victim, survivor = await wait_until(running, 60)
         subprocess.run(["scancel", "--signal=KILL", victim["launcher_ref"]], check=True)
-        await poll(lambda: _sim_state(http, run["id"], victim["id"], "failed"), 60)
+        await wait_until(lambda: _sim_state(http, run["id"], victim["id"], "failed"), 60)
         sim = next(s for s in (await get_run(http, run["id"]))["sims"] if s["id"] == victim["id"])
         # Slurm turns a KILL from outside into a cancel (TERM, then KILL): the worker reports the
         # signal, and the launcher adds what Slurm says ended the job.
-        await poll(lambda: _error_has(http, run["id"], victim["id"], f"Slurm job {victim['launcher_ref']} CANCELLED"), 30)
+        await wait_until(lambda: _error_has(http, run["id"], victim["id"], f"Slurm job {victim['launcher_ref']} CANCELLED"), 30)
         sim = next(s for s in (await get_run(http, run["id"]))["sims"] if s["id"] == victim["id"])
         assert "lost" not in sim["error"]
         other = next(s for s in (await get_run(http, run["id"]))["sims"] if s["id"] == survivor["id"])
         assert other["state"] == "running"
         await http.post(f"/api/runs/{run['id']}/cancel")
-        await poll(lambda: _async(survivor["launcher_ref"] not in squeue_ids()), 30)
+        await wait_until(lambda: survivor["launcher_ref"] not in squeue_ids(), 30)
 
 
 async def test_sbatch_refusing_fails_the_sims_with_slurms_message(make_server, worker_env, tmp_path):
@@ -156,7 +155,7 @@ async def test_the_token_never_reaches_slurm_or_a_log(make_server, worker_env, t
 
 
 async def running_sim(check):
-    return await poll(check, 60)
+    return await wait_until(check, 60)
 
 
 async def _error_has(http, run_id: str, sim_id: str, text: str) -> bool:

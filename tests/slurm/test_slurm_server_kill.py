@@ -15,9 +15,10 @@ import pytest
 
 from cascade_server.events import Broker
 from cascade_server.storage import Store
-from tests.conftest import TOKEN, free_port, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run, get_run, poll, recording
-from tests.slurm.conftest import squeue_ids
+from tests.conftest import TOKEN, ready_trace
+from tests.e2e.test_local_runs import create_run, finished_run, get_run, recording
+from tests.helpers import free_port, wait_until
+from tests.slurm.cluster import squeue_ids
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("slurm_cluster")]
 
@@ -42,7 +43,7 @@ async def start_serve(data_dir: Path, port: int, log_path: Path, s3_port: int) -
         except httpx.TransportError:
             return False
 
-    await poll(healthy, 30)
+    await wait_until(healthy, 30)
     return proc
 
 
@@ -63,7 +64,7 @@ async def test_kill_9_the_server_mid_run_and_a_new_one_finishes_it(tmp_path):
                 sims = (await get_run(http, run["id"]))["sims"]
                 return sims if all(s["state"] == "running" and 0 < s["kernels_done"] < 15 for s in sims) else None
 
-            sims = await poll(midway, 90)
+            sims = await wait_until(midway, 90)
         server.send_signal(signal.SIGKILL)
         server.wait()
         refs = {s["id"]: s["launcher_ref"] for s in sims}
@@ -86,10 +87,11 @@ async def test_kill_9_the_server_mid_run_and_a_new_one_finishes_it(tmp_path):
 async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(make_settings, tmp_path, monkeypatch):
     """The server died between `sbatch` and recording the job ids: the sims are `pending` with no
     `launcher_ref`, yet their jobs exist. The next server finds them by name and replica."""
-    from cascade_server.appkeys import GPU_CONFIGS_KEY, LAUNCHER_KEY
+    from cascade_server.appkeys import GPU_CONFIGS_KEY
+    from cascade_server.launchers.manual import ManualLauncher
     from cascade_server.launchers.slurm_jobs import ArrayJob, batch_script, parse_sbatch_output, sbatch_argv
     from cascade_server.models import RunEntry
-    from cascade_server.runs import RunService
+    from cascade_server.runs import RunService, StoreLauncherEvents
     from tests.conftest import LiveServer
 
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
@@ -100,7 +102,7 @@ async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(
     await first.store.put_trace(trace)
     run = await first.store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=2)],
                                        first.app[GPU_CONFIGS_KEY], replay=True)
-    runs = RunService(first.store, settings, first.app[GPU_CONFIGS_KEY], first.app[LAUNCHER_KEY])
+    runs = RunService(first.store, settings, first.app[GPU_CONFIGS_KEY], ManualLauncher(StoreLauncherEvents(first.store)))
     specs = [runs.sim_spec(s, trace.id) for s in run.sims]
     await first.stop()
     # What the dead server's launcher did: one sbatch for the entry, never recorded.

@@ -1,4 +1,5 @@
-"""A real single-node Slurm cluster (munge + slurmctld + slurmd on this host) for the session.
+"""A real single-node Slurm cluster (munge + slurmctld + slurmd on this host) for the session
+(the `slurm_cluster` fixture in tests/conftest.py).
 
 `slurm-single-node.sh up` installs Debian's `slurm-wlm` and `munge` when they are missing and
 starts the daemons; the cluster comes down when the session ends (unless it was already running
@@ -37,8 +38,7 @@ def _cannot_install() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[None]:
+def cluster_for_session() -> Iterator[None]:
     reason = _cannot_install()
     if reason:
         pytest.skip(reason)

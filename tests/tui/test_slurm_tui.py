@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ready_trace
-from tests.e2e.test_local_runs import _async, create_run, get_run, poll
-from tests.slurm.conftest import squeue_ids
+from tests.e2e.test_local_runs import create_run, get_run
+from tests.helpers import wait_until
+from tests.slurm.cluster import squeue_ids
 from tests.slurm.test_slurm_runs import slurm_settings
 from tests.tui.helpers import wait_for_text
 from tests.tui.test_app_server import make_app, open_run_screen, table_rows
@@ -27,7 +28,7 @@ async def test_the_sims_table_shows_queued_sims_job_and_slurm_reason(make_server
             queued = [s for s in sims if s["launcher_state"] == "PENDING (Resources)"]
             return queued[0] if len(queued) == 1 and sum(s["state"] == "running" for s in sims) == 8 else None
 
-        queued = await poll(one_queued, 60)
+        queued = await wait_until(one_queued, 60)
         app = make_app(server, tmp_path)
         try:
             async with app.run_test(size=(120, 30)) as pilot:
@@ -38,4 +39,4 @@ async def test_the_sims_table_shows_queued_sims_job_and_slurm_reason(make_server
         finally:
             await http.post(f"/api/runs/{run['id']}/cancel")
             refs = {s["launcher_ref"] for s in (await get_run(http, run["id"]))["sims"]}
-            await poll(lambda: _async(not (refs & squeue_ids())), 30)
+            await wait_until(lambda: not (refs & squeue_ids()), 30)
