@@ -119,6 +119,9 @@ async def main(sims: int, watch: float) -> None:
     stamps = [float(t) for t in calls.read_text().split()] if calls.exists() else []
     in_window = [t for t in stamps if watch_from <= t <= watch_to]
     jobs = {s["launcher_ref"].split("_")[0] for s in detail["sims"] if s["launcher_ref"]}
+    load = os.getloadavg()
+    print(f"host: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+          "(1/5/15 min; figures scale with it on a shared machine)")
     print(f"sims: {sims} in {len(entries)} entries -> {len(jobs)} sbatch job arrays; failed at submit: {len(failed)}")
     print(f"POST /api/runs answered in {post_s:.2f} s")
     print(f"POST -> every sim has a Slurm job id: {all_ids_s:.2f} s (target: under 5 s)")

@@ -27,8 +27,8 @@ class StoreLauncherEvents:
     async def exited(self, sim_id: str, exit_code: int | None, error: str) -> None:
         await self.store.mark_failed(sim_id, error, exit_code)
 
-    async def queued(self, sim_id: str, launcher_ref: str) -> None:
-        await self.store.set_launcher_view(sim_id, launcher_ref=launcher_ref)
+    async def queued(self, refs: dict[str, str]) -> None:
+        await self.store.set_launcher_refs(refs)
 
     async def ended_by(self, sim_id: str, cause: str) -> None:
         await self.store.add_failure_cause(sim_id, cause)

@@ -34,8 +34,9 @@ class LauncherEvents(Protocol):
     async def exited(self, sim_id: str, exit_code: int | None, error: str) -> None:
         """The sim's process ended; a sim that has not finished becomes `failed` with `error`."""
 
-    async def queued(self, sim_id: str, launcher_ref: str) -> None:
-        """A scheduler accepted the sim as job `launcher_ref`; it stays `pending` until it starts."""
+    async def queued(self, refs: dict[str, str]) -> None:
+        """A scheduler accepted these sims (sim_id -> job id, its `launcher_ref`); they stay
+        `pending` until their jobs start. One call per submission, recorded at once."""
 
     async def ended_by(self, sim_id: str, cause: str) -> None:
         """The scheduler ended the sim's job (`Slurm job 12_0 TIMEOUT`): a sim that failed gets

@@ -140,7 +140,7 @@ class SlurmLauncher(Launcher):
         except SlurmError:
             return pending
         found = adoptable_tasks(out) if code == 0 else {}
-        rest = []
+        rest, adopted = [], {}
         for spec in pending:
             ref = found.get((spec.run_id, spec.gpu_config, spec.replica))
             if ref is None:
@@ -148,7 +148,12 @@ class SlurmLauncher(Launcher):
                 continue
             log.info("sim %s: found its Slurm job %s submitted before the restart", spec.sim_id, ref)
             self._track(spec.sim_id, ref)
-            await self._call(self.events.queued(spec.sim_id, ref), spec.sim_id)
+            adopted[spec.sim_id] = ref
+        if adopted:
+            try:
+                await self.events.queued(adopted)
+            except Exception:
+                log.exception("recording the Slurm job ids found after the restart failed")
         return rest
 
     async def cancel(self, sim_id: str, launcher_ref: str | None) -> None:
@@ -196,16 +201,16 @@ class SlurmLauncher(Launcher):
                 await self._report(spec.sim_id, None, f"sbatch refused the job: {exc}")
             return
         log.info("run %s, %s: Slurm job array %s (%d sims)", job.run_id, job.gpu_config, job_id, len(specs))
-        for task, spec in enumerate(specs):
-            ref = task_ref(job_id, task)
-            self._track(spec.sim_id, ref)
-            if spec.sim_id in self._cancel_before_ref:
-                self._cancel_before_ref.discard(spec.sim_id)
-                await self.cancel(spec.sim_id, ref)
-            try:
-                await self.events.queued(spec.sim_id, ref)
-            except Exception:
-                log.exception("sim %s: recording its Slurm job failed", spec.sim_id)
+        refs = {spec.sim_id: task_ref(job_id, task) for task, spec in enumerate(specs)}
+        for sim_id, ref in refs.items():
+            self._track(sim_id, ref)
+            if sim_id in self._cancel_before_ref:
+                self._cancel_before_ref.discard(sim_id)
+                await self.cancel(sim_id, ref)
+        try:
+            await self.events.queued(refs)
+        except Exception:
+            log.exception("run %s, %s: recording the Slurm job ids failed", job.run_id, job.gpu_config)
 
     def _track(self, sim_id: str, ref: str) -> None:
         self._tracked[ref] = Tracked(sim_id=sim_id, ref=ref)

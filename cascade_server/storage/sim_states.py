@@ -81,6 +81,18 @@ class SimStateStore(OutputStore):
             updated = await self._update_sim(tx, sim_id, **changed)
             tx.publish(updated.run_id, [SimEvent(sim=updated)])
 
+    async def set_launcher_refs(self, refs: dict[str, str]) -> None:
+        """Job ids for sims a scheduler queued (sim_id -> launcher_ref), in one transaction; the
+        sims stay `pending` (a finished one is left alone)."""
+        async with self.write() as tx:
+            changed = []
+            for sim_id, ref in refs.items():
+                sim = await self.get_sim(sim_id, tx.conn)
+                if sim is not None and sim.state not in TERMINAL_SIM_STATES and sim.launcher_ref != ref:
+                    changed.append(await self._update_sim(tx, sim_id, launcher_ref=ref))
+            for sim in changed:
+                tx.publish(sim.run_id, [SimEvent(sim=sim)])
+
     async def add_failure_cause(self, sim_id: str, cause: str) -> None:
         """A failed sim's error gains what ended it, as the scheduler tells it:
         `worker stopped by SIGTERM (Slurm job 12_0 TIMEOUT)`."""

@@ -22,7 +22,7 @@ async def test_a_queued_sim_keeps_pending_with_its_job_id_and_slurms_word(make_s
     async with server.client() as client:
         sim = await _one_sim(server, client)
         store = server.store
-        await store.set_launcher_view(sim["id"], launcher_ref="41_0")
+        await store.set_launcher_refs({sim["id"]: "41_0"})
         await store.set_launcher_view(sim["id"], launcher_state="PENDING (Resources)")
         shown = (await client.get(f"/api/runs/{sim['run_id']}")).json()["sims"][0]
         assert (shown["state"], shown["launcher_ref"], shown["launcher_state"]) == ("pending", "41_0", "PENDING (Resources)")
