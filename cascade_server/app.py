@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from . import routes_core, routes_events, routes_results, routes_sim, routes_trace_inputs
+from . import routes_core, routes_events, routes_manage, routes_results, routes_sim, routes_trace_inputs
 from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
@@ -44,7 +44,7 @@ def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
         return ManualLauncher(events)
     from .launchers.local import LocalLauncher
 
-    return LocalLauncher(events, slots=settings.local_slots, log_dir=settings.data_dir / "workers")
+    return LocalLauncher(events, slots=settings.local_slots, log_dir=settings.workers_dir)
 
 
 async def store_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -106,6 +106,6 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
-    for module in (routes_core, routes_sim, routes_results, routes_events, routes_trace_inputs):
+    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs):
         app.add_routes(module.routes)
     return app

@@ -13,6 +13,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tui": ("cascade_tui.cli", "open the terminal UI on a running server"),
     "worker": ("cascade_worker.cli", "run one sim: Accel-Sim, or the stand-in replay"),
     "upload": ("cascade_server.upload", "upload a trace directory to the S3 endpoint"),
+    "traces": ("cascade_tui.commands.traces", "list the traces (or delete one)"),
+    "runs": ("cascade_tui.commands.runs", "list the runs"),
+    "run": ("cascade_tui.commands.run", "start, follow, show, cancel, re-run, retry or delete a run"),
+    "results": ("cascade_tui.commands.results", "a run's results: totals, kernels or comparison"),
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_origin
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -45,6 +45,24 @@ def ok(model: BaseModel | Sequence[BaseModel] | None, status: int = 200,
     else:
         body = b"[" + b",".join(m.model_dump_json().encode() for m in model) + b"]"
     return web.Response(status=status, body=body, content_type=JSON_TYPE, headers=headers or None)
+
+
+def read_query(request: web.Request, model: type[M]) -> M:
+    """Parse and validate the query string: 422 with a list (`loc` starts with "query") for bad
+    values or unknown parameters. A list field takes repeated parameters or commas
+    (`?state=failed&state=partial` or `?state=failed,partial`)."""
+    values: dict[str, Any] = {}
+    for name in request.query:
+        field = model.model_fields.get(name)
+        raw = request.query.getall(name)
+        if field is not None and get_origin(field.annotation) is list:
+            values[name] = [part for item in raw for part in item.split(",") if part]
+        else:
+            values[name] = raw[-1]
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise ApiError(422, validation_detail(exc, prefix=("query",))) from None
 
 
 async def read_model(request: web.Request, model: type[M]) -> M:

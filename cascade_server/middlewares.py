@@ -9,7 +9,7 @@ from aiohttp import web
 
 from .appkeys import SETTINGS_KEY
 from .http import ApiError, error_response
-from .storage import NotFound
+from .storage import Conflict, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ async def errors_middleware(request: web.Request, handler):
         return error_response(exc.status, exc.detail, exc.headers)
     except NotFound as exc:
         return error_response(404, str(exc))
+    except Conflict as exc:
+        return error_response(409, str(exc))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

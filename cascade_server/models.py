@@ -120,6 +120,24 @@ class RunCreate(Model):
     entries: list[RunEntry] = Field(min_length=1)
 
 
+class ListQuery(Model):
+    """Query parameters of `GET /api/runs` and `GET /api/traces`: the newest `limit` items, of the
+    given states only (any state when empty). Unknown parameters are refused (a typo such as
+    `status=` would otherwise list everything)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int | None = Field(None, ge=1, description="At most this many, newest first.")
+
+
+class RunListQuery(ListQuery):
+    state: list[RunState] = Field(default_factory=list, description="Only runs in these states.")
+
+
+class TraceListQuery(ListQuery):
+    state: list[TraceState] = Field(default_factory=list, description="Only traces in these states.")
+
+
 class SimMetrics(Model):
     gpu_tot_sim_cycle: float | None = None
     gpu_tot_sim_insn: float | None = None

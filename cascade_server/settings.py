@@ -87,6 +87,16 @@ class Settings(BaseSettings):
         return self.data_dir / "traces"
 
     @property
+    def trace_books_dir(self) -> Path:
+        """The trace scanner's per-trace bookkeeping (what it mirrored)."""
+        return self.data_dir / "trace-scan"
+
+    @property
+    def workers_dir(self) -> Path:
+        """Local workers' own output (`<sim_id>.log`), apart from the sim's log the API serves."""
+        return self.data_dir / "workers"
+
+    @property
     def configs_root(self) -> Path:
         """The Accel-Sim install whose tested configs runs may use (the samples' when none)."""
         return self.accelsim_dir or (self.samples_dir / "accelsim")

@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -111,14 +111,26 @@ def _find_raw(traces_dir: Path, name: str, kernelslist: str) -> Path:
     raise PostprocessError(f"traces/{kernelslist} names {name}, which is not in the upload")
 
 
+def is_raw_kernelslist(name: str) -> bool:
+    """A tracer's kernel list in `traces/` (`kernelslist`, `kernelslist_ctx_0x...`), not yet `.g`."""
+    return "kernelslist" in name and not name.endswith(".g") and not name.startswith(".")
+
+
+def layout_problem(paths: Iterable[str]) -> str | None:
+    """What this post-processor refuses in an upload's layout, from its paths inside the trace
+    (`traces/kernel-1.trace`, ...; a directory may appear as `traces`), or None. `cascade upload` checks a directory with it
+    before sending anything, so it fails at once rather than after the upload."""
+    paths = list(paths)
+    if not any(path == "traces" or path.startswith("traces/") for path in paths):
+        return "the upload has no traces/ directory"
+    top = [path[len("traces/"):] for path in paths if path.startswith("traces/") and path.count("/") == 1]
+    if KERNELSLIST_G not in top and not any(is_raw_kernelslist(name) for name in top):
+        return "the upload has neither traces/kernelslist.g nor a raw traces/kernelslist"
+    return None
+
+
 def process_kernelslists(traces_dir: Path) -> None:
-    lists = sorted(
-        p for p in traces_dir.iterdir()
-        if p.is_file() and "kernelslist" in p.name and not p.name.endswith(".g")
-        and not p.name.startswith(".")
-    )
-    if not lists:
-        raise PostprocessError("the upload has neither traces/kernelslist.g nor a raw traces/kernelslist")
+    lists = sorted(p for p in traces_dir.iterdir() if p.is_file() and is_raw_kernelslist(p.name))
     # kernelslist.g is written last: it is what marks the trace as processed.
     for index, kernelslist in reversed(list(enumerate(lists))):
         try:
@@ -151,8 +163,9 @@ def check_kernelslist_g(traces_dir: Path) -> None:
 def postprocess_trace(trace_dir: Path) -> None:
     """Make `trace_dir` runnable by Accel-Sim; raises PostprocessError with a one-line reason."""
     traces_dir = trace_dir / "traces"
-    if not traces_dir.is_dir():
-        raise PostprocessError("the upload has no traces/ directory")
+    # Directories too: an empty traces/ is there, it only lacks a kernel list.
+    if problem := layout_problem(p.relative_to(trace_dir).as_posix() for p in trace_dir.rglob("*")):
+        raise PostprocessError(problem)
     gunzip_traceg_files(traces_dir)
     if not (traces_dir / KERNELSLIST_G).is_file():
         process_kernelslists(traces_dir)

@@ -75,7 +75,7 @@ class TraceScanner:
         self.s3 = s3
         self.client = make_client(s3)
         self.mirror_root = settings.traces_dir
-        self.book_dir = settings.data_dir / "trace-scan"
+        self.book_dir = settings.trace_books_dir
         self.traces: dict[str, TraceDetail] = {}
         self._books: dict[str, Listing] = {}
         self._last_progress: dict[str, float] = {}  # monotonic time of the last object change
@@ -243,6 +243,33 @@ class TraceScanner:
             await self._save(trace.model_copy(update={**update, "updated_at": utcnow()}))
         if update.get("state") == "processing":
             self._start_processing(trace_id)
+
+    # --- deleting -----------------------------------------------------------------------------
+
+    async def delete_objects(self, trace_id: str) -> int:
+        """Delete the trace's objects from the bucket, so no later scan brings it back and its id
+        can be uploaded again; returns how many. Call it while the trace is still known (a scan
+        leaves a finished trace alone), then `forget` it."""
+        return await asyncio.to_thread(self._delete_objects, trace_id)
+
+    def _delete_objects(self, trace_id: str) -> int:
+        paginator = self.client.get_paginator("list_objects_v2")
+        deleted = 0
+        for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=f"{TRACES_PREFIX}{trace_id}/"):
+            keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
+            if keys:  # a listing page holds at most 1,000 keys, what one DeleteObjects takes
+                answer = self.client.delete_objects(Bucket=self.s3.bucket, Delete={"Objects": keys, "Quiet": True})
+                if errors := answer.get("Errors"):
+                    first = errors[0]
+                    raise OSError(f"{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}".strip())
+                deleted += len(keys)
+        return deleted
+
+    def forget(self, trace_id: str) -> None:
+        """Drop what the scanner remembers of a deleted trace (a new upload starts afresh)."""
+        self.traces.pop(trace_id, None)
+        self._books.pop(trace_id, None)
+        self._last_progress.pop(trace_id, None)
 
     # --- mirroring (blocking, in a thread) ---------------------------------------------------
 

@@ -33,14 +33,6 @@ PROTECTED = [
 ]
 
 
-@pytest.fixture
-async def core(make_server, accelsim_dir):
-    server = await make_server(accelsim_dir=accelsim_dir)
-    await server.store.put_trace(ready_trace())
-    await server.store.put_trace(ready_trace("turing", arch="sm_75", kernels=3))
-    return server
-
-
 async def create_run(http: httpx.AsyncClient, entries=None, trace_id="tinyformer-step-sm70") -> dict:
     resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": entries or [{"gpu_config": "SM7_QV100", "count": 2}]})
     assert resp.status_code == 201, resp.text
