@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from . import routes_core, routes_events, routes_manage, routes_results, routes_sim
+from . import routes_core, routes_events, routes_manage, routes_results, routes_sim, routes_trace_inputs
 from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
@@ -24,6 +24,20 @@ log = logging.getLogger(__name__)
 
 
 def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
+    if settings.launcher == "slurm":
+        import shlex
+
+        from .launchers.slurm import SlurmLauncher, SlurmOptions
+
+        problem = settings.launcher_problem()
+        if problem:
+            raise ValueError(problem)
+        return SlurmLauncher(events, SlurmOptions(
+            worker_command=settings.worker_argv(), output_dir=settings.slurm_output_path,
+            partition=settings.slurm_partition, account=settings.slurm_account,
+            time_limit=settings.slurm_time, extra_args=shlex.split(settings.slurm_args),
+            poll_s=settings.slurm_poll_s,
+        ))
     if settings.launcher == "manual":
         from .launchers.manual import ManualLauncher
 
@@ -95,6 +109,6 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
-    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events):
+    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs):
         app.add_routes(module.routes)
     return app

@@ -22,11 +22,35 @@ from .traces.s3 import resolve_s3_info
 log = logging.getLogger(__name__)
 
 
+SETTINGS_HELP = """\
+where sims run (CASCADE_LAUNCHER):
+  local    worker subprocesses on this host, CASCADE_LOCAL_SLOTS at a time (the default)
+  manual   every sim waits for a `cascade worker` you start yourself
+  slurm    every sim is a Slurm job (one sbatch job array per run entry)
+
+slurm launcher settings (environment):
+  CASCADE_PUBLIC_URL        the URL compute nodes reach this server at (required: a loopback
+                            URL is refused unless CASCADE_SLURM_LOCAL=1)
+  CASCADE_SLURM_LOCAL       1 = the cluster is this host, so a loopback URL is fine
+  CASCADE_SLURM_PARTITION   sbatch --partition (default: the cluster's default partition)
+  CASCADE_SLURM_ACCOUNT     sbatch --account
+  CASCADE_SLURM_TIME        sbatch --time per sim, e.g. 4:00:00 (default: the partition's)
+  CASCADE_SLURM_ARGS        more sbatch arguments, shell-quoted, e.g. "--mem=8G --qos=long"
+  CASCADE_SLURM_OUTPUT_DIR  absolute directory for the jobs' stdout/stderr and exit-status
+                            files, on the nodes too (default DATA_DIR/slurm)
+  CASCADE_SLURM_POLL_S      seconds between squeue calls, one for all jobs (default 5, min 1)
+  CASCADE_WORKER_COMMAND    what a job runs (default: this install's `cascade worker`), e.g.
+                            "/opt/cascade/bin/cascade worker" when nodes have their own install
+"""
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="cascade serve",
         description="Run the Cascade API server. Every option also reads a CASCADE_* variable "
         "(CASCADE_HOST, CASCADE_PORT, CASCADE_DATA_DIR, CASCADE_TOKEN, CASCADE_LAUNCHER, ...).",
+        epilog=SETTINGS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
@@ -101,6 +125,10 @@ def main(argv: list[str]) -> int:
         settings = build_settings(args)
     except ValueError as exc:
         print(f"cascade serve: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    problem = settings.launcher_problem()
+    if problem:
+        print(f"cascade serve: {problem}", file=sys.stderr)
         return 2
     asyncio.run(serve(settings))
     return 0
