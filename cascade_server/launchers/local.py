@@ -25,6 +25,7 @@ from collections import deque
 from pathlib import Path
 
 from .base import Launcher, LauncherEvents, SimSpec
+from .environment import worker_environment
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ class LocalLauncher(Launcher):
                     log.exception("sim %s: recording the launch failed", spec.sim_id)
 
     def _start(self, spec: SimSpec) -> subprocess.Popen:
-        env = {**os.environ, **spec.env}
+        env = worker_environment(os.environ, spec.env)
         output: int | object = subprocess.DEVNULL
         handle = None
         if self.log_dir is not None:
