@@ -11,6 +11,7 @@ from aiohttp import web
 
 from . import routes_core, routes_events, routes_results, routes_sim
 from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, LAUNCHER_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .datadir import prepare_data_dir
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
 from .launchers.base import Launcher, LauncherEvents
@@ -80,6 +81,7 @@ async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 def create_app(settings: Settings) -> web.Application:
+    prepare_data_dir(settings)
     if not settings.no_auth and not settings.token:
         settings = settings.model_copy(update={"token": load_or_create_token(settings.data_dir)})
     app = web.Application(

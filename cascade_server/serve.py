@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 from aiohttp import web
 
 from .app import create_app
+from .datadir import PRIVATE_UMASK
 from .settings import Settings, load_or_create_token
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
@@ -95,6 +97,9 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    # Everything the server and its children (SQLite, rclone, the post-processor, workers)
+    # create is its user's alone: results, logs and credentials live in the data directory.
+    os.umask(PRIVATE_UMASK)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     try:

@@ -95,8 +95,9 @@ def start_server(url: str, data_dir: Path | None, log_path: Path,
            "--port", str(port)]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "ab")  # the server's own log; the terminal belongs to the UI
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The server's log is as private as the data directory it lives in.
+    log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")  # the server's own log; the terminal belongs to the UI
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
         start_new_session=True,  # Ctrl+C and the terminal's signals go to the UI, not the server

@@ -24,6 +24,7 @@ import sys
 from collections import deque
 from pathlib import Path
 
+from ..datadir import private_dir, private_file
 from .base import Launcher, LauncherEvents, SimSpec
 from .environment import worker_environment
 
@@ -150,8 +151,8 @@ class LocalLauncher(Launcher):
         output: int | object = subprocess.DEVNULL
         handle = None
         if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            handle = open(self.log_dir / f"{spec.sim_id}.log", "ab")
+            private_dir(self.log_dir)
+            handle = os.fdopen(private_file(self.log_dir / f"{spec.sim_id}.log"), "ab")
             output = handle
         try:
             return subprocess.Popen(
