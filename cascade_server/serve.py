@@ -15,6 +15,7 @@ from aiohttp import web
 
 from .app import create_app
 from .datadir import PRIVATE_UMASK
+from .dbfile import corrupt_database_message, database_problem
 from .settings import Settings, load_or_create_token
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
@@ -107,5 +108,8 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"cascade serve: invalid settings: {exc}", file=sys.stderr)
         return 2
+    if problem := database_problem(settings.db_path):
+        print(f"cascade serve: {corrupt_database_message(settings.db_path, problem)}", file=sys.stderr)
+        return 1
     asyncio.run(serve(settings))
     return 0

@@ -76,15 +76,19 @@ async def test_the_replay_child_gets_no_token(make_server, server_env):
             children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
             return int(children[0]) if children else None
 
-        child = await poll(replay_child, 60)
-        worker = int((await get_run(http, run["id"]))["sims"][0]["launcher_ref"])
-        assert is_worker_of(worker, sim_id)
-        assert "cascade_worker.replay" in Path(f"/proc/{child}/cmdline").read_bytes().decode()
-        assert_no_secret(environ_of(child), "the replay child")
-        worker_env = environ_of(worker)
-        assert worker_env["CASCADE_TOKEN"] == TOKEN and not set(SERVER_ONLY) & set(worker_env)
-        await http.post(f"/api/runs/{run['id']}/cancel")
-        await poll(lambda: _not_running(worker, sim_id), 30)
+        try:
+            child = await poll(replay_child, 60)
+            worker = int((await get_run(http, run["id"]))["sims"][0]["launcher_ref"])
+            assert is_worker_of(worker, sim_id)
+            assert "cascade_worker.replay" in Path(f"/proc/{child}/cmdline").read_bytes().decode()
+            assert_no_secret(environ_of(child), "the replay child")
+            worker_env = environ_of(worker)
+            assert worker_env["CASCADE_TOKEN"] == TOKEN and not set(SERVER_ONLY) & set(worker_env)
+        finally:  # workers outlive the server: never leave this one running
+            await http.post(f"/api/runs/{run['id']}/cancel")
+            sim = (await get_run(http, run["id"]))["sims"][0]
+            if sim["launcher_ref"]:
+                await poll(lambda: _not_running(int(sim["launcher_ref"]), sim_id), 30)
 
 
 async def _not_running(pid: int, sim_id: str) -> bool:
