@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -16,6 +14,7 @@ from .events import Broker
 from .gpu_configs import scan_gpu_configs
 from .launchers.base import Launcher, LauncherEvents
 from .middlewares import auth_middleware, errors_middleware
+from .monitor import heartbeat_monitor_ctx
 from .runs import RunService, StoreLauncherEvents
 from .settings import Settings, load_or_create_token
 from .storage import Store
@@ -59,25 +58,6 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
             await launcher.close()
         finally:
             await store.close()  # always: its threads would keep the process from exiting
-
-
-async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Marks silent sims `lost`, then `failed` (Store.expire_heartbeats)."""
-    settings, store = app[SETTINGS_KEY], app[STORE_KEY]
-
-    async def watch() -> None:
-        while True:
-            await asyncio.sleep(settings.monitor_interval_s)
-            try:
-                await store.expire_heartbeats(settings.heartbeat_timeout_s)
-            except Exception:
-                log.exception("heartbeat monitor")
-
-    task = asyncio.create_task(watch())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
 
 
 def create_app(settings: Settings) -> web.Application:
