@@ -20,6 +20,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -61,7 +62,9 @@ async def main(sims: int, slots: int) -> None:
                         break
                 except httpx.TransportError:
                     await asyncio.sleep(0.1)
-            entries = [{"gpu_config": CONFIGS[i % len(CONFIGS)], "count": 1} for i in range(min(sims, 3))]
+            entries: list[dict[str, Any]] = [
+                {"gpu_config": CONFIGS[i % len(CONFIGS)], "count": 1} for i in range(min(sims, 3))
+            ]
             for i in range(sims - len(entries)):
                 entries[i % len(entries)]["count"] += 1
             started = time.monotonic()

@@ -345,7 +345,7 @@ class LogParser:
         """Add the key/value lines among `lines` (all inside the current block) to it: the
         first occurrence of a key under its name, the n-th under `<key>#<n>`."""
         block = self._block
-        assert block is not None, "_merge is only called inside a block"
+        assert block is not None, "called inside a block only"
         if len(block) >= MAX_BLOCK_KEYS:
             return
         # Lines without "=" are neither form; the filter runs at C speed.
@@ -385,9 +385,10 @@ class LogParser:
 
     def _finish_block(self) -> ParsedKernel:
         stats = self._block
+        assert stats is not None, "called inside a block only"
         self._block = None
         self._block_ended = False
-        names = stats["kernel_name"].split(maxsplit=1)
+        names = str(stats["kernel_name"]).split(maxsplit=1)
         cycle = _as_int(stats.get("gpu_sim_cycle"))
         clock = self._clock_mhz
         kernel = ParsedKernel(

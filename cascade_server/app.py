@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from . import routes_core, routes_events, routes_results, routes_sim
-from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, LAUNCHER_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .datadir import prepare_data_dir
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
@@ -40,7 +40,7 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
     configs = scan_gpu_configs(settings.configs_root)
     log.info("%d GPU configs under %s", len(configs), settings.configs_root)
     launcher = make_launcher(settings, StoreLauncherEvents(store))
-    app[STORE_KEY], app[GPU_CONFIGS_KEY], app[LAUNCHER_KEY] = store, configs, launcher
+    app[STORE_KEY], app[GPU_CONFIGS_KEY] = store, configs
     app[RUNS_KEY] = runs = RunService(store, settings, configs, launcher)
     if settings.samples:  # before resume: an interrupted seed must not reach the launcher
         from .samples import SampleError, seed_samples
@@ -62,6 +62,7 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
 
 def create_app(settings: Settings) -> web.Application:
     prepare_data_dir(settings)
+    # The one place the token file is read: everything else gets the token from app[SETTINGS_KEY].
     if not settings.no_auth and not settings.token:
         settings = settings.model_copy(update={"token": load_or_create_token(settings.data_dir)})
     app = web.Application(

@@ -8,7 +8,6 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from .events import Broker
-    from .launchers.base import Launcher
     from .models import GpuConfig
     from .runs import RunService
     from .settings import Settings
@@ -17,6 +16,5 @@ if TYPE_CHECKING:
 SETTINGS_KEY: web.AppKey[Settings] = web.AppKey("settings")
 STORE_KEY: web.AppKey[Store] = web.AppKey("store")
 BROKER_KEY: web.AppKey[Broker] = web.AppKey("broker")
-LAUNCHER_KEY: web.AppKey[Launcher] = web.AppKey("launcher")
 GPU_CONFIGS_KEY: web.AppKey[dict[str, GpuConfig]] = web.AppKey("gpu_configs")
 RUNS_KEY: web.AppKey[RunService] = web.AppKey("runs")

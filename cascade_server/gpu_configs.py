@@ -43,6 +43,7 @@ def parse_gpgpusim_config(text: str, name: str) -> GpuConfig | None:
     except (KeyError, ValueError):
         return None
     major, minor = options.get("gpgpu_compute_capability_major"), options.get("gpgpu_compute_capability_minor")
+    arch: str | None
     if major is not None and minor is not None and major.isdigit() and minor.isdigit():
         arch = f"sm_{major}{minor}"
     else:

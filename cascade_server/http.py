@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -35,13 +36,14 @@ def validation_detail(exc: ValidationError, prefix: tuple[str, ...] = ("body",))
     ]
 
 
-def ok(model: BaseModel | list[BaseModel] | None, status: int = 200, **headers: str) -> web.Response:
+def ok(model: BaseModel | Sequence[BaseModel] | None, status: int = 200,
+       headers: Mapping[str, str] | None = None) -> web.Response:
     if model is None:
         return web.Response(status=204)
-    if isinstance(model, list):
-        body = b"[" + b",".join(m.model_dump_json().encode() for m in model) + b"]"
-    else:
+    if isinstance(model, BaseModel):
         body = model.model_dump_json().encode()
+    else:
+        body = b"[" + b",".join(m.model_dump_json().encode() for m in model) + b"]"
     return web.Response(status=status, body=body, content_type=JSON_TYPE, headers=headers or None)
 
 

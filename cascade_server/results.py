@@ -97,15 +97,15 @@ def perfetto_trace(run: RunDetail, kernels: list[KernelStat], demangle=lambda na
                        "args": {"name": f"replica {sim.replica} ({sim.id}, {sim.state})"}})
     clock_us: dict[str, float] = {}
     for stat in kernels:
-        sim = sims.get(stat.sim_id)
-        if sim is None or stat.sim_time_ns is None:
+        kernel_sim = sims.get(stat.sim_id)
+        if kernel_sim is None or stat.sim_time_ns is None:
             continue
-        start = clock_us.get(sim.id, 0.0)
+        start = clock_us.get(kernel_sim.id, 0.0)
         duration = stat.sim_time_ns / 1000.0
-        clock_us[sim.id] = start + duration
+        clock_us[kernel_sim.id] = start + duration
         events.append({
             "ph": "X", "cat": "kernel", "name": demangle(stat.kernel_name),
-            "pid": pid_of.get(sim.gpu_config, 0), "tid": sim.replica + 1,
+            "pid": pid_of.get(kernel_sim.gpu_config, 0), "tid": kernel_sim.replica + 1,
             "ts": start, "dur": duration,
             "args": {
                 "kernel_index": stat.kernel_index, "kernel_name": stat.kernel_name,

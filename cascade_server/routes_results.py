@@ -13,7 +13,8 @@ from .demangle import demangle
 from .http import ok
 from .models import GpuConfig, RunDetail, SimResults
 from .results import comparison, load_real_timing, perfetto_trace
-from .routes_sim import check_file_name, content_type_for
+from .content_types import content_type_for
+from .routes_sim import check_file_name
 from .storage import NotFound
 
 routes = web.RouteTableDef()
@@ -68,7 +69,7 @@ async def sim_results(request: web.Request) -> web.Response:
     run = await store.require_run(sim.run_id)
     results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
                          kernels=await store.sim_kernels(sim.id), totals=sim.latest)
-    return ok(results, **attachment(f"{sim.id}-results.json"))
+    return ok(results, headers=attachment(f"{sim.id}-results.json"))
 
 
 @routes.get("/api/runs/{run_id}/results")

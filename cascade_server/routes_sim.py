@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mimetypes
 import os
 import re
 import secrets
@@ -10,6 +9,7 @@ import secrets
 from aiohttp import web
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
+from .content_types import content_type_for
 from .datadir import private_dir, private_file
 from .http import ApiError, ok, read_model
 from .models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
@@ -18,19 +18,7 @@ routes = web.RouteTableDef()
 
 FILE_NAME = re.compile(FILE_NAME_PATTERN)
 MIB = 1024 * 1024
-CONTENT_TYPES = {
-    ".csv": "text/csv", ".txt": "text/plain", ".log": "text/plain",
-    ".json": "application/json", ".gz": "application/gzip",
-}
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-
-
-def content_type_for(name: str) -> str:
-    suffix = os.path.splitext(name)[1].lower()
-    if suffix in CONTENT_TYPES:
-        return CONTENT_TYPES[suffix]
-    guessed, _ = mimetypes.guess_type(name, strict=False)
-    return guessed or "application/octet-stream"
 
 
 def check_file_name(name: str) -> None:

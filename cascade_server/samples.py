@@ -17,6 +17,7 @@ import logging
 import os
 from pathlib import Path
 
+from .content_types import content_type_for
 from .gpu_configs import scan_gpu_configs
 from .models import TERMINAL_SIM_STATES, Heartbeat, RunEntry, TraceDetail, utcnow
 from .settings import Settings
@@ -111,7 +112,6 @@ async def _close_interrupted_seed(store: Store) -> None:
 
 
 async def _put_file(store: Store, settings: Settings, sim_id: str, name: str, data: bytes) -> None:
-    from .routes_sim import content_type_for  # the same content types as uploaded files
 
     directory = settings.files_dir / sim_id
     directory.mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,10 @@ from pathlib import Path
 from aiohttp import web
 
 from .app import create_app
+from .appkeys import SETTINGS_KEY
 from .datadir import PRIVATE_UMASK
 from .dbfile import corrupt_database_message, database_problem
-from .settings import Settings, load_or_create_token
+from .settings import Settings
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
 
@@ -37,10 +38,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def build_settings(args: argparse.Namespace) -> Settings:
     overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
-    settings = Settings(**overrides)
-    if not settings.no_auth and not settings.token:
-        settings = settings.model_copy(update={"token": load_or_create_token(settings.data_dir)})
-    return settings
+    return Settings(**overrides)
 
 
 async def serve(settings: Settings) -> None:
@@ -75,6 +73,7 @@ async def start_s3(settings: Settings, stack: contextlib.AsyncExitStack) -> list
 
 async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]) -> None:
     app = create_app(settings)
+    settings = app[SETTINGS_KEY]  # with the token create_app loaded (or generated)
     # handler_cancellation: a departed SSE client's handler is cancelled at once, not left
     # waiting on its queue (reference/infra.md, section 3). shutdown_timeout: event streams
     # never end by themselves; don't wait a minute for them.

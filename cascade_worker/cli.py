@@ -2,7 +2,7 @@
 
 Started by a launcher with everything in the environment, or by hand on your own host:
 `cascade worker --url http://server:8000 --token ... --sim-id sim-... --gpu-config SM7_QV100`.
-Flags override the environment.
+Flags override the environment (settings.py).
 """
 
 from __future__ import annotations
@@ -10,20 +10,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from . import accelsim, replay
 from .client import SimClient
 from .runner import EXIT_SETUP, Worker, WorkerPlan, make_scratch
+from .settings import NAMES, Options
 
 log = logging.getLogger("cascade_worker")
-
-# The repo's samples/, next to this package (an editable install or a source checkout).
-DEFAULT_SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 
 
 class UsageError(Exception):
@@ -62,74 +60,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@dataclass(frozen=True)
-class Options:
-    url: str
-    token: str | None
-    sim_id: str
-    gpu_config: str | None
-    trace_dir: Path | None
-    accelsim_dir: Path | None
-    samples_dir: Path
-    replay: Path | None
-    wall_seconds: float | None
-    speed: float
-    scratch_parent: Path | None
-    keep_scratch: bool
-    heartbeat_interval: float
-    kill_grace: float
-    give_up_after: float
-
-
-def _env_float(env: dict[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
+def resolve_options(args: argparse.Namespace) -> Options:
+    """Flags over `CASCADE_*` variables; raises UsageError with a message for anything missing
+    or wrong."""
+    flags = {
+        "url": args.url, "token": args.token, "sim_id": args.sim_id, "gpu_config": args.gpu_config,
+        "trace_dir": args.trace_dir, "accelsim_dir": args.accelsim_dir, "samples_dir": args.samples_dir,
+        "replay": args.replay, "wall_seconds": args.wall_seconds, "speed": args.speed,
+        "scratch_parent": args.scratch_dir, "keep_scratch": args.keep_scratch or None,
+    }
     try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"{name} must be a number, not {raw!r}") from None
-    if value <= 0:
-        raise UsageError(f"{name} must be positive")
-    return value
-
-
-def _path(value: Path | None, env: dict[str, str], name: str) -> Path | None:
-    if value is not None:
-        return value
-    raw = env.get(name)
-    return Path(raw) if raw else None
-
-
-def resolve_options(args: argparse.Namespace, env: dict[str, str]) -> Options:
-    """Flags over environment; raises UsageError with a message for anything missing or wrong."""
-    url = args.url or env.get("CASCADE_URL")
-    sim_id = args.sim_id or env.get("CASCADE_SIM_ID")
-    missing = [flag for flag, value in (("--url/CASCADE_URL", url), ("--sim-id/CASCADE_SIM_ID", sim_id)) if not value]
-    if missing:
-        raise UsageError("missing " + " and ".join(missing))
-    if not url.startswith(("http://", "https://")):
-        raise UsageError(f"the URL must start with http:// or https://, not {url!r}")
-    speed = args.speed if args.speed is not None else _env_float(env, "CASCADE_REPLAY_SPEED", 1.0)
-    if speed <= 0:
-        raise UsageError("--speed must be positive")
-    return Options(
-        url=url,
-        token=args.token or env.get("CASCADE_TOKEN") or None,
-        sim_id=sim_id,
-        gpu_config=args.gpu_config or env.get("CASCADE_GPU_CONFIG") or None,
-        trace_dir=_path(args.trace_dir, env, "CASCADE_TRACE_DIR"),
-        accelsim_dir=_path(args.accelsim_dir, env, "CASCADE_ACCELSIM_DIR"),
-        samples_dir=_path(args.samples_dir, env, "CASCADE_SAMPLES_DIR") or DEFAULT_SAMPLES_DIR,
-        replay=args.replay,
-        wall_seconds=args.wall_seconds,
-        speed=speed,
-        scratch_parent=_path(args.scratch_dir, env, "CASCADE_SCRATCH_DIR"),
-        keep_scratch=args.keep_scratch,
-        heartbeat_interval=_env_float(env, "CASCADE_HEARTBEAT_INTERVAL_S", 5.0),
-        kill_grace=_env_float(env, "CASCADE_KILL_GRACE_S", 10.0),
-        give_up_after=_env_float(env, "CASCADE_GIVE_UP_S", 6 * 3600.0),
-    )
+        return Options(**{name: value for name, value in flags.items() if value not in (None, "")})
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        missing = [NAMES[str(e["loc"][0])] for e in errors if e["type"] == "missing"]
+        if missing:
+            raise UsageError("missing " + " and ".join(missing)) from None
+        error = errors[0]
+        name = str(error["loc"][0]) if error["loc"] else "settings"
+        raise UsageError(f"{NAMES.get(name, name)}: {error['msg'].removeprefix('Value error, ')}") from None
 
 
 def simulator_argv(options: Options, run_dir: Path) -> list[str]:
@@ -180,7 +129,7 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="cascade worker: %(message)s", stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
-        options = resolve_options(args, dict(os.environ))
+        options = resolve_options(args)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"cascade worker: error: {exc}", file=sys.stderr)

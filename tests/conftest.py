@@ -5,18 +5,25 @@ from __future__ import annotations
 import gzip
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+import subprocess
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import boto3
 import httpx
 import pytest
 from aiohttp import web
+from botocore.config import Config
 
 from cascade_server.app import create_app
 from cascade_server.appkeys import STORE_KEY
 from cascade_server.models import KernelLaunch, TraceDetail, utcnow
 from cascade_server.settings import Settings
 from cascade_server.storage import Store
+from tests.helpers import free_port
 
 TOKEN = "test-token-0123456789"
 # Real Accel-Sim logs (shared/samples-real/runs/<CONFIG>/run.log), shipped gzipped in the repo.
@@ -26,12 +33,6 @@ RECORDINGS = Path(__file__).resolve().parents[1] / "samples" / "recordings"
 def recorded_log(config: str) -> bytes:
     """The complete stdout of a real Accel-Sim run on `config`, byte for byte."""
     return gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LiveServer:
@@ -87,8 +88,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def make_settings(tmp_path: Path) -> Callable[..., Settings]:
-    def make(**overrides) -> Settings:
-        values = dict(
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = dict(
             data_dir=tmp_path / "data", host="127.0.0.1", port=free_port(), token=TOKEN,
             launcher="manual", samples=False,
         )
@@ -99,7 +100,7 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 
 
 @pytest.fixture
-async def make_server(make_settings) -> AsyncIterator[Callable[..., LiveServer]]:
+async def make_server(make_settings) -> AsyncIterator[Callable[..., Awaitable[LiveServer]]]:
     servers: list[LiveServer] = []
 
     async def make(**overrides) -> LiveServer:
@@ -125,7 +126,7 @@ async def client(server: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
 
 def ready_trace(trace_id: str = "tinyformer-step-sm70", arch: str = "sm_70", kernels: int = 15, **fields) -> TraceDetail:
     now = utcnow()
-    values = dict(
+    values: dict[str, Any] = dict(
         id=trace_id, state="ready", created_at=now, updated_at=now, trace_gpu_arch=arch,
         kernel_count=kernels, bytes=1234, metadata={"status": "ok"},
         kernels=[KernelLaunch(kernel_id=i + 1, name=f"_Z6kernel{i}v", grid=(1, 1, 1), block=(32, 1, 1))
@@ -133,3 +134,72 @@ def ready_trace(trace_id: str = "tinyformer-step-sm70", arch: str = "sm_70", ker
     )
     values.update(fields)
     return TraceDetail(**values)
+
+
+def write_config(root: Path, name: str, text: str) -> None:
+    path = root / "gpu-simulator/gpgpu-sim/configs/tested-cfgs" / name / "gpgpusim.config"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def accelsim_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "accelsim"
+    write_config(root, "SM7_QV100", "# Volta\n-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 0\n"
+                 "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n")
+    write_config(root, "SM7_TITANV", "-gpgpu_clock_domains 1200.0:1200.0:1200.0:850.0\n")  # arch from the name
+    write_config(root, "SM6_TITANX", "-gpgpu_compute_capability_major 6\n-gpgpu_compute_capability_minor 1\n"
+                 "-gpgpu_clock_domains 1417.0:1417.0:1417.0:2500.0\n")
+    write_config(root, "SM75_RTX2060", "-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 5\n"
+                 "-gpgpu_clock_domains 1365:1365:1365:3500.5\n")
+    write_config(root, "BROKEN", "-gpgpu_n_clusters 4\n")  # no clock: skipped
+    write_config(root, "weird_name", "-gpgpu_clock_domains 1000:1:1:1\n")  # no arch: skipped
+    return root
+
+
+@dataclass
+class RcloneS3:
+    endpoint: str
+    access_key: str
+    secret_key: str
+    root: Path
+    bucket: str = "cascade"
+
+    def client(self):
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name="us-east-1",
+            config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+        )
+
+
+@pytest.fixture(scope="session")
+def rclone_s3(tmp_path_factory):
+    """A real `rclone serve s3` (the embedded server's binary) for the whole session."""
+    from cascade_server.traces.embedded_s3 import rclone_binary
+
+    root = tmp_path_factory.mktemp("s3")
+    (root / "cascade").mkdir()
+    port = free_port()
+    info = RcloneS3(f"http://127.0.0.1:{port}", "TESTACCESSKEY0001", "testsecretkey0000000001", root)
+    proc = subprocess.Popen(
+        [str(rclone_binary()), "serve", "s3", "--addr", f"127.0.0.1:{port}", str(root)],
+        env={"RCLONE_AUTH_KEY": f'"{info.access_key},{info.secret_key}"', "RCLONE_CONFIG": "/dev/null"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while True:  # poll until it accepts connections (not a fixed sleep)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("rclone serve s3 did not start") from None
+            time.sleep(0.05)
+    yield info
+    proc.terminate()
+    proc.wait(timeout=10)

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
+from typing import IO
 from pathlib import Path
 
 from ..datadir import private_dir, private_file
@@ -148,7 +149,7 @@ class LocalLauncher(Launcher):
 
     def _start(self, spec: SimSpec) -> subprocess.Popen:
         env = worker_environment(os.environ, spec.env)
-        output: int | object = subprocess.DEVNULL
+        output: int | IO[bytes] = subprocess.DEVNULL
         handle = None
         if self.log_dir is not None:
             private_dir(self.log_dir)
@@ -215,7 +216,7 @@ async def _wait_for_exit(pid: int, proc: subprocess.Popen | None) -> None:
     if pidfd is not None:
         loop = asyncio.get_running_loop()
         ended = loop.create_future()
-        loop.add_reader(pidfd, lambda: ended.done() or ended.set_result(None))
+        loop.add_reader(pidfd, lambda: None if ended.done() else ended.set_result(None))
         try:
             await ended
         finally:

@@ -4,6 +4,7 @@ trace file, and when an upload is complete."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..models import FILE_NAME_PATTERN
@@ -38,7 +39,7 @@ def is_safe_relative_path(rel: str) -> bool:
     return all(part not in ("", ".", "..") for part in parts) and "\\" not in rel and "\0" not in rel
 
 
-def kernel_count(paths: list[str] | set[str] | dict[str, object]) -> int:
+def kernel_count(paths: Iterable[str]) -> int:
     """Distinct kernels among a trace's files: `kernel-1.trace` and `kernel-1.traceg` are one."""
     stems = set()
     for path in paths:

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .grouping import (
     TraceFormatError,
@@ -57,7 +57,7 @@ def _atomic_writer(path: Path, binary: bool = False) -> Iterator[IO]:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         if path.name.endswith(".xz") and not binary:
-            f = lzma.open(tmp, "wt", encoding="utf-8", preset=1)  # as the tool's `xz -1`
+            f: IO[Any] = lzma.open(tmp, "wt", encoding="utf-8", preset=1)  # as the tool's `xz -1`
         else:
             f = open(tmp, "wb" if binary else "w", encoding=None if binary else "utf-8")
         with f:

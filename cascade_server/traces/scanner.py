@@ -129,12 +129,6 @@ class TraceScanner:
             target = self._scans_started + 1
             await asyncio.wait_for(self._scan_cond.wait_for(lambda: self._scans_done >= target), timeout)
 
-    async def wait_idle(self, timeout: float = 60.0) -> None:
-        """Wait until no post-processing is running."""
-        tasks = list(self._processing.values())
-        if tasks:
-            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout)
-
     # --- one scan ----------------------------------------------------------------------------
 
     async def scan_once(self) -> None:

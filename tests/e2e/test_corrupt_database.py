@@ -14,7 +14,8 @@ import pytest
 from cascade_server.dbfile import database_problem, header_problem
 from cascade_server.events import Broker
 from cascade_server.storage import Store
-from tests.conftest import TOKEN, free_port, ready_trace
+from tests.conftest import TOKEN, ready_trace
+from tests.helpers import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

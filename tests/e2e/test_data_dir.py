@@ -15,8 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import TOKEN, free_port
-from tests.e2e.test_local_runs import create_run, finished_run, poll
+from tests.conftest import TOKEN
+from tests.e2e.test_local_runs import create_run, finished_run
+from tests.helpers import free_port, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
@@ -43,7 +44,7 @@ async def start_serve(data_dir: Path, log_path: Path, **env: str) -> tuple[subpr
         except httpx.TransportError:
             return False
 
-    await poll(healthy, 60)
+    await wait_until(healthy, 60)
     return proc, url
 
 
@@ -75,7 +76,7 @@ async def test_everything_in_the_data_dir_is_private(tmp_path):
                 resp = await http.get("/api/traces/tinyformer-step-sm70")
                 return resp.status_code == 200 and resp.json()["state"] == "ready"
 
-            await poll(demo_ready, 120)  # through the embedded S3, mirrored into traces/
+            await wait_until(demo_ready, 120)  # through the embedded S3, mirrored into traces/
             run = await create_run(http, [("SM7_QV100", 1)])
             final = await finished_run(http, run["id"])
             assert final["state"] == "succeeded", final
@@ -119,7 +120,7 @@ async def test_a_put_cut_by_kill_9_leaves_no_part_file(tmp_path):
 
         upload = asyncio.create_task(put())
         sim_dir = data_dir / "files" / sim_id
-        await poll(lambda: _async(sent_first_block.is_set() and list(sim_dir.glob(".big.bin.*.part"))), 30)
+        await wait_until(lambda: sent_first_block.is_set() and list(sim_dir.glob(".big.bin.*.part")), 30)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         upload.cancel()  # its body never ends, so the client would wait on it for ever
@@ -136,6 +137,3 @@ async def test_a_put_cut_by_kill_9_leaves_no_part_file(tmp_path):
     finally:
         stop(proc)
 
-
-async def _async(value):
-    return value

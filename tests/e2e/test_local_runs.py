@@ -8,7 +8,6 @@ import gzip
 import json
 import os
 import signal
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from httpx_sse import aconnect_sse
 
 from cascade_server.launchers.local import is_worker_of
 from tests.conftest import ready_trace
+from tests.helpers import wait_until
 from tests.worker.fakes import install_fake_accelsim, make_trace_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,18 +31,6 @@ def recording(config: str) -> bytes:
     return gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
 
 
-async def poll(check, timeout: float = 90.0, interval: float = 0.1):
-    """Call `check` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s; last: {result!r}")
-        await asyncio.sleep(interval)
-
-
 async def get_run(http: httpx.AsyncClient, run_id: str) -> dict:
     resp = await http.get(f"/api/runs/{run_id}")
     resp.raise_for_status()
@@ -54,7 +42,7 @@ async def finished_run(http: httpx.AsyncClient, run_id: str, timeout: float = 12
         run = await get_run(http, run_id)
         return run if run["state"] != "active" else None
 
-    return await poll(done, timeout)
+    return await wait_until(done, timeout)
 
 
 async def create_run(http: httpx.AsyncClient, entries: list[tuple[str, int]], trace_id="tinyformer-step-sm70") -> dict:
@@ -93,7 +81,7 @@ async def test_three_configs_two_replicas_replay_to_success(make_server, worker_
         watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
         try:
             final = await finished_run(http, run["id"])
-            await poll(lambda: _async(all(s and s[-1] == "succeeded" for s in states.values()) and len(states) == 6), 10)
+            await wait_until(lambda: all(s and s[-1] == "succeeded" for s in states.values()) and len(states) == 6, 10)
         finally:
             watcher.cancel()
         assert final["state"] == "succeeded"
@@ -115,10 +103,6 @@ async def test_three_configs_two_replicas_replay_to_success(make_server, worker_
         assert len(kernels) == 6 * 15
 
 
-async def _async(value):
-    return value
-
-
 async def test_cancel_mid_run_stops_the_worker(make_server, worker_env):
     server = await make_server(launcher="local", local_slots=2, replay_speed=1.0)
     await server.store.put_trace(ready_trace())
@@ -130,14 +114,15 @@ async def test_cancel_mid_run_stops_the_worker(make_server, worker_env):
             sim = (await get_run(http, run["id"]))["sims"][0]
             return sim if sim["state"] == "running" and sim["log_tail"] else None
 
-        sim = await poll(running_with_output, 60)
+        sim = await wait_until(running_with_output, 60)
         pid = int(sim["launcher_ref"])
         assert is_worker_of(pid, sim_id)
         resp = await http.post(f"/api/runs/{run['id']}/cancel")
         assert resp.status_code == 200 and resp.json()["sims"][0]["state"] == "cancelled"
-        await poll(lambda: _async(not is_worker_of(pid, sim_id)), 30)
-        with pytest.raises(ProcessLookupError):
-            os.killpg(pid, 0)  # the simulator (same process group) is gone too
+        await wait_until(lambda: not is_worker_of(pid, sim_id), 30)
+        # The simulator (same process group) goes too: both got the SIGTERM, and the group
+        # lasts until the launcher has reaped the worker, so wait for it rather than look once.
+        await wait_until(lambda: not _group_alive(pid), 30)
         after = (await get_run(http, run["id"]))["sims"][0]
         assert after["state"] == "cancelled" and after["kernels_done"] < 15
         # A late heartbeat (as from a worker that missed the cancel) changes nothing.
@@ -158,7 +143,7 @@ async def test_a_sigkilled_worker_fails_with_its_exit_status(make_server, worker
                 sim = (await get_run(http, run["id"]))["sims"][0]
                 return sim if sim["state"] == "running" else None
 
-            sim = await poll(running, 60)
+            sim = await wait_until(running, 60)
             os.killpg(int(sim["launcher_ref"]), signal.SIGKILL)
             final = await finished_run(http, run["id"], timeout=60)
         finally:
@@ -186,7 +171,7 @@ async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, mo
                 sim = (await get_run(http, run["id"]))["sims"][0]
                 return sim if sim["state"] == "running" else None
 
-            sim = await poll(running, 60)
+            sim = await wait_until(running, 60)
             pid = int(sim["launcher_ref"])
             os.kill(pid, signal.SIGSTOP)  # alive but silent: only the heartbeat monitor can tell
             try:
@@ -210,7 +195,7 @@ async def test_server_restart_mid_run_loses_no_line(make_server, worker_env):
             sims = (await get_run(http, run["id"]))["sims"]
             return all(s["state"] == "running" and 0 < s["kernels_done"] < 15 for s in sims)
 
-        await poll(some_kernels_done, 60)
+        await wait_until(some_kernels_done, 60)
     pids = {s["id"]: int(s["launcher_ref"]) for s in (await _run_via(server, run["id"]))["sims"]}
     await server.stop()
     await asyncio.sleep(2)  # the outage: workers keep simulating and spool their output
@@ -246,7 +231,7 @@ async def test_slot_limit_keeps_the_rest_pending(make_server, worker_env):
                 most_at_once = max(most_at_once, len(started))
                 return current if current["state"] != "active" else None
 
-            final = await poll(done, 120, interval=0.05)
+            final = await wait_until(done, 120, interval=0.05)
         finally:
             watcher.cancel()
         assert final["state"] == "succeeded"
@@ -318,15 +303,28 @@ async def test_cancel_while_queued_never_starts_the_worker(make_server, worker_e
             sims = (await get_run(http, run["id"]))["sims"]
             return sims if any(s["state"] == "running" for s in sims) else None
 
-        sims = await poll(one_running, 60)
+        sims = await wait_until(one_running, 60)
         queued = next(s for s in sims if s["state"] == "pending")
         first = next(s for s in sims if s["state"] == "running")
         await http.post(f"/api/runs/{run['id']}/cancel")
-        await poll(lambda: _async(not is_worker_of(int(first["launcher_ref"]), first["id"])), 30)
-        await asyncio.sleep(0.5)  # room for a wrongly started worker to show up in the sim
+        await wait_until(lambda: not is_worker_of(int(first["launcher_ref"]), first["id"]), 30)
+        # The one slot is free again and the launcher's queue is first in, first out: a sim
+        # submitted now runs only after the queued one, had it wrongly stayed in the queue.
+        later = await create_run(http, [("SM7_QV100", 1)])
+
+        async def later_running():
+            sim = (await get_run(http, later["id"]))["sims"][0]
+            return sim["state"] == "running"
+
+        await wait_until(later_running, 60)
+        await http.post(f"/api/runs/{later['id']}/cancel")
         final = await get_run(http, run["id"])
         left = next(s for s in final["sims"] if s["id"] == queued["id"])
         assert (left["state"], left["launcher_ref"]) == ("cancelled", None)
+        # Every worker the launcher starts logs to workers/<sim id>.log from its first moment.
+        workers = server.settings.data_dir / "workers"
+        assert (workers / f"{first['id']}.log").exists()
+        assert not (workers / f"{queued['id']}.log").exists()
 
 
 async def test_a_worker_that_died_while_the_server_was_down_fails_the_sim(make_server, worker_env):
@@ -339,13 +337,21 @@ async def test_a_worker_that_died_while_the_server_was_down_fails_the_sim(make_s
             sim = (await get_run(http, run["id"]))["sims"][0]
             return sim if sim["state"] == "running" else None
 
-        sim = await poll(running, 60)
+        sim = await wait_until(running, 60)
     await server.stop()
     pid = int(sim["launcher_ref"])
     os.killpg(pid, signal.SIGKILL)
-    await poll(lambda: _async(not is_worker_of(pid, sim["id"])), 30)
+    await wait_until(lambda: not is_worker_of(pid, sim["id"]), 30)
     await server.start()
     async with server.client() as http:
         final = await finished_run(http, run["id"], timeout=30)
         assert final["sims"][0]["state"] == "failed"
         assert final["sims"][0]["error"] == "worker is gone (found after a server restart)"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

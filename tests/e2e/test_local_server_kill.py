@@ -16,8 +16,9 @@ import pytest
 from cascade_server.events import Broker
 from cascade_server.launchers.local import is_worker_of
 from cascade_server.storage import Store
-from tests.conftest import TOKEN, free_port, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run, get_run, poll, recording
+from tests.conftest import TOKEN, ready_trace
+from tests.e2e.test_local_runs import create_run, finished_run, get_run, recording
+from tests.helpers import free_port, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -41,7 +42,7 @@ async def start_serve(data_dir: Path, port: int, log_path: Path, s3_port: int) -
         except httpx.TransportError:
             return False
 
-    await poll(healthy, 30)
+    await wait_until(healthy, 30)
     return proc
 
 
@@ -61,7 +62,7 @@ async def test_kill_9_the_server_mid_run(tmp_path):
                 sims = (await get_run(http, run["id"]))["sims"]
                 return sims if all(s["state"] == "running" and 0 < s["kernels_done"] < 15 for s in sims) else None
 
-            sims = await poll(midway, 60)
+            sims = await wait_until(midway, 60)
         server.send_signal(signal.SIGKILL)
         server.wait()
         await asyncio.sleep(2)  # the outage

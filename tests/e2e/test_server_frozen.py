@@ -16,7 +16,8 @@ from cascade_server.monitor import AwakeClock
 from cascade_server.storage import Store
 from tests.conftest import ready_trace
 from tests.e2e.test_data_dir import HEADERS, start_serve, stop
-from tests.e2e.test_local_runs import create_run, get_run, poll, record_sim_states
+from tests.e2e.test_local_runs import create_run, get_run, record_sim_states
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 TIMEOUT_S = 2.0
@@ -50,7 +51,7 @@ async def test_a_frozen_server_does_not_lose_every_sim_on_resume(tmp_path):
                 for sim_id in (beating, silent):
                     resp = await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "running"})
                     assert resp.json() == {"state": "running", "cancel": False}
-                await poll(lambda: _async(all(states[s][-1:] == ["running"] for s in (beating, silent))), 30)
+                await wait_until(lambda: all(states[s][-1:] == ["running"] for s in (beating, silent)), 30)
                 proc.send_signal(signal.SIGSTOP)
                 await asyncio.sleep(3 * TIMEOUT_S)  # frozen well past the timeout
                 resumed_at = datetime.now(UTC)
@@ -68,7 +69,7 @@ async def test_a_frozen_server_does_not_lose_every_sim_on_resume(tmp_path):
                         sims = {s["id"]: s for s in (await get_run(http, run["id"]))["sims"]}
                         return sims if sims[silent]["state"] == "lost" else None
 
-                    sims = await poll(silent_lost, 60)
+                    sims = await wait_until(silent_lost, 60)
                 finally:
                     beater.cancel()
             finally:
@@ -94,8 +95,5 @@ async def _state_since(data_dir, sim_id: str) -> datetime:
         (value,) = db.execute("SELECT state_since FROM sims WHERE id=?", (sim_id,)).fetchone()
     return datetime.fromisoformat(value)
 
-
-async def _async(value):
-    return value
 
 

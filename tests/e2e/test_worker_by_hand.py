@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from tests.conftest import TOKEN, free_port, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run, get_run, poll, recording
+from tests.conftest import TOKEN, ready_trace
+from tests.e2e.test_local_runs import create_run, finished_run, get_run, recording
+from tests.helpers import free_port, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,7 +26,7 @@ def start_worker(*args: str, env: dict[str, str] | None = None) -> subprocess.Po
 async def wait_exit(proc: subprocess.Popen, timeout: float = 60) -> int:
     async def ended():
         return proc.poll() is not None
-    await poll(ended, timeout)
+    await wait_until(ended, timeout)
     return proc.returncode
 
 
@@ -54,7 +55,7 @@ async def test_cancel_reaches_a_worker_through_its_heartbeat(server):
         async def running():
             return (await get_run(http, run["id"]))["sims"][0]["state"] == "running"
 
-        await poll(running, 30)
+        await wait_until(running, 30)
         await http.post(f"/api/runs/{run['id']}/cancel")
         assert await wait_exit(worker, 30) == 0
         output = worker.stdout.read().decode()

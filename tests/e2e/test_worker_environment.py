@@ -12,7 +12,8 @@ import pytest
 
 from cascade_server.launchers.local import is_worker_of
 from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run, get_run, poll
+from tests.e2e.test_local_runs import create_run, finished_run, get_run
+from tests.helpers import wait_until
 from tests.worker.fakes import install_fake_accelsim, make_trace_dir
 
 pytestmark = pytest.mark.timeout(240)
@@ -77,7 +78,7 @@ async def test_the_replay_child_gets_no_token(make_server, server_env):
             return int(children[0]) if children else None
 
         try:
-            child = await poll(replay_child, 60)
+            child = await wait_until(replay_child, 60)
             worker = int((await get_run(http, run["id"]))["sims"][0]["launcher_ref"])
             assert is_worker_of(worker, sim_id)
             assert "cascade_worker.replay" in Path(f"/proc/{child}/cmdline").read_bytes().decode()
@@ -88,7 +89,7 @@ async def test_the_replay_child_gets_no_token(make_server, server_env):
             await http.post(f"/api/runs/{run['id']}/cancel")
             sim = (await get_run(http, run["id"]))["sims"][0]
             if sim["launcher_ref"]:
-                await poll(lambda: _not_running(int(sim["launcher_ref"]), sim_id), 30)
+                await wait_until(lambda: _not_running(int(sim["launcher_ref"]), sim_id), 30)
 
 
 async def _not_running(pid: int, sim_id: str) -> bool:

@@ -71,6 +71,12 @@ EXPECTED_NAMES = [
 
 
 @cache
+def num(value: float | str | None) -> float:
+    """A stat or field that must be a number (NaN and infinities included)."""
+    assert isinstance(value, float | int), value
+    return float(value)
+
+
 def real_log(config: str) -> tuple[str, ...]:
     """The log's lines without newlines, loaded once per test session."""
     shared = SHARED_RUNS / config / "run.log"
@@ -165,17 +171,17 @@ def test_real_log_whole(config: str) -> None:
     assert [k.kernel_index for k in kernels] == list(range(15))
     assert [k.kernel_name for k in kernels] == EXPECTED_NAMES
     for k in kernels:
-        assert k.sim_time_ns == pytest.approx(k.gpu_sim_cycle / clock * 1000)
-        assert k.stats["gpu_sim_cycle"] == float(k.gpu_sim_cycle)
-        assert k.gpu_sim_insn == k.stats["gpu_sim_insn"] and k.gpu_sim_insn > 0
-        assert k.gpu_ipc == k.stats["gpu_ipc"] and math.isfinite(k.gpu_ipc)
-        assert math.isnan(k.stats["gpu_occupancy"])  # "-nan% " in every block (README)
-        assert k.stats["kernel_launch_uid"] == float(k.kernel_launch_uid)
+        assert k.sim_time_ns == pytest.approx(num(k.gpu_sim_cycle) / clock * 1000)
+        assert k.stats["gpu_sim_cycle"] == num(k.gpu_sim_cycle)
+        assert k.gpu_sim_insn == k.stats["gpu_sim_insn"] and num(k.gpu_sim_insn) > 0
+        assert k.gpu_ipc == k.stats["gpu_ipc"] and math.isfinite(num(k.gpu_ipc))
+        assert math.isnan(num(k.stats["gpu_occupancy"]))  # "-nan% " in every block (README)
+        assert k.stats["kernel_launch_uid"] == num(k.kernel_launch_uid)
         assert isinstance(k.stats["gpu_total_sim_rate"], float)  # the `key=value` form
-        assert k.stats["L2_BW"].endswith("GB/Sec")
+        assert str(k.stats["L2_BW"]).endswith("GB/Sec")
     total_cycles, total_insn = EXPECTED_TOTALS[config]
-    assert sum(k.gpu_sim_cycle for k in kernels) == total_cycles
-    assert sum(k.gpu_sim_insn for k in kernels) == total_insn
+    assert sum(num(k.gpu_sim_cycle) for k in kernels) == total_cycles
+    assert sum(num(k.gpu_sim_insn) for k in kernels) == total_insn
     assert parser.latest["gpu_tot_sim_cycle"] == total_cycles
     assert parser.latest["gpu_tot_sim_insn"] == total_insn
     assert parser.latest["gpu_tot_ipc"] == kernels[-1].stats["gpu_tot_ipc"]
@@ -372,8 +378,8 @@ def test_special_values() -> None:
     ]
     [k] = LogParser(1000).feed(block("_Z3fooPf", "7", *body))
     s = k.stats
-    assert math.isnan(s["gpu_occupancy"]) and s["gpu_tot_occupancy"] == 95.6263
-    assert math.isnan(s["Miss_rate"]) and math.isnan(s["Row_Buffer_Locality_write"])
+    assert math.isnan(num(s["gpu_occupancy"])) and s["gpu_tot_occupancy"] == 95.6263
+    assert math.isnan(num(s["Miss_rate"])) and math.isnan(num(s["Row_Buffer_Locality_write"]))
     assert s["a_inf"] == math.inf and s["b_inf"] == -math.inf and s["c"] == math.inf
     assert s["maybe"] == "none"
     assert (s["avg"], s["neg"], s["maxmflatency"]) == (1500.0, -2.0, 493.0)
@@ -391,7 +397,7 @@ def test_non_finite_head_values_become_none() -> None:
     parser = LogParser(1000)
     [k] = parser.feed(lines)
     assert k.gpu_sim_cycle is None and k.sim_time_ns is None and k.gpu_ipc is None
-    assert math.isnan(k.stats["gpu_ipc"])
+    assert math.isnan(num(k.stats["gpu_ipc"]))
     assert parser.latest == {"gpu_tot_sim_cycle": 9000.0, "gpu_tot_sim_insn": 12000.0,
                              "gpu_tot_ipc": None, "sim_rate_ips": 777.0}
     assert LogParser(0).feed(block())[0].sim_time_ns is None  # a config with no known clock
@@ -567,6 +573,6 @@ def test_bad_state_is_a_clear_error(state) -> None:
 
 
 def test_parse_value() -> None:
-    assert parse_value(" 12 ") == 12.0 and math.isnan(parse_value("-nan%"))
+    assert parse_value(" 12 ") == 12.0 and math.isnan(num(parse_value("-nan%")))
     assert parse_value("none") == "none" and parse_value("") == ""
     assert parse_value("12 (inst/sec)") == "12 (inst/sec)"

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import logging
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import httpx
 import pytest
 
 from cascade_server.models import SIM_STATES, SIM_TRANSITIONS, TERMINAL_SIM_STATES, run_state
 from tests.conftest import TOKEN, ready_trace
+from tests.helpers import wait_until
 
 ID = re.compile(r"^(run|sim)-[0-9a-f]{12}$")
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
@@ -34,27 +33,6 @@ PROTECTED = [
 ]
 
 
-def write_config(root: Path, name: str, text: str) -> None:
-    path = root / "gpu-simulator/gpgpu-sim/configs/tested-cfgs" / name / "gpgpusim.config"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
-@pytest.fixture
-def accelsim_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "accelsim"
-    write_config(root, "SM7_QV100", "# Volta\n-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 0\n"
-                 "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n")
-    write_config(root, "SM7_TITANV", "-gpgpu_clock_domains 1200.0:1200.0:1200.0:850.0\n")  # arch from the name
-    write_config(root, "SM6_TITANX", "-gpgpu_compute_capability_major 6\n-gpgpu_compute_capability_minor 1\n"
-                 "-gpgpu_clock_domains 1417.0:1417.0:1417.0:2500.0\n")
-    write_config(root, "SM75_RTX2060", "-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 5\n"
-                 "-gpgpu_clock_domains 1365:1365:1365:3500.5\n")
-    write_config(root, "BROKEN", "-gpgpu_n_clusters 4\n")  # no clock: skipped
-    write_config(root, "weird_name", "-gpgpu_clock_domains 1000:1:1:1\n")  # no arch: skipped
-    return root
-
-
 @pytest.fixture
 async def core(make_server, accelsim_dir):
     server = await make_server(accelsim_dir=accelsim_dir)
@@ -67,17 +45,6 @@ async def create_run(http: httpx.AsyncClient, entries=None, trace_id="tinyformer
     resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": entries or [{"gpu_config": "SM7_QV100", "count": 2}]})
     assert resp.status_code == 201, resp.text
     return resp.json()
-
-
-async def wait_for(predicate, timeout: float = 15.0, interval: float = 0.05):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await predicate()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(interval)
 
 
 # --- health and auth ---------------------------------------------------------------------------
@@ -201,7 +168,7 @@ async def test_create_run_fans_out_sims(core):
         async def all_launching():
             got = (await http.get(f"/api/runs/{run['id']}")).json()
             return got if got["sim_counts"] == {"launching": 3} else None
-        detail = await wait_for(all_launching)
+        detail = await wait_until(all_launching)
         assert detail["sims"][0]["launcher_ref"] is None
 
 
@@ -306,8 +273,8 @@ async def test_cancel_is_idempotent_and_tells_the_simulator(core):
 
 async def set_state(server, sim_id: str, state: str) -> None:
     """Test setup only: put a sim straight into `state`."""
-    await server.store.w.execute("UPDATE sims SET state=?, finished_at=NULL WHERE id=?", (state, sim_id))
-    await server.store.w.commit()
+    async with server.store.write() as tx:
+        await tx.conn.execute("UPDATE sims SET state=?, finished_at=NULL WHERE id=?", (state, sim_id))
 
 
 async def test_heartbeats_follow_sim_transitions_exactly(core):
@@ -315,7 +282,7 @@ async def test_heartbeats_follow_sim_transitions_exactly(core):
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 21}])
         pairs = list(itertools.product(SIM_STATES, ("running", "succeeded", "failed")))
         for sim, (start, beat) in zip(run["sims"], pairs):
-            await wait_for(lambda sim=sim: _state_is(http, sim["id"], "launching"))
+            await wait_until(lambda sim=sim: _state_is(http, sim["id"], "launching"))
             await set_state(core, sim["id"], start)
             resp = await http.post(f"/api/sims/{sim['id']}/heartbeat", json={"state": beat, "exit_code": 3, "error": "boom"})
             assert resp.status_code == 200
@@ -354,7 +321,7 @@ async def test_running_heartbeat_sets_started_once_and_final_sets_finished(core)
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]
-        await wait_for(lambda: _state_is(http, sim_id, "launching"))
+        await wait_until(lambda: _state_is(http, sim_id, "launching"))
         await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "running"})
         first = (await http.get(f"/api/sims/{sim_id}/results")).json()["sim"]
         await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "running"})
@@ -390,14 +357,14 @@ async def test_silent_sims_become_lost_then_failed(make_server, accelsim_dir):
         async def sim(sim_id):
             return (await http.get(f"/api/sims/{sim_id}/results")).json()["sim"]
 
-        await wait_for(lambda: _state_is(http, silent, "lost"))
+        await wait_until(lambda: _state_is(http, silent, "lost"))
         lost = await sim(silent)
         assert lost["error"] == "no heartbeat for 0.3 s" and lost["finished_at"] is None
         # a running heartbeat brings a lost sim back and clears the error
-        await wait_for(lambda: _state_is(http, talking, "lost"))
+        await wait_until(lambda: _state_is(http, talking, "lost"))
         ack = (await http.post(f"/api/sims/{talking}/heartbeat", json={"state": "running"})).json()
         assert ack["state"] == "running" and (await sim(talking))["error"] is None
-        await wait_for(lambda: _state_is(http, silent, "failed"), timeout=20)
+        await wait_until(lambda: _state_is(http, silent, "failed"), timeout=20)
         failed = await sim(silent)
         assert "no heartbeat for 3 s" in failed["error"] and failed["finished_at"]
 
@@ -406,7 +373,7 @@ async def test_everything_survives_a_restart(core):
     async with core.client() as http:
         run = await create_run(http)
         sim_id = run["sims"][0]["id"]
-        await wait_for(lambda: _state_is(http, sim_id, "launching"))
+        await wait_until(lambda: _state_is(http, sim_id, "launching"))
         await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "running"})
         before = (await http.get(f"/api/runs/{run['id']}")).json()
         traces = (await http.get("/api/traces")).json()

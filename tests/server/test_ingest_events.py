@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from tests.conftest import ready_trace, recorded_log
-from tests.server.test_api_core import accelsim_dir, create_run, wait_for  # noqa: F401 (fixtures)
+from tests.helpers import wait_until
+from tests.server.test_api_core import create_run
 
 QV100_CYCLES = [6146, 7091, 19639, 5992, 7458, 5792, 9223, 14990, 5727, 7085, 19658, 5966, 41998, 5732, 7091]
 TITANV_CYCLES = [1230, 2122, 14695, 1148, 2496, 929, 4309, 10024, 763, 2131, 14842, 1159, 37482, 786, 2020]
@@ -32,7 +33,7 @@ async def post_log(http: httpx.AsyncClient, sim_id: str, parts: list[list[str]],
 
 
 @pytest.fixture
-async def ingest(make_server, accelsim_dir):  # noqa: F811
+async def ingest(make_server, accelsim_dir):
     server = await make_server(accelsim_dir=accelsim_dir)
     await server.store.put_trace(ready_trace())
     return server
@@ -311,7 +312,7 @@ async def test_event_stream_order_and_headers(ingest):
     async with ingest.client(timeout=httpx.Timeout(30)) as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]
-        await wait_for(lambda: _launching(http, run["id"]))
+        await wait_until(lambda: _launching(http, run["id"]))
         async with http.stream("GET", f"/api/runs/{run['id']}/events") as resp:
             assert resp.status_code == 200
             assert resp.headers["Content-Type"] == "text/event-stream"
@@ -374,7 +375,7 @@ async def test_departed_clients_are_cleaned_up_at_once(ingest):
         async def gone():
             return broker.subscriber_count(run["id"]) == 0
 
-        await wait_for(gone, timeout=5)
+        await wait_until(gone, timeout=5)
 
 
 async def test_a_subscriber_2000_events_behind_is_disconnected(ingest):
@@ -417,7 +418,7 @@ async def test_snapshot_never_overlaps_the_events_after_it(ingest):
                 events = EventReader(resp)
                 snapshot = await events.next()
                 before = {(k["sim_id"], k["kernel_index"]) for k in snapshot["kernels"]}
-                after = []
+                after: list[tuple[str, int]] = []
                 while len(before) + len(after) < 45:
                     event = await events.next()
                     if event["type"] == "kernel":

@@ -10,7 +10,7 @@ import sys
 
 import httpx
 
-from tests.conftest import free_port
+from tests.helpers import free_port
 
 
 def start(data_dir, port, **env):

@@ -3,23 +3,20 @@ registers and processes it, and GET /api/traces shows it, across a server restar
 
 from __future__ import annotations
 
-import asyncio
 
 from cascade_server.traces.embedded_s3 import embedded_s3, upload_demo_traces
 from cascade_server.traces.ingest import TRACE_SCANNER_KEY
 
-from .test_trace_helpers import free_port, rclone_s3  # noqa: F401 (fixture)
+from tests.helpers import free_port, wait_until
 
 
 async def wait_for(client, trace_id: str, *states: str, timeout: float = 60) -> dict:
-    async def poll() -> dict:
-        while True:
-            resp = await client.get(f"/api/traces/{trace_id}")
-            if resp.status_code == 200 and resp.json()["state"] in states:
-                return resp.json()
-            await asyncio.sleep(0.05)
+    """The trace once it is in one of `states`."""
+    async def in_state() -> dict | None:
+        resp = await client.get(f"/api/traces/{trace_id}")
+        return resp.json() if resp.status_code == 200 and resp.json()["state"] in states else None
 
-    return await asyncio.wait_for(poll(), timeout)
+    return await wait_until(in_state, timeout)
 
 
 async def test_demo_traces_through_the_embedded_endpoint_become_ready_via_the_api(make_server, make_settings):

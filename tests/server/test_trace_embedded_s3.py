@@ -16,7 +16,9 @@ from cascade_server.settings import Settings
 from cascade_server.traces.embedded_s3 import DEMO_TRACE_IDS, EmbeddedS3Error, embedded_s3, upload_demo_traces
 from cascade_server.traces.s3 import S3Info, credentials_path, make_client, read_credentials_file
 
-from .test_trace_helpers import SAMPLE_TRACES, free_port, raw_dir_for_upload
+from tests.helpers import free_port
+
+from .test_trace_helpers import SAMPLE_TRACES, raw_dir_for_upload
 
 
 def settings_for(tmp_path, **kw) -> Settings:

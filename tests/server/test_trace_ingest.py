@@ -18,7 +18,7 @@ from cascade_server.storage import Store
 from cascade_server.traces.s3 import S3Info
 from cascade_server.traces.scanner import TraceScanner
 from cascade_server.traces.kernels import parse_stats
-from .test_trace_helpers import SM70, rclone_s3, sample_traceg, traceg_to_raw  # noqa: F401 (fixture)
+from .test_trace_helpers import SM70, sample_traceg, traceg_to_raw
 
 _buckets = itertools.count()
 
@@ -64,9 +64,10 @@ class Harness:
         self.info = S3Info(s3.endpoint, self.bucket, s3.access_key, s3.secret_key)
         self.settings = Settings(data_dir=tmp_path / "data", scan_interval_s=0.05, samples=False, **settings)
         self.recorder = Recorder()
-        self.store: Store | None = None
-        self.scanner: TraceScanner | None = None
-        self.task: asyncio.Task | None = None
+        # Set by start():
+        self.store: Store
+        self.scanner: TraceScanner
+        self.task: asyncio.Task[None]
 
     async def start(self) -> Harness:
         self.store = await Store(self.settings.db_path).open()

@@ -14,7 +14,9 @@ import pytest
 from cascade_server import upload as upload_cmd
 from cascade_server.traces import uploader
 
-from .test_trace_helpers import free_port, raw_dir_for_upload, rclone_s3  # noqa: F401
+from tests.helpers import free_port
+
+from .test_trace_helpers import raw_dir_for_upload
 
 
 _buckets = itertools.count()

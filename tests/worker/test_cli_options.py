@@ -1,3 +1,5 @@
+import os
+from unittest import mock
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,8 @@ ENV = {
 
 
 def options(argv, env=ENV):
-    return resolve_options(build_parser().parse_args(argv), env)
+    with mock.patch.dict(os.environ, env, clear=True):
+        return resolve_options(build_parser().parse_args(argv))
 
 
 def test_environment_is_read():
@@ -34,6 +37,15 @@ def test_missing_and_bad_values_are_usage_errors():
         options(["--url", "ftp://x"])
     with pytest.raises(UsageError, match="CASCADE_REPLAY_SPEED"):
         options([], {**ENV, "CASCADE_REPLAY_SPEED": "fast"})
+    with pytest.raises(UsageError, match="--speed/CASCADE_REPLAY_SPEED: Input should be greater than 0"):
+        options(["--speed", "0"])
+    with pytest.raises(UsageError, match="CASCADE_HEARTBEAT_INTERVAL_S"):
+        options([], {**ENV, "CASCADE_HEARTBEAT_INTERVAL_S": "-1"})
+
+
+def test_empty_variables_count_as_unset():
+    opts = options([], {**ENV, "CASCADE_TOKEN": "", "CASCADE_GPU_CONFIG": "", "CASCADE_REPLAY_SPEED": ""})
+    assert (opts.token, opts.gpu_config, opts.speed) == (None, None, 1.0)
 
 
 def test_main_reports_a_usage_error_without_a_traceback(capsys, monkeypatch):

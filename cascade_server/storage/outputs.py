@@ -1,0 +1,83 @@
+"""What sims produce besides their log: finished kernels, uploaded files, step timelines."""
+
+from __future__ import annotations
+
+from ..models import KernelStat, RunFile, SimFile, SimStepTimeline, SnapshotEvent, StepTimelineUpload, utcnow
+from .codecs import iso, kernel_from_row, pack, unpack
+from .core import NotFound
+from .runs import RunStore
+
+
+class OutputStore(RunStore):
+    async def run_kernels(self, run_id: str, with_stats: bool = False) -> list[KernelStat]:
+        """Every finished kernel of the run, by config, replica, then kernel."""
+        columns = "kernels.*" if with_stats else (
+            "kernels.sim_id, kernel_index, kernel_name, kernel_launch_uid, gpu_sim_cycle,"
+            " gpu_sim_insn, gpu_ipc, sim_time_ns, NULL AS stats"
+        )
+        async with self.r.execute(
+            f"SELECT {columns} FROM kernels JOIN sims ON sims.id = kernels.sim_id"
+            " WHERE sims.run_id=? ORDER BY sims.gpu_config, sims.replica, kernels.kernel_index",
+            (run_id,),
+        ) as cur:
+            return [kernel_from_row(row, with_stats) for row in await cur.fetchall()]
+
+    async def sim_kernels(self, sim_id: str) -> list[KernelStat]:
+        async with self.r.execute(
+            "SELECT * FROM kernels WHERE sim_id=? ORDER BY kernel_index", (sim_id,)
+        ) as cur:
+            return [kernel_from_row(row, True) for row in await cur.fetchall()]
+
+    async def snapshot(self, run_id: str) -> SnapshotEvent:
+        """The run and its kernels, as an event stream starts. Call with `lock` held, then
+        subscribe before releasing it, so no event is both in it and after it."""
+        run = await self.get_run(run_id, self.w)
+        if run is None:
+            raise NotFound(f"run {run_id} not found")
+        return SnapshotEvent(run=run, kernels=await self.run_kernels(run_id))
+
+    async def put_file(self, sim_id: str, name: str, size: int, content_type: str) -> SimFile:
+        created = utcnow()
+        async with self.write() as tx:
+            await tx.conn.execute(
+                "INSERT OR REPLACE INTO files(sim_id, name, size, content_type, created_at)"
+                " VALUES (?,?,?,?,?)",
+                (sim_id, name, size, content_type, iso(created)),
+            )
+        return SimFile(name=name, size=size, content_type=content_type, created_at=created)
+
+    async def sim_files(self, sim_id: str) -> list[SimFile]:
+        async with self.r.execute(
+            "SELECT name, size, content_type, created_at FROM files WHERE sim_id=? ORDER BY name",
+            (sim_id,),
+        ) as cur:
+            return [SimFile(**dict(row)) for row in await cur.fetchall()]
+
+    async def run_files(self, run_id: str) -> list[RunFile]:
+        async with self.r.execute(
+            "SELECT files.*, sims.gpu_config, sims.replica FROM files JOIN sims ON sims.id = files.sim_id"
+            " WHERE sims.run_id=? ORDER BY sims.gpu_config, sims.replica, files.name",
+            (run_id,),
+        ) as cur:
+            return [RunFile(**dict(row)) for row in await cur.fetchall()]
+
+    async def put_step_timeline(self, sim_id: str, upload: StepTimelineUpload) -> None:
+        async with self.write() as tx:
+            await tx.conn.execute(
+                "INSERT OR REPLACE INTO step_timelines(sim_id, simulated, compare) VALUES (?,?,?)",
+                (sim_id, pack(upload.simulated), None if upload.compare is None else pack(upload.compare)),
+            )
+
+    async def run_step_timelines(self, run_id: str) -> list[SimStepTimeline]:
+        async with self.r.execute(
+            "SELECT step_timelines.*, sims.gpu_config, sims.replica FROM step_timelines"
+            " JOIN sims ON sims.id = step_timelines.sim_id WHERE sims.run_id=?"
+            " ORDER BY sims.gpu_config, sims.replica",
+            (run_id,),
+        ) as cur:
+            rows = await cur.fetchall()
+        return [
+            SimStepTimeline(sim_id=row["sim_id"], gpu_config=row["gpu_config"], replica=row["replica"],
+                            simulated=unpack(row["simulated"]), compare=unpack(row["compare"]))
+            for row in rows
+        ]

@@ -1,0 +1,118 @@
+"""Runs and their sims: creating a run, and reading runs and sims back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import aiosqlite
+
+from ..models import GpuConfig, RunDetail, RunEntry, RunSummary, SimSummary, TraceDetail, run_state, utcnow
+from .codecs import iso, new_id, sim_from_row
+from .core import NotFound
+from .traces import TraceStore
+
+
+class RunStore(TraceStore):
+    async def create_run(
+        self,
+        trace: TraceDetail,
+        entries: list[RunEntry],
+        configs: dict[str, GpuConfig],
+        *,
+        sample: bool = False,
+        replay: bool = False,
+    ) -> RunDetail:
+        """A run and its sims, every sim `pending`; one sim per replica of each entry."""
+        run_id = new_id("run")
+        now = iso(utcnow())
+        kernels_total = trace.kernel_count or len(trace.kernels)
+        async with self.write() as tx:
+            await tx.conn.execute(
+                "INSERT INTO runs(id, trace_id, created_at, entries, sample, replay) VALUES (?,?,?,?,?,?)",
+                (run_id, trace.id, now, json.dumps([e.model_dump() for e in entries]), sample, replay),
+            )
+            await tx.conn.executemany(
+                "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
+                " kernels_total, core_clock_mhz) VALUES (?,?,?,?,'pending',?,?,?,?)",
+                [
+                    (new_id("sim"), run_id, e.gpu_config, replica, now, now, kernels_total,
+                     configs[e.gpu_config].core_clock_mhz)
+                    for e in entries
+                    for replica in range(e.count)
+                ],
+            )
+        detail = await self.get_run(run_id)
+        assert detail is not None
+        return detail
+
+    async def get_run(self, run_id: str, conn: aiosqlite.Connection | None = None) -> RunDetail | None:
+        conn = conn or self.r
+        async with conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        async with conn.execute(
+            "SELECT * FROM sims WHERE run_id=? ORDER BY gpu_config, replica", (run_id,)
+        ) as cur:
+            sims = [sim_from_row(sim) for sim in await cur.fetchall()]
+        return RunDetail(
+            **_summary(row, [s.state for s in sims]),
+            trace=await self._trace_summary(row["trace_id"]),
+            sims=sims,
+        )
+
+    async def require_run(self, run_id: str) -> RunDetail:
+        run = await self.get_run(run_id)
+        if run is None:
+            raise NotFound(f"run {run_id} not found")
+        return run
+
+    async def list_runs(self) -> list[RunSummary]:
+        async with self.r.execute("SELECT * FROM runs ORDER BY created_at DESC, id") as cur:
+            runs = await cur.fetchall()
+        async with self.r.execute("SELECT run_id, state FROM sims") as cur:
+            states: dict[str, list[str]] = {}
+            for run_id, state in await cur.fetchall():
+                states.setdefault(run_id, []).append(state)
+        return [RunSummary(**_summary(row, states.get(row["id"], []))) for row in runs]
+
+    async def get_sim(self, sim_id: str, conn: aiosqlite.Connection | None = None) -> SimSummary | None:
+        async with (conn or self.r).execute("SELECT * FROM sims WHERE id=?", (sim_id,)) as cur:
+            row = await cur.fetchone()
+        return None if row is None else sim_from_row(row)
+
+    async def require_sim(self, sim_id: str) -> SimSummary:
+        sim = await self.get_sim(sim_id)
+        if sim is None:
+            raise NotFound(f"sim {sim_id} not found")
+        return sim
+
+    async def sims_in_states(self, states: Iterable[str]) -> list[tuple[SimSummary, str]]:
+        """(sim, trace_id) for every sim in one of `states` (launchers resume these)."""
+        states = list(states)
+        marks = ",".join("?" * len(states))
+        async with self.r.execute(
+            f"SELECT sims.*, runs.trace_id AS trace_id FROM sims JOIN runs ON runs.id = sims.run_id"
+            f" WHERE sims.state IN ({marks}) ORDER BY sims.created_at, sims.gpu_config, sims.replica",
+            states,
+        ) as cur:
+            return [(sim_from_row(row), row["trace_id"]) for row in await cur.fetchall()]
+
+
+def _summary(row: aiosqlite.Row, states: list[str]) -> dict[str, Any]:
+    """A run's summary fields from its row and its sims' states."""
+    counts: dict[str, int] = {}
+    for state in states:
+        counts[state] = counts.get(state, 0) + 1
+    return dict(
+        id=row["id"],
+        trace_id=row["trace_id"],
+        created_at=row["created_at"],
+        state=run_state(states),
+        entries=json.loads(row["entries"]),
+        sim_counts=counts,
+        sample=bool(row["sample"]),
+        replay=bool(row["replay"]),
+    )

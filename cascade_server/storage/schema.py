@@ -1,0 +1,95 @@
+"""The database schema: one migration script per version, applied in order on open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiosqlite
+
+MIGRATIONS: list[str] = [
+    # 1: the first schema
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE traces (
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        doc TEXT NOT NULL               -- TraceDetail as JSON
+    );
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        trace_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        entries TEXT NOT NULL,          -- list[RunEntry] as JSON
+        sample INTEGER NOT NULL DEFAULT 0,
+        replay INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE sims (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        gpu_config TEXT NOT NULL,
+        replica INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        state_since TEXT NOT NULL,      -- when `state` last changed: the monitor's clock before a heartbeat
+        error TEXT,
+        launcher_ref TEXT,
+        created_at TEXT NOT NULL,
+        started_at TEXT,
+        finished_at TEXT,
+        last_heartbeat_at TEXT,
+        exit_code INTEGER,
+        kernels_done INTEGER NOT NULL DEFAULT 0,
+        kernels_total INTEGER NOT NULL DEFAULT 0,
+        current_kernel TEXT,
+        latest TEXT NOT NULL DEFAULT '{}',
+        log_tail TEXT NOT NULL DEFAULT '[]',
+        core_clock_mhz REAL NOT NULL,
+        next_seq INTEGER NOT NULL DEFAULT 0,   -- the next log chunk the parser needs
+        parser_state BLOB                      -- pack_state(LogParser.state())
+    );
+    CREATE INDEX sims_by_run ON sims(run_id, gpu_config, replica);
+    CREATE INDEX sims_by_state ON sims(state);
+    CREATE TABLE log_chunks (
+        sim_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data BLOB NOT NULL,             -- pack_lines(): zlib of the lines, each ending in a newline
+        PRIMARY KEY (sim_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE kernels (
+        sim_id TEXT NOT NULL,
+        kernel_index INTEGER NOT NULL,
+        kernel_name TEXT NOT NULL,
+        kernel_launch_uid INTEGER,
+        gpu_sim_cycle INTEGER,
+        gpu_sim_insn INTEGER,
+        gpu_ipc REAL,
+        sim_time_ns REAL,
+        stats BLOB NOT NULL,            -- pack_stats(): the full stats map
+        PRIMARY KEY (sim_id, kernel_index)
+    ) WITHOUT ROWID;
+    CREATE TABLE files (
+        sim_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        content_type TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (sim_id, name)
+    ) WITHOUT ROWID;
+    CREATE TABLE step_timelines (
+        sim_id TEXT PRIMARY KEY,
+        simulated BLOB NOT NULL,
+        compare BLOB
+    );
+    """,
+]
+
+
+async def migrate(conn: aiosqlite.Connection, path: Path) -> None:
+    """Bring the database at `path` (open on `conn`) up to the newest schema, one committed
+    script per version; refuse a database from a newer Cascade."""
+    async with conn.execute("PRAGMA user_version") as cur:
+        row = await cur.fetchone()
+    version = 0 if row is None else row[0]
+    if version > len(MIGRATIONS):
+        raise RuntimeError(f"{path} has schema version {version}, newer than this Cascade ({len(MIGRATIONS)})")
+    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")

@@ -1,0 +1,144 @@
+"""Sim state changes: heartbeats, launchers, the heartbeat monitor and cancelling a run.
+
+Every move follows `models.SIM_TRANSITIONS` (`can_transition`); the sim's new row is published
+as a `SimEvent` once the change commits."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..models import TERMINAL_SIM_STATES, Heartbeat, HeartbeatAck, RunDetail, SimEvent, SimSummary, can_transition, utcnow
+from .codecs import iso, sim_from_row
+from .core import NotFound, Transaction
+from .outputs import OutputStore
+
+
+class SimStateStore(OutputStore):
+    async def _update_sim(self, tx: Transaction, sim_id: str, **fields: Any) -> SimSummary:
+        """Update columns within `tx` and return the sim as it now is."""
+        sets = ", ".join(f"{name}=?" for name in fields)
+        await tx.conn.execute(f"UPDATE sims SET {sets} WHERE id=?", (*fields.values(), sim_id))
+        sim = await self.get_sim(sim_id, tx.conn)
+        assert sim is not None
+        return sim
+
+    async def heartbeat(self, sim_id: str, beat: Heartbeat) -> HeartbeatAck:
+        async with self.write() as tx:
+            sim = await self.get_sim(sim_id, tx.conn)
+            if sim is None:
+                raise NotFound(f"sim {sim_id} not found")
+            if sim.state in TERMINAL_SIM_STATES:
+                # A finished sim keeps its final state; a cancelled one is told to stop.
+                return HeartbeatAck(state=sim.state, cancel=sim.state == "cancelled")
+            now = iso(utcnow())
+            fields: dict[str, Any] = {"last_heartbeat_at": now}
+            if beat.state != sim.state and can_transition(sim.state, beat.state):
+                fields = _move(sim, beat.state, now, **fields)
+            if fields.get("state", sim.state) == "running" and beat.state == "running":
+                fields["error"] = None  # a running heartbeat clears an earlier `lost` reason
+                if sim.started_at is None:
+                    fields["started_at"] = now
+            if fields.get("state") in TERMINAL_SIM_STATES:
+                fields["exit_code"] = beat.exit_code
+                fields["error"] = beat.error
+            updated = await self._update_sim(tx, sim_id, **fields)
+            tx.publish(updated.run_id, [SimEvent(sim=updated)])
+        return HeartbeatAck(state=updated.state, cancel=updated.state == "cancelled")
+
+    async def mark_launching(self, sim_id: str, launcher_ref: str | None) -> None:
+        """The launcher started (or is starting) this sim. Pending -> launching; a later call
+        only records the `launcher_ref`."""
+        async with self.write() as tx:
+            sim = await self.get_sim(sim_id, tx.conn)
+            if sim is None or sim.state in TERMINAL_SIM_STATES:
+                return
+            fields: dict[str, Any] = {}
+            if launcher_ref is not None:
+                fields["launcher_ref"] = launcher_ref
+            if sim.state == "pending":
+                fields = _move(sim, "launching", iso(utcnow()), **fields)
+            if not fields:
+                return
+            updated = await self._update_sim(tx, sim_id, **fields)
+            tx.publish(updated.run_id, [SimEvent(sim=updated)])
+
+    async def mark_failed(self, sim_id: str, error: str, exit_code: int | None = None) -> None:
+        """A launcher saw the sim's process end (or fail to start) without a final heartbeat."""
+        async with self.write() as tx:
+            sim = await self.get_sim(sim_id, tx.conn)
+            if sim is None or not can_transition(sim.state, "failed"):
+                return
+            fields = _move(sim, "failed", iso(utcnow()), error=error, exit_code=exit_code)
+            updated = await self._update_sim(tx, sim_id, **fields)
+            tx.publish(updated.run_id, [SimEvent(sim=updated)])
+
+    async def cancel_run(self, run_id: str) -> tuple[RunDetail, list[SimSummary]]:
+        """Every unfinished sim -> cancelled. Returns the run and the sims that were cancelled."""
+        async with self.write() as tx:
+            run = await self.get_run(run_id, tx.conn)
+            if run is None:
+                raise NotFound(f"run {run_id} not found")
+            now = iso(utcnow())
+            cancelled = []
+            for sim in run.sims:
+                if can_transition(sim.state, "cancelled"):
+                    fields = _move(sim, "cancelled", now)
+                    cancelled.append(await self._update_sim(tx, sim.id, **fields))
+            if not cancelled:
+                return run, []
+            tx.publish(run_id, [SimEvent(sim=s) for s in cancelled])
+            run = await self.get_run(run_id, tx.conn)
+            assert run is not None
+        return run, cancelled
+
+    async def expire_heartbeats(self, timeout_s: float, now: datetime | None = None,
+                                awake_since: datetime | None = None) -> list[SimSummary]:
+        """The heartbeat monitor: `lost` after `timeout_s` without a heartbeat, `failed` after 10x.
+        Silence before `awake_since` (when the server last started running again) is not
+        counted: the server was not there to hear the heartbeats (monitor.py)."""
+        now_dt = now or utcnow()
+        awake = iso(awake_since) or ""
+        lost_before = iso(now_dt - timedelta(seconds=timeout_s))
+        failed_before = iso(now_dt - timedelta(seconds=10 * timeout_s))
+        changed: list[SimSummary] = []
+        async with self.write() as tx:
+            # The states a sim sends heartbeats in: `pending` has none yet, terminal ones stopped.
+            async with tx.conn.execute(
+                "SELECT * FROM sims WHERE state IN ('launching','running','lost')"
+                " AND COALESCE(last_heartbeat_at, state_since) < ?",
+                (lost_before,),
+            ) as cur:
+                rows = await cur.fetchall()
+            stamp = iso(now_dt)
+            for row in rows:
+                sim = sim_from_row(row)
+                silent_since = max(row["last_heartbeat_at"] or row["state_since"], awake)
+                if silent_since >= lost_before:
+                    continue
+                if sim.state == "lost":
+                    if silent_since >= failed_before:
+                        continue
+                    fields = _move(
+                        sim, "failed", stamp,
+                        error=f"no heartbeat for {_seconds(10 * timeout_s)}: the sim was lost and did not come back",
+                    )
+                else:
+                    fields = _move(sim, "lost", stamp, error=f"no heartbeat for {_seconds(timeout_s)}")
+                    fields["state_since"] = silent_since  # keep the clock for the 10x rule
+                changed.append(await self._update_sim(tx, sim.id, **fields))
+            for sim in changed:
+                tx.publish(sim.run_id, [SimEvent(sim=sim)])
+        return changed
+
+
+def _move(sim: SimSummary, target: str, now: str, **fields: Any) -> dict[str, Any]:
+    """Column values for moving `sim` to `target` (caller checked the transition)."""
+    fields = dict(state=target, state_since=now, **fields)
+    if target in TERMINAL_SIM_STATES:
+        fields["finished_at"] = now
+    return fields
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
