@@ -22,3 +22,11 @@ def is_disk_full(exc: BaseException) -> bool:
         code = getattr(exc, "sqlite_errorcode", None)
         return code is not None and code & 0xFF == sqlite3.SQLITE_FULL
     return False
+
+
+def is_corrupt_database(exc: BaseException) -> bool:
+    """SQLite found the database file damaged, or not a database at all."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)

@@ -17,6 +17,7 @@ from .app import create_app
 from .appkeys import SETTINGS_KEY
 from .datadir import PRIVATE_UMASK
 from .dbfile import corrupt_database_message, database_problem
+from .faults import is_corrupt_database
 from .settings import Settings
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
@@ -78,7 +79,13 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
     # waiting on its queue (reference/infra.md, section 3). shutdown_timeout: event streams
     # never end by themselves; don't wait a minute for them.
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2)
-    await runner.setup()
+    try:
+        await runner.setup()
+    except Exception as exc:
+        if not is_corrupt_database(exc):  # damage deeper than the header checked in main()
+            raise
+        message = corrupt_database_message(settings.db_path, f"is damaged ({exc})")
+        raise SystemExit(f"cascade serve: {message}") from None
     try:
         site = web.TCPSite(runner, settings.host, settings.port)
         try:

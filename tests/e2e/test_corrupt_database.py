@@ -74,3 +74,25 @@ async def test_serve_refuses_a_corrupt_database_and_leaves_it_alone(tmp_path, ki
     assert str(db) in lines[0] and "restore it from a backup, or move it aside" in lines[0]
     assert (hashlib.sha256(db.read_bytes()).hexdigest(), db.stat().st_mtime_ns, db.stat().st_mode) == before
     assert sorted(p.name for p in data_dir.iterdir()) == ["cascade.db"]  # no WAL, nothing else
+
+
+async def test_damage_past_the_header_also_stops_serve_with_one_line(tmp_path):
+    """The header is fine but the schema page is garbage: SQLite notices when the server opens
+    it; the server still ends (no thread left hanging) with the same advice and no traceback."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    db = data_dir / "cascade.db"
+    good = bytearray(await real_database(tmp_path / "good.db"))
+    good[100:4096] = b"\xab" * (4096 - 100)
+    db.write_bytes(bytes(good))
+    assert database_problem(db) is None  # beyond what the header check can see
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+
+    result = serve(data_dir)
+
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"cascade serve: the database {db} is damaged")
+    assert "restore it from a backup, or move it aside" in last
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
