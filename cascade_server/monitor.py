@@ -19,6 +19,7 @@ from datetime import datetime
 from aiohttp import web
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
+from .faults import is_disk_full
 from .models import utcnow
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,11 @@ async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:
             awake_since = clock.tick(time.monotonic(), utcnow())
             try:
                 await store.expire_heartbeats(settings.heartbeat_timeout_s, awake_since=awake_since)
-            except Exception:
-                log.exception("heartbeat monitor")
+            except Exception as exc:
+                if is_disk_full(exc):  # it tries again next tick; no traceback every tick
+                    log.warning("heartbeat monitor: disk full (%s)", exc)
+                else:
+                    log.exception("heartbeat monitor")
 
     task = asyncio.create_task(watch())
     yield
