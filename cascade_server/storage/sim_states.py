@@ -98,7 +98,7 @@ class SimStateStore(OutputStore):
         Silence before `awake_since` (when the server last started running again) is not
         counted: the server was not there to hear the heartbeats (monitor.py)."""
         now_dt = now or utcnow()
-        awake = iso(awake_since) or ""
+        awake = iso(awake_since) if awake_since is not None else ""
         lost_before = iso(now_dt - timedelta(seconds=timeout_s))
         failed_before = iso(now_dt - timedelta(seconds=10 * timeout_s))
         changed: list[SimSummary] = []
