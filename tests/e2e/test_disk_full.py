@@ -18,7 +18,7 @@ from cascade_server.faults import DISK_FULL_DETAIL
 from tests.conftest import ready_trace
 
 pytestmark = pytest.mark.timeout(120)
-STEP_TIMELINE = {"simulated": {"steps": [], "summary": {}}, "compare": None}
+STEP_TIMELINE: dict[str, object] = {"simulated": {"steps": [], "summary": {}}, "compare": None}
 OCTETS = {"Content-Type": "application/octet-stream"}
 
 
