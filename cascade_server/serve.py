@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -14,6 +15,9 @@ from aiohttp import web
 
 from .app import create_app
 from .appkeys import SETTINGS_KEY
+from .datadir import PRIVATE_UMASK
+from .dbfile import corrupt_database_message, database_problem
+from .faults import is_corrupt_database
 from .runner import ApiRunner
 from .settings import Settings
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
@@ -100,7 +104,13 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
     # waiting on its queue (reference/infra.md, section 3). shutdown_timeout: event streams
     # never end by themselves; don't wait a minute for them.
     runner = ApiRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2)
-    await runner.setup()
+    try:
+        await runner.setup()
+    except Exception as exc:
+        if not is_corrupt_database(exc):  # damage deeper than the header checked in main()
+            raise
+        message = corrupt_database_message(settings.db_path, f"is damaged ({exc})")
+        raise SystemExit(f"cascade serve: {message}") from None
     try:
         site = web.TCPSite(runner, settings.host, settings.port)
         try:
@@ -119,6 +129,9 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    # Everything the server and its children (SQLite, rclone, the post-processor, workers)
+    # create is its user's alone: results, logs and credentials live in the data directory.
+    os.umask(PRIVATE_UMASK)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     try:
@@ -130,5 +143,8 @@ def main(argv: list[str]) -> int:
     if problem:
         print(f"cascade serve: {problem}", file=sys.stderr)
         return 2
+    if problem := database_problem(settings.db_path):
+        print(f"cascade serve: {corrupt_database_message(settings.db_path, problem)}", file=sys.stderr)
+        return 1
     asyncio.run(serve(settings))
     return 0

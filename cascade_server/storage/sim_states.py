@@ -132,9 +132,13 @@ class SimStateStore(OutputStore):
             assert run is not None
         return run, cancelled
 
-    async def expire_heartbeats(self, timeout_s: float, now: datetime | None = None) -> list[SimSummary]:
-        """The heartbeat monitor: `lost` after `timeout_s` without a heartbeat, `failed` after 10x."""
+    async def expire_heartbeats(self, timeout_s: float, now: datetime | None = None,
+                                awake_since: datetime | None = None) -> list[SimSummary]:
+        """The heartbeat monitor: `lost` after `timeout_s` without a heartbeat, `failed` after 10x.
+        Silence before `awake_since` (when the server last started running again) is not
+        counted: the server was not there to hear the heartbeats (monitor.py)."""
         now_dt = now or utcnow()
+        awake = iso(awake_since) if awake_since is not None else ""
         lost_before = iso(now_dt - timedelta(seconds=timeout_s))
         failed_before = iso(now_dt - timedelta(seconds=10 * timeout_s))
         changed: list[SimSummary] = []
@@ -149,7 +153,9 @@ class SimStateStore(OutputStore):
             stamp = iso(now_dt)
             for row in rows:
                 sim = sim_from_row(row)
-                silent_since = row["last_heartbeat_at"] or row["state_since"]
+                silent_since = max(row["last_heartbeat_at"] or row["state_since"], awake)
+                if silent_since >= lost_before:
+                    continue
                 if sim.state == "lost":
                     if silent_since >= failed_before:
                         continue
