@@ -62,6 +62,12 @@ async def test_upload_with_a_profile_then_a_run_sends_step_timelines(make_server
             listed = {f["key"].split("/", 2)[2] for f in trace["metadata"]["files"]}
             assert {"traces/real_timing.json", "traces/corrected_timeline.json", "traces/kernel_mapping.json"} <= listed
 
+            # A node without the server's filesystem fetches them with the simulator inputs.
+            inputs = [f["path"] for f in (await http.get("/api/traces/with-profile/inputs")).json()["files"]]
+            assert inputs[-3:] == ["metadata.json", "traces/corrected_timeline.json", "traces/kernel_mapping.json"]
+            fetched = await http.get("/api/traces/with-profile/inputs/traces/kernel_mapping.json")
+            assert fetched.status_code == 200 and fetched.json()["trace_kernels"] == len(step)
+
             run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)], trace_id="with-profile")
             final = await finished_run(http, run["id"], timeout=200)
             assert final["state"] == "succeeded" and final["replay"] is True

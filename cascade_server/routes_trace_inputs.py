@@ -1,0 +1,67 @@
+"""A ready trace's simulator inputs over the API, for compute nodes without the server's
+filesystem: the list (`GET /api/traces/{id}/inputs`) and each file (`.../inputs/{path}`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from .appkeys import SETTINGS_KEY, STORE_KEY
+from .http import ApiError
+from .storage import NotFound
+from .timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
+from .trace_inputs import KERNELSLIST, kernel_files
+from .traces import METADATA_NAME
+from .traces.timeline_files import locate
+
+routes = web.RouteTableDef()
+
+
+async def _inputs(request: web.Request) -> tuple[Path, list[str]]:
+    trace_id = request.match_info["trace_id"]
+    trace = await request.app[STORE_KEY].get_trace(trace_id)
+    if trace is None:
+        raise NotFound(f"trace {trace_id} not found")
+    if trace.sample:
+        raise ApiError(409, f"trace {trace_id} is a sample, which has no instruction traces to simulate")
+    if trace.state != "ready":
+        raise ApiError(409, f"trace {trace_id} is {trace.state}, not ready")
+    root = request.app[SETTINGS_KEY].traces_dir / trace_id
+    try:
+        listing = (root / KERNELSLIST).read_text()
+    except OSError:
+        raise ApiError(409, f"trace {trace_id} has no {KERNELSLIST} on the server") from None
+    return root, [KERNELSLIST, *kernel_files(listing), *_step_timeline_files(root, trace.metadata)]
+
+
+def _step_timeline_files(root: Path, metadata: dict[str, Any] | None) -> list[str]:
+    """A trace with a step timeline: its two files and metadata.json (which says where they are),
+    so that a worker sends the step timeline from a node without the server's filesystem too."""
+    found = [locate(root, name, metadata) for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME)]
+    if any(path is None for path in found):
+        return []
+    extra = [METADATA_NAME] if (root / METADATA_NAME).is_file() else []
+    return extra + [path.relative_to(root).as_posix() for path in found if path is not None]
+
+
+@routes.get("/api/traces/{trace_id}/inputs")
+async def list_inputs(request: web.Request) -> web.Response:
+    root, paths = await _inputs(request)
+    files = []
+    for path in paths:
+        try:
+            files.append({"path": path, "size": (root / path).stat().st_size})
+        except OSError:
+            raise ApiError(409, f"trace {request.match_info['trace_id']} lacks {path} on the server") from None
+    return web.json_response({"trace_id": request.match_info["trace_id"], "files": files})
+
+
+@routes.get("/api/traces/{trace_id}/inputs/{path:.+}")
+async def get_input(request: web.Request) -> web.StreamResponse:
+    root, paths = await _inputs(request)
+    path = request.match_info["path"]
+    if path not in paths:  # only the listed files: no path leads out of the trace
+        raise NotFound(f"trace {request.match_info['trace_id']} has no simulator input {path!r}")
+    return web.FileResponse(root / path, headers={"Content-Type": "application/octet-stream"})
