@@ -3,7 +3,7 @@ route by which a failed worker reaches the app's error handler."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.dom import DOMNode
 from textual.message import Message
@@ -52,7 +52,15 @@ class WorkerFailed(Message):
         self.title = title
 
 
-class ReportsWorkerErrors(DOMNode):
+# A plain mixin at run time: a DOMNode base placed before Screen or App in the MRO changes how
+# Textual resolves their default CSS (their text took its own background colour).
+if TYPE_CHECKING:
+    _Node = DOMNode
+else:
+    _Node = object
+
+
+class ReportsWorkerErrors(_Node):
     """Mixin for the app, screens and panes whose `@work` methods may fail: Textual posts
     `Worker.StateChanged` to the worker's own node only (it does not bubble), so a worker that
     ends in error is posted on as a `WorkerFailed`, which bubbles up to the app's one handler.
