@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from . import routes_core, routes_events, routes_results, routes_sim
+from . import routes_agent, routes_core, routes_events, routes_results, routes_sim
 from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
@@ -92,6 +92,6 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
-    for module in (routes_core, routes_sim, routes_results, routes_events):
+    for module in (routes_core, routes_sim, routes_results, routes_events, routes_agent):
         app.add_routes(module.routes)
     return app

@@ -13,12 +13,13 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tui": ("cascade_tui.cli", "open the terminal UI on a running server"),
     "worker": ("cascade_worker.cli", "run one sim: Accel-Sim, or the stand-in replay"),
     "upload": ("cascade_server.upload", "upload a trace directory to the S3 endpoint"),
+    "agent-prompt": ("cascade_server.agent_prompt", "print the prompt that lets an AI agent work this app"),
 }
 
 
 def usage() -> str:
     lines = ["usage: cascade <command> [options]", "", "commands:"]
-    lines += [f"  {name:<8} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += [f"  {name:<12} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     lines += ["", "Run `cascade <command> --help` for a command's options."]
     return "\n".join(lines)
 
