@@ -94,4 +94,8 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
     for module in (routes_core, routes_sim, routes_results, routes_events, routes_agent):
         app.add_routes(module.routes)
+    if settings.web:  # textual-serve is imported only when the web UI is on
+        from .web_ui import add_web_ui
+
+        add_web_ui(app)
     return app
