@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import logging
 import shlex
 import sys
 from pathlib import Path
@@ -24,14 +23,21 @@ from .appkeys import SETTINGS_KEY
 from .http import ApiError
 from .settings import Settings
 
-log = logging.getLogger(__name__)
-
 PAGES = Path(__file__).resolve().parent / "web"
 # textual-serve's own client files: textual.js (xterm.js), xterm.css and the Roboto Mono fonts.
 CLIENT_STATIC = Path(textual_serve.__file__).resolve().parent / "static"
 COOKIE = "cascade_web"
 STOP_TIMEOUT_S = 10.0  # for a UI process to quit after its tab went, before it is killed
-SERVICES_KEY = web.AppKey("web_ui_services", set)
+
+
+class OpenTabs:
+    """The open tabs' sockets, closed on shutdown."""
+
+    def __init__(self) -> None:
+        self.sockets: set[web.WebSocketResponse] = set()
+
+
+TABS_KEY = web.AppKey("web_ui_tabs", OpenTabs)
 
 
 def cookie_value(token: str) -> str:
@@ -136,13 +142,13 @@ async def terminal_socket(request: web.Request) -> web.StreamResponse:
         request.app[SETTINGS_KEY], write_bytes=websocket.send_bytes, write_str=websocket.send_str,
         close=websocket.close, download_manager=DownloadManager(),
     )
-    services = request.app[SERVICES_KEY]
-    services.add(websocket)
+    sockets = request.app[TABS_KEY].sockets
+    sockets.add(websocket)
     try:
         await service.start(size_from(request, "width", 80), size_from(request, "height", 24))
         await relay(websocket, service)
     finally:
-        services.discard(websocket)
+        sockets.discard(websocket)
         await service.stop()
     return websocket
 
@@ -170,13 +176,13 @@ async def relay(websocket: web.WebSocketResponse, service: AppService) -> None:
 
 async def close_sockets(app: web.Application) -> None:
     """On shutdown: close every tab's socket, so each handler stops its UI process."""
-    for websocket in list(app[SERVICES_KEY]):
+    for websocket in list(app[TABS_KEY].sockets):
         await websocket.close()
 
 
 def add_web_ui(app: web.Application) -> None:
     """Register the web UI; last, since its page answers every GET outside /api/."""
-    app[SERVICES_KEY] = set()
+    app[TABS_KEY] = OpenTabs()
     app.on_shutdown.append(close_sockets)
     app.router.add_get("/web-ui/ws", terminal_socket)
     app.router.add_post("/web-ui/login", login)
