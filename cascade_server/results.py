@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
-from .models import Comparison, ComparisonRow, KernelStat, RunDetail
+from .comparison import config_order, kernel_rows
+from .models import Comparison, KernelStat, RunDetail
 
 STAND_IN_NOTE = (
     "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe "
@@ -17,7 +17,7 @@ STAND_IN_NOTE = (
 
 def run_configs(run: RunDetail) -> list[str]:
     """The run's configs in entry order, without repeats."""
-    return list(dict.fromkeys(entry.gpu_config for entry in run.entries))
+    return config_order(entry.gpu_config for entry in run.entries)
 
 
 def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
@@ -54,30 +54,9 @@ def load_real_timing(trace_dir: Path) -> list[tuple[str | None, float | None]] |
 def comparison(
     run: RunDetail, kernels: list[KernelStat], real: list[tuple[str | None, float | None]] | None
 ) -> Comparison:
-    """Row i: the i-th kernel the sims finished against the i-th real kernel; per config the
-    median `sim_time_ns` over the replicas that finished kernel i."""
+    """The run's per-kernel comparison (see `comparison.kernel_rows`) with its configs."""
     configs = run_configs(run)
-    config_of = {sim.id: sim.gpu_config for sim in run.sims}
-    by_position: dict[int, dict[str, list[float]]] = {}
-    first_name: dict[int, str] = {}
-    for stat in kernels:  # ordered by config, replica, kernel: the first name seen is the first sim's
-        first_name.setdefault(stat.kernel_index, stat.kernel_name)
-        if stat.sim_time_ns is not None:
-            by_position.setdefault(stat.kernel_index, {}).setdefault(config_of[stat.sim_id], []).append(
-                stat.sim_time_ns
-            )
-    real = real or []
-    n_rows = max([len(real), *(index + 1 for index in first_name)], default=0)
-    rows = []
-    for index in range(n_rows):
-        real_name, real_ns = real[index] if index < len(real) else (None, None)
-        times = by_position.get(index, {})
-        rows.append(ComparisonRow(
-            kernel_index=index,
-            kernel_name=real_name or first_name.get(index, ""),
-            real_ns=real_ns,
-            sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
-        ))
+    rows = kernel_rows(configs, {sim.id: sim.gpu_config for sim in run.sims}, kernels, real)
     return Comparison(has_real_timing=bool(real), configs=configs, rows=rows)
 
 

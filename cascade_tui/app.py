@@ -2,7 +2,9 @@
 
 Screens: Connect (health + token check), Traces, Runs (two modes, `t` / `r`), a Run (pushed on
 Runs), New run (pushed), and modals (confirm, `?` help). Every key is a `Binding` with an id; the
-footer, the help screen and the command palette are all built from the active bindings.
+footer, the help screen and the command palette are all built from the active bindings. Screens
+get what they use as `Services` and ask the app for the rest by message (`messages.py`); a worker
+of any screen or pane that fails ends in `_worker_failed`, the one place errors are shown.
 """
 
 from __future__ import annotations
@@ -14,32 +16,34 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from textual import work
+from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from cascade_server.models import TraceSummary, utcnow
+from cascade_server.models import utcnow
 
-from .client import ApiError, CascadeClient
+from .client import CascadeClient, error_title
 from .config import TuiSettings
 from .exit_guard import ExitGuard
 from .formatting import plural
+from .messages import ConfirmCancel, Connected, OpenNewRun, OpenRun, ReportsWorkerErrors, WorkerFailed
 from .screens.connect import ConnectScreen
 from .screens.lists import RunsScreen, TracesScreen
 from .screens.modals import ConfirmScreen, HelpScreen, binding_rows
 from .screens.new_run import NewRunScreen
 from .screens.run import RunScreen
+from .services import Services
 
 
 TEXTUAL_COMMANDS_KEPT = {"Theme", "Screenshot"}
 
 
-class CascadeApp(App[int]):
+class CascadeApp(ReportsWorkerErrors, App[int]):
     CSS_PATH = Path(__file__).with_name("cascade.tcss")
     TITLE = "Cascade"
     ENABLE_COMMAND_PALETTE = True
-    MODES = {"traces": TracesScreen, "runs": RunsScreen}
+    ERROR_TITLES = {"cancel": "Cancel failed"}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
@@ -63,6 +67,9 @@ class CascadeApp(App[int]):
         self.settings = settings
         self.client = client or CascadeClient(settings.url, settings.token_value())
         self.now = now
+        self.services = Services(self.client, settings, now)
+        self.add_mode("traces", lambda: TracesScreen(self.services))
+        self.add_mode("runs", lambda: RunsScreen(self.services))
         self.health: dict[str, Any] = {}
         self.is_connected = False
         self._guard = guard
@@ -78,14 +85,15 @@ class CascadeApp(App[int]):
             loop = asyncio.get_running_loop()
             self._guard.set_request_exit(
                 lambda signum: loop.call_soon_threadsafe(self.exit, 128 + signum))
-        self.push_screen(ConnectScreen())
+        self.push_screen(ConnectScreen(self.services))
 
     async def on_unmount(self) -> None:
         await self.client.aclose()
 
-    def connected(self, health: dict[str, Any]) -> None:
-        """Called by the connect screen once health and the token are good."""
-        self.health = health
+    @on(Connected)
+    def connected(self, message: Connected) -> None:
+        """The connect screen found health and the token good."""
+        health = self.health = message.health
         self.is_connected = True
         workspace = health.get("workspace")
         self.sub_title = f"{self.settings.url}" + (f" · {workspace}" if workspace else "")
@@ -111,15 +119,21 @@ class CascadeApp(App[int]):
             return
         self.push_screen(HelpScreen(self.screen))
 
+    @on(OpenRun)
+    def _open_run(self, message: OpenRun) -> None:
+        self.open_run(message.run_id)
+
     def open_run(self, run_id: str) -> None:
         if self.current_mode != "runs":
             self.switch_mode("runs")
         # Only the runs list stays under a run screen.
         while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
             self.pop_screen()
-        self.push_screen(RunScreen(run_id))
+        self.push_screen(RunScreen(run_id, self.services))
 
-    def open_new_run(self, trace: TraceSummary | None) -> None:
+    @on(OpenNewRun)
+    def open_new_run(self, message: OpenNewRun) -> None:
+        trace = message.trace
         if trace is not None and trace.sample:
             self.notify("The sample trace has no instruction traces, so it cannot start a run. "
                         "Upload a trace with `cascade upload`.", severity="warning")
@@ -129,9 +143,11 @@ class CascadeApp(App[int]):
             self.notify(f"Trace {trace.id} {verb}; runs start on ready traces.",
                         severity="warning")
             return
-        self.push_screen(NewRunScreen(trace))
+        self.push_screen(NewRunScreen(trace, self.services))
 
-    def confirm_cancel(self, run_id: str, unfinished: int) -> None:
+    @on(ConfirmCancel)
+    def confirm_cancel(self, message: ConfirmCancel) -> None:
+        run_id, unfinished = message.run_id, message.unfinished
         if unfinished == 0:
             self.notify(f"{run_id} has no unfinished sims; nothing to cancel.")
             return
@@ -139,25 +155,33 @@ class CascadeApp(App[int]):
             ConfirmScreen(f"Cancel {run_id}?",
                           f"{unfinished} unfinished sim{'s' if unfinished != 1 else ''} will be "
                           "stopped and marked cancelled. Finished sims keep their results."),
-            lambda yes: self._cancel(run_id) if yes else None,
+            partial(self._cancel_if, run_id),
         )
+
+    def _cancel_if(self, run_id: str, yes: bool | None) -> None:
+        if yes:
+            self._cancel(run_id)
 
     @work(group="cancel", exit_on_error=False)
     async def _cancel(self, run_id: str) -> None:
-        try:
-            run = await self.client.cancel_run(run_id)
-        except ApiError as exc:
-            self.report_error(exc, title="Cancel failed")
-            return
+        run = await self.client.cancel_run(run_id)
         self.notify(f"Cancelled {run_id}: {plural(run.sim_counts.get('cancelled', 0), 'sim')} "
                     "cancelled.",
                     title="Cancel")
 
     # --- errors and commands -----------------------------------------------------------------
 
+    @on(WorkerFailed)
+    def _worker_failed(self, message: WorkerFailed) -> None:
+        """Every worker's error, of any screen or pane, ends here (`messages.ReportsWorkerErrors`)."""
+        self.report_error(message.error, error_title(message.error, message.title))
+
     def report_error(self, exc: BaseException, title: str = "Error") -> None:
         """Show an error as a notification; never a crash, never the token."""
         text = str(exc) or type(exc).__name__
+        token = self.settings.token_value()
+        if token:
+            text = text.replace(token, "…")
         self.errors.append(text)
         self.notify(text, title=title, severity="error", timeout=8)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping, Sequence
 
-from .compare import ConfigTotal, KernelRow, Ranking
+from cascade_server.models import ComparisonRow
+
+from .compare import ConfigTotal, Ranking
 from .formatting import bar, ellipsize, plural, short_kernel_name, si_number, time_ns
 
 Segment = tuple[str, str]
@@ -38,7 +40,7 @@ def _bar_line(label: str, label_w: int, value: float | None, scale: float, bar_w
 
 def chart_lines(
     configs: Sequence[str],
-    rows: Sequence[KernelRow],
+    rows: Sequence[ComparisonRow],
     totals: Sequence[ConfigTotal],
     ranking: Ranking,
     mape: Mapping[str, float | None],

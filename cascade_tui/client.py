@@ -64,6 +64,15 @@ class Unauthorized(ApiError):
     """The server refused the token (401)."""
 
 
+def error_title(exc: BaseException, default: str) -> str:
+    """A notification's title for `exc`: what went wrong when its kind says so, else `default`."""
+    if isinstance(exc, Unauthorized):
+        return "Wrong or missing token"
+    if isinstance(exc, Unreachable):
+        return "Server not reachable"
+    return default
+
+
 def parse_event(data: str) -> RunEvent:
     return _EVENT.validate_json(data)
 

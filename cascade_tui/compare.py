@@ -1,6 +1,6 @@
-"""Comparison maths for the kernels view: per-kernel simulated time per config, totals per config,
-the fastest config (ties within 1%), MAPE against real time, and whether numbers come from the
-stand-in. Pure (no Textual, no I/O), so it is tested on its own.
+"""Comparison maths for the kernels view: per-kernel simulated time per config (the server's own
+comparison, `cascade_server.comparison`), totals per config, the fastest config (ties within 1%),
+MAPE against real time, and whether numbers come from the stand-in. Pure (no Textual, no I/O), so it is tested on its own.
 """
 
 from __future__ import annotations
@@ -9,19 +9,14 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cascade_server.models import KernelStat, RunSummary, SimSummary
+from cascade_server.comparison import RealTiming
+from cascade_server.comparison import config_order as ordered_configs
+from cascade_server.comparison import kernel_rows as comparison_rows
+from cascade_server.models import ComparisonRow, KernelStat, RunSummary, SimSummary
 
 from .formatting import plural
 
 TIE_TOLERANCE = 0.01  # configs within 1% of the fastest tie with it
-
-
-@dataclass(frozen=True)
-class KernelRow:
-    kernel_index: int
-    kernel_name: str  # mangled, as reported; demangle for display
-    real_ns: float | None
-    sim_ns: dict[str, float | None]  # config -> median over the replicas that finished it
 
 
 @dataclass(frozen=True)
@@ -72,51 +67,18 @@ def _median(values: Sequence[float]) -> float | None:
 
 def config_order(entries_configs: Iterable[str], sims: Iterable[SimSummary]) -> list[str]:
     """The run's configs in entry order, without repeats, plus any a sim names that no entry does."""
-    seen: dict[str, None] = {}
-    for cfg in entries_configs:
-        seen.setdefault(cfg, None)
-    for sim in sims:
-        seen.setdefault(sim.gpu_config, None)
-    return list(seen)
+    return ordered_configs(entries_configs, (sim.gpu_config for sim in sims))
 
 
 def kernel_rows(
     configs: Sequence[str],
     sims: Mapping[str, SimSummary],
     kernels: Iterable[KernelStat],
-    real_ns: Mapping[int, float | None] | None = None,
-    real_names: Mapping[int, str] | None = None,
-) -> list[KernelRow]:
-    """One row per kernel position (kernels are matched by order, like the server's comparison),
-    each config's value the median over its replicas that finished that kernel."""
-    per_pos: dict[int, dict[str, list[float]]] = {}
-    names: dict[int, str] = {}
-    for stat in kernels:
-        sim = sims.get(stat.sim_id)
-        if sim is None:
-            continue
-        names.setdefault(stat.kernel_index, stat.kernel_name)
-        if stat.sim_time_ns is None:
-            per_pos.setdefault(stat.kernel_index, {})
-            continue
-        per_pos.setdefault(stat.kernel_index, {}).setdefault(sim.gpu_config, []).append(
-            stat.sim_time_ns
-        )
-    real_ns = real_ns or {}
-    real_names = real_names or {}
-    positions = sorted(set(per_pos) | set(real_ns))
-    rows = []
-    for pos in positions:
-        values = per_pos.get(pos, {})
-        rows.append(
-            KernelRow(
-                kernel_index=pos,
-                kernel_name=real_names.get(pos) or names.get(pos, ""),
-                real_ns=real_ns.get(pos),
-                sim_ns={cfg: _median(values.get(cfg, [])) for cfg in configs},
-            )
-        )
-    return rows
+    real: RealTiming | None = None,
+) -> list[ComparisonRow]:
+    """The server's per-kernel comparison (`cascade_server.comparison`) over the sims the UI has."""
+    return comparison_rows(configs, {sim_id: sim.gpu_config for sim_id, sim in sims.items()},
+                                  kernels, real)
 
 
 def sim_totals(kernels: Iterable[KernelStat]) -> dict[str, float]:
@@ -168,7 +130,7 @@ def rank(totals: Sequence[ConfigTotal], tolerance: float = TIE_TOLERANCE) -> Ran
     return Ranking(fastest=fastest, multiples=multiples, missing=missing)
 
 
-def mape(rows: Iterable[KernelRow], configs: Sequence[str]) -> dict[str, float | None]:
+def mape(rows: Iterable[ComparisonRow], configs: Sequence[str]) -> dict[str, float | None]:
     """Mean absolute percentage error of each config's simulated time against real time, over the
     kernels that have both; `None` for a config with no such kernel."""
     errors: dict[str, list[float]] = {cfg: [] for cfg in configs}

@@ -173,7 +173,7 @@ def _interrupt_main(signum: int) -> None:
     # SystemExit there (the `exit_on_signal` handler) so its `finally` clauses stop the server.
     import _thread
 
-    _thread.interrupt_main(signum)
+    _thread.interrupt_main(signal.Signals(signum))
 
 
 def _isatty(fd: int) -> bool:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import cxxfilt
 
+from cascade_server.models import SimState
+
 # Glyph + word for each state, so a state never depends on colour alone (16-colour terminals,
 # colour-blind operators, copy-pasted screens).
 STATE_GLYPHS: dict[str, str] = {
@@ -30,6 +32,12 @@ STATE_GLYPHS: dict[str, str] = {
     "active": "▶",
     "partial": "◐",
 }
+
+
+# The one order sim states are counted in (run header, runs list): live work first, then what
+# needs a look, then what is done.
+STATE_DISPLAY_ORDER: tuple[SimState, ...] = (
+    "running", "launching", "pending", "lost", "succeeded", "failed", "cancelled")
 
 
 def state_label(state: str) -> str:

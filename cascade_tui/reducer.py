@@ -38,7 +38,7 @@ class Changes:
     # line them up with a log tail it fetched meanwhile, see `loglines.merge_live`)
     log_chunks: list[list[str]] = field(default_factory=list)
     log_pending: int = 0  # lines in `log_chunks`
-    log_dropped: int = 0  # watched-sim lines dropped because the buffer was full
+    log_dropped: int = 0  # watched-sim lines dropped because the buffer was full (the log pane marks it)
 
     @property
     def log_lines(self) -> list[str]:
@@ -133,6 +133,7 @@ class RunModel:
         chunks = self._changes.log_chunks
         self._changes.log_chunks = []
         self._changes.log_pending = 0
+        self._changes.log_dropped = 0  # the tail just fetched has them
         return chunks
 
     # --- reading ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from cascade_server.models import SimSummary
+from cascade_server.models import TERMINAL_SIM_STATES, SimSummary
 
 from .formatting import (
     age,
@@ -114,7 +114,7 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, C
     stale = live and hb is not None and hb > STALE_HEARTBEAT_S
     if sim.error:
         last = Cell(sim.error, "error")
-    elif sim.state in ("succeeded", "failed", "cancelled") and sim.current_kernel:
+    elif sim.state in TERMINAL_SIM_STATES and sim.current_kernel:
         last = Cell(f"last: {short_kernel_name(sim.current_kernel)}", "")
     else:
         last = Cell(short_kernel_name(sim.current_kernel), "")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,13 +9,12 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from ..client import ApiError, Unauthorized, Unreachable
+from ..client import ApiError, error_title
+from ..messages import Connected, ReportsWorkerErrors
+from ..services import Services
 
-if TYPE_CHECKING:
-    from ..app import CascadeApp
 
-
-class ConnectScreen(Screen):
+class ConnectScreen(ReportsWorkerErrors, Screen):
     BINDINGS = [
         Binding("r", "retry", "Retry", id="connect.retry"),
         Binding("q", "app.quit", "Quit", id="connect.quit"),
@@ -29,14 +26,16 @@ class ConnectScreen(Screen):
     ConnectScreen #connect-message.-problem { border: thick $error; }
     """
 
-    @property
-    def cascade(self) -> CascadeApp:
-        return self.app  # type: ignore[return-value]
+    ERROR_TITLES = {"check": "The server answered with an error"}
+
+    def __init__(self, services: Services) -> None:
+        super().__init__()
+        self.services = services
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical():
-            yield Static(f"Connecting to {self.cascade.settings.url} …", id="connect-message")
+            yield Static(f"Connecting to {self.services.settings.url} …", id="connect-message")
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
@@ -46,27 +45,21 @@ class ConnectScreen(Screen):
     def action_retry(self) -> None:
         message = self.query_one("#connect-message", Static)
         message.remove_class("-problem")
-        message.update(f"Connecting to {self.cascade.settings.url} …")
+        message.update(f"Connecting to {self.services.settings.url} …")
         self._check()
 
     @work(exclusive=True, group="check", exit_on_error=False)
     async def _check(self) -> None:
         try:
-            health = await self.cascade.client.check()
+            health = await self.services.client.check()
         except ApiError as exc:
             self.show_problem(exc)
-            return
-        self.cascade.connected(health)
+            raise  # the app notifies it too
+        self.post_message(Connected(health))
 
     def show_problem(self, exc: ApiError) -> None:
-        if isinstance(exc, Unauthorized):
-            title = "Wrong or missing token"
-        elif isinstance(exc, Unreachable):
-            title = "Server not reachable"
-        else:
-            title = "The server answered with an error"
+        title = error_title(exc, self.ERROR_TITLES["check"])
         message = self.query_one("#connect-message", Static)
         message.add_class("-problem")
-        message.update(f"[b]{title}[/b]\n\n{exc}\n\nURL: {self.cascade.settings.url}\n\n"
+        message.update(f"[b]{title}[/b]\n\n{exc}\n\nURL: {self.services.settings.url}\n\n"
                        "r: retry    q: quit")
-        self.cascade.report_error(exc, title=title)

@@ -7,9 +7,9 @@ its row by key, and rebuilds only when rows come or go.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.markup import escape
 from rich.text import Text
@@ -18,16 +18,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static
 
-from cascade_server.models import RunSummary, TraceSummary
+from cascade_server.models import TERMINAL_SIM_STATES, RunSummary, SimState, TraceSummary
 
-from ..client import ApiError
 from ..columns import ColumnSpec, fit
-from ..formatting import age, bar, human_bytes, plural, progress_fraction, state_label
-
-if TYPE_CHECKING:
-    from ..app import CascadeApp
+from ..formatting import STATE_DISPLAY_ORDER, age, bar, human_bytes, plural, progress_fraction, state_label
+from ..messages import ConfirmCancel, OpenNewRun, OpenRun, ReportsWorkerErrors
+from ..services import Services
 
 POLL_SECONDS = 2.0
 
@@ -39,7 +38,7 @@ STATE_COLOURS = {
 Cell = tuple[str, str]  # (text, style): what the diff compares
 
 
-class PolledTable(Screen):
+class PolledTable(ReportsWorkerErrors, Screen):
     """A screen with one DataTable of items keyed by id, refreshed by polling."""
 
     COLUMNS: Sequence[ColumnSpec] = ()
@@ -51,16 +50,13 @@ class PolledTable(Screen):
             super().__init__()
             self.items = items
 
-    def __init__(self) -> None:
+    def __init__(self, services: Services) -> None:
         super().__init__()
+        self.services = services
         self.items: dict[str, Any] = {}
         self._cells: dict[str, tuple[Cell, ...]] = {}
         self._widths: list[int | None] = []
-        self._timer = None
-
-    @property
-    def cascade(self) -> CascadeApp:
-        return self.app  # type: ignore[return-value]
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -89,11 +85,7 @@ class PolledTable(Screen):
 
     @work(exclusive=True, group="poll", exit_on_error=False)
     async def _fetch(self) -> None:
-        try:
-            items = await self.fetch()
-        except ApiError as exc:
-            self.cascade.report_error(exc)
-            return
+        items = await self.fetch()
         self.post_message(self.Fetched(items))
 
     async def fetch(self) -> list[Any]:
@@ -108,7 +100,7 @@ class PolledTable(Screen):
 
     def apply_items(self, items: list[Any]) -> None:
         table = self.query_one(DataTable)
-        now = self.cascade.now()
+        now = self.services.now()
         new = {item.id: item for item in items}
         cells = {item_id: self.row_cells(item, now) for item_id, item in new.items()}
         self.query_one("#list-empty").display = not new
@@ -124,7 +116,7 @@ class PolledTable(Screen):
             for item_id, row in cells.items():
                 table.add_row(*(Text(t, style=s) for (t, s), w in zip(row, widths) if w is not None),
                               key=item_id)
-            if current in new:
+            if current is not None and current in new:
                 table.move_cursor(row=table.get_row_index(current), animate=False)
         else:
             with self.app.batch_update():
@@ -193,7 +185,7 @@ class TracesScreen(PolledTable):
     EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see the README)."
 
     async def fetch(self) -> list[TraceSummary]:
-        return await self.cascade.client.traces()
+        return await self.services.client.traces()
 
     def row_cells(self, t: TraceSummary, now: datetime) -> tuple[Cell, ...]:
         if t.state == "failed":
@@ -221,7 +213,7 @@ class TracesScreen(PolledTable):
         head = (f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
                 f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
                 f"traced on {t.source_gpu or 'an unknown GPU'}.{layers}")
-        note = self.row_cells(t, self.cascade.now())[-1][0]
+        note = self.row_cells(t, self.services.now())[-1][0]
         return f"{head}\n{'[red]' if t.state == 'failed' else ''}{escape(note)}"
 
     def action_poll(self) -> None:
@@ -232,22 +224,21 @@ class TracesScreen(PolledTable):
         if trace is None:
             self.notify("No trace selected.", severity="warning")
             return
-        self.cascade.open_new_run(trace)
+        self.post_message(OpenNewRun(trace))
 
     @on(DataTable.RowSelected)
     def _row_selected(self, _: DataTable.RowSelected) -> None:
         self.action_new_run()
 
 
-def sims_count_text(counts: dict[str, int]) -> str:
+def sims_count_text(counts: Mapping[SimState, int]) -> str:
     """The sims not (yet) succeeded, live work and problems first; succeeded ones are counted in
     the `succeeded` column, so they are named here only when nothing else is left."""
-    order = ("running", "launching", "pending", "lost", "failed", "cancelled")
-    parts = [f"{counts[s]} {s}" for s in order if counts.get(s)]
+    parts = [f"{counts[s]} {s}" for s in STATE_DISPLAY_ORDER if s != "succeeded" and counts.get(s)]
     return ", ".join(parts) or (f"{counts['succeeded']} succeeded" if counts.get("succeeded") else "")
 
 
-def run_progress(counts: dict[str, int]) -> str:
+def run_progress(counts: Mapping[SimState, int]) -> str:
     """Succeeded sims out of all: a cancelled or failed run never looks complete."""
     total = sum(counts.values())
     ok = counts.get("succeeded", 0)
@@ -269,7 +260,7 @@ class RunsScreen(PolledTable):
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
 
     async def fetch(self) -> list[RunSummary]:
-        return await self.cascade.client.runs()
+        return await self.services.client.runs()
 
     def row_cells(self, r: RunSummary, now: datetime) -> tuple[Cell, ...]:
         tags = " (sample)" if r.sample else (" (replay)" if r.replay else "")
@@ -297,18 +288,18 @@ class RunsScreen(PolledTable):
     def action_open_run(self) -> None:
         run = self.selected()
         if run is not None:
-            self.cascade.open_run(run.id)
+            self.post_message(OpenRun(run.id))
 
     @on(DataTable.RowSelected)
     def _row_selected(self, _: DataTable.RowSelected) -> None:
         self.action_open_run()
 
     def action_new_run(self) -> None:
-        self.cascade.open_new_run(None)
+        self.post_message(OpenNewRun(None))
 
     def action_cancel_run(self) -> None:
         run = self.selected()
         if run is None:
             return
-        self.cascade.confirm_cancel(run.id, unfinished=sum(
-            n for s, n in run.sim_counts.items() if s not in ("succeeded", "failed", "cancelled")))
+        self.post_message(ConfirmCancel(run.id, unfinished=sum(
+            n for s, n in run.sim_counts.items() if s not in TERMINAL_SIM_STATES)))

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
+
+
+@runtime_checkable
+class HasHelpSections(Protocol):
+    """A screen with more to explain under `?` than its keys: (heading, [(name, meaning)])."""
+
+    def help_sections(self) -> Sequence[tuple[str, Sequence[tuple[str, str]]]]: ...
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -73,21 +83,6 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-# What the run screen's sims table shows, in its column order (kept next to the keys so an
-# operator never has to guess what `beat` or `rate/s` is).
-SIM_COLUMNS_HELP: tuple[tuple[str, str], ...] = (
-    ("config", "the GPU config simulated"),
-    ("#", "the replica number of that config"),
-    ("state", "pending, launching, running, succeeded, failed, cancelled or lost"),
-    ("kernels", "kernels finished / kernels in the trace"),
-    ("cycles", "simulated GPU cycles so far"),
-    ("beat", "seconds since the sim's last heartbeat (yellow when stale; - once finished)"),
-    ("IPC", "simulated instructions per cycle"),
-    ("rate/s", "simulated instructions per second of real time (the simulator's speed)"),
-    ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error"),
-)
-
-
 def help_text(screen: Screen) -> Text:
     text = Text()
     text.append("Keys\n", style="bold underline")
@@ -97,9 +92,9 @@ def help_text(screen: Screen) -> Text:
         text.append(f"  {key:<12}", style="bold")
         text.append(f"{description:<28}")
         text.append(f"{binding_id}\n", style="dim")
-    if screen.__class__.__name__ == "RunScreen":
-        text.append("\nSims table columns\n", style="bold underline")
-        for name, meaning in SIM_COLUMNS_HELP:
+    for heading, rows in screen.help_sections() if isinstance(screen, HasHelpSections) else ():
+        text.append(f"\n{heading}\n", style="bold underline")
+        for name, meaning in rows:
             text.append(f"  {name:<12}", style="bold")
             text.append(f"{meaning}\n")
     text.append("\nArrows, PgUp/PgDn and Home/End move in tables, lists and the log; Tab moves "

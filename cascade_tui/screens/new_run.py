@@ -3,7 +3,7 @@ per config (1..64); above 4 sims in total a confirmation listing the entries; la
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import partial
 
 from rich.markup import escape
 from rich.text import Text
@@ -17,12 +17,10 @@ from textual.widgets.option_list import Option
 
 from cascade_server.models import MAX_ENTRY_COUNT, GpuConfig, RunCreate, RunEntry, TraceSummary
 
-from ..client import ApiError
 from ..formatting import human_bytes, plural
+from ..messages import OpenRun, ReportsWorkerErrors
+from ..services import Services
 from .modals import ConfirmScreen
-
-if TYPE_CHECKING:
-    from ..app import CascadeApp
 
 CONFIRM_ABOVE = 4  # sims in total; more asks first
 
@@ -45,7 +43,7 @@ def entries_from(counts: dict[str, int]) -> list[RunEntry]:
     return [RunEntry(gpu_config=name, count=n) for name, n in counts.items() if n > 0]
 
 
-class NewRunScreen(Screen):
+class NewRunScreen(ReportsWorkerErrors, Screen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="new_run.back"),
         Binding("enter,ctrl+s", "launch", "Launch", priority=True, id="new_run.launch"),
@@ -64,8 +62,11 @@ class NewRunScreen(Screen):
     NewRunScreen OptionList { height: 1fr; }
     """
 
-    def __init__(self, trace: TraceSummary | None) -> None:
+    ERROR_TITLES = {"launch": "Launch failed"}
+
+    def __init__(self, trace: TraceSummary | None, services: Services) -> None:
         super().__init__()
+        self.services = services
         self.trace = trace
         self.traces: list[TraceSummary] = [trace] if trace else []
         self.all_configs: list[GpuConfig] = []
@@ -73,10 +74,6 @@ class NewRunScreen(Screen):
         self.counts: dict[str, int] = {}
         self.launching = False
         self.launched_run: str | None = None
-
-    @property
-    def cascade(self) -> CascadeApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -94,12 +91,8 @@ class NewRunScreen(Screen):
 
     @work(exclusive=True, group="load", exit_on_error=False)
     async def _load(self) -> None:
-        try:
-            traces = launchable(await self.cascade.client.traces())
-            self.all_configs = await self.cascade.client.gpu_configs()
-        except ApiError as exc:
-            self.cascade.report_error(exc)
-            return
+        traces = launchable(await self.services.client.traces())
+        self.all_configs = await self.services.client.gpu_configs()
         if self.trace is not None and self.trace.id not in {t.id for t in traces}:
             traces.insert(0, self.trace)
         self.traces = traces
@@ -167,7 +160,7 @@ class NewRunScreen(Screen):
             return None
         return options.get_option_at_index(options.highlighted).id
 
-    def action_toggle(self) -> None:
+    def action_toggle(self) -> None:  # type: ignore[override]  # not DOMNode's toggle(attribute)
         name = self._highlighted_config()
         if name is not None:
             self.counts[name] = 0 if self.counts[name] else 1
@@ -212,9 +205,13 @@ class NewRunScreen(Screen):
             self.app.push_screen(
                 ConfirmScreen(f"Launch {plural(total, 'sim')}?",
                               f"Trace {trace.id}\n{listing}\n\n{plural(total, 'sim')} in total."),
-                lambda yes: self._launch(body) if yes else None,
+                partial(self._launch_if, body),
             )
         else:
+            self._launch(body)
+
+    def _launch_if(self, body: RunCreate, yes: bool | None) -> None:
+        if yes:
             self._launch(body)
 
     @work(exclusive=True, group="launch", exit_on_error=False)
@@ -224,13 +221,12 @@ class NewRunScreen(Screen):
         self.launching = True
         self.query_one("#new-run-total", Static).update("launching…")
         try:
-            run = await self.cascade.client.create_run(body)
-        except ApiError as exc:
+            run = await self.services.client.create_run(body)
+        except Exception:  # the app reports it; the form can launch again
             self.launching = False
             self._update_total()
-            self.cascade.report_error(exc, title="Launch failed")
-            return
+            raise
         self.launched_run = run.id
         self.notify(f"Launched {run.id}: {plural(len(run.sims), 'sim')}", title="New run")
         self.app.pop_screen()
-        self.cascade.open_run(run.id)
+        self.app.post_message(OpenRun(run.id))  # this screen is gone: post to the app itself

@@ -41,6 +41,21 @@ CELL_STYLES: dict[str, Style] = {
 }
 
 
+# What the sims table shows, in its column order (`?` on the run screen lists it under the keys,
+# so an operator never has to guess what `beat` or `rate/s` is).
+COLUMNS_HELP: tuple[tuple[str, str], ...] = (
+    ("config", "the GPU config simulated"),
+    ("#", "the replica number of that config"),
+    ("state", "pending, launching, running, succeeded, failed, cancelled or lost"),
+    ("kernels", "kernels finished / kernels in the trace"),
+    ("cycles", "simulated GPU cycles so far"),
+    ("beat", "seconds since the sim's last heartbeat (yellow when stale; - once finished)"),
+    ("IPC", "simulated instructions per cycle"),
+    ("rate/s", "simulated instructions per second of real time (the simulator's speed)"),
+    ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error"),
+)
+
+
 class SimTable(ScrollView, can_focus=True):
     """Rows of sims; `update_rows()` is called by the screen's render timer, never per event."""
 
@@ -157,10 +172,6 @@ class SimTable(ScrollView, can_focus=True):
             if i is not None:
                 self.refresh_line(i + 1)
         self._scroll_cursor_into_view()
-
-    def select_sim(self, sim_id: str) -> None:
-        if sim_id in self.order:
-            self.move_cursor_to(self.order.index(sim_id))
 
     def action_cursor(self, delta: int) -> None:
         current = self.cursor_index

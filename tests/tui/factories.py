@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from datetime import datetime, timedelta, UTC
 
 from cascade_server.models import (
@@ -17,7 +18,7 @@ T0 = datetime(2026, 11, 8, 9, 0, 0, tzinfo=UTC)
 
 
 def trace(**kw) -> TraceSummary:
-    base = dict(
+    base: dict[str, Any] = dict(
         id="demo", state="ready", created_at=T0, updated_at=T0, model="facebook/opt-125m",
         trace_gpu_arch="sm_86", suggested_sim_config="SM86_RTX3070", kernel_count=6,
         bytes=16_890_250,
@@ -27,7 +28,7 @@ def trace(**kw) -> TraceSummary:
 
 
 def sim(sim_id: str = "sim-000000000001", **kw) -> SimSummary:
-    base = dict(
+    base: dict[str, Any] = dict(
         id=sim_id, run_id="run-000000000001", gpu_config="SM86_RTX3070", replica=0,
         state="running", created_at=T0, started_at=T0, last_heartbeat_at=T0 + timedelta(seconds=5),
         kernels_done=2, kernels_total=6, current_kernel="_Z10dot_kernelIdEvPKT_S2_PS0_i",
@@ -45,7 +46,7 @@ def run(sims: list[SimSummary], **kw) -> RunDetail:
     counts: dict[str, int] = {}
     for s in sims:
         counts[s.state] = counts.get(s.state, 0) + 1
-    base = dict(
+    base: dict[str, Any] = dict(
         id="run-000000000001", trace_id="demo", created_at=T0, state="active",
         entries=[RunEntry(gpu_config=c, count=n) for c, n in configs.items()],
         sim_counts=counts, trace=trace(), sims=sims,

@@ -6,12 +6,15 @@ import asyncio
 import gzip
 import io
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from pydantic import SecretStr
 from rich.console import Console
+from textual.app import App
 
 from cascade_tui.app import CascadeApp
 from cascade_tui.config import TuiSettings
@@ -22,13 +25,28 @@ SNAPSHOTS = Path(__file__).with_name("snapshots")
 
 
 def screen_text(app: CascadeApp) -> str:
-    """The screen as an operator sees it, as plain text (modal backgrounds included)."""
+    """The screen as an operator sees it, as plain text (modal backgrounds included).
+
+    Textual has no public plain-text render of the screen stack (`export_screenshot` makes SVG
+    the same way), so this uses its compositor: pyproject.toml pins Textual to the tested range."""
     width, height = app.size
     console = Console(width=width, height=height, file=io.StringIO(), record=True,
                       color_system=None, legacy_windows=False, safe_box=False)
     console.print(app.screen._compositor.render_update(
         full=True, screen_stack=app._background_screens))
     return console.export_text(styles=False)
+
+
+def poll_until(condition: Callable[[], object], what: Callable[[], str] | str, timeout: float = 30.0,
+               interval: float = 0.1) -> None:
+    """Outside a Pilot (processes, ports, a tmux pane): poll `condition` until it holds, failing
+    with `what` (a text, or a function giving one: the state that was not reached) after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for "
+                                 f"{what() if callable(what) else what}")
+        time.sleep(interval)
 
 
 async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
@@ -42,13 +60,27 @@ async def wait_until(pilot, condition: Callable[[], object], what: str, timeout:
         await pilot.pause(0.05)
 
 
+def record_notifications(app: App) -> Callable[[], list[str]]:
+    """The text of every notification from now on, read through the public `App.notify` (every
+    widget's `notify` calls it)."""
+    seen: list[str] = []
+    notify = app.notify
+
+    def recording(message: str, *args: Any, **kwargs: Any) -> None:
+        seen.append(str(message))
+        notify(message, *args, **kwargs)
+
+    app.notify = recording  # type: ignore[method-assign]
+    return lambda: list(seen)
+
+
 async def wait_for_text(pilot, text: str, timeout: float = 30.0) -> str:
     await wait_until(pilot, lambda: text in screen_text(pilot.app), f"{text!r} on screen", timeout)
     return screen_text(pilot.app)
 
 
 def tui_settings(url: str, token: str | None, tmp_path: Path, **kw) -> TuiSettings:
-    values = dict(url=url, token=SecretStr(token) if token else None,
+    values: dict[str, Any] = dict(url=url, token=SecretStr(token) if token else None,
                   download_dir=tmp_path / "downloads", config=tmp_path / "no-config.toml",
                   refresh_hz=4.0)
     values.update(kw)
@@ -148,9 +180,11 @@ class ServeProcess:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=REPO)
         assert self.proc.stdout is not None
 
+        stdout = self.proc.stdout
+
         async def read_banner() -> None:
             while True:
-                line = (await self.proc.stdout.readline()).decode()
+                line = (await stdout.readline()).decode()
                 if not line:
                     raise AssertionError("cascade serve exited before printing its token")
                 if line.startswith("token: "):

@@ -25,6 +25,7 @@ from .helpers import (
     Simulator,
     assert_snapshot,
     recorded_log,
+    record_notifications,
     screen_text,
     tui_settings,
     wait_for_flat_text,
@@ -175,6 +176,39 @@ async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http
         assert not view.following
         await pilot.press("n")  # the pattern occurs once in these lines: wraps to itself
         assert view.store.lines[view.current_match].startswith("kernel_name = _Z18attn")
+
+
+async def test_escape_in_the_log_search_closes_only_the_search(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        screen = app.screen
+        search = screen.query_one("#search")
+        await pilot.press("slash")
+        await wait_until(pilot, lambda: search.has_focus, "the search box")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not search.display, "the search box to close")
+        await pilot.pause()
+        assert app.screen is screen, "Esc in the search also left the run screen"
+        assert screen.query_one("SimTable").has_focus
+        await pilot.press("escape")  # with the search closed, Esc goes back
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+
+
+async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await open_run_screen(pilot, run["id"])
+        messages = record_notifications(app)
+        # A pane's worker meets a 404: the app's one handler shows the server's detail.
+        app.screen.files_pane.download("files", "sim-000000000000")
+        await wait_until(pilot, lambda: app.errors, "the error")
+        assert app.errors == ["404: sim sim-000000000000 not found"], app.errors
+        assert messages() == app.errors  # notified once
+        assert isinstance(app.screen, RunScreen) and app.is_running
+        assert TOKEN not in screen_text(app)
 
 
 async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path):
@@ -433,6 +467,10 @@ async def test_snapshots_of_the_main_screens(srv, http, tmp_path):
         await wait_for_text(pilot, "assertion")  # the whole error is in the log
         await wait_for_text(pilot, "45,106 lines · following")
         await wait_for_text(pilot, "GPGPU-Sim: *** exit detected ***")
+        # The log's long lines bring its horizontal scrollbar one layout pass after the text.
+        view = app.screen.query_one(LogView)
+        await wait_until(pilot, lambda: view.show_horizontal_scrollbar, "the log's scrollbar")
+        await pilot.pause()
         assert_snapshot("run_80x24", screen_text(app), UPDATE)
         await pilot.press("k")
         await wait_for_text(pilot, "Total simulated time per config")
@@ -450,7 +488,7 @@ async def test_a_sim_failing_and_the_run_finishing_are_notified(srv, http, tmp_p
         await pilot.press("enter")
         await wait_for_text(pilot, "▶ running")
         await sim.beat("failed", exit_code=139, error="segmentation fault (SIGSEGV)")
-        messages = lambda: [n.message for n in app._notifications]  # noqa: E731
+        messages = record_notifications(app)
         await wait_until(pilot, lambda: any("SM7_QV100 #0 failed: segmentation fault" in m
                                             for m in messages()), "the failure notification")
         await wait_until(pilot, lambda: any(f"{run['id']} finished: failed" in m

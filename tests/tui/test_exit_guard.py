@@ -8,14 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from cascade_tui.exit_guard import kill_process_groups, terminal_gone
 
-from .helpers import REPO
+from .helpers import REPO, poll_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -49,10 +48,9 @@ def gone(pid: int) -> bool:
 
 
 def wait_gone(pids: list[int], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not all(gone(pid) for pid in pids):
-        assert time.monotonic() < deadline, f"still running: {[p for p in pids if not gone(p)]}"
-        time.sleep(0.05)
+    poll_until(lambda: all(gone(pid) for pid in pids),
+               lambda: f"these to end, still running: {[p for p in pids if not gone(p)]}", timeout,
+               interval=0.05)
 
 
 def start_stuck_ui(tmp_path: Path, mode: str, **kw) -> tuple[subprocess.Popen, list[int]]:

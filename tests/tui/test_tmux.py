@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from tests.conftest import free_port
 
-from .helpers import REPO
+from .helpers import REPO, poll_until
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
@@ -46,14 +45,9 @@ class Tmux:
         self.run("send-keys", "-t", "t", *keys)
 
     def wait_for(self, text: str, timeout: float = 60.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.pane()
-            if text in screen:
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} not on the terminal after {timeout}s:\n{screen}")
-            time.sleep(0.2)
+        poll_until(lambda: text in self.pane(), lambda: f"{text!r} on the terminal:\n{self.pane()}",
+                   timeout, interval=0.2)
+        return self.pane()
 
     def kill(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
@@ -66,11 +60,7 @@ def port_open(port: int) -> bool:
 
 
 def wait_port_closed(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while port_open(port):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"port {port} still open after {timeout}s")
-        time.sleep(0.2)
+    poll_until(lambda: not port_open(port), f"port {port} to close", timeout, interval=0.2)
 
 
 def base_env(tmp_path: Path) -> dict[str, str]:
@@ -127,10 +117,8 @@ def test_cascade_tui_with_a_wrong_token_says_so(tmp_path):
              "CASCADE_S3_PORT": str(free_port())})
     tmux = None
     try:
-        deadline = time.monotonic() + 60
-        while not port_open(port):
-            assert time.monotonic() < deadline and serve.poll() is None, "server did not start"
-            time.sleep(0.2)
+        poll_until(lambda: port_open(port) or serve.poll() is not None, "the server to start", 60)
+        assert serve.poll() is None, "the server exited instead of starting"
         env = base_env(tmp_path) | {"CASCADE_URL": f"http://127.0.0.1:{port}",
                                     "CASCADE_TOKEN": "not-the-token"}
         tmux = Tmux(f"{CASCADE} tui", env, size=(80, 24))

@@ -1,5 +1,5 @@
 """Widget tests with models fed straight in (no server): the sims table's diff repaint and sort,
-and the log view's follow/pause bookkeeping."""
+the log view's follow/pause bookkeeping and the log pane's marker for dropped lines."""
 
 from __future__ import annotations
 
@@ -7,10 +7,17 @@ from datetime import timedelta
 
 from textual.app import App, ComposeResult
 
+from cascade_server.models import LogEvent
+from cascade_tui import reducer
+from cascade_tui.client import CascadeClient
+from cascade_tui.panes.log_pane import LogPane, dropped_marker
+from cascade_tui.reducer import RunModel
+from cascade_tui.services import Services
 from cascade_tui.widgets.log_view import LogView
 from cascade_tui.widgets.sim_table import SimTable
 
 from .factories import T0, sim
+from .helpers import tui_settings
 
 
 class TableApp(App):
@@ -81,3 +88,29 @@ async def test_log_view_follows_pauses_counts_and_keeps_the_view_when_old_lines_
         view.action_follow()
         await pilot.pause()
         assert view.following and view.scroll_y == view.max_scroll_y
+
+
+class LogPaneApp(App):
+    def __init__(self, tmp_path) -> None:
+        super().__init__()
+        settings = tui_settings("http://127.0.0.1:9", None, tmp_path)
+        self.model = RunModel()
+        self.services = Services(CascadeClient(settings.url, None), settings, lambda: T0)
+
+    def compose(self) -> ComposeResult:
+        yield LogPane(self.model, self.services, id="log")
+
+
+async def test_log_pane_marks_live_lines_dropped_while_the_ui_fell_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(reducer, "MAX_PENDING_LOG_LINES", 4)
+    app = LogPaneApp(tmp_path)
+    async with app.run_test():
+        pane = app.query_one(LogPane)
+        app.model.watch("sim-0")  # as `load` does, without fetching a tail
+        for chunk in (["a", "b"], ["c", "d"], ["e", "f"]):
+            app.model.apply(LogEvent(sim_id="sim-0", lines=chunk))
+        pane.add(app.model.take_changes())
+        assert pane.view.store.lines == [dropped_marker(2), "c", "d", "e", "f"]
+        assert dropped_marker(2) == "… 2 lines dropped (L saves the full log)"
+        pane.add(reducer.Changes(log_chunks=[["g"]]))  # nothing dropped: no marker
+        assert pane.view.store.lines[-2:] == ["f", "g"]

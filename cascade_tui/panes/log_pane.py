@@ -1,0 +1,167 @@
+"""The log pane: the selected sim's log tail, then its live lines; follow/pause; search.
+
+The tail is fetched in full (up to `log_max_lines`) when a sim is selected or the stream starts
+again from a snapshot; live chunks that arrive meanwhile are stashed and lined up with the tail
+(`loglines.merge_live`), so no line shows twice or goes missing.
+"""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, Static
+
+from ..formatting import plural
+from ..loglines import compile_search, merge_live
+from ..messages import ReportsWorkerErrors
+from ..reducer import Changes, RunModel
+from ..services import Services
+from ..widgets.log_view import LogView
+
+
+def dropped_marker(count: int) -> str:
+    """The line shown where live lines were dropped because the UI fell behind."""
+    return f"… {plural(count, 'line')} dropped (L saves the full log)"
+
+
+class LogSearch(Input):
+    """The search box under the log. Esc closes it, and only it (the screen stays)."""
+
+    BINDINGS = [Binding("escape", "dismiss", "Close search", id="log.close_search")]
+
+    class Dismiss(Message):
+        """The search box closed (Esc, or a search was submitted)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(placeholder="search the log (regex; Enter to find, Esc to close)", id=id)
+
+    def open(self) -> None:
+        self.display = True
+        self.focus()
+
+    def action_dismiss(self) -> None:
+        self.display = False
+        self.post_message(self.Dismiss())
+
+
+class LogPane(ReportsWorkerErrors, Vertical):
+    def __init__(self, model: RunModel, services: Services, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model = model
+        self.services = services
+        self.sim_id: str | None = None
+        self.loading = False
+        self._stash: list[list[str]] = []  # live chunks that came while the tail loads
+        self._title = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="log-title")
+        yield LogView(self.services.settings.log_max_lines, id="log-view")
+        yield LogSearch(id="search")
+
+    def on_mount(self) -> None:
+        self.query_one(LogSearch).display = False
+
+    @property
+    def view(self) -> LogView:
+        return self.query_one(LogView)
+
+    # --- content ------------------------------------------------------------------------------
+
+    def load(self, sim_id: str) -> None:
+        """Show `sim_id`'s log: the lines the snapshot has at once, then its full tail."""
+        self.sim_id = sim_id
+        self.model.watch(sim_id)
+        self.loading = True
+        self._stash = []
+        view = self.view
+        view.clear()
+        sim = self.model.sims.get(sim_id)
+        if sim is not None:
+            view.append(list(sim.log_tail))
+        self._fetch(sim_id)
+
+    @work(exclusive=True, group="log", exit_on_error=False)
+    async def _fetch(self, sim_id: str) -> None:
+        try:
+            lines, _total = await self.services.client.log_tail(
+                sim_id, self.services.settings.log_max_lines)
+        except Exception:  # the app reports it; a cancelled fetch leaves the next one loading
+            self.loading = False
+            raise
+        if sim_id != self.sim_id:
+            return
+        # Chunks still waiting in the model belong after the stash; take them now.
+        stash = self._stash + self.model.take_log_chunks()
+        view = self.view
+        view.clear()
+        view.append(lines)
+        view.append(merge_live(lines, stash))
+        self.loading = False
+        self._stash = []
+        self.refresh_title()
+
+    def add(self, changes: Changes) -> None:
+        """The watched sim's new lines from a render tick (stashed while the tail loads)."""
+        if not changes.log_chunks:
+            return
+        if self.loading:
+            self._stash.extend(changes.log_chunks)
+            return
+        if changes.log_dropped:
+            self.view.append([dropped_marker(changes.log_dropped)])
+        self.view.append(changes.log_lines)
+
+    def refresh_title(self) -> None:
+        view = self.view
+        sim = self.model.sims.get(self.sim_id or "")
+        if sim is None:
+            title = "log: select a sim"
+        else:
+            loading = " · loading…" if self.loading else ""
+            title = (f"log {sim.gpu_config} #{sim.replica} {sim.id} · {plural(len(view.store), 'line')} · "
+                     f"{view.status_text()}{loading}")
+        if view.has_focus:
+            title = f"▶ {title} · Tab: sims"  # the keys scroll the log, not the sims table
+        if title != self._title:
+            self._title = title
+            self.query_one("#log-title", Static).update(title)
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_title()
+
+    def on_descendant_blur(self) -> None:
+        self.refresh_title()
+
+    # --- following and search -----------------------------------------------------------------
+
+    def follow(self) -> None:
+        self.view.action_follow()
+        self.refresh_title()
+
+    def open_search(self) -> None:
+        self.query_one(LogSearch).open()
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, message: Input.Submitted) -> None:
+        view = self.view
+        text = message.value.strip()
+        view.set_search(compile_search(text) if text else None)
+        self.query_one(LogSearch).action_dismiss()
+        if text and not view.find():
+            self.notify(f"No line matches {text!r} in the {plural(len(view.store), 'line')} kept.",
+                        severity="warning")
+        self.refresh_title()
+
+    def find(self, backwards: bool) -> None:
+        """The next (previous) match; with no search yet, open the search box."""
+        view = self.view
+        if view.pattern is None:
+            self.open_search()
+            return
+        if not view.find(backwards=backwards):
+            self.notify("No more matches.", severity="warning", timeout=2)
+        self.refresh_title()
