@@ -95,3 +95,12 @@ def test_the_prompt_names_this_servers_real_errors_and_the_stand_in_signs():
         assert f"- **{status}.**" in errors
     assert "`replay` is `true`" in prompt and "Stand-in numbers, not a simulation of this trace" in prompt
     assert "`has_real_timing`" in prompt and "/step-timelines" in prompt
+
+
+def test_the_banner_the_prompt_quotes_is_the_one_the_ui_shows():
+    import inspect
+
+    from cascade_tui.screens import run
+
+    quoted = re.search(r'banner "⚠ ([^"]+)"', prompt_text("http://x"))
+    assert quoted and f"⚠ {quoted.group(1)}:" in inspect.getsource(run)

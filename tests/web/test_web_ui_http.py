@@ -58,3 +58,12 @@ async def test_without_auth_the_page_opens_the_ui_at_once(make_server):
 async def test_without_web_there_is_no_page(server: LiveServer):
     async with httpx.AsyncClient(base_url=server.url) as browser:
         assert (await browser.get("/")).status_code == 404
+
+
+def test_serve_web_flag_and_variable(monkeypatch):
+    from cascade_server.serve import build_settings, parse_args
+
+    assert build_settings(parse_args(["--web"])).web is True
+    assert build_settings(parse_args([])).web is False
+    monkeypatch.setenv("CASCADE_WEB", "1")
+    assert build_settings(parse_args([])).web is True
