@@ -100,6 +100,15 @@ class TuiService(AppService):
             env["CASCADE_TOKEN"] = self.settings.token
         return env
 
+    async def run(self) -> None:
+        """Relay the process's output; when it ends for any reason (`q`, a crash), end the tab's
+        session too, so the page says so instead of waiting for ever."""
+        try:
+            await super().run()
+        finally:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self.remote_close()
+
     async def stop(self) -> None:
         """Ask the UI to quit; kill it if it has not within STOP_TIMEOUT_S."""
         try:

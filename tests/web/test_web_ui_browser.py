@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -17,6 +16,7 @@ import pytest
 
 from tests.conftest import TOKEN, LiveServer, ready_trace
 from tests.helpers import wait_until
+from tests.web.uiprocs import ui_processes
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # The flags that work on these machines (no sandbox as root; no background calls to Google).
@@ -55,22 +55,6 @@ class BrowserTerminal:
 
     def text(self) -> str:
         return "\n".join(self.screen.display)
-
-
-def ui_processes() -> list[int]:
-    """`cascade tui` processes this test process started (through the server in it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == os.getpid() and b"cascade_server.cli" in cmdline and b"tui" in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 async def test_browser_page_runs_the_ui_offline_behind_the_token(make_server, tmp_path):

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import aiohttp
 import httpx
+import pyte
 
 from cascade_server.web_ui import COOKIE, cookie_value
 from tests.conftest import TOKEN, LiveServer
+from tests.helpers import wait_until
+from tests.web.uiprocs import ui_processes
 
 
 async def test_every_path_outside_api_serves_the_token_page_until_the_token_is_given(make_server):
@@ -67,3 +70,37 @@ def test_serve_web_flag_and_variable(monkeypatch):
     assert build_settings(parse_args([])).web is False
     monkeypatch.setenv("CASCADE_WEB", "1")
     assert build_settings(parse_args([])).web is True
+
+
+async def test_quitting_the_ui_ends_the_tab_session_and_its_process(make_server):
+    server: LiveServer = await make_server(web=True)
+    screen = pyte.Screen(100, 30)
+    stream = pyte.ByteStream(screen)
+    async with aiohttp.ClientSession(headers={"Cookie": f"{COOKIE}={cookie_value(TOKEN)}"}) as session:
+        ws = await session.ws_connect(f"{server.url}/web-ui/ws?width=100&height=30")
+
+        async def read_until(condition) -> aiohttp.WSMessage:
+            while True:
+                message = await ws.receive(timeout=60)
+                if message.type == aiohttp.WSMsgType.BINARY:
+                    stream.feed(message.data)
+                if message.type != aiohttp.WSMsgType.BINARY or condition():
+                    return message
+
+        await read_until(lambda: "Runs" in "\n".join(screen.display))
+        assert len(ui_processes()) == 1
+        await ws.send_json(["stdin", "q"])
+        last = await read_until(lambda: False)  # until the server closes the socket
+        assert last.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+    await wait_until(lambda: ui_processes() == [], timeout=30)
+
+
+async def test_a_ui_that_cannot_start_ends_the_tab_session(make_server, monkeypatch):
+    monkeypatch.setenv("CASCADE_REFRESH_HZ", "99")  # `cascade tui` refuses it and exits at once
+    server: LiveServer = await make_server(web=True)
+    async with aiohttp.ClientSession(headers={"Cookie": f"{COOKIE}={cookie_value(TOKEN)}"}) as session:
+        ws = await session.ws_connect(f"{server.url}/web-ui/ws")
+        message = await ws.receive(timeout=60)
+        while message.type == aiohttp.WSMsgType.BINARY:
+            message = await ws.receive(timeout=60)
+        assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
