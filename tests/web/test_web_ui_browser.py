@@ -24,7 +24,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 pytestmark = [
-    pytest.mark.timeout(180),
+    pytest.mark.timeout(300),
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (.ci/run installs it)"),
 ]
 
@@ -89,7 +89,7 @@ async def test_browser_page_runs_the_ui_offline_behind_the_token(make_server, tm
             # The right one opens the UI: the Runs screen, our run on it.
             await page.fill("#token", TOKEN)
             await page.click("#open")
-            await wait_until(lambda: "Runs" in terminal.text() and run_id[:10] in terminal.text(), timeout=60)
+            await wait_until(lambda: "Runs" in terminal.text() and run_id[:10] in terminal.text(), timeout=120)
             assert len(ui_processes()) == 1
             assert f"Cascade · {run_id}" not in terminal.text()  # not on the run yet
 
@@ -97,7 +97,7 @@ async def test_browser_page_runs_the_ui_offline_behind_the_token(make_server, tm
             await page.click("#terminal")
             await page.keyboard.press("Enter")
             await wait_until(lambda: f"Cascade · {run_id}" in terminal.text() and "LIVE" in terminal.text(),
-                             timeout=60)
+                             timeout=120)
             await page.screenshot(path=str(tmp_path / "web-ui-run.png"))
             (tmp_path / "web-ui-run.txt").write_text(terminal.text())
 
@@ -125,7 +125,7 @@ async def test_browser_without_auth_opens_the_ui_at_once(make_server):
             page = await browser.new_page()
             page.on("websocket", terminal.attach)
             await page.goto(server.url + "/")
-            await wait_until(lambda: "Runs" in terminal.text(), timeout=60)
+            await wait_until(lambda: "Runs" in terminal.text(), timeout=120)
         finally:
             await browser.close()
     async with httpx.AsyncClient(base_url=server.url) as anonymous:
