@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from . import routes_agent, routes_core, routes_events, routes_results, routes_sim
+from . import routes_agent, routes_core, routes_events, routes_manage, routes_results, routes_sim
 from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
@@ -30,7 +30,7 @@ def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
         return ManualLauncher(events)
     from .launchers.local import LocalLauncher
 
-    return LocalLauncher(events, slots=settings.local_slots, log_dir=settings.data_dir / "workers")
+    return LocalLauncher(events, slots=settings.local_slots, log_dir=settings.workers_dir)
 
 
 async def store_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -86,13 +86,16 @@ def create_app(settings: Settings) -> web.Application:
     app = web.Application(
         client_max_size=settings.max_json_bytes,
         middlewares=[errors_middleware, auth_middleware],
+        # aiohttp's keep-alive timer starts when a connection opens and again after each response,
+        # and closes the connection if no whole request has arrived by then: the header timeout.
+        handler_args={"keepalive_timeout": settings.header_timeout_s},
     )
     app[SETTINGS_KEY] = settings
     app[BROKER_KEY] = Broker()
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
-    for module in (routes_core, routes_sim, routes_results, routes_events, routes_agent):
+    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_agent):
         app.add_routes(module.routes)
     if settings.web:  # textual-serve is imported only when the web UI is on
         from .web_ui import add_web_ui

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
 from .content_types import content_type_for
-from .http import ApiError, ok, read_model
+from .http import ApiError, body_blocks, ok, read_model
 from .models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
 
 routes = web.RouteTableDef()
@@ -21,7 +21,7 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def check_file_name(name: str) -> None:
-    if not FILE_NAME.match(name):
+    if not FILE_NAME.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
         raise ApiError(422, f"file name {name!r} must match {FILE_NAME_PATTERN}")
 
 
@@ -75,7 +75,7 @@ async def put_file(request: web.Request) -> web.Response:
     size = 0
     try:
         with open(partial, "wb") as out:
-            async for block in request.content.iter_chunked(1 << 20):
+            async for block in body_blocks(request):
                 size += len(block)
                 if error := too_big(size):
                     raise error

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
+from collections import Counter
 
 from .gpu_configs import accelsim_installed
 from .http import ApiError
 from .launchers.base import Launcher, SimSpec
-from .models import GpuConfig, RunCreate, RunDetail, SimSummary
+from .models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
 from .settings import Settings
 from .storage import NotFound, Store
 
@@ -91,6 +93,33 @@ class RunService:
         for sim in cancelled:
             self._background(self.launcher.cancel(sim.id, sim.launcher_ref))
         return run
+
+    async def rerun(self, run_id: str) -> RunDetail:
+        """A new run of the same trace with the same entries (the old run stays as it is)."""
+        run = await self.store.require_run(run_id)
+        return await self.create(RunCreate(trace_id=run.trace_id, entries=run.entries))
+
+    async def retry(self, run_id: str) -> RunDetail:
+        """A new run of the same trace with one sim for each sim of this run that `failed`, on the
+        same configs, in entry order. Sims stay terminal (SIM_TRANSITIONS), so a failed sim is
+        never restarted in place; cancelled sims were stopped on purpose and are not retried."""
+        run = await self.store.require_run(run_id)
+        failed = Counter(sim.gpu_config for sim in run.sims if sim.state == "failed")
+        if not failed:
+            raise ApiError(409, f"run {run_id} has no failed sims to retry")
+        entries = [RunEntry(gpu_config=e.gpu_config, count=failed[e.gpu_config])
+                   for e in run.entries if failed[e.gpu_config]]
+        return await self.create(RunCreate(trace_id=run.trace_id, entries=entries))
+
+    async def delete(self, run_id: str) -> None:
+        """Delete a finished run: its rows, then its sims' uploaded files and worker logs."""
+        run = await self.store.delete_run(run_id)
+        await asyncio.to_thread(self._remove_sim_files, [sim.id for sim in run.sims])
+
+    def _remove_sim_files(self, sim_ids: list[str]) -> None:
+        for sim_id in sim_ids:
+            shutil.rmtree(self.settings.files_dir / sim_id, ignore_errors=True)
+            (self.settings.workers_dir / f"{sim_id}.log").unlink(missing_ok=True)
 
     async def resume(self) -> None:
         """After a restart: hand unfinished sims back to the launcher."""

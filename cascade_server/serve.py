@@ -14,6 +14,7 @@ from aiohttp import web
 
 from .app import create_app
 from .appkeys import SETTINGS_KEY
+from .runner import ApiRunner
 from .settings import Settings
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
@@ -76,7 +77,7 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
     # handler_cancellation: a departed SSE client's handler is cancelled at once, not left
     # waiting on its queue (reference/infra.md, section 3). shutdown_timeout: event streams
     # never end by themselves; don't wait a minute for them.
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2)
+    runner = ApiRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2)
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.host, settings.port)

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+from .packaged import samples_dir
 
 
 def default_data_dir() -> Path:
@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     local_slots: int = Field(default_factory=lambda: os.cpu_count() or 1)
     accelsim_dir: Path | None = None
     samples: bool = True
-    samples_dir: Path = REPO_SAMPLES_DIR
+    samples_dir: Path = Field(default_factory=samples_dir)
     replay_speed: float | None = None
 
     s3_endpoint: str | None = None
@@ -49,6 +49,21 @@ class Settings(BaseSettings):
     s3_port: int = 9020
     # A trace whose metadata.json lists files that stay missing or short this long fails.
     trace_upload_timeout_s: float = 600.0
+    # Post-processing limits: a compressed trace file may expand to this many times its size, a
+    # trace's compressed files to this many bytes in all, and a trace may take this long.
+    postprocess_max_ratio: float = 500.0
+    postprocess_max_bytes: int = 64 * 1024**3
+    postprocess_timeout_s: float = 3600.0
+
+    # A client must send a request's headers within header_timeout_s of connecting or of its
+    # previous response (an idle keep-alive connection closes then too), and never go silent for
+    # body_timeout_s while sending a body: half-sent requests must not hold connections for good.
+    header_timeout_s: float = 30.0
+    body_timeout_s: float = 60.0
+    # An event-stream subscriber that stops reading is disconnected once this much is waiting for
+    # it (on top of the 2,000-events rule), or once one write to it has waited this long.
+    sse_max_buffer_bytes: int = 16 * 1024 * 1024
+    sse_send_timeout_s: float = 30.0
 
     # JSON bodies (log chunks, step timelines); uploaded files have their own limits below.
     max_json_bytes: int = 32 * 1024 * 1024
@@ -71,6 +86,16 @@ class Settings(BaseSettings):
     @property
     def traces_dir(self) -> Path:
         return self.data_dir / "traces"
+
+    @property
+    def trace_books_dir(self) -> Path:
+        """The trace scanner's per-trace bookkeeping (what it mirrored)."""
+        return self.data_dir / "trace-scan"
+
+    @property
+    def workers_dir(self) -> Path:
+        """Local workers' own output (`<sim_id>.log`), apart from the sim's log the API serves."""
+        return self.data_dir / "workers"
 
     @property
     def configs_root(self) -> Path:

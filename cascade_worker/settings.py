@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cascade_server.packaged import samples_dir
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-# The repo's samples/, next to this package (an editable install or a source checkout).
-DEFAULT_SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+# The samples shipped with Cascade (the recordings the stand-in replays).
+DEFAULT_SAMPLES_DIR = samples_dir()
 
 
 class Options(BaseSettings):

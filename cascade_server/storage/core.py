@@ -26,6 +26,10 @@ class NotFound(Exception):
     """An id names nothing; the message is the API's `detail`."""
 
 
+class Conflict(Exception):
+    """The change does not fit the current state (409); the message is the API's `detail`."""
+
+
 class Transaction:
     """One write in progress: its statements run on `conn`; its events wait for the commit."""
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from ..accelsim_log import LogParser
 from ..events import Broker
-from ..models import KernelEvent, LogEvent, SimEvent, SimMetrics
+from ..models import KernelEvent, LogEvent, RunDetail, SimEvent, SimMetrics
 from .codecs import pack_lines, pack_state, pack_stats, sim_from_row, unpack_lines, unpack_state
 from .core import NotFound, Transaction
 from .sim_states import SimStateStore
@@ -44,6 +44,12 @@ class LogStore(SimStateStore):
         self._log_queue: list[_PendingChunk] = []
         self._log_writer: asyncio.Task[None] | None = None
 
+
+    async def delete_run(self, run_id: str) -> RunDetail:
+        run = await super().delete_run(run_id)
+        for sim in run.sims:
+            self._parsers.pop(sim.id, None)  # a cached parser must not outlive its sim
+        return run
     async def append_log(self, sim_id: str, seq: int, lines: list[str]) -> None:
         """Store a chunk (the first one per seq wins) and parse every chunk now in order.
         This returns once the chunk's group is committed."""
