@@ -68,8 +68,8 @@ def html(text: str, status: int = 200) -> web.Response:
 async def index(request: web.Request) -> web.Response:
     if not authorized(request):
         return html(page("token.html", message=""))
-    size = request.query.get("fontsize", "16")
-    return html(page("terminal.html", font_size=str(int(size)) if size.isdigit() else "16"))
+    size = request.query.get("fontsize", "")  # ?fontsize=N, as textual-serve's own page takes
+    return html(page("terminal.html", font_size=str(max(8, min(int(size), 48))) if size.isdigit() else "16"))
 
 
 async def login(request: web.Request) -> web.Response:
