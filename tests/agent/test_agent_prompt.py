@@ -18,7 +18,7 @@ from tests.conftest import TOKEN, LiveServer
 
 def api_table(prompt: str) -> list[tuple[str, str]]:
     """(method, path) of every row of the prompt's API table."""
-    return re.findall(r"^\| (GET|POST|PUT) \| `(/api/[^`]*)` \|", prompt, flags=re.M)
+    return re.findall(r"^\| (GET|POST|PUT|DELETE) \| `(/api/[^`]*)` \|", prompt, flags=re.M)
 
 
 def route_exists(app: web.Application, method: str, path: str) -> bool:
@@ -64,11 +64,11 @@ def test_cascade_agent_prompt_prints_the_same_text():
 async def test_every_route_the_prompt_lists_exists_on_this_server(server: LiveServer):
     prompt = prompt_text(server.url)
     table = api_table(prompt)
-    assert len(table) >= 19
+    assert len(table) >= 23
     missing = [f"{m} {p}" for m, p in table if not route_exists(server.app, m, p)]
     assert missing == []
     # Every /api/ path named anywhere in the text is a route too (the simulator routes included).
-    named = set(re.findall(r"`(?:(GET|POST|PUT) )?(/api/[a-z{}_/-]+[a-z}])", prompt))
+    named = set(re.findall(r"`(?:(GET|POST|PUT|DELETE) )?(/api/[a-z{}_/-]+[a-z}])", prompt))
     assert [p for _, p in named if not any(r.canonical == p for r in server.app.router.resources())] == []
 
 
@@ -91,7 +91,7 @@ def test_the_types_section_names_only_fields_the_models_have():
 def test_the_prompt_names_this_servers_real_errors_and_the_stand_in_signs():
     prompt = prompt_text("http://x")
     errors = prompt.split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
-    for status in ("400", "401", "404", "405", "409", "413", "415", "422"):
+    for status in ("400", "401", "403", "404", "405", "408", "409", "413", "415", "422", "502"):
         assert f"- **{status}.**" in errors
     assert "`replay` is `true`" in prompt and "Stand-in numbers, not a simulation of this trace" in prompt
     assert "`has_real_timing`" in prompt and "/step-timelines" in prompt
