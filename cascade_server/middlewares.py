@@ -8,6 +8,7 @@ import logging
 from aiohttp import http_exceptions, web
 
 from .appkeys import SETTINGS_KEY
+from .faults import DISK_FULL_DETAIL, DISK_FULL_STATUS, is_disk_full
 from .http import ApiError, error_response, parse_error_detail
 from .storage import Conflict, NotFound
 
@@ -64,7 +65,10 @@ async def errors_middleware(request: web.Request, handler):
         return error_response(exc.status, detail, {k: v for k, v in exc.headers.items() if k == "Allow"})
     except ConnectionResetError:
         raise
-    except Exception:
+    except Exception as exc:
+        if is_disk_full(exc):  # one line, not a traceback per request while the disk stays full
+            log.warning("%s %r: disk full (%s)", request.method, request.path, exc)
+            return error_response(DISK_FULL_STATUS, DISK_FULL_DETAIL)
         log.exception("unexpected error in %s %r", request.method, request.path)  # %r: no raw newline
         return error_response(500, "internal server error")
 

@@ -162,6 +162,9 @@ class SimSummary(Model):
     state: SimState
     error: str | None = None
     launcher_ref: str | None = None
+    # Not in the spec (an addition clients may ignore): what a scheduler says of the sim's job
+    # while it waits or runs, e.g. "PENDING (Resources)" or "RUNNING" from Slurm; None otherwise.
+    launcher_state: str | None = None
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None

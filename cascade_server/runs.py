@@ -29,6 +29,15 @@ class StoreLauncherEvents:
     async def exited(self, sim_id: str, exit_code: int | None, error: str) -> None:
         await self.store.mark_failed(sim_id, error, exit_code)
 
+    async def queued(self, refs: dict[str, str]) -> None:
+        await self.store.set_launcher_refs(refs)
+
+    async def ended_by(self, sim_id: str, cause: str) -> None:
+        await self.store.add_failure_cause(sim_id, cause)
+
+    async def queue_state(self, sim_id: str, label: str | None) -> None:
+        await self.store.set_launcher_view(sim_id, launcher_state=label)
+
 
 class RunService:
     def __init__(self, store: Store, settings: Settings, configs: dict[str, GpuConfig], launcher: Launcher) -> None:
@@ -45,6 +54,8 @@ class RunService:
             "CASCADE_TRACE_DIR": str(settings.traces_dir / trace_id),
             "CASCADE_SAMPLES_DIR": str(settings.samples_dir),
         }
+        if settings.launcher == "slurm":  # a node without the server's filesystem fetches it by id
+            env["CASCADE_TRACE_ID"] = trace_id
         if settings.accelsim_dir is not None:
             env["CASCADE_ACCELSIM_DIR"] = str(settings.accelsim_dir)
         if settings.replay_speed is not None:
@@ -73,9 +84,9 @@ class RunService:
             if entry.gpu_config in seen:
                 raise ApiError(422, f"gpu_config {entry.gpu_config!r} appears in more than one entry; raise its count instead")
             seen.add(entry.gpu_config)
-        # Local workers without Accel-Sim run the stand-in: say so on the run (`replay`), so no
+        # Workers we start (local or Slurm) without Accel-Sim run the stand-in: say so on the run (`replay`), so no
         # one takes its numbers for a simulation of this trace.
-        stand_in = self.settings.launcher == "local" and not accelsim_installed(self.settings.accelsim_dir)
+        stand_in = self.settings.launcher in ("local", "slurm") and not accelsim_installed(self.settings.accelsim_dir)
         run = await self.store.create_run(trace, body.entries, self.configs, replay=stand_in)
         self._background(self._submit([self.sim_spec(sim, trace.id) for sim in run.sims]))
         return run
@@ -123,10 +134,14 @@ class RunService:
 
     async def resume(self) -> None:
         """After a restart: hand unfinished sims back to the launcher."""
-        pending = [self.sim_spec(s, t) for s, t in await self.store.sims_in_states(["pending"])]
+        # A pending sim with a launcher_ref is queued in a scheduler (Slurm): watch it, never
+        # submit it twice.
+        waiting = await self.store.sims_in_states(["pending"])
+        pending = [self.sim_spec(s, t) for s, t in waiting if s.launcher_ref is None]
         active = [
             (self.sim_spec(s, t), s.launcher_ref)
-            for s, t in await self.store.sims_in_states(["launching", "running", "lost"])
+            for s, t in [*[w for w in waiting if w[0].launcher_ref is not None],
+                         *await self.store.sims_in_states(["launching", "running", "lost"])]
         ]
         await self.launcher.resume(pending, active)
 

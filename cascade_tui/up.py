@@ -100,8 +100,9 @@ def start_server(url: str, data_dir: Path | None, log_path: Path,
            "--port", str(port)]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "ab")  # the server's own log; the terminal belongs to the UI
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The server's own log (the terminal belongs to the UI), as private as its data directory.
+    log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
     log_start = log.tell()  # what this start writes: where its cause will be if it fails
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,

@@ -7,7 +7,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,3 +204,11 @@ def rclone_s3(tmp_path_factory):
     yield info
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[None]:
+    """A real single-node Slurm, up once for the session and down at its end (tests/slurm/cluster.py)."""
+    from tests.slurm.cluster import cluster_for_session
+
+    yield from cluster_for_session()
