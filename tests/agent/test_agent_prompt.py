@@ -91,7 +91,7 @@ def test_the_types_section_names_only_fields_the_models_have():
 def test_the_prompt_names_this_servers_real_errors_and_the_stand_in_signs():
     prompt = prompt_text("http://x")
     errors = prompt.split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
-    for status in ("400", "401", "403", "404", "405", "408", "409", "413", "415", "422", "502"):
+    for status in ("400", "401", "403", "404", "405", "408", "409", "413", "415", "422", "502", "507"):
         assert f"- **{status}.**" in errors
     assert "`replay` is `true`" in prompt and "Stand-in numbers, not a simulation of this trace" in prompt
     assert "`has_real_timing`" in prompt and "/step-timelines" in prompt
