@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from .comparison import config_order, kernel_rows
-from .models import Comparison, KernelStat, RunDetail
+from .models import Comparison, KernelStat, RunDetail, SimStepTimeline
 
 STAND_IN_NOTE = (
     "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe "
@@ -43,14 +41,6 @@ def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
     return [(name, duration) for _, name, duration in rows]
 
 
-def load_real_timing(trace_dir: Path) -> list[tuple[str | None, float | None]] | None:
-    path = trace_dir / "real_timing.json"
-    try:
-        return parse_real_timing(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        return None
-
-
 def comparison(
     run: RunDetail, kernels: list[KernelStat], real: list[tuple[str | None, float | None]] | None
 ) -> Comparison:
@@ -60,9 +50,13 @@ def comparison(
     return Comparison(has_real_timing=bool(real), configs=configs, rows=rows)
 
 
-def perfetto_trace(run: RunDetail, kernels: list[KernelStat], demangle=lambda name: name) -> dict[str, Any]:
+def perfetto_trace(
+    run: RunDetail, kernels: list[KernelStat], demangle=lambda name: name,
+    step_timelines: list[SimStepTimeline] | None = None,
+) -> dict[str, Any]:
     """Chrome trace JSON: a process per config, a thread per replica, one slice per kernel laid
-    end to end by `sim_time_ns` (timestamps in microseconds, as the format wants)."""
+    end to end by `sim_time_ns` (timestamps in microseconds, as the format wants); with step
+    timelines, a second thread per replica with its predicted steps."""
     configs = run_configs(run)
     pid_of = {config: number for number, config in enumerate(configs, start=1)}
     sims = {sim.id: sim for sim in run.sims}
@@ -93,7 +87,38 @@ def perfetto_trace(run: RunDetail, kernels: list[KernelStat], demangle=lambda na
                 "sim_time_ns": stat.sim_time_ns,
             },
         })
+    events += step_slices(pid_of, step_timelines or [])
     other = {"run_id": run.id, "trace_id": run.trace_id, "source": "Cascade: Accel-Sim simulated time"}
     if run.replay or run.sample:
         other["note"] = STAND_IN_NOTE
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
+
+
+# Predicted steps go on their own thread of the replica's process, after the kernel threads.
+STEP_TID_OFFSET = 1000
+
+
+def step_slices(pid_of: dict[str, int], timelines: list[SimStepTimeline]) -> list[dict[str, Any]]:
+    """Each sim's predicted steps laid end to end (a slice per step, its real wall and error in
+    the args when the timeline has a comparison)."""
+    events: list[dict[str, Any]] = []
+    for timeline in timelines:
+        pid, tid = pid_of.get(timeline.gpu_config, 0), STEP_TID_OFFSET + timeline.replica + 1
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                       "args": {"name": f"replica {timeline.replica} predicted steps ({timeline.sim_id})"}})
+        compared = {row.get("index"): row for row in (timeline.compare or {}).get("steps", [])
+                    if isinstance(row, dict)}
+        clock_us = 0.0
+        for step in timeline.simulated.get("steps", []):
+            wall = step.get("wall_ns") if isinstance(step, dict) else None
+            if not isinstance(wall, (int, float)):
+                continue
+            row = compared.get(step.get("index"), {})
+            events.append({
+                "ph": "X", "cat": "step", "name": f"{step.get('name', 'step')} ({step.get('kind', 'step')})",
+                "pid": pid, "tid": tid, "ts": clock_us, "dur": wall / 1000.0,
+                "args": {"index": step.get("index"), "wall_ns": wall, "gpu_busy_ns": step.get("gpu_busy_ns"),
+                         "real_wall_ns": row.get("real_wall_ns"), "wall_error_pct": row.get("wall_error_pct")},
+            })
+            clock_us += wall / 1000.0
+    return events

@@ -14,10 +14,11 @@ from .appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
 from .demangle import demangle
 from .http import ok, stream_body
 from .models import GpuConfig, RunDetail, SimResults
-from .results import comparison, load_real_timing, perfetto_trace
+from .results import comparison, perfetto_trace
 from .content_types import content_type_for
 from .routes_sim import check_file_name
 from .storage import NotFound
+from .traces.timeline_files import load_real_timing
 
 routes = web.RouteTableDef()
 
@@ -27,8 +28,12 @@ def attachment(filename: str) -> dict[str, str]:
 
 
 async def _comparison(request: web.Request, run: RunDetail):
-    kernels = await request.app[STORE_KEY].run_kernels(run.id)
-    real = load_real_timing(request.app[SETTINGS_KEY].traces_dir / run.trace_id)
+    store = request.app[STORE_KEY]
+    kernels = await store.run_kernels(run.id)
+    # The same rule as the trace's has_real_timing: where its metadata.json lists the file.
+    trace = await store.get_trace(run.trace_id)
+    trace_dir = request.app[SETTINGS_KEY].traces_dir / run.trace_id
+    real = await asyncio.to_thread(load_real_timing, trace_dir, trace.metadata if trace else None)
     return comparison(run, kernels, real)
 
 
@@ -99,7 +104,7 @@ async def run_results(request: web.Request) -> web.StreamResponse:
 async def run_perfetto(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
     run = await store.require_run(request.match_info["run_id"])
-    trace = perfetto_trace(run, await store.run_kernels(run.id), demangle)
+    trace = perfetto_trace(run, await store.run_kernels(run.id), demangle, await store.run_step_timelines(run.id))
     return web.Response(body=json.dumps(trace).encode(), content_type="application/json",
                         headers=attachment(f"{run.id}-perfetto.json"))
 

@@ -4,13 +4,17 @@ filesystem: the list (`GET /api/traces/{id}/inputs`) and each file (`.../inputs/
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
 from .http import ApiError
 from .storage import NotFound
+from .timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
 from .trace_inputs import KERNELSLIST, kernel_files
+from .traces import METADATA_NAME
+from .traces.timeline_files import locate
 
 routes = web.RouteTableDef()
 
@@ -29,7 +33,17 @@ async def _inputs(request: web.Request) -> tuple[Path, list[str]]:
         listing = (root / KERNELSLIST).read_text()
     except OSError:
         raise ApiError(409, f"trace {trace_id} has no {KERNELSLIST} on the server") from None
-    return root, [KERNELSLIST, *kernel_files(listing)]
+    return root, [KERNELSLIST, *kernel_files(listing), *_step_timeline_files(root, trace.metadata)]
+
+
+def _step_timeline_files(root: Path, metadata: dict[str, Any] | None) -> list[str]:
+    """A trace with a step timeline: its two files and metadata.json (which says where they are),
+    so that a worker sends the step timeline from a node without the server's filesystem too."""
+    found = [locate(root, name, metadata) for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME)]
+    if any(path is None for path in found):
+        return []
+    extra = [METADATA_NAME] if (root / METADATA_NAME).is_file() else []
+    return extra + [path.relative_to(root).as_posix() for path in found if path is not None]
 
 
 @routes.get("/api/traces/{trace_id}/inputs")

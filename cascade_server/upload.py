@@ -54,6 +54,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--suggested-config", help="the Accel-Sim config to preselect, e.g. SM90_H100")
     parser.add_argument("--endpoint", help="S3 endpoint URL (default: CASCADE_S3_ENDPOINT or the embedded one)")
     parser.add_argument("--bucket", help="bucket (default: CASCADE_S3_BUCKET, or 'cascade')")
+    parser.add_argument("--profile", type=Path, help="a PyTorch profiler (Kineto) trace of the same workload: "
+                        "`cascade timeline import` runs on it first, so the trace gets real timing and steps")
+    parser.add_argument("--step-pattern", metavar="REGEX", help="with --profile: the CPU annotations that "
+                        "mark a step (default: ProfilerStep#N)")
     return parser.parse_args(argv)
 
 
@@ -147,12 +151,27 @@ def _describe_client_error(exc: Exception, info: S3Info) -> str:
     return f"S3 error from {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
+def _import_profile(args: argparse.Namespace) -> None:
+    from .timeline.kineto import DEFAULT_STEP_PATTERN
+    from .timeline_import import ImportFailed, run_import
+
+    try:
+        result = run_import(args.profile, args.directory, args.step_pattern or DEFAULT_STEP_PATTERN)
+    except ImportFailed as exc:
+        raise UploadError(f"--profile: {exc}") from None
+    for line in result.summary_lines():
+        print(f"profile: {line}", file=sys.stderr)
+
+
 def upload(args: argparse.Namespace) -> str:
     if problem := trace_id_problem(args.trace_id):
         raise UploadError(problem, 2)
     if args.arch and not _ARCH.match(args.arch):
         raise UploadError(f"--arch {args.arch!r} is not an arch like sm_90", 2)
     files = _check_files(args.directory)
+    if args.profile is not None:
+        _import_profile(args)  # after the layout check: nothing is written into a folder it refuses
+        files = _check_files(args.directory)  # now with the three timing files
     info = _s3_info(args)
 
     from botocore.exceptions import BotoCoreError, ClientError

@@ -33,6 +33,7 @@ from cascade_server.models import (
     RunFile,
     RunSummary,
     SimFile,
+    SimStepTimeline,
     TraceDetail,
     TraceSummary,
 )
@@ -234,6 +235,9 @@ class CascadeClient:
 
     async def comparison(self, run_id: str) -> Comparison:
         return await self._get_model(f"/api/runs/{run_id}/comparison", TypeAdapter(Comparison))
+
+    async def step_timelines(self, run_id: str) -> list[SimStepTimeline]:
+        return await self._get_model(f"/api/runs/{run_id}/step-timelines", TypeAdapter(list[SimStepTimeline]))
 
     async def run_files(self, run_id: str) -> list[RunFile]:
         return await self._get_model(f"/api/runs/{run_id}/files", TypeAdapter(list[RunFile]))

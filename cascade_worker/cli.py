@@ -113,7 +113,7 @@ async def run(options: Options) -> int:
     plan = WorkerPlan(
         sim_id=options.sim_id, argv=[], run_dir=scratch / "run", scratch=scratch,
         heartbeat_interval=options.heartbeat_interval, kill_grace=options.kill_grace,
-        give_up_after=options.give_up_after, keep_scratch=options.keep_scratch,
+        give_up_after=options.give_up_after, keep_scratch=options.keep_scratch, trace_dir=options.trace_dir,
     )
     async with SimClient(options.url, options.token, options.sim_id,
                          give_up_after=options.give_up_after) as client:
@@ -124,6 +124,7 @@ async def run(options: Options) -> int:
                     local = await stack.enter_async_context(NodeTrace(
                         options.url, options.token, options.trace_id, cache_root(options.scratch_parent)))
                     options = options.model_copy(update={"trace_dir": local})
+                    plan.trace_dir = local  # with the step-timeline files, when the trace has them
                 plan.argv = simulator_argv(options, plan.run_dir)
             except (accelsim.SetupError, replay.RecordingError, FetchError) as exc:
                 code = await worker.report_setup_failure(str(exc))

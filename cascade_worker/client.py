@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from cascade_server.models import Heartbeat, HeartbeatAck, LogChunk, SimFile
+from cascade_server.models import Heartbeat, HeartbeatAck, LogChunk, SimFile, SimResults, StepTimelineUpload
 
 from .backoff import Backoff
 
@@ -101,6 +101,18 @@ class SimClient:
             give_up_after=give_up_after,
         )
         return SimFile.model_validate(response.json())
+
+    async def sim_results(self, *, give_up_after: float | None = None) -> SimResults:
+        """This sim's kernels with their simulated times (what `cascade simulate` reads)."""
+        response = await self._call("GET", f"/api/sims/{self.sim_id}/results", give_up_after=give_up_after)
+        return SimResults.model_validate_json(response.content)
+
+    async def put_step_timeline(self, upload: StepTimelineUpload, *, give_up_after: float | None = None) -> None:
+        await self._call(
+            "POST", f"/api/sims/{self.sim_id}/step-timeline",
+            content=upload.model_dump_json(), headers={"Content-Type": "application/json"},
+            give_up_after=give_up_after,
+        )
 
     async def _call(self, method: str, path: str, *, give_up_after: float | None = None,
                     **kwargs: Any) -> httpx.Response:

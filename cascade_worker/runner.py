@@ -26,12 +26,13 @@ from pathlib import Path
 
 from cascade_server.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk
 
-from . import uploads
+from . import step_timeline, uploads
 from .chunks import Chunker, LineSplitter
 from .client import ApiRefused, ServerUnreachable, SimClient
 from .environment import simulator_environment
 from .outcome import OutputMarkers, classify
 from .spool import Spool
+from .timeline_files import has_step_timeline
 
 log = logging.getLogger("cascade_worker")
 
@@ -57,6 +58,7 @@ class WorkerPlan:
     kill_grace: float = 10.0
     give_up_after: float = 6 * 3600.0
     keep_scratch: bool = False
+    trace_dir: Path | None = None  # for the step timeline, when the trace has one
 
 
 def make_scratch(sim_id: str, parent: Path | None) -> Path:
@@ -159,6 +161,8 @@ class Worker:
             await sender  # drains the spool: every line is on the server
             await self._upload_files(before)
             await self._upload_log()
+            if outcome.state == "succeeded" and has_step_timeline(self.plan.trace_dir):
+                await self._send_step_timeline()
             heartbeats.cancel()
             await asyncio.gather(heartbeats, return_exceptions=True)
             ack = await self.client.heartbeat(
@@ -186,6 +190,19 @@ class Worker:
                 if exc.status != 413:
                     raise
                 log.warning("the server refused %s: %s", upload.name, exc.detail)
+
+    async def _send_step_timeline(self) -> None:
+        """Never fails the sim: a problem is logged and uploaded as the sim's error file."""
+        assert self.plan.trace_dir is not None
+        try:
+            upload = await step_timeline.send_step_timeline(self.client, self.plan.trace_dir)
+        except step_timeline.StepTimelineError as exc:
+            log.warning("step timeline not sent: %s", exc)
+            await self.client.put_file(step_timeline.ERROR_FILE, f"step timeline not sent: {exc}\n".encode())
+            return
+        wall = upload.compare["summary"]["wall_ns"] if upload.compare else {}
+        log.info("step timeline sent: %d steps%s", len(upload.simulated["steps"]),
+                 f", mean |wall error| {wall['mean_abs_error_pct']:.1f}%" if wall.get("count") else "")
 
     async def _upload_log(self) -> None:
         data = await asyncio.to_thread(_gzip_file, self.log_path)

@@ -37,12 +37,20 @@ def _kernel_id(field: str) -> int:
 def parse_stats(text: str, source: str = "stats.csv") -> list[KernelLaunch]:
     """Rows of a tracer stats file. The tracer writes a row in two steps (at launch, then the
     instruction counts at exit), so a row without counts is a kernel whose trace was cut short:
-    `instructions` is None."""
+    `instructions` is None. Names may be mangled or demangled (with commas, then a header row
+    must say how many columns there are)."""
     kernels: list[KernelLaunch] = []
+    columns = 0  # from the header row, so that a demangled name's commas stay in the name
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().lower().startswith("kernel id"):
+        if not line.strip():
+            continue
+        if line.lstrip().lower().startswith("kernel id"):
+            columns = line.count(",") + 1
             continue
         fields = [f.strip() for f in line.split(",")]
+        if columns and len(fields) > columns:
+            first, rest = line.split(",", 1)
+            fields = [first.strip(), *(f.strip() for f in rest.rsplit(",", columns - 2))]
         try:
             if len(fields) < 10:
                 raise ValueError(f"{len(fields)} fields")

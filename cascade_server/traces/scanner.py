@@ -37,6 +37,7 @@ from .kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
 from .postprocess import EXIT_NO_SPACE, NO_SPACE_ERRNOS, NO_SPACE_REASON, remove_stale_temporaries
 from .s3 import S3Info, make_client
+from .timeline_files import has_real_timing, has_step_timeline
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -108,13 +109,13 @@ def _dir_bytes(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
 
-def describe_processed(trace_dir: Path) -> dict[str, Any]:
-    """The fields a trace gets when it becomes ready (blocking: run in a thread)."""
+def describe_processed(trace_dir: Path, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The fields a trace gets when it becomes ready (blocking: run in a thread). The timing
+    files are found where metadata.json lists them, as `/comparison` and the worker find them."""
     return {
         "kernels": read_kernels(trace_dir),
-        "has_real_timing": any(trace_dir.rglob("real_timing.json")),
-        "has_step_timeline": any(trace_dir.rglob("corrected_timeline.json"))
-        and any(trace_dir.rglob("kernel_mapping.json")),
+        "has_real_timing": has_real_timing(trace_dir, metadata),
+        "has_step_timeline": has_step_timeline(trace_dir, metadata),
         "bytes": _dir_bytes(trace_dir),
     }
 
@@ -418,7 +419,9 @@ class TraceScanner:
                         self._no_space[trace_id] = self._free_bytes()
                 else:
                     try:
-                        fields = await asyncio.to_thread(describe_processed, self._mirror_dir(trace_id))
+                        fields = await asyncio.to_thread(
+                            describe_processed, self._mirror_dir(trace_id), self.traces[trace_id].metadata
+                        )
                         fields["state"] = "ready"
                     except (KernelStatsError, OSError) as exc:
                         fields = {"state": "failed", "error": str(exc).splitlines()[0]}

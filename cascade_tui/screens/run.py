@@ -1,5 +1,6 @@
 """One run, live: header, sims table, and a lower pane switching between the selected sim's log,
-the kernels comparison and files/downloads (each pane a widget owning its state, `panes/`).
+the kernels comparison, files/downloads and the step timeline (each pane a widget owning its
+state, `panes/`).
 
 Data flow: one SSE worker applies events to a `RunModel` (pure) as they arrive; a render timer
 (1-4 Hz) takes the accumulated changes and hands them to the widgets (changed rows only). Nothing
@@ -26,6 +27,7 @@ from ..messages import ConfirmCancel, ReportsWorkerErrors
 from ..panes.files_pane import FilesPane
 from ..panes.kernels_pane import KernelsPane
 from ..panes.log_pane import LogPane, LogSearch
+from ..panes.steps_pane import StepsPane
 from ..reducer import RunModel
 from ..services import Services
 from ..simrows import next_sort_key
@@ -46,6 +48,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("l", "show('log')", "Log", id="run.log"),
         Binding("k", "show('kernels')", "Kernels", id="run.kernels"),
         Binding("f", "show('files')", "Files", id="run.files"),
+        Binding("T", "show('steps')", "Step timeline", show=False, id="run.steps"),
         Binding("s", "sort", "Sort", show=False, id="run.sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="run.reverse_sort"),
         Binding("slash", "search", "Search", id="run.search"),
@@ -97,6 +100,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
             yield LogPane(self.model, self.services, id="log")
             yield KernelsPane(self.run_id, self.model, self.services, id="kernels")
             yield FilesPane(self.run_id, self.services, id="files")
+            yield StepsPane(self.run_id, self.model, self.services, id="steps")
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
@@ -131,6 +135,10 @@ class RunScreen(ReportsWorkerErrors, Screen):
     @property
     def files_pane(self) -> FilesPane:
         return self.query_one(FilesPane)
+
+    @property
+    def steps_pane(self) -> StepsPane:
+        return self.query_one(StepsPane)
 
     # --- the event stream ---------------------------------------------------------------------
 
@@ -175,6 +183,11 @@ class RunScreen(ReportsWorkerErrors, Screen):
             self.log_pane.add(changes)
         if changes.kernels or changes.sims:
             kernels.dirty = True
+        steps = self.steps_pane
+        if changes.sims or changes.reset:
+            steps.dirty = True
+        if self.view == "steps" and steps.dirty:
+            steps.draw()
         self._announce(changes.sims, changes.reset)
         if self.view == "kernels" and kernels.dirty:
             kernels.draw()
@@ -254,6 +267,9 @@ class RunScreen(ReportsWorkerErrors, Screen):
         elif view == "files":
             self.files_pane.show(self.model.sims.get(self.selected_sim or ""))
             self.files_pane.options.focus()
+        elif view == "steps":
+            self.steps_pane.draw()
+            self.steps_pane.chart.focus()
         else:
             self.query_one(SimTable).focus()
 
@@ -263,6 +279,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
             return self.kernels_pane.chart
         if self.view == "files":
             return self.files_pane.options
+        if self.view == "steps":
+            return self.steps_pane.chart
         return self.log_pane.view
 
     def action_other_pane(self) -> None:

@@ -82,3 +82,28 @@ async def test_an_unreachable_server_is_given_up_after_the_limit():
     assert await wait_exit(worker, 60) == 3
     output = worker.stdout.read().decode()
     assert "gave up after 1 s" in output and "Traceback" not in output
+
+
+async def test_a_step_timeline_that_cannot_be_built_never_fails_the_sim(server, tmp_path):
+    """The trace has step-timeline files, but one is broken: the sim still succeeds, and the
+    reason is one of its files."""
+    await server.store.put_trace(ready_trace())
+    trace_dir = tmp_path / "trace"
+    trace_dir.mkdir()
+    (trace_dir / "corrected_timeline.json").write_text('{"steps": "not a list"}')
+    (trace_dir / "kernel_mapping.json").write_text('{"trace_kernels": 0, "steps": []}')
+    async with server.client() as http:
+        run = await create_run(http, [("SM7_TITANV", 1)])
+        sim = run["sims"][0]
+        worker = start_worker("--url", server.url, "--token", TOKEN, "--sim-id", sim["id"],
+                              "--gpu-config", "SM7_TITANV", "--speed", "50", "--trace-dir", str(trace_dir))
+        assert await wait_exit(worker) == 0
+        output = worker.stdout.read().decode()
+        assert "step timeline not sent: " in output and "corrected_timeline.json: steps" in output
+        final = await finished_run(http, run["id"])
+        assert final["sims"][0]["state"] == "succeeded"
+        files = {f["name"] for f in (await http.get(f"/api/sims/{sim['id']}/files")).json()}
+        assert "step-timeline-error.txt" in files
+        reason = (await http.get(f"/api/sims/{sim['id']}/files/step-timeline-error.txt")).text
+        assert reason.startswith("step timeline not sent: ") and "corrected_timeline.json" in reason
+        assert (await http.get(f"/api/runs/{run['id']}/step-timelines")).json() == []

@@ -1,0 +1,54 @@
+"""`cascade compare`: a simulated timeline (`cascade simulate`'s output) against the measured
+steps, per step and per request, with the error summary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .formats import CorrectedTimeline
+from .replay import StepTimes, idle_before, measured_times, requests
+from .stats import error_pct, error_summary
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _row(base: dict[str, Any], real: dict[str, Any] | None, sim: dict[str, Any] | None) -> dict[str, Any]:
+    row = dict(base)
+    for field in ("wall_ns", "gpu_busy_ns"):
+        real_value = _number(real.get(field)) if real else None
+        sim_value = _number(sim.get(field)) if sim else None
+        short = field.removesuffix("_ns")
+        row[f"real_{field}"] = real_value
+        row[f"sim_{field}"] = sim_value
+        row[f"{short}_error_pct"] = error_pct(real_value, sim_value)
+    return row
+
+
+def _as_dicts(times: Sequence[StepTimes]) -> list[dict[str, Any]]:
+    return [{"index": t.index, "kind": t.kind, "wall_ns": t.wall_ns, "gpu_busy_ns": t.gpu_busy_ns} for t in times]
+
+
+def compare(timeline: CorrectedTimeline, simulated: dict[str, Any]) -> dict[str, Any]:
+    """compare.json: steps matched by `index`, requests by `index`."""
+    measured = [measured_times(step) for step in timeline.steps]
+    sim_steps = {s.get("index"): s for s in simulated.get("steps", []) if isinstance(s, dict)}
+    steps = []
+    for step, real in zip(timeline.steps, _as_dicts(measured)):
+        steps.append(_row({"index": step.index, "name": step.name, "kind": step.kind}, real,
+                          sim_steps.get(step.index)))
+    real_requests = requests(measured, idle_before(timeline))
+    sim_requests = {r.get("index"): r for r in simulated.get("requests", []) if isinstance(r, dict)}
+    request_rows = [
+        _row({"index": r["index"], "steps": r["steps"]}, r, sim_requests.get(r["index"])) for r in real_requests
+    ]
+    return {
+        "steps": steps,
+        "requests": request_rows,
+        "summary": {
+            "wall_ns": error_summary([(s["real_wall_ns"], s["sim_wall_ns"]) for s in steps]),
+            "gpu_busy_ns": error_summary([(s["real_gpu_busy_ns"], s["sim_gpu_busy_ns"]) for s in steps]),
+        },
+    }

@@ -1,0 +1,84 @@
+"""`cascade timeline import PROFILE TRACE_DIR`: real timing and the measured steps from a PyTorch
+profiler (Kineto) trace, written into the trace directory next to its metadata.json:
+`corrected_timeline.json`, `kernel_mapping.json` and `real_timing.json` (README, "Trace a
+workload"). The work is `cascade_server.timeline.importer`; this reads and writes the files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from .demangle import demangle
+from .timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
+from .timeline.importer import ImportResult, import_profile
+from .timeline.kineto import DEFAULT_STEP_PATTERN, ProfileError, decode_profile
+from .traces.kernels import KernelStatsError, read_kernels
+
+
+class ImportFailed(Exception):
+    """One line for the user."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cascade timeline", description="Step timelines and real timing.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    imp = commands.add_parser(
+        "import", prog="cascade timeline import",
+        description="Read a PyTorch profiler (Kineto) trace (.json or .json.gz) and the tracer output "
+        "in TRACE_DIR (its stats.csv / kernel list); write corrected_timeline.json, kernel_mapping.json "
+        "and real_timing.json into TRACE_DIR, next to metadata.json.",
+    )
+    imp.add_argument("profile", type=Path, help="the profiler's trace, e.g. trace.json.gz")
+    imp.add_argument("trace_dir", type=Path, help="the tracer's output directory")
+    imp.add_argument("--step-pattern", default=DEFAULT_STEP_PATTERN, metavar="REGEX",
+                     help=f"CPU annotations that mark a step (default: {DEFAULT_STEP_PATTERN})")
+    return parser
+
+
+def _write_json(path: Path, data: object) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    os.replace(tmp, path)
+
+
+def run_import(profile: Path, trace_dir: Path, step_pattern: str = DEFAULT_STEP_PATTERN) -> ImportResult:
+    """Import and write the three files; raises ImportFailed with one line."""
+    if not trace_dir.is_dir():
+        raise ImportFailed(f"{trace_dir}: no such directory")
+    try:
+        kernels = read_kernels(trace_dir)
+    except (KernelStatsError, OSError) as exc:
+        raise ImportFailed(f"{trace_dir}: {str(exc).splitlines()[0]}") from None
+    if not kernels:
+        raise ImportFailed(f"{trace_dir}: no traced kernels (no stats.csv, stats_ctx_* or traces/kernelslist.g)")
+    try:
+        raw = profile.read_bytes()
+    except OSError as exc:
+        raise ImportFailed(f"{profile}: {exc.strerror or exc}") from None
+    try:
+        result = import_profile(
+            decode_profile(raw), [(k.kernel_id, k.name) for k in kernels], demangle,
+            step_pattern=step_pattern, source={"profile": profile.name},
+        )
+    except ProfileError as exc:
+        raise ImportFailed(f"{profile}: {exc}") from None
+    _write_json(trace_dir / CORRECTED_TIMELINE_NAME, result.timeline.model_dump(mode="json"))
+    _write_json(trace_dir / KERNEL_MAPPING_NAME, result.mapping.model_dump(mode="json"))
+    _write_json(trace_dir / REAL_TIMING_NAME, result.real_timing.model_dump(mode="json"))
+    return result
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result = run_import(args.profile, args.trace_dir, args.step_pattern)
+    except ImportFailed as exc:
+        print(f"cascade timeline import: {exc}", file=sys.stderr)
+        return 1
+    for line in result.summary_lines():
+        print(line)
+    print(f"wrote {CORRECTED_TIMELINE_NAME}, {KERNEL_MAPPING_NAME}, {REAL_TIMING_NAME} in {args.trace_dir}")
+    return 0

@@ -1,0 +1,69 @@
+"""Reading the step-timeline inputs of a trace directory and the JSON files `cascade simulate`
+and `cascade compare` take (shared by those commands and the worker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from cascade_server.timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
+from cascade_server.timeline.files import candidates
+from cascade_server.timeline.formats import CorrectedTimeline, KernelMapping
+
+
+class TimelineFileError(Exception):
+    """A missing or unreadable file; the message is one line."""
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except OSError as exc:
+        raise TimelineFileError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise TimelineFileError(f"{path}: not JSON ({exc})") from None
+
+
+def locate(trace_dir: Path, name: str) -> Path | None:
+    """The trace's `name` file by the server's rule (where its metadata.json lists it, else the
+    root), or None."""
+    try:
+        metadata = json.loads((trace_dir / "metadata.json").read_bytes())
+    except (OSError, ValueError):
+        metadata = None
+    for rel in candidates(metadata if isinstance(metadata, dict) else None, name, trace_dir.name):
+        if (trace_dir / rel).is_file():
+            return trace_dir / rel
+    return None
+
+
+def has_step_timeline(trace_dir: Path | None) -> bool:
+    """The trace's `has_step_timeline`, by the same rule the server uses."""
+    return trace_dir is not None and all(
+        locate(trace_dir, name) is not None for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME)
+    )
+
+
+def read_model(path: Path, model: type[Any]) -> Any:
+    try:
+        return model.model_validate(read_json(path))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise TimelineFileError(f"{path}: {where or 'document'}: {first['msg']}") from None
+
+
+def read_step_inputs(trace_dir: Path) -> tuple[CorrectedTimeline, KernelMapping]:
+    """The trace's measured steps and kernel mapping (`cascade timeline import` writes them)."""
+    found = {}
+    for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME):
+        path = locate(trace_dir, name)
+        if path is None:
+            raise TimelineFileError(f"{trace_dir}: no {name} (run `cascade timeline import PROFILE {trace_dir}`)")
+        found[name] = path
+    return (read_model(found[CORRECTED_TIMELINE_NAME], CorrectedTimeline),
+            read_model(found[KERNEL_MAPPING_NAME], KernelMapping))
+

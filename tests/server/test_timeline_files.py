@@ -1,0 +1,42 @@
+"""One rule for where a trace keeps its timing files: the trace's flags and `/comparison` agree."""
+
+from __future__ import annotations
+
+import json
+
+from cascade_server.traces.scanner import describe_processed
+from cascade_server.traces.timeline_files import load_real_timing, locate
+
+
+def _metadata(trace_id: str, *rels: str) -> dict:
+    return {"status": "ok", "files": [{"key": f"accelsim-traces/{trace_id}/{rel}", "bytes": 1} for rel in rels]}
+
+
+def test_timing_files_are_found_where_metadata_lists_them(tmp_path):
+    trace_dir = tmp_path / "t1"
+    (trace_dir / "traces").mkdir(parents=True)
+    (trace_dir / "traces" / "stats.csv").write_text("kernel-1.trace, _Z1kv, 1, 1, 1, 1, 32, 1, 1, 32, 10\n")
+    real = {"kernels": [{"kernel_id": 1, "kernel_name": "k", "duration_ns": 1500.0}]}
+    for name, body in (("real_timing.json", real), ("corrected_timeline.json", {}), ("kernel_mapping.json", {})):
+        (trace_dir / "traces" / name).write_text(json.dumps(body))
+    metadata = _metadata("t1", "traces/stats.csv", "traces/real_timing.json", "traces/corrected_timeline.json",
+                         "traces/kernel_mapping.json")
+    (trace_dir / "metadata.json").write_text(json.dumps(metadata))
+    described = describe_processed(trace_dir, metadata)
+    assert described["has_real_timing"] and described["has_step_timeline"]
+    assert load_real_timing(trace_dir, metadata) == [("k", 1500.0)]
+    # Without the metadata argument it is read from the trace directory: the worker's way.
+    assert locate(trace_dir, "real_timing.json") == trace_dir / "traces" / "real_timing.json"
+
+
+def test_an_unlisted_file_deep_in_the_trace_is_not_real_timing(tmp_path):
+    trace_dir = tmp_path / "t2"
+    (trace_dir / "other").mkdir(parents=True)
+    (trace_dir / "other" / "real_timing.json").write_text("[]")
+    metadata = _metadata("t2", "other/x.txt")
+    assert not describe_processed(trace_dir, metadata)["has_real_timing"]
+    assert load_real_timing(trace_dir, metadata) is None
+    # At the trace's root it counts even when metadata.json does not list it (a hand-made trace).
+    (trace_dir / "real_timing.json").write_text(json.dumps([{"kernel_id": 1, "duration_ns": 2.0}]))
+    assert describe_processed(trace_dir, metadata)["has_real_timing"]
+    assert load_real_timing(trace_dir, metadata) == [(None, 2.0)]
