@@ -1,6 +1,7 @@
 """CI: the wheel is the whole product. Build it, install it into a fresh venv outside the checkout,
 then from an empty temporary directory check `cascade --version` and that `cascade serve` has the
-GPU configs, the two demo traces `ready` and the sample run, as from the checkout.
+GPU configs, the two demo traces `ready` and the sample run, as from the checkout, and (with
+`--web`) serves the agent prompt and the browser UI's page and scripts from the installed package.
 
 Run: python3 .ci/wheel_smoke.py   (standard library only; uses .venv's pip to build the wheel)"""
 
@@ -36,6 +37,11 @@ def get(url: str, token: str) -> object:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
+
+
+def get_text(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read().decode()
 
 
 def wait_for(what: str, check, log: Path) -> object:
@@ -75,7 +81,7 @@ def main() -> int:
 
         log = tmp_dir / "serve.log"
         with open(log, "wb") as out:
-            serve = subprocess.Popen([cascade, "serve"], cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
+            serve = subprocess.Popen([cascade, "serve", "--web"], cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
             token = str(wait_for("the token line", lambda: next(
                 (line.split(": ", 1)[1] for line in log.read_text().splitlines() if line.startswith("token: ")),
@@ -93,11 +99,15 @@ def main() -> int:
             wait_for("the demo traces ready", demo_traces_ready, log)
             runs = wait_for("the sample run", lambda: [r for r in get(f"{base}/api/runs", token)
                                                        if r["sample"] and r["state"] == "succeeded"], log)
+            if f"This app's is `{base}`" not in get_text(f"{base}/agent-prompt.md"):
+                sys.exit("wheel smoke: /agent-prompt.md lacks the app's URL")
+            if 'name="token"' not in get_text(f"{base}/") or "xterm" not in get_text(f"{base}/web-ui/static/js/textual.js"):
+                sys.exit("wheel smoke: the browser UI's page or script is missing")
         finally:
             serve.send_signal(signal.SIGTERM)
             serve.wait(timeout=30)
         print(f"wheel smoke: {wheel.name} from {workdir}: {version}, {len(configs)} GPU configs, "
-              f"demo traces ready, sample run {runs[0]['id']}")
+              f"demo traces ready, sample run {runs[0]['id']}, agent prompt and browser UI served")
     return 0
 
 

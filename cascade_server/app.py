@@ -7,7 +7,9 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from . import routes_core, routes_events, routes_manage, routes_results, routes_sim, routes_trace_inputs
+from . import (
+    routes_agent, routes_core, routes_events, routes_manage, routes_results, routes_sim, routes_trace_inputs,
+)
 from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .datadir import prepare_data_dir
 from .events import Broker
@@ -91,6 +93,11 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
-    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs):
+    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs,
+                   routes_agent):
         app.add_routes(module.routes)
+    if settings.web:  # textual-serve is imported only when the web UI is on
+        from .web_ui import add_web_ui
+
+        add_web_ui(app)
     return app

@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("cascade_tui.commands.runs", "list the runs"),
     "run": ("cascade_tui.commands.run", "start, follow, show, cancel, re-run, retry or delete a run"),
     "results": ("cascade_tui.commands.results", "a run's results: totals, kernels or comparison"),
+    "agent-prompt": ("cascade_server.agent_prompt", "print the prompt that lets an AI agent work this app"),
 }
 
 
@@ -33,7 +34,7 @@ def version() -> str:
 
 def usage() -> str:
     lines = ["usage: cascade <command> [options]", "       cascade --version", "", "commands:"]
-    lines += [f"  {name:<9} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += [f"  {name:<12} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     lines += ["", "Run `cascade <command> --help` for a command's options."]
     return "\n".join(lines)
 

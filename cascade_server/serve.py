@@ -59,11 +59,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
     parser.add_argument("--data-dir", type=Path, help="where the database, files and traces live")
+    parser.add_argument("--web", action="store_true", default=None,
+                        help="also serve the terminal UI in a browser at / (CASCADE_WEB=1)")
     return parser.parse_args(argv)
 
 
 def build_settings(args: argparse.Namespace) -> Settings:
-    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
+    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir, "web": args.web}.items() if v is not None}
     return Settings(**overrides)
 
 
@@ -120,6 +122,8 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
         print(f"app: {settings.base_url}", flush=True)
         print("token: (none: CASCADE_NO_AUTH=1)" if settings.no_auth else f"token: {settings.token}", flush=True)
         print(f"data: {settings.data_dir}", flush=True)
+        if settings.web:
+            print(f"web: {settings.base_url}/ (the terminal UI in a browser)", flush=True)
         for line in s3_lines:
             print(line, flush=True)
         await stop.wait()

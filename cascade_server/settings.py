@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     token: str | None = None
     no_auth: bool = False
     workspace: str | None = None
+    # Serve the terminal UI in a browser at every path outside /api/ (`cascade serve --web`).
+    web: bool = False
     # The URL workers use to reach this server; derived from host and port when unset.
     public_url: str | None = None
 
