@@ -522,3 +522,17 @@ async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_tim
         text = await wait_for_text(pilot, f"MAPE {mape:.1f}%")
         assert "  real " in text and "1 µs" in text
         assert "no real timing" not in text
+
+
+async def test_run_screen_text_is_never_drawn_in_its_own_background_colour(srv, http, tmp_path):
+    """A mixin once changed how Textual resolved the screens' default CSS, and the header, the
+    column titles and the log were painted in their background colour (invisible)."""
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        await wait_for_text(pilot, "LIVE")
+        for selector in ("#run-header", "SimTable", "LogView"):
+            widget = app.screen.query_one(selector)
+            style = widget.rich_style
+            assert style.color is not None and style.color != style.bgcolor, (selector, style)
