@@ -1,0 +1,107 @@
+"""The log parser of this checkout against the one of an earlier commit, timed interleaved.
+
+On a machine shared with other work a single run of bench_parser.py says little about a 10%
+difference: the load changes from one minute to the next. This script loads both parsers in one
+process and alternates them (base, this, this, base in each round), so both meet the same
+conditions, and prints the CPU time of one pass over the five real logs (best of --repeat
+passes) and the ratio per round, then the median ratio.
+
+    python benchmarks/bench_parser_vs.py [--base dd1cc91] [--rounds 5] [--repeat 3]
+
+The base parser is read with `git show <base>:cascade_server/accelsim_log.py` (dd1cc91 is the
+parser before every stats line was kept, the speed to hold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_parser import CLOCK_MHZ, load_lines  # noqa: E402
+from cascade_server.accelsim_log import LogParser  # noqa: E402
+
+MODULE = "cascade_server/accelsim_log.py"
+
+
+def load_base(rev: str, directory: Path) -> ModuleType:
+    """The parser module as it was at `rev`, imported under its own name."""
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:{MODULE}"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    path = directory / "base_accelsim_log.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("base_accelsim_log", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
+    spec.loader.exec_module(module)
+    return module
+
+
+def one_pass(parser_class: type, logs: list[tuple[float, list[list[str]]]]) -> float:
+    """CPU seconds to feed every log, chunk by chunk, to a fresh parser."""
+    total = 0.0
+    for clock, chunks in logs:
+        gc.collect()
+        parser = parser_class(clock)
+        start = time.process_time()
+        for chunk in chunks:
+            parser.feed(chunk)
+        total += time.process_time() - start
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base", default="dd1cc91", help="commit of the parser to compare with")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3, help="passes per parser per half-round")
+    ap.add_argument("--chunk", type=int, default=1000, help="lines per chunk (default 1000)")
+    args = ap.parse_args(argv)
+    if min(args.rounds, args.repeat, args.chunk) < 1:
+        ap.error("--rounds, --repeat and --chunk must be at least 1")
+
+    logs = []
+    for config, clock in CLOCK_MHZ.items():
+        lines = load_lines(config)
+        logs.append((clock, [lines[i:i + args.chunk] for i in range(0, len(lines), args.chunk)]))
+    with tempfile.TemporaryDirectory() as tmp:
+        base = load_base(args.base, Path(tmp)).LogParser
+    one_pass(base, logs)  # warm-up of both
+    one_pass(LogParser, logs)
+
+    def best(parser_class: type) -> float:
+        return min(one_pass(parser_class, logs) for _ in range(args.repeat))
+
+    print(f"CPU ms of one pass over the five logs, best of {args.repeat}; base = {args.base}")
+    ratios = []
+    for n in range(args.rounds):
+        base_s = best(base)
+        this_s = best(LogParser)
+        this_s = min(this_s, best(LogParser))
+        base_s = min(base_s, best(base))
+        ratios.append(this_s / base_s)
+        print(f"round {n}: base {base_s * 1e3:7.1f}  this {this_s * 1e3:7.1f}  "
+              f"this/base {this_s / base_s:.3f}", flush=True)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"median this/base {statistics.median(ratios):.3f} "
+          f"(min {min(ratios):.3f}, max {max(ratios):.3f}; load average now {load})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
