@@ -21,7 +21,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from cascade_server.models import utcnow
+from cascade_server.models import RunSummary, utcnow
 
 from .client import CascadeClient, error_title
 from .config import TuiSettings
@@ -29,14 +29,15 @@ from .exit_guard import ExitGuard
 from .formatting import plural
 from .messages import ConfirmCancel, Connected, OpenNewRun, OpenRun, ReportsWorkerErrors, WorkerFailed
 from .screens.connect import ConnectScreen
-from .screens.lists import RunsScreen, TracesScreen
-from .screens.modals import ConfirmScreen, HelpScreen, binding_rows
+from .screens.lists import RunsScreen, TracesScreen, unfinished_sims
+from .screens.modals import ConfirmScreen, HelpScreen, QuitScreen, binding_rows
 from .screens.new_run import NewRunScreen
 from .screens.run import RunScreen
 from .services import Services
 
 
 TEXTUAL_COMMANDS_KEPT = {"Theme", "Screenshot"}
+QUIT_CHECK_TIMEOUT_S = 3.0
 
 
 class CascadeApp(ReportsWorkerErrors, App[int]):
@@ -129,6 +130,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         # Only the runs list stays under a run screen.
         while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
             self.pop_screen()
+        if isinstance(self.screen, RunsScreen):
+            self.screen.select(run_id)  # back on the list, the cursor is on the run just left
         self.push_screen(RunScreen(run_id, self.services))
 
     @on(OpenNewRun)
@@ -168,6 +171,41 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         self.notify(f"Cancelled {run_id}: {plural(run.sim_counts.get('cancelled', 0), 'sim')} "
                     "cancelled.",
                     title="Cancel")
+
+    # --- quitting ------------------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        """Quit; with sims of the operator's runs still going, ask first (cancel them, leave them
+        running, or stay). If the server cannot say, quit: the UI must never trap the operator."""
+        if not isinstance(self.screen, QuitScreen):
+            self._quit_or_ask()
+
+    @work(group="quit", exclusive=True, exit_on_error=False)
+    async def _quit_or_ask(self) -> None:
+        active: list[RunSummary] = []
+        if self.is_connected:
+            try:
+                runs = await asyncio.wait_for(self.client.runs(), QUIT_CHECK_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - an unreachable server has nothing to ask about
+                runs = []
+            active = [r for r in runs if not r.sample and unfinished_sims(r)]
+        if not active:
+            self.exit()
+            return
+        sims = sum(unfinished_sims(r) for r in active)
+        body = (f"{plural(sims, 'sim')} of {plural(len(active), 'run')} "
+                f"({', '.join(r.id for r in active)}) not finished.")
+        answer = await self.push_screen_wait(QuitScreen(body))
+        if answer == "stay":
+            return
+        if answer == "cancel":
+            for run in active:
+                try:
+                    await self.client.cancel_run(run.id)
+                except Exception as exc:  # noqa: BLE001 - said, and the operator stays
+                    self.report_error(exc, "Cancel failed")
+                    return
+        self.exit()
 
     # --- errors and commands -----------------------------------------------------------------
 

@@ -65,10 +65,17 @@ _STATE_ORDER = {s: i for i, s in enumerate(
 )}
 
 
+# Before a column is dropped for want of room, the kernels column's bar gives up to this many
+# cells (a long config name such as SM75_RTX2060_S would otherwise push rate/s off at 80).
+PROGRESS_SHRINK = 4
+PROGRESS_COUNTS = 7  # "123/456 ": the cells of the kernels column that are not the bar
+
+
 @dataclass(frozen=True)
 class Layout:
     columns: tuple[Column, ...]
     widths: tuple[int, ...]
+    bar_width: int = 6  # the kernels column's bar
 
 
 def config_width(names: Iterable[str]) -> int:
@@ -80,6 +87,10 @@ def layout(width: int, config_cells: int = 12) -> Layout:
     """The columns that fit `width` cells, keeping lower priorities first, in display order;
     the config column `config_cells` wide (see `config_width`)."""
     columns = tuple(replace(c, width=config_cells) if c.key == "config" else c for c in COLUMNS)
+    overflow = sum(c.width + SEPARATOR for c in columns) + FLEX_MIN - width
+    if overflow > 0:
+        columns = tuple(replace(c, width=c.width - min(PROGRESS_SHRINK, overflow))
+                        if c.key == "progress" else c for c in columns)
     fixed_cols = [c for c in columns if c.width]
     flex = [c for c in columns if not c.width]
     chosen: set[str] = set()
@@ -92,7 +103,8 @@ def layout(width: int, config_cells: int = 12) -> Layout:
     cols = tuple(c for c in columns if c.key in chosen or not c.width)
     spare = width - sum(c.width + SEPARATOR for c in cols if c.width) - SEPARATOR
     widths = tuple(c.width if c.width else max(FLEX_MIN, spare) for c in cols)
-    return Layout(cols, widths)
+    progress = next(c.width for c in columns if c.key == "progress")
+    return Layout(cols, widths, bar_width=progress - PROGRESS_COUNTS)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ..columns import ColumnSpec, fit
 from ..formatting import STATE_DISPLAY_ORDER, age, bar, human_bytes, plural, progress_fraction, state_label
 from ..messages import ConfirmCancel, OpenNewRun, OpenRun, ReportsWorkerErrors
 from ..services import Services
+from .modals import MessageScreen
 
 POLL_SECONDS = 2.0
 
@@ -36,6 +37,22 @@ STATE_COLOURS = {
 }
 
 Cell = tuple[str, str]  # (text, style): what the diff compares
+
+
+class ListTable(DataTable):
+    """The lists' table: Home/End go to the first/last row (DataTable scrolls sideways with them,
+    which a list that always fits its width never needs)."""
+
+    BINDINGS = [
+        Binding("home", "first_row", "First row", show=False, id="list.first"),
+        Binding("end", "last_row", "Last row", show=False, id="list.last"),
+    ]
+
+    def action_first_row(self) -> None:
+        self.move_cursor(row=0, animate=False)
+
+    def action_last_row(self) -> None:
+        self.move_cursor(row=max(0, self.row_count - 1), animate=False)
 
 
 class PolledTable(ReportsWorkerErrors, Screen):
@@ -57,11 +74,13 @@ class PolledTable(ReportsWorkerErrors, Screen):
         self._cells: dict[str, tuple[Cell, ...]] = {}
         self._widths: list[int | None] = []
         self._timer: Timer | None = None
+        # The row to put the cursor on once it is listed (a run just opened or left).
+        self.cursor_wanted: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(self.EMPTY, id="list-empty")
-        yield DataTable(cursor_type="row", zebra_stripes=True, id="list")
+        yield ListTable(cursor_type="row", zebra_stripes=True, id="list")
         yield Static("", id="list-detail")
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
@@ -129,7 +148,16 @@ class PolledTable(ReportsWorkerErrors, Screen):
         self.items = new
         self._cells = cells
         self._widths = widths
+        if self.cursor_wanted is not None and self.cursor_wanted in new:
+            table.move_cursor(row=table.get_row_index(self.cursor_wanted), animate=False)
+            self.cursor_wanted = None
         self._show_detail()
+
+    def select(self, item_id: str) -> None:
+        """Put the cursor on `item_id`, now if it is listed, else when a poll brings it."""
+        self.cursor_wanted = item_id
+        if item_id in self.items:
+            self.apply_items(list(self.items.values()))
 
     def _fit(self, table: DataTable, cells: dict[str, tuple[Cell, ...]]) -> list[int | None]:
         width = self.size.width or self.app.size.width  # the table spans the screen
@@ -170,7 +198,8 @@ class PolledTable(ReportsWorkerErrors, Screen):
 class TracesScreen(PolledTable):
     BINDINGS = [
         Binding("n", "new_run", "New run", id="traces.new_run"),
-        Binding("enter", "new_run", "New run", show=False, id="traces.open"),
+        Binding("enter", "open", "New run (a failed trace: its error)", show=False,
+                id="traces.open"),
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
         Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
     ]
@@ -209,12 +238,15 @@ class TracesScreen(PolledTable):
         )
 
     def detail_text(self, t: TraceSummary) -> str:
+        """A failed trace's error first and whole (the pane grows for it), then the rest."""
         layers = f" Layers: {', '.join(t.layers)}." if t.layers else ""
         head = (f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
                 f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
                 f"traced on {t.source_gpu or 'an unknown GPU'}.{layers}")
+        if t.state == "failed":
+            return f"[b red]{escape(t.error or 'failed, no reason given')}[/] [dim](Enter: all of it)[/]\n{escape(head)}"
         note = self.row_cells(t, self.services.now())[-1][0]
-        return f"{head}\n{'[red]' if t.state == 'failed' else ''}{escape(note)}"
+        return f"{escape(note)}\n{escape(head)}"
 
     def action_poll(self) -> None:
         self.poll()
@@ -226,9 +258,18 @@ class TracesScreen(PolledTable):
             return
         self.post_message(OpenNewRun(trace))
 
+    def action_open(self) -> None:
+        """Enter: a new run on the trace, or a failed trace's whole error."""
+        trace = self.selected()
+        if trace is not None and trace.state == "failed":
+            self.app.push_screen(MessageScreen(f"Trace {trace.id} failed",
+                                               trace.error or "The server gave no reason."))
+            return
+        self.action_new_run()
+
     @on(DataTable.RowSelected)
     def _row_selected(self, _: DataTable.RowSelected) -> None:
-        self.action_new_run()
+        self.action_open()
 
 
 def sims_count_text(counts: Mapping[SimState, int]) -> str:
@@ -236,6 +277,10 @@ def sims_count_text(counts: Mapping[SimState, int]) -> str:
     the `succeeded` column, so they are named here only when nothing else is left."""
     parts = [f"{counts[s]} {s}" for s in STATE_DISPLAY_ORDER if s != "succeeded" and counts.get(s)]
     return ", ".join(parts) or (f"{counts['succeeded']} succeeded" if counts.get("succeeded") else "")
+
+
+def unfinished_sims(run: RunSummary) -> int:
+    return sum(n for state, n in run.sim_counts.items() if state not in TERMINAL_SIM_STATES)
 
 
 def run_progress(counts: Mapping[SimState, int]) -> str:
@@ -263,14 +308,16 @@ class RunsScreen(PolledTable):
         return await self.services.client.runs()
 
     def row_cells(self, r: RunSummary, now: datetime) -> tuple[Cell, ...]:
-        tags = " (sample)" if r.sample else (" (replay)" if r.replay else "")
+        # The sample/replay marker starts the last column, which is cut at its end only: at 80
+        # columns the trace id takes what its column has.
+        tag = "sample · " if r.sample else ("replay · " if r.replay else "")
         return (
             (r.id, "bold"),
-            (r.trace_id + tags, ""),
+            (r.trace_id, ""),
             (state_label(r.state), STATE_COLOURS.get(r.state, "")),
             (run_progress(r.sim_counts), ""),
             (age(r.created_at, now), ""),
-            (sims_count_text(r.sim_counts), ""),
+            (tag + sims_count_text(r.sim_counts), "yellow" if tag else ""),
         )
 
     def detail_text(self, r: RunSummary) -> str:
@@ -301,5 +348,4 @@ class RunsScreen(PolledTable):
         run = self.selected()
         if run is None:
             return
-        self.post_message(ConfirmCancel(run.id, unfinished=sum(
-            n for s, n in run.sim_counts.items() if s not in TERMINAL_SIM_STATES)))
+        self.post_message(ConfirmCancel(run.id, unfinished=unfinished_sims(run)))

@@ -30,7 +30,9 @@ class LogView(ScrollView, can_focus=True):
         Binding("down", "scroll_lines(1)", "Log down a line", show=False, id="log.down"),
         Binding("pageup", "scroll_pages(-1)", "Log page up", show=False, id="log.page_up"),
         Binding("pagedown", "scroll_pages(1)", "Log page down", show=False, id="log.page_down"),
-        Binding("end", "follow", "Follow", id="log.follow"),
+        # Not in the footer: the log title says "(End to follow)" when paused, and the footer
+        # must keep `q Quit` and `? Help` at 80 columns.
+        Binding("end", "follow", "Follow", show=False, id="log.follow"),
         Binding("home", "top", "Top", show=False, id="log.top"),
     ]
     DEFAULT_CSS = """
@@ -137,15 +139,10 @@ class LogView(ScrollView, can_focus=True):
             self.following = False
 
     def status_text(self) -> str:
-        """`following`, or `paused +N lines (End to follow)`, plus dropped-line info."""
-        parts = []
+        """`following`, or `paused +N lines (End to follow)`."""
         if self.following:
-            parts.append("following")
-        else:
-            parts.append(f"paused +{self.new_since_pause:,} lines (End to follow)")
-        if self.store.dropped:
-            parts.append(f"{self.store.dropped:,} older lines not kept: download the log for all")
-        return " · ".join(parts)
+            return "following"
+        return f"paused +{self.new_since_pause:,} lines (End to follow)"
 
     # --- search -------------------------------------------------------------------------------
 

@@ -75,8 +75,11 @@ class SimTable(ScrollView, can_focus=True):
         overflow-x: hidden;
         overflow-y: auto;
         & > .simtable--header { text-style: bold; background: $panel; }
-        & > .simtable--cursor { background: $accent 40%; }
-        &:focus > .simtable--cursor { background: $accent; color: $text; }
+        /* Reverse video reads as a cursor in 16 and 256 colours and with NO_COLOR (an accent
+           background became bright red in 16 colours: a failure colour). Underlined when the
+           keyboard is in the lower pane. */
+        & > .simtable--cursor { text-style: underline; }
+        &:focus > .simtable--cursor { text-style: reverse bold; }
     }
     """
 
@@ -104,6 +107,7 @@ class SimTable(ScrollView, can_focus=True):
         self._layout: Layout = simrows.layout(80, self._config_cells)
         self._rows: dict[str, tuple[tuple[str, str], ...]] = {}  # sim id -> fitted row texts
         self._strips: dict[tuple, Strip] = {}
+        self._height_rows = 0
         self.repaints = 0  # rows repainted by update_rows (for tests and the benchmark)
 
     # --- data -------------------------------------------------------------------------------------
@@ -125,6 +129,10 @@ class SimTable(ScrollView, can_focus=True):
         if self.cursor_id not in self.sims:
             self._set_cursor(self.order[0] if self.order else None)
         self.virtual_size = Size(self.size.width, len(self.order) + 1)
+        if self._height_rows != len(self.order) + 1:
+            # Only the rows it has (the screen's CSS caps it): the pane below gets the rest.
+            self._height_rows = len(self.order) + 1
+            self.styles.height = self._height_rows
         if structural:
             self._rows.clear()
             self._strips.clear()
@@ -141,7 +149,8 @@ class SimTable(ScrollView, can_focus=True):
                 self.repaints += 1
 
     def _row_texts(self, sim_id: str, now: datetime) -> tuple[tuple[str, str], ...]:
-        return simrows.row_texts(simrows.sim_cells(self.sims[sim_id], now), self._layout)
+        return simrows.row_texts(simrows.sim_cells(self.sims[sim_id], now, self._layout.bar_width),
+                                 self._layout)
 
     def set_sort(self, key: str, reverse: bool) -> None:
         self.sort_key, self.sort_reverse = key, reverse
@@ -244,7 +253,9 @@ class SimTable(ScrollView, can_focus=True):
         for i, (text, style_name) in enumerate(texts):
             if i:
                 segments.append(Segment(" ", base))
-            style = base + CELL_STYLES[style_name] if style_name in CELL_STYLES else base
+            # The cursor row is one reversed colour: state colours inside it would turn into
+            # coloured blocks (a red one reads as failure).
+            style = base + CELL_STYLES[style_name] if style_name in CELL_STYLES and not selected else base
             segments.append(Segment(text, style))
         return Strip(segments).crop_extend(0, width, base)
 
