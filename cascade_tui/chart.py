@@ -46,8 +46,8 @@ def _total_suffix(total: ConfigTotal, ranking: Ranking, mape: Mapping[str, float
     """What follows a config's total bar: fastest / multiple / spread, or partial."""
     suffix: Line = []
     if total.partial:
-        suffix.append((f"  partial: {total.kernels_done}/{total.kernels_total} kernels, "
-                       "none succeeded", "warn"))
+        # No replica succeeded (yet): the total of the kernels finished so far.
+        suffix.append((f"  partial: {total.kernels_done}/{total.kernels_total} kernels", "warn"))
     elif total.median_ns is not None:
         mult = ranking.multiples.get(total.config)
         if stand_in:
