@@ -187,8 +187,25 @@ def sort_key_func(key: str, now: datetime) -> Callable[[SimSummary], tuple]:
     return funcs[key]
 
 
-def sorted_ids(sims: Iterable[SimSummary], key: str, reverse: bool, now: datetime) -> list[str]:
-    return [s.id for s in sorted(sims, key=sort_key_func(key, now), reverse=reverse)]
+def sorted_ids(sims: Iterable[SimSummary], key: str, reverse: bool, now: datetime,
+               state_filter: str = "all") -> list[str]:
+    keep = STATE_FILTERS[state_filter]
+    return [s.id for s in sorted(sims, key=sort_key_func(key, now), reverse=reverse)
+            if keep(s.state)]
+
+
+# The sims table's state filter, in the order its key cycles through them.
+STATE_FILTERS: dict[str, Callable[[str], bool]] = {
+    "all": lambda state: True,
+    "running": lambda state: state in ("running", "launching"),
+    "failed": lambda state: state in ("failed", "lost"),
+    "not succeeded": lambda state: state != "succeeded",
+}
+
+
+def next_state_filter(current: str) -> str:
+    names = list(STATE_FILTERS)
+    return names[(names.index(current) + 1) % len(names)] if current in names else names[0]
 
 
 def next_sort_key(current: str, keys: Sequence[str] = SORT_KEYS) -> str:

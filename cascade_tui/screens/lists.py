@@ -19,12 +19,13 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from cascade_server.models import TERMINAL_SIM_STATES, RunSummary, SimState, TraceSummary
 
 from ..columns import ColumnSpec, fit
 from ..formatting import STATE_DISPLAY_ORDER, age, bar, human_bytes, plural, progress_fraction, state_label
+from ..listview import next_column, shown
 from ..messages import ConfirmCancel, OpenNewRun, OpenRun, ReportsWorkerErrors
 from ..services import Services
 from .modals import MessageScreen
@@ -45,7 +46,10 @@ class ListTable(DataTable):
 
     BINDINGS = [
         Binding("home", "first_row", "First row", show=False, id="list.first"),
-        Binding("end", "last_row", "Last row", show=False, id="list.last"),
+        Binding("end,G", "last_row", "Last row", show=False, id="list.last"),
+        # vim keys (no list screen uses j or k for anything else)
+        Binding("j", "cursor_down", "Down", show=False, id="list.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="list.up"),
     ]
 
     def action_first_row(self) -> None:
@@ -55,8 +59,29 @@ class ListTable(DataTable):
         self.move_cursor(row=max(0, self.row_count - 1), animate=False)
 
 
+class FilterInput(Input):
+    """The `/` filter under a list: narrows it as you type; Enter keeps it, Esc clears it."""
+
+    BINDINGS = [Binding("escape", "clear", "Clear the filter", id="list.clear_filter")]
+
+    class Cleared(Message):
+        pass
+
+    def action_clear(self) -> None:
+        self.value = ""
+        self.display = False
+        self.post_message(self.Cleared())
+
+
 class PolledTable(ReportsWorkerErrors, Screen):
-    """A screen with one DataTable of items keyed by id, refreshed by polling."""
+    """A screen with one DataTable of items keyed by id, refreshed by polling; `/` filters it and
+    `s`/`S` sort it (`listview`, pure)."""
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", id="list.filter"),
+        Binding("s", "sort", "Sort", show=False, id="list.sort"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, id="list.reverse_sort"),
+    ]
 
     COLUMNS: Sequence[ColumnSpec] = ()
     EMPTY = ""
@@ -76,17 +101,24 @@ class PolledTable(ReportsWorkerErrors, Screen):
         self._timer: Timer | None = None
         # The row to put the cursor on once it is listed (a run just opened or left).
         self.cursor_wanted: str | None = None
+        self.fetched: list[Any] = []  # every item of the last poll, in the server's order
+        self.query_text = ""  # the `/` filter
+        self.sort_column: int | None = None  # None: the server's order (newest first)
+        self.sort_reverse = False
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(self.EMPTY, id="list-empty")
         yield ListTable(cursor_type="row", zebra_stripes=True, id="list")
         yield Static("", id="list-detail")
+        yield FilterInput(placeholder="filter: words of the id, trace, model, state or configs "
+                          "(Enter keeps, Esc clears)", id="list-filter")
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
         # Textual calls on_mount of every class in the MRO: subclasses must not define their own.
         self.title = self.HEADING
+        self.query_one(FilterInput).display = False
         self._timer = self.set_interval(POLL_SECONDS, self.poll, pause=False)
         self.poll()
 
@@ -115,7 +147,66 @@ class PolledTable(ReportsWorkerErrors, Screen):
 
     @on(Fetched)
     def _apply(self, message: Fetched) -> None:
-        self.apply_items(message.items)
+        self.fetched = message.items
+        self.show_items()
+
+    def search_text(self, item: Any) -> str:
+        """What `/` searches in an item: its cells (subclasses add what the row leaves out)."""
+        return " ".join(text for text, _ in self.row_cells(item, self.services.now()))
+
+    def sort_value(self, item: Any, column: str) -> Any:
+        """The value `s` sorts by in `column` (subclasses give numbers and times for theirs)."""
+        cells = self.row_cells(item, self.services.now())
+        return cells[[spec.title for spec in self.COLUMNS].index(column)][0].lower()
+
+    def show_items(self) -> None:
+        """The fetched items through the filter and the sort."""
+        column = self.COLUMNS[self.sort_column].title if self.sort_column is not None else None
+        self.apply_items(shown(
+            self.fetched, self.query_text, self.search_text,
+            (lambda item: self.sort_value(item, column)) if column else None, self.sort_reverse))
+        self._update_title()
+
+    def _update_title(self) -> None:
+        parts = [self.HEADING]
+        if self.query_text:
+            parts.append(f"filter {self.query_text!r}: {len(self.items)} of {len(self.fetched)}")
+        if self.sort_column is not None:
+            arrow = "▼" if self.sort_reverse else "▲"
+            parts.append(f"by {self.COLUMNS[self.sort_column].title}{arrow}")
+        self.title = " · ".join(parts)
+
+    def action_filter(self) -> None:
+        box = self.query_one(FilterInput)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#list-filter")
+    def _filter_changed(self, message: Input.Changed) -> None:
+        self.query_text = message.value.strip()
+        self.show_items()
+
+    @on(Input.Submitted, "#list-filter")
+    def _filter_kept(self) -> None:
+        self.query_one(FilterInput).display = bool(self.query_text)
+        self.query_one(DataTable).focus()
+
+    @on(FilterInput.Cleared)
+    def _filter_cleared(self) -> None:
+        self.query_text = ""
+        self.show_items()
+        self.query_one(DataTable).focus()
+
+    def action_sort(self) -> None:
+        self.sort_column = next_column(self.sort_column, len(self.COLUMNS))
+        self.sort_reverse = False
+        self.show_items()
+        what = self.COLUMNS[self.sort_column].title if self.sort_column is not None else "newest first"
+        self.notify(f"Sorted by {what}", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self.show_items()
 
     def apply_items(self, items: list[Any]) -> None:
         table = self.query_one(DataTable)
@@ -157,7 +248,7 @@ class PolledTable(ReportsWorkerErrors, Screen):
         """Put the cursor on `item_id`, now if it is listed, else when a poll brings it."""
         self.cursor_wanted = item_id
         if item_id in self.items:
-            self.apply_items(list(self.items.values()))
+            self.show_items()
 
     def _fit(self, table: DataTable, cells: dict[str, tuple[Cell, ...]]) -> list[int | None]:
         width = self.size.width or self.app.size.width  # the table spans the screen
@@ -167,7 +258,7 @@ class PolledTable(ReportsWorkerErrors, Screen):
 
     def on_resize(self, _: events.Resize) -> None:
         if self.items:
-            self.call_after_refresh(self.apply_items, list(self.items.values()))
+            self.call_after_refresh(self.show_items)
 
     def detail_text(self, item: Any) -> str:
         """One or two lines about the highlighted item, shown whole under the table."""
@@ -236,6 +327,15 @@ class TracesScreen(PolledTable):
             (age(t.created_at, now), ""),
             note,
         )
+
+    def search_text(self, t: TraceSummary) -> str:
+        return " ".join([super().search_text(t), t.state, t.model or "", t.source_gpu or "",
+                         t.suggested_sim_config or "", t.error or ""])
+
+    def sort_value(self, t: TraceSummary, column: str) -> Any:
+        numbers = {"kernels": t.kernel_count, "size": t.bytes or 0,
+                   "age": -t.created_at.timestamp()}  # youngest first, as ages read
+        return numbers[column] if column in numbers else super().sort_value(t, column)
 
     def detail_text(self, t: TraceSummary) -> str:
         """A failed trace's error first and whole (the pane grows for it), then the rest."""
@@ -319,6 +419,16 @@ class RunsScreen(PolledTable):
             (age(r.created_at, now), ""),
             (tag + sims_count_text(r.sim_counts), "yellow" if tag else ""),
         )
+
+    def search_text(self, r: RunSummary) -> str:
+        configs = " ".join(e.gpu_config for e in r.entries)
+        return " ".join([super().search_text(r), r.state, configs])
+
+    def sort_value(self, r: RunSummary, column: str) -> Any:
+        total = sum(r.sim_counts.values())
+        numbers = {"succeeded": progress_fraction(r.sim_counts.get("succeeded", 0), total),
+                   "age": -r.created_at.timestamp(), "sims": unfinished_sims(r)}
+        return numbers[column] if column in numbers else super().sort_value(r, column)
 
     def detail_text(self, r: RunSummary) -> str:
         entries = ", ".join(f"{e.gpu_config} × {e.count}" for e in r.entries)

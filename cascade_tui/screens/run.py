@@ -28,7 +28,7 @@ from ..panes.kernels_pane import KernelsPane
 from ..panes.log_pane import LogPane, LogSearch
 from ..reducer import RunModel
 from ..services import Services
-from ..simrows import next_sort_key
+from ..simrows import next_sort_key, next_state_filter
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
 
 CONNECTION_BADGES = {
@@ -48,6 +48,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("f", "show('files')", "Files", id="run.files"),
         Binding("s", "sort", "Sort", show=False, id="run.sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="run.reverse_sort"),
+        # `f` is the files view here, so the sims state filter is on `v`.
+        Binding("v", "state_filter", "Filter sims by state", show=False, id="run.state_filter"),
         Binding("slash", "search", "Search", id="run.search"),
         Binding("n", "find(False)", "Next match", show=False, id="run.next_match"),
         Binding("N", "find(True)", "Previous match", show=False, id="run.previous_match"),
@@ -209,8 +211,10 @@ class RunScreen(ReportsWorkerErrors, Screen):
             count_text = " · ".join(f"{counts[s]} {s}" for s in STATE_DISPLAY_ORDER if counts.get(s))
             # Most important first, so an 80-column terminal cuts the least useful part: the
             # trace id before the counts, the run id (also in the title bar) last.
-            text = (f"{badge}  {state_label(model.state())}  trace [b]{escape(model.run.trace_id)}[/]"
-                    f"  {count_text}  [b]{model.run.id}[/]")
+            shown = self.query_one(SimTable).state_filter
+            only = f"  [reverse]showing {shown}[/]" if shown != "all" else ""
+            text = (f"{badge}  {state_label(model.state())}{only}  trace "
+                    f"[b]{escape(model.run.trace_id)}[/]  {count_text}  [b]{model.run.id}[/]")
         if text != self._header_text:
             self._header_text = text
             self.query_one("#run-header", Static).update(text)
@@ -276,6 +280,12 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table = self.query_one(SimTable)
         table.set_sort(next_sort_key(table.sort_key), table.sort_reverse)
         self.notify(f"Sorted by {table.sort_key}", timeout=2)
+
+    def action_state_filter(self) -> None:
+        table = self.query_one(SimTable)
+        table.set_state_filter(next_state_filter(table.state_filter))
+        self._update_header()
+        self.notify(f"Sims shown: {table.state_filter}", timeout=2)
 
     def action_reverse_sort(self) -> None:
         table = self.query_one(SimTable)

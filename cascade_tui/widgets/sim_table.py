@@ -65,6 +65,9 @@ class SimTable(ScrollView, can_focus=True):
         Binding("pageup", "cursor(-10)", "Page up", show=False, id="sims.page_up"),
         Binding("pagedown", "cursor(10)", "Page down", show=False, id="sims.page_down"),
         Binding("home", "cursor_to(0)", "First sim", show=False, id="sims.first"),
+        Binding("G", "cursor_to(-1)", "Last sim", show=False, id="sims.last"),
+        # j only: k is the kernels view on the run screen
+        Binding("j", "cursor(1)", "Down", show=False, id="sims.down_vim"),
         # End belongs to the log pane below ("follow the log again"), not to table scrolling.
         Binding("end", "screen.follow", "Follow log", show=False, id="sims.follow_log"),
     ]
@@ -103,6 +106,7 @@ class SimTable(ScrollView, can_focus=True):
         self.cursor_id: str | None = None
         self.sort_key = "config"
         self.sort_reverse = False
+        self.state_filter = "all"  # a name of simrows.STATE_FILTERS
         self._config_cells = 12
         self._layout: Layout = simrows.layout(80, self._config_cells)
         self._rows: dict[str, tuple[tuple[str, str], ...]] = {}  # sim id -> fitted row texts
@@ -118,7 +122,8 @@ class SimTable(ScrollView, can_focus=True):
         row only if its text changed; re-sorts, keeping the cursor on its sim."""
         now = self._now()
         self.sims = dict(sims)
-        new_order = simrows.sorted_ids(self.sims.values(), self.sort_key, self.sort_reverse, now)
+        new_order = simrows.sorted_ids(self.sims.values(), self.sort_key, self.sort_reverse, now,
+                                       self.state_filter)
         structural = reset or new_order != self.order
         config_cells = simrows.config_width(s.gpu_config for s in self.sims.values())
         if config_cells != self._config_cells:
@@ -126,7 +131,7 @@ class SimTable(ScrollView, can_focus=True):
             self._layout = simrows.layout(self.size.width or 80, config_cells)
             structural = True
         self.order = new_order
-        if self.cursor_id not in self.sims:
+        if self.cursor_id not in self.order:
             self._set_cursor(self.order[0] if self.order else None)
         self.virtual_size = Size(self.size.width, len(self.order) + 1)
         if self._height_rows != len(self.order) + 1:
@@ -151,6 +156,10 @@ class SimTable(ScrollView, can_focus=True):
     def _row_texts(self, sim_id: str, now: datetime) -> tuple[tuple[str, str], ...]:
         return simrows.row_texts(simrows.sim_cells(self.sims[sim_id], now, self._layout.bar_width),
                                  self._layout)
+
+    def set_state_filter(self, name: str) -> None:
+        self.state_filter = name
+        self.update_rows(self.sims, reset=True)
 
     def set_sort(self, key: str, reverse: bool) -> None:
         self.sort_key, self.sort_reverse = key, reverse
@@ -187,7 +196,8 @@ class SimTable(ScrollView, can_focus=True):
         self.move_cursor_to((current if current is not None else -1) + delta)
 
     def action_cursor_to(self, index: int) -> None:
-        self.move_cursor_to(index)
+        """Row `index`; negative counts from the end (-1: the last)."""
+        self.move_cursor_to(index if index >= 0 else len(self.order) + index)
 
     def _scroll_cursor_into_view(self) -> None:
         index = self.cursor_index
