@@ -59,6 +59,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("L", "download('log')", "Save sim log", show=False, id="run.save_log"),
         Binding("F", "download('files')", "Save sim files", show=False, id="run.save_files"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
+        Binding("z", "zoom", "Zoom pane", show=False, id="run.zoom"),
+        Binding("w", "wrap", "Wrap log lines", show=False, id="run.wrap"),
         # Two panes: the sims table and the lower one (log, kernels or files); Tab swaps them
         # so the log and the files list are reachable without a mouse.
         Binding("tab", "other_pane", "Next pane", show=False, id="run.focus_next"),
@@ -258,6 +260,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
         elif view == "files":
             self.files_pane.show(self.model.sims.get(self.selected_sim or ""))
             self.files_pane.options.focus()
+        elif self.has_class("-zoomed"):
+            self.log_pane.view.focus()  # the sims table is hidden
         else:
             self.query_one(SimTable).focus()
 
@@ -271,8 +275,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
 
     def action_other_pane(self) -> None:
         table = self.query_one(SimTable)
-        if table.has_focus:
-            self._lower_pane().focus()
+        if table.has_focus or self.has_class("-zoomed"):
+            self._lower_pane().focus()  # zoomed, the lower pane is all there is
         else:
             table.focus()
 
@@ -280,6 +284,22 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table = self.query_one(SimTable)
         table.set_sort(next_sort_key(table.sort_key), table.sort_reverse)
         self.notify(f"Sorted by {table.sort_key}", timeout=2)
+
+    def action_zoom(self) -> None:
+        """The lower pane (log, kernels, files) gets the whole screen, and back."""
+        zoomed = not self.has_class("-zoomed")
+        self.set_class(zoomed, "-zoomed")
+        if zoomed:
+            self._lower_pane().focus()
+        else:
+            self.query_one(SimTable).focus()
+
+    def action_wrap(self) -> None:
+        view = self.log_pane.view
+        view.set_wrap(not view.wrap)
+        if self.view != "log":
+            self.action_show("log")
+        self.notify("Log lines wrap" if view.wrap else "Log lines scroll sideways", timeout=2)
 
     def action_state_filter(self) -> None:
         table = self.query_one(SimTable)

@@ -12,7 +12,7 @@ from cascade_tui.screens.lists import RunsScreen, TracesScreen
 from cascade_tui.widgets.sim_table import SimTable
 
 from .factories import T0, sim
-from .helpers import Simulator, screen_text, wait_until
+from .helpers import Simulator, screen_text, wait_for_text, wait_until
 from .test_seen_wrong import TRACE, create_run, http, make_app, on_list, open_run_screen, srv  # noqa: F401
 
 
@@ -123,3 +123,47 @@ def test_every_list_key_is_a_binding_with_an_id(screen_type):
                 for b in getattr(cls, "BINDINGS", []) if isinstance(b, Binding)]
     assert all(b.id for b in bindings), [b for b in bindings if not b.id]
     assert {"list.filter", "list.sort", "list.reverse_sort"} <= {b.id for b in bindings}
+
+
+# --- zoom and wrap (issue 13) ------------------------------------------------------------------
+
+
+def test_wrapped_window_fills_from_the_top_or_bottom_aligned_when_following():
+    from cascade_tui.loglines import wrapped_window
+
+    lines = ["a" * 25, "b", "c" * 10, "d" * 12]
+    # width 10: a -> 3 pieces, b -> 1, c -> 1, d -> 2
+    assert wrapped_window(lines, 0, 10, 4, at_end=False) == [(0, 0), (0, 10), (0, 20), (1, 0)]
+    assert wrapped_window(lines, 1, 10, 10, at_end=False) == [(1, 0), (2, 0), (3, 0), (3, 10)]
+    # Following: the newest line whole at the bottom.
+    assert wrapped_window(lines, 0, 10, 3, at_end=True) == [(2, 0), (3, 0), (3, 10)]
+    assert wrapped_window([], 0, 10, 3, at_end=True) == []
+
+
+async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path):  # noqa: F811
+    from cascade_tui.widgets.log_view import LogView
+
+    run = await create_run(http, [("SM7_QV100", 1)])
+    sim_ = Simulator(http, run["sims"][0]["id"])
+    await sim_.beat("running")
+    long_line = "x" * 150 + " THE-END"
+    await sim_.log([f"line {i}" for i in range(50)] + [long_line])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_run_screen(pilot, run["id"])
+        view = screen.query_one(LogView)
+        table = screen.query_one(SimTable)
+        await wait_until(pilot, lambda: len(view.store) == 51, "the log")
+        before = view.size.height
+        await pilot.press("z")
+        await wait_until(pilot, lambda: not table.display or table.size.height == 0, "the table hidden")
+        await wait_until(pilot, lambda: view.size.height > before + 2, "the log taller")
+        assert view.has_focus and "config" not in screen_text(app).splitlines()[2]
+        assert "THE-END" not in screen_text(app)  # cut at the right edge
+        await pilot.press("w")
+        await wait_for_text(pilot, "THE-END")  # wrapped: the whole line on screen
+        assert not view.show_horizontal_scrollbar
+        await pilot.press("z")
+        await wait_until(pilot, lambda: table.size.height == 2 and table.has_focus, "the table back")
+        await pilot.press("w")
+        await wait_until(pilot, lambda: "THE-END" not in screen_text(app), "lines cut again")
