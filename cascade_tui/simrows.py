@@ -16,6 +16,7 @@ from .formatting import (
     age,
     ellipsize,
     fixed,
+    human_duration,
     progress_fraction,
     progress_text,
     short_kernel_name,
@@ -48,6 +49,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("heartbeat", "beat", 5, 2, "right"),
     Column("ipc", "IPC", 5, 3, "right"),
     Column("rate", "rate/s", 6, 4, "right"),
+    # From about 95 columns: how long the sim has run and, from its kernels done, how long to go.
+    Column("elapsed", "time", 6, 5, "right"),
+    Column("eta", "ETA", 6, 5, "right"),
     Column("kernel", "kernel (last when finished) / error", 0, 1),
 )
 FLEX_MIN = 11
@@ -68,7 +72,8 @@ _STATE_ORDER = {s: i for i, s in enumerate(
 # Before a column is dropped for want of room, the kernels column's bar gives up to this many
 # cells (a long config name such as SM75_RTX2060_S would otherwise push rate/s off at 80).
 PROGRESS_SHRINK = 4
-PROGRESS_COUNTS = 7  # "123/456 ": the cells of the kernels column that are not the bar
+PROGRESS_COUNTS = 7
+WIDE_ONLY = 5  # columns of this priority (time, ETA) come only when there is room to spare  # "123/456 ": the cells of the kernels column that are not the bar
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ def layout(width: int, config_cells: int = 12) -> Layout:
     """The columns that fit `width` cells, keeping lower priorities first, in display order;
     the config column `config_cells` wide (see `config_width`)."""
     columns = tuple(replace(c, width=config_cells) if c.key == "config" else c for c in COLUMNS)
-    overflow = sum(c.width + SEPARATOR for c in columns) + FLEX_MIN - width
+    overflow = sum(c.width + SEPARATOR for c in columns if c.priority < WIDE_ONLY) + FLEX_MIN - width
     if overflow > 0:
         columns = tuple(replace(c, width=c.width - min(PROGRESS_SHRINK, overflow))
                         if c.key == "progress" else c for c in columns)
@@ -119,6 +124,35 @@ def heartbeat_seconds(sim: SimSummary, now: datetime) -> float | None:
     return (now - sim.last_heartbeat_at).total_seconds()
 
 
+def elapsed_seconds(sim: SimSummary, now: datetime) -> float | None:
+    """Seconds the sim has run: from its start to its end, or to now while it runs."""
+    if sim.started_at is None:
+        return None
+    end = sim.finished_at or (now if sim.state not in TERMINAL_SIM_STATES else None)
+    return None if end is None else max(0.0, (end - sim.started_at).total_seconds())
+
+
+def eta_seconds(sim: SimSummary, now: datetime) -> float | None:
+    """Seconds to go for a running sim at the rate it has finished kernels so far (None before
+    its first kernel, and once it is done: no rate to go by, or nothing left)."""
+    elapsed = elapsed_seconds(sim, now)
+    if (sim.state not in ("running", "launching") or elapsed is None or sim.kernels_done <= 0
+            or sim.kernels_total <= sim.kernels_done):
+        return None
+    return elapsed / sim.kernels_done * (sim.kernels_total - sim.kernels_done)
+
+
+def run_duration(created_at: datetime, sims: Iterable[SimSummary], now: datetime) -> str:
+    """How long a run took: from its creation to its last sim's end, `took 4m12s`; or, while a
+    sim is unfinished, `4m12s so far`."""
+    sims = list(sims)
+    if sims and all(s.state in TERMINAL_SIM_STATES for s in sims):
+        ends = [s.finished_at for s in sims if s.finished_at is not None]
+        if ends:
+            return f"took {human_duration((max(ends) - created_at).total_seconds())}"
+    return f"{human_duration((now - created_at).total_seconds())} so far"
+
+
 def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, Cell]:
     """Every column's text for one sim (the widget picks the ones the layout kept)."""
     hb = heartbeat_seconds(sim, now)
@@ -141,6 +175,8 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, C
         "ipc": Cell(fixed(sim.latest.gpu_tot_ipc, 1)),
         "rate": Cell(si_number(rate)),
         "heartbeat": Cell(age(sim.last_heartbeat_at, now) if live else "-", "stale" if stale else ""),
+        "elapsed": Cell(human_duration(elapsed_seconds(sim, now))),
+        "eta": Cell(human_duration(eta_seconds(sim, now))),
         "kernel": last,
     }
 

@@ -28,7 +28,7 @@ from ..panes.kernels_pane import KernelsPane
 from ..panes.log_pane import LogPane, LogSearch
 from ..reducer import RunModel
 from ..services import Services
-from ..simrows import next_sort_key, next_state_filter
+from ..simrows import next_sort_key, next_state_filter, run_duration
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
 
 CONNECTION_BADGES = {
@@ -215,7 +215,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
             # trace id before the counts, the run id (also in the title bar) last.
             shown = self.query_one(SimTable).state_filter
             only = f"  [reverse]showing {shown}[/]" if shown != "all" else ""
-            text = (f"{badge}  {state_label(model.state())}{only}  trace "
+            took = run_duration(model.run.created_at, model.sims.values(), self.services.now())
+            text = (f"{badge}  {state_label(model.state())}{only}  {took}  trace "
                     f"[b]{escape(model.run.trace_id)}[/]  {count_text}  [b]{model.run.id}[/]")
         if text != self._header_text:
             self._header_text = text

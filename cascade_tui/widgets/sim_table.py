@@ -52,6 +52,8 @@ COLUMNS_HELP: tuple[tuple[str, str], ...] = (
     ("beat", "seconds since the sim's last heartbeat (yellow when stale; - once finished)"),
     ("IPC", "simulated instructions per cycle"),
     ("rate/s", "simulated instructions per second of real time (the simulator's speed)"),
+    ("time", "how long the sim has run (until it finished); from about 95 columns"),
+    ("ETA", "time to go at the rate it has finished kernels so far; from about 95 columns"),
     ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error"),
 )
 

@@ -14,7 +14,8 @@ from .factories import T0, kstat, sim
                                      ["SM86_RTX3070", "SM3_KEPLER_TITAN"]])
 def test_at_80_columns_every_sims_column_fits_whatever_the_config_names(configs):
     lay = simrows.layout(80, simrows.config_width(configs))
-    assert [c.key for c in lay.columns] == [c.key for c in simrows.COLUMNS]  # rate/s included
+    assert [c.key for c in lay.columns] == [c.key for c in simrows.COLUMNS
+                                            if c.priority < simrows.WIDE_ONLY]  # rate/s included
     for name in configs:
         texts = simrows.row_texts(simrows.sim_cells(sim(gpu_config=name, kernels_done=150,
                                                         kernels_total=150), T0, lay.bar_width), lay)
@@ -57,3 +58,32 @@ def test_chart_lines_are_never_wider_than_the_pane(width):
     lines = chart.chart_lines(["SM75_RTX2060_S", "SM7_QV100"], [], totals, compare.rank(totals),
                               {}, False, width)
     assert max(sum(len(t) for t, _ in line) for line in lines) <= width
+
+
+def test_elapsed_and_eta_from_kernels_done_and_shown_when_wide():
+    from datetime import timedelta
+
+    running = sim(state="running", started_at=T0, kernels_done=2, kernels_total=6)
+    now = T0 + timedelta(seconds=60)
+    assert simrows.elapsed_seconds(running, now) == 60.0
+    assert simrows.eta_seconds(running, now) == 120.0  # 30 s a kernel, 4 to go
+    done = sim(state="succeeded", started_at=T0, finished_at=T0 + timedelta(seconds=90),
+               kernels_done=6, kernels_total=6)
+    assert simrows.elapsed_seconds(done, now) == 90.0 and simrows.eta_seconds(done, now) is None
+    assert simrows.eta_seconds(sim(state="running", started_at=T0, kernels_done=0), now) is None
+    wide = simrows.layout(120)
+    texts = dict(zip([c.key for c in wide.columns],
+                     (t.strip() for t, _ in simrows.row_texts(simrows.sim_cells(running, now), wide))))
+    assert texts["elapsed"] == "1m00s" and texts["eta"] == "2m00s"
+    assert "eta" not in [c.key for c in simrows.layout(80).columns]
+
+
+def test_run_duration_until_the_last_sim_ended_or_so_far():
+    from datetime import timedelta
+
+    ended = [sim("a", state="succeeded", finished_at=T0 + timedelta(seconds=100)),
+             sim("b", state="failed", finished_at=T0 + timedelta(seconds=252))]
+    now = T0 + timedelta(hours=1)
+    assert simrows.run_duration(T0, ended, now) == "took 4m12s"
+    going = ended + [sim("c", state="running")]
+    assert simrows.run_duration(T0, going, T0 + timedelta(seconds=30)) == "30s so far"
