@@ -48,8 +48,8 @@ class ListTable(DataTable):
         Binding("home", "first_row", "First row", show=False, id="list.first"),
         Binding("end,G", "last_row", "Last row", show=False, id="list.last"),
         # vim keys (no list screen uses j or k for anything else)
-        Binding("j", "cursor_down", "Down", show=False, id="list.down"),
-        Binding("k", "cursor_up", "Up", show=False, id="list.up"),
+        Binding("j", "cursor_down", "Down (vim)", show=False, id="list.down"),
+        Binding("k", "cursor_up", "Up (vim)", show=False, id="list.up"),
     ]
 
     def action_first_row(self) -> None:

@@ -69,7 +69,7 @@ class SimTable(ScrollView, can_focus=True):
         Binding("home", "cursor_to(0)", "First sim", show=False, id="sims.first"),
         Binding("G", "cursor_to(-1)", "Last sim", show=False, id="sims.last"),
         # j only: k is the kernels view on the run screen
-        Binding("j", "cursor(1)", "Down", show=False, id="sims.down_vim"),
+        Binding("j", "cursor(1)", "Down (vim)", show=False, id="sims.down_vim"),
         # End belongs to the log pane below ("follow the log again"), not to table scrolling.
         Binding("end", "screen.follow", "Follow log", show=False, id="sims.follow_log"),
     ]
