@@ -18,9 +18,11 @@ What is recognised (see shared/reference/accelsim-formats.md, section 1):
   (an identifier, `=`, one token, nothing else: `gpu_total_sim_rate=160000`) goes into `stats`.
   Whitespace around key and value is stripped; a line whose key is empty is ignored, and so is
   every line of neither form (`n_cmd=1 n_nop=2 ...`, `==== Core cache stats ====`, ...).
-- Keys repeat (once per memory partition, per DRAM, ...): the FIRST occurrence in the block wins,
-  so the per-kernel head values (`gpu_sim_cycle`, ...) are never overwritten by later sections.
-  Keys keep the log order of their first occurrence.
+- Keys repeat (once per memory partition, per DRAM, ...) and every value is kept: the first
+  occurrence of a key in the block goes under its name, so the per-kernel head values
+  (`gpu_sim_cycle`, ...) are never overwritten by later sections; the n-th occurrence goes under
+  `<key>#<n>` (`Bank_Level_Parallism#2`, `#3`, ...; when a key of that name already exists, the
+  next free number). Keys keep the order in which their lines came.
 - Values are floats when they are numbers: what Python's `float()` reads, without `_`, `,` or spaces
   (decimal, exponent, `nan`, `-nan`, `inf`, `-inf`, `infinity`, any case), optionally followed by
   `%` (`gpu_occupancy = 95.6263% ` -> 95.6263, `-nan%` -> nan). Everything else stays the stripped
@@ -41,10 +43,9 @@ thread-block lines, binary junk, error messages) is skipped without raising.
 Speed: about 97% of a real log is stats-block lines, and Python's `re` is several times slower
 per character than `str` methods, so the hot path is built from C-level string and dict
 operations. A chunk is joined once; block boundaries, launch, rate and exit lines are found with
-`str.find`/`rfind` on newline-prefixed markers. Inside a block, repeated lines are dropped first
-(`dict.fromkeys`: per-partition sections print many identical lines, and a repeated line can only
-repeat a key), lines with "=" are split with `str.partition`, and values are converted through a
-memo (values repeat a lot). Only the few `key=value` candidates meet a regex.
+`str.find`/`rfind` on newline-prefixed markers. Inside a block, lines with "=" are split with
+`str.partition`, and values are converted through a memo (values repeat a lot). Only the few
+`key=value` candidates meet a regex.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ __all__ = ["LogParser", "ParsedKernel", "STATE_VERSION", "TAIL_LINES", "MAX_BLOC
 STATE_VERSION = 1
 TAIL_LINES = 20
 # A block that never closes (a corrupt stream) must not grow the saved state without bound;
-# real blocks have about 400-3,000 distinct keys. Keys past this many are not kept.
+# real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
 MAX_BLOCK_KEYS = 50_000
 # The value memo only saves time; it is cleared when it grows past this many entries.
 _VALUE_MEMO_LIMIT = 100_000
@@ -146,12 +147,15 @@ class LogParser:
 
     __slots__ = (
         "_clock_mhz", "_kernels_done", "_current_kernel", "_latest", "_tail", "_exit_detected",
-        "_block", "_block_ended", "_memo",
+        "_block", "_block_ended", "_memo", "_repeats",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
         self._clock_mhz = float(core_clock_mhz)
         self._memo: dict[str, float | str] = {}
+        # key -> the number of its latest occurrence in the current block (see _merge). Only a
+        # cache: a restored parser starts it empty and finds the next free number in the block.
+        self._repeats: dict[str, int] = {}
         self._kernels_done = 0
         self._current_kernel: str | None = None
         self._latest: dict[str, float | None] = {
@@ -252,6 +256,7 @@ class LogParser:
         self._tail = tail[-TAIL_LINES:]
         self._exit_detected = exit_detected
         self._block = None if block is None else dict(block)
+        self._repeats = {}
         self._block_ended = block_ended and block is not None
 
     # ---- parsing -------------------------------------------------------------------------
@@ -289,6 +294,7 @@ class LogParser:
                 i += text.count("\n", at, start)
                 # kernel_name is taken raw here, so it always stays a string.
                 self._block = {"kernel_name": lines[i][len(_BLOCK_START) - 1:].strip()}
+                self._repeats = {}
                 i += 1
                 at = text.find("\n", start + 1)
                 if at < 0:
@@ -336,20 +342,19 @@ class LogParser:
             i = text.rfind(_RATE, 0, i)
 
     def _merge(self, lines: list[str]) -> None:
-        """Add the key/value lines among `lines` (all inside the current block) to it, the
-        first occurrence of a key winning."""
-        # A repeated line repeats its key, so only the first occurrence of each line matters;
-        # in real blocks about half the lines repeat (per-partition sections print the same).
-        # Lines without "=" are neither form. Both filters run at C speed.
+        """Add the key/value lines among `lines` (all inside the current block) to it: the
+        first occurrence of a key under its name, the n-th under `<key>#<n>`."""
         block = self._block
         assert block is not None, "called inside a block only"
         if len(block) >= MAX_BLOCK_KEYS:
             return
-        parts = [x.partition(_SEP) for x in dict.fromkeys(lines) if "=" in x]
+        # Lines without "=" are neither form; the filter runs at C speed.
+        parts = [x.partition(_SEP) for x in lines if "=" in x]
         memo = self._memo
         if len(memo) > _VALUE_MEMO_LIMIT:
             memo.clear()
         get = memo.get
+        repeats = self._repeats
         for key, sep, raw in parts:
             if sep:
                 key = key.strip()
@@ -361,11 +366,19 @@ class LogParser:
                 if m is None:
                     continue
                 key, raw = m.groups()
-            if key in block or not key:
+            if not key:
                 continue
             value = get(raw)
             if value is None:
                 value = memo[raw] = parse_value(raw)
+            if key in block:
+                n = repeats.get(key, 1) + 1
+                name = f"{key}#{n}"
+                while name in block:  # a key of that name exists, or the cache is cold
+                    n += 1
+                    name = f"{key}#{n}"
+                repeats[key] = n
+                key = name
             block[key] = value
         if len(block) > MAX_BLOCK_KEYS:
             self._block = dict(list(block.items())[:MAX_BLOCK_KEYS])

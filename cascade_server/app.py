@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from . import routes_core, routes_events, routes_results, routes_sim
+from . import routes_core, routes_events, routes_manage, routes_results, routes_sim, routes_trace_inputs
 from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .datadir import prepare_data_dir
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
 from .launchers.base import Launcher, LauncherEvents
 from .middlewares import auth_middleware, errors_middleware
+from .monitor import heartbeat_monitor_ctx
 from .runs import RunService, StoreLauncherEvents
 from .settings import Settings, load_or_create_token
 from .storage import Store
@@ -24,13 +24,27 @@ log = logging.getLogger(__name__)
 
 
 def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
+    if settings.launcher == "slurm":
+        import shlex
+
+        from .launchers.slurm import SlurmLauncher, SlurmOptions
+
+        problem = settings.launcher_problem()
+        if problem:
+            raise ValueError(problem)
+        return SlurmLauncher(events, SlurmOptions(
+            worker_command=settings.worker_argv(), output_dir=settings.slurm_output_path,
+            partition=settings.slurm_partition, account=settings.slurm_account,
+            time_limit=settings.slurm_time, extra_args=shlex.split(settings.slurm_args),
+            poll_s=settings.slurm_poll_s,
+        ))
     if settings.launcher == "manual":
         from .launchers.manual import ManualLauncher
 
         return ManualLauncher(events)
     from .launchers.local import LocalLauncher
 
-    return LocalLauncher(events, slots=settings.local_slots, log_dir=settings.data_dir / "workers")
+    return LocalLauncher(events, slots=settings.local_slots, log_dir=settings.workers_dir)
 
 
 async def store_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -60,38 +74,23 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
             await store.close()  # always: its threads would keep the process from exiting
 
 
-async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Marks silent sims `lost`, then `failed` (Store.expire_heartbeats)."""
-    settings, store = app[SETTINGS_KEY], app[STORE_KEY]
-
-    async def watch() -> None:
-        while True:
-            await asyncio.sleep(settings.monitor_interval_s)
-            try:
-                await store.expire_heartbeats(settings.heartbeat_timeout_s)
-            except Exception:
-                log.exception("heartbeat monitor")
-
-    task = asyncio.create_task(watch())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
 def create_app(settings: Settings) -> web.Application:
+    prepare_data_dir(settings)
     # The one place the token file is read: everything else gets the token from app[SETTINGS_KEY].
     if not settings.no_auth and not settings.token:
         settings = settings.model_copy(update={"token": load_or_create_token(settings.data_dir)})
     app = web.Application(
         client_max_size=settings.max_json_bytes,
         middlewares=[errors_middleware, auth_middleware],
+        # aiohttp's keep-alive timer starts when a connection opens and again after each response,
+        # and closes the connection if no whole request has arrived by then: the header timeout.
+        handler_args={"keepalive_timeout": settings.header_timeout_s},
     )
     app[SETTINGS_KEY] = settings
     app[BROKER_KEY] = Broker()
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
-    for module in (routes_core, routes_sim, routes_results, routes_events):
+    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs):
         app.add_routes(module.routes)
     return app

@@ -4,6 +4,7 @@ so `cascade worker` on a sim host never imports the server or the UI."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
 
 # subcommand -> (module with `main(argv: list[str]) -> int`, one-line help)
@@ -13,11 +14,22 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tui": ("cascade_tui.cli", "open the terminal UI on a running server"),
     "worker": ("cascade_worker.cli", "run one sim: Accel-Sim, or the stand-in replay"),
     "upload": ("cascade_server.upload", "upload a trace directory to the S3 endpoint"),
+    "traces": ("cascade_tui.commands.traces", "list the traces (or delete one)"),
+    "runs": ("cascade_tui.commands.runs", "list the runs"),
+    "run": ("cascade_tui.commands.run", "start, follow, show, cancel, re-run, retry or delete a run"),
+    "results": ("cascade_tui.commands.results", "a run's results: totals, kernels or comparison"),
 }
 
 
+def version() -> str:
+    try:
+        return importlib.metadata.version("cascade-sim")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
+        return "unknown (not installed)"
+
+
 def usage() -> str:
-    lines = ["usage: cascade <command> [options]", "", "commands:"]
+    lines = ["usage: cascade <command> [options]", "       cascade --version", "", "commands:"]
     lines += [f"  {name:<8} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     lines += ["", "Run `cascade <command> --help` for a command's options."]
     return "\n".join(lines)
@@ -28,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         print(usage())
         return 0 if args else 2
+    if args[0] in ("--version", "-V"):
+        print(f"cascade {version()}")
+        return 0
     name, rest = args[0], args[1:]
     if name not in SUBCOMMANDS:
         print(f"cascade: unknown command {name!r}\n\n{usage()}", file=sys.stderr)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pydantic import BaseModel
 
 SUBSCRIBER_QUEUE_LIMIT = 2000
+SUBSCRIBER_BUFFER_BYTES = 16 * 1024 * 1024
 
 
 def sse_frame(event: BaseModel) -> bytes:
@@ -20,31 +21,41 @@ def sse_frame(event: BaseModel) -> bytes:
 
 
 class Subscriber:
-    """A bounded queue of frames; overflowing it disconnects the subscriber (spec 000)."""
+    """A bounded queue of frames; overflowing it disconnects the subscriber (spec 000).
 
-    def __init__(self, limit: int = SUBSCRIBER_QUEUE_LIMIT, on_overflow=None) -> None:
+    Bounded in events (the spec's 2,000) and in bytes: a few hundred kernel events, each with
+    its full stats map, are megabytes. One frame is always let in, however big, so a client
+    that keeps up is never cut off by a single large event.
+    """
+
+    def __init__(self, limit: int = SUBSCRIBER_QUEUE_LIMIT, on_overflow=None,
+                 max_bytes: int = SUBSCRIBER_BUFFER_BYTES) -> None:
         self.limit = limit
-        # Called once when the queue overflows: the SSE handler closes the connection, since
+        self.max_bytes = max_bytes
+        # Called once when the queue overflows: the SSE handler drops the connection, since
         # it may be stuck writing to a client that stopped reading.
         self.on_overflow = on_overflow
         self.frames: list[bytes] = []
+        self.size = 0
         self.overflowed = False
         self.wakeup = asyncio.Event()
 
     def push(self, frame: bytes) -> None:
         if self.overflowed:
             return
-        if len(self.frames) >= self.limit:
+        if len(self.frames) >= self.limit or (self.frames and self.size + len(frame) > self.max_bytes):
             self.overflowed = True
             self.frames.clear()
+            self.size = 0
             if self.on_overflow is not None:
                 self.on_overflow()
         else:
             self.frames.append(frame)
+            self.size += len(frame)
         self.wakeup.set()
 
     def drain(self) -> list[bytes]:
-        frames, self.frames = self.frames, []
+        frames, self.frames, self.size = self.frames, [], 0
         self.wakeup.clear()
         return frames
 
@@ -56,8 +67,8 @@ class Broker:
     def has_subscribers(self, run_id: str) -> bool:
         return bool(self._topics.get(run_id))
 
-    def subscribe(self, run_id: str, on_overflow=None) -> Subscriber:
-        sub = Subscriber(on_overflow=on_overflow)
+    def subscribe(self, run_id: str, on_overflow=None, max_bytes: int = SUBSCRIBER_BUFFER_BYTES) -> Subscriber:
+        sub = Subscriber(on_overflow=on_overflow, max_bytes=max_bytes)
         self._topics[run_id].add(sub)
         return sub
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hmac
 import logging
 
-from aiohttp import web
+from aiohttp import http_exceptions, web
 
 from .appkeys import SETTINGS_KEY
-from .http import ApiError, error_response
-from .storage import NotFound
+from .faults import DISK_FULL_DETAIL, DISK_FULL_STATUS, is_disk_full
+from .http import ApiError, error_response, parse_error_detail
+from .storage import Conflict, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +19,9 @@ BEARER = {"WWW-Authenticate": "Bearer"}
 
 
 def _token_matches(given: str, expected: str) -> bool:
-    return hmac.compare_digest(given.encode(), expected.encode())
+    # aiohttp decodes header bytes that are not UTF-8 (`Bearer \xff\xfe`) to lone surrogates;
+    # surrogateescape turns them back into those bytes, which simply do not match.
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())
 
 
 def _check_token(request: web.Request, expected: str) -> None:
@@ -43,9 +46,16 @@ async def errors_middleware(request: web.Request, handler):
     try:
         return await handler(request)
     except ApiError as exc:
-        return error_response(exc.status, exc.detail, exc.headers)
+        response = error_response(exc.status, exc.detail, exc.headers)
+        if exc.status == 408:
+            response.force_close()  # the rest of that body is not coming: do not keep the connection
+        return response
+    except http_exceptions.HttpProcessingError as exc:  # a body aiohttp could not parse (bad chunking)
+        return error_response(400, parse_error_detail(exc))
     except NotFound as exc:
         return error_response(404, str(exc))
+    except Conflict as exc:
+        return error_response(409, str(exc))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -55,8 +65,11 @@ async def errors_middleware(request: web.Request, handler):
         return error_response(exc.status, detail, {k: v for k, v in exc.headers.items() if k == "Allow"})
     except ConnectionResetError:
         raise
-    except Exception:
-        log.exception("unexpected error in %s %s", request.method, request.path)
+    except Exception as exc:
+        if is_disk_full(exc):  # one line, not a traceback per request while the disk stays full
+            log.warning("%s %r: disk full (%s)", request.method, request.path, exc)
+            return error_response(DISK_FULL_STATUS, DISK_FULL_DETAIL)
+        log.exception("unexpected error in %s %r", request.method, request.path)  # %r: no raw newline
         return error_response(500, "internal server error")
 
 

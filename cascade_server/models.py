@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime, UTC
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 TraceState = Literal["uploading", "processing", "ready", "failed"]
 SimState = Literal["pending", "launching", "running", "lost", "succeeded", "failed", "cancelled"]
@@ -37,6 +37,9 @@ SIM_TRANSITIONS: dict[str, frozenset[str]] = {
 FILE_NAME_PATTERN = r"^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$"
 
 MAX_ENTRY_COUNT = 64
+
+# SQLite stores integers in 64 bits: a larger number must be a 422, not an overflow in the database.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def can_transition(current: str, target: str) -> bool:
@@ -111,13 +114,37 @@ class TraceDetail(TraceSummary):
 
 
 class RunEntry(Model):
+    # Unknown fields are refused, not ignored: a client that believes it sent an option must learn
+    # that it was not applied. Strict: "2" or 2.0 is not a count.
+    model_config = ConfigDict(extra="forbid")
+
     gpu_config: str
-    count: int = Field(ge=1, le=MAX_ENTRY_COUNT)
+    count: int = Field(ge=1, le=MAX_ENTRY_COUNT, strict=True)
 
 
 class RunCreate(Model):
+    model_config = ConfigDict(extra="forbid")  # `"dry_run": true` must not launch a run
+
     trace_id: str
     entries: list[RunEntry] = Field(min_length=1)
+
+
+class ListQuery(Model):
+    """Query parameters of `GET /api/runs` and `GET /api/traces`: the newest `limit` items, of the
+    given states only (any state when empty). Unknown parameters are refused (a typo such as
+    `status=` would otherwise list everything)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int | None = Field(None, ge=1, description="At most this many, newest first.")
+
+
+class RunListQuery(ListQuery):
+    state: list[RunState] = Field(default_factory=list, description="Only runs in these states.")
+
+
+class TraceListQuery(ListQuery):
+    state: list[TraceState] = Field(default_factory=list, description="Only traces in these states.")
 
 
 class SimMetrics(Model):
@@ -135,6 +162,9 @@ class SimSummary(Model):
     state: SimState
     error: str | None = None
     launcher_ref: str | None = None
+    # Not in the spec (an addition clients may ignore): what a scheduler says of the sim's job
+    # while it waits or runs, e.g. "PENDING (Resources)" or "RUNNING" from Slurm; None otherwise.
+    launcher_state: str | None = None
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -260,8 +290,15 @@ RunEvent = Annotated[
 
 class Heartbeat(Model):
     state: Literal["running", "succeeded", "failed"]
-    exit_code: int | None = None
+    exit_code: int | None = Field(default=None, ge=INT64_MIN, le=INT64_MAX, strict=True)
     error: str | None = None
+
+    @field_validator("error")
+    @classmethod
+    def _no_error_on_success(cls, error: str | None, info: ValidationInfo) -> str | None:
+        if error is not None and info.data.get("state") == "succeeded":
+            raise ValueError("a succeeded heartbeat cannot carry an error: send state 'failed' with it")
+        return error
 
 
 class HeartbeatAck(Model):
@@ -270,7 +307,8 @@ class HeartbeatAck(Model):
 
 
 class LogChunk(Model):
-    seq: int = Field(ge=0)
+    # Strict: "0" or 0.0 would take slot 0 for good.
+    seq: int = Field(ge=0, le=INT64_MAX, strict=True)
     lines: list[str]
 
 

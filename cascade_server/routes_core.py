@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from .appkeys import GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
-from .http import ok, read_model
-from .models import RunCreate
+from .http import ok, read_model, read_query
+from .models import RunCreate, RunListQuery, TraceListQuery
 from .storage import NotFound
 from .traces.ingest import TRACE_SCANNER_KEY
 
@@ -27,7 +27,8 @@ async def health(request: web.Request) -> web.Response:
 
 @routes.get("/api/traces")
 async def list_traces(request: web.Request) -> web.Response:
-    return ok(await request.app[STORE_KEY].list_traces())
+    query = read_query(request, TraceListQuery)
+    return ok(await request.app[STORE_KEY].list_traces(query.state, query.limit))
 
 
 @routes.get("/api/traces/{trace_id}")
@@ -52,7 +53,8 @@ async def create_run(request: web.Request) -> web.Response:
 
 @routes.get("/api/runs")
 async def list_runs(request: web.Request) -> web.Response:
-    return ok(await request.app[STORE_KEY].list_runs())
+    query = read_query(request, RunListQuery)
+    return ok(await request.app[STORE_KEY].list_runs(query.state, query.limit))
 
 
 @routes.get("/api/runs/{run_id}")

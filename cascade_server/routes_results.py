@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
+from typing import BinaryIO
 
 from aiohttp import web
 
 from .appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
 from .demangle import demangle
-from .http import ok
+from .http import ok, stream_body
 from .models import GpuConfig, RunDetail, SimResults
 from .results import comparison, load_real_timing, perfetto_trace
 from .content_types import content_type_for
@@ -42,11 +44,7 @@ async def sim_log(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={
         "Content-Type": "text/plain; charset=utf-8", **attachment(f"{sim.id}.log"),
     })
-    await response.prepare(request)
-    async for block in store.iter_log(sim.id):
-        await response.write(block)
-    await response.write_eof()
-    return response
+    return await stream_body(request, response, store.iter_log(sim.id))
 
 
 @routes.get("/api/runs/{run_id}/kernels")
@@ -79,21 +77,22 @@ async def run_results(request: web.Request) -> web.StreamResponse:
     run = await store.require_run(request.match_info["run_id"])
     trace = await store.get_trace(run.trace_id)
     trace_json = trace.model_dump_json() if trace else run.trace.model_dump_json()
+    # Everything but the sims' stats is small: built before the status goes out, so a failure
+    # there (an unreadable real_timing.json, say) is a plain error response.
+    compared = (await _comparison(request, run)).model_dump_json()
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'{"run":' + run.summary().model_dump_json().encode() + b',"trace":' + trace_json.encode() + b',"sims":['
+        for number, sim in enumerate(run.sims):
+            results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
+                                 kernels=await store.sim_kernels(sim.id), totals=sim.latest)
+            yield (b"," if number else b"") + results.model_dump_json().encode()
+        yield b'],"comparison":' + compared.encode() + b"}"
+
     response = web.StreamResponse(headers={
         "Content-Type": "application/json", **attachment(f"{run.id}-results.json"),
     })
-    await response.prepare(request)
-    await response.write(
-        b'{"run":' + run.summary().model_dump_json().encode() + b',"trace":' + trace_json.encode() + b',"sims":['
-    )
-    for number, sim in enumerate(run.sims):
-        results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
-                             kernels=await store.sim_kernels(sim.id), totals=sim.latest)
-        await response.write((b"," if number else b"") + results.model_dump_json().encode())
-    compared = await _comparison(request, run)
-    await response.write(b'],"comparison":' + compared.model_dump_json().encode() + b"}")
-    await response.write_eof()
-    return response
+    return await stream_body(request, response, body())
 
 
 @routes.get("/api/runs/{run_id}/perfetto")
@@ -138,14 +137,15 @@ async def sim_file(request: web.Request) -> web.StreamResponse:
     # Streamed by hand, not with FileResponse: that one serves a sibling `<name>.gz` with
     # Content-Encoding when it exists, and a sim may upload both `x.txt` and `x.txt.gz`.
     # A `.gz` goes out as application/gzip with no Content-Encoding, so it stays compressed.
-    loop = asyncio.get_running_loop()
     with open(path, "rb") as source:
         size = os.fstat(source.fileno()).st_size
         response = web.StreamResponse(headers={
             "Content-Type": content_type_for(name), "Content-Length": str(size), **attachment(name),
         })
-        await response.prepare(request)
-        while block := await loop.run_in_executor(None, source.read, 1 << 20):
-            await response.write(block)
-    await response.write_eof()
-    return response
+        return await stream_body(request, response, _file_blocks(source))
+
+
+async def _file_blocks(source: BinaryIO) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    while block := await loop.run_in_executor(None, source.read, 1 << 20):
+        yield block

@@ -10,7 +10,8 @@ from aiohttp import web
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
 from .content_types import content_type_for
-from .http import ApiError, ok, read_model
+from .datadir import private_dir, private_file
+from .http import ApiError, body_blocks, ok, read_model
 from .models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
 
 routes = web.RouteTableDef()
@@ -21,7 +22,7 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def check_file_name(name: str) -> None:
-    if not FILE_NAME.match(name):
+    if not FILE_NAME.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
         raise ApiError(422, f"file name {name!r} must match {FILE_NAME_PATTERN}")
 
 
@@ -70,12 +71,12 @@ async def put_file(request: web.Request) -> web.Response:
     if request.content_length is not None and (error := too_big(request.content_length)):
         raise error
     sim_dir = settings.files_dir / sim.id
-    sim_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(sim_dir)
     partial = sim_dir / f".{name}.{secrets.token_hex(4)}.part"
     size = 0
     try:
-        with open(partial, "wb") as out:
-            async for block in request.content.iter_chunked(1 << 20):
+        with os.fdopen(private_file(partial, os.O_WRONLY | os.O_TRUNC), "wb") as out:
+            async for block in body_blocks(request):
                 size += len(block)
                 if error := too_big(size):
                     raise error

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
+from collections import Counter
 
 from .gpu_configs import accelsim_installed
 from .http import ApiError
 from .launchers.base import Launcher, SimSpec
-from .models import GpuConfig, RunCreate, RunDetail, SimSummary
+from .models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
 from .settings import Settings
 from .storage import NotFound, Store
 
@@ -27,6 +29,15 @@ class StoreLauncherEvents:
     async def exited(self, sim_id: str, exit_code: int | None, error: str) -> None:
         await self.store.mark_failed(sim_id, error, exit_code)
 
+    async def queued(self, refs: dict[str, str]) -> None:
+        await self.store.set_launcher_refs(refs)
+
+    async def ended_by(self, sim_id: str, cause: str) -> None:
+        await self.store.add_failure_cause(sim_id, cause)
+
+    async def queue_state(self, sim_id: str, label: str | None) -> None:
+        await self.store.set_launcher_view(sim_id, launcher_state=label)
+
 
 class RunService:
     def __init__(self, store: Store, settings: Settings, configs: dict[str, GpuConfig], launcher: Launcher) -> None:
@@ -43,6 +54,8 @@ class RunService:
             "CASCADE_TRACE_DIR": str(settings.traces_dir / trace_id),
             "CASCADE_SAMPLES_DIR": str(settings.samples_dir),
         }
+        if settings.launcher == "slurm":  # a node without the server's filesystem fetches it by id
+            env["CASCADE_TRACE_ID"] = trace_id
         if settings.accelsim_dir is not None:
             env["CASCADE_ACCELSIM_DIR"] = str(settings.accelsim_dir)
         if settings.replay_speed is not None:
@@ -71,9 +84,9 @@ class RunService:
             if entry.gpu_config in seen:
                 raise ApiError(422, f"gpu_config {entry.gpu_config!r} appears in more than one entry; raise its count instead")
             seen.add(entry.gpu_config)
-        # Local workers without Accel-Sim run the stand-in: say so on the run (`replay`), so no
+        # Workers we start (local or Slurm) without Accel-Sim run the stand-in: say so on the run (`replay`), so no
         # one takes its numbers for a simulation of this trace.
-        stand_in = self.settings.launcher == "local" and not accelsim_installed(self.settings.accelsim_dir)
+        stand_in = self.settings.launcher in ("local", "slurm") and not accelsim_installed(self.settings.accelsim_dir)
         run = await self.store.create_run(trace, body.entries, self.configs, replay=stand_in)
         self._background(self._submit([self.sim_spec(sim, trace.id) for sim in run.sims]))
         return run
@@ -92,12 +105,43 @@ class RunService:
             self._background(self.launcher.cancel(sim.id, sim.launcher_ref))
         return run
 
+    async def rerun(self, run_id: str) -> RunDetail:
+        """A new run of the same trace with the same entries (the old run stays as it is)."""
+        run = await self.store.require_run(run_id)
+        return await self.create(RunCreate(trace_id=run.trace_id, entries=run.entries))
+
+    async def retry(self, run_id: str) -> RunDetail:
+        """A new run of the same trace with one sim for each sim of this run that `failed`, on the
+        same configs, in entry order. Sims stay terminal (SIM_TRANSITIONS), so a failed sim is
+        never restarted in place; cancelled sims were stopped on purpose and are not retried."""
+        run = await self.store.require_run(run_id)
+        failed = Counter(sim.gpu_config for sim in run.sims if sim.state == "failed")
+        if not failed:
+            raise ApiError(409, f"run {run_id} has no failed sims to retry")
+        entries = [RunEntry(gpu_config=e.gpu_config, count=failed[e.gpu_config])
+                   for e in run.entries if failed[e.gpu_config]]
+        return await self.create(RunCreate(trace_id=run.trace_id, entries=entries))
+
+    async def delete(self, run_id: str) -> None:
+        """Delete a finished run: its rows, then its sims' uploaded files and worker logs."""
+        run = await self.store.delete_run(run_id)
+        await asyncio.to_thread(self._remove_sim_files, [sim.id for sim in run.sims])
+
+    def _remove_sim_files(self, sim_ids: list[str]) -> None:
+        for sim_id in sim_ids:
+            shutil.rmtree(self.settings.files_dir / sim_id, ignore_errors=True)
+            (self.settings.workers_dir / f"{sim_id}.log").unlink(missing_ok=True)
+
     async def resume(self) -> None:
         """After a restart: hand unfinished sims back to the launcher."""
-        pending = [self.sim_spec(s, t) for s, t in await self.store.sims_in_states(["pending"])]
+        # A pending sim with a launcher_ref is queued in a scheduler (Slurm): watch it, never
+        # submit it twice.
+        waiting = await self.store.sims_in_states(["pending"])
+        pending = [self.sim_spec(s, t) for s, t in waiting if s.launcher_ref is None]
         active = [
             (self.sim_spec(s, t), s.launcher_ref)
-            for s, t in await self.store.sims_in_states(["launching", "running", "lost"])
+            for s, t in [*[w for w in waiting if w[0].launcher_ref is not None],
+                         *await self.store.sims_in_states(["launching", "running", "lost"])]
         ]
         await self.launcher.resume(pending, active)
 

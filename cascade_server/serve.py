@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -14,6 +15,10 @@ from aiohttp import web
 
 from .app import create_app
 from .appkeys import SETTINGS_KEY
+from .datadir import PRIVATE_UMASK
+from .dbfile import corrupt_database_message, database_problem
+from .faults import is_corrupt_database
+from .runner import ApiRunner
 from .settings import Settings
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
@@ -21,11 +26,35 @@ from .traces.s3 import resolve_s3_info
 log = logging.getLogger(__name__)
 
 
+SETTINGS_HELP = """\
+where sims run (CASCADE_LAUNCHER):
+  local    worker subprocesses on this host, CASCADE_LOCAL_SLOTS at a time (the default)
+  manual   every sim waits for a `cascade worker` you start yourself
+  slurm    every sim is a Slurm job (one sbatch job array per run entry)
+
+slurm launcher settings (environment):
+  CASCADE_PUBLIC_URL        the URL compute nodes reach this server at (required: a loopback
+                            URL is refused unless CASCADE_SLURM_LOCAL=1)
+  CASCADE_SLURM_LOCAL       1 = the cluster is this host, so a loopback URL is fine
+  CASCADE_SLURM_PARTITION   sbatch --partition (default: the cluster's default partition)
+  CASCADE_SLURM_ACCOUNT     sbatch --account
+  CASCADE_SLURM_TIME        sbatch --time per sim, e.g. 4:00:00 (default: the partition's)
+  CASCADE_SLURM_ARGS        more sbatch arguments, shell-quoted, e.g. "--mem=8G --qos=long"
+  CASCADE_SLURM_OUTPUT_DIR  absolute directory for the jobs' stdout/stderr and exit-status
+                            files, on the nodes too (default DATA_DIR/slurm)
+  CASCADE_SLURM_POLL_S      seconds between squeue calls, one for all jobs (default 5, min 1)
+  CASCADE_WORKER_COMMAND    what a job runs (default: this install's `cascade worker`), e.g.
+                            "/opt/cascade/bin/cascade worker" when nodes have their own install
+"""
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="cascade serve",
         description="Run the Cascade API server. Every option also reads a CASCADE_* variable "
         "(CASCADE_HOST, CASCADE_PORT, CASCADE_DATA_DIR, CASCADE_TOKEN, CASCADE_LAUNCHER, ...).",
+        epilog=SETTINGS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
@@ -74,8 +103,14 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
     # handler_cancellation: a departed SSE client's handler is cancelled at once, not left
     # waiting on its queue (reference/infra.md, section 3). shutdown_timeout: event streams
     # never end by themselves; don't wait a minute for them.
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2)
-    await runner.setup()
+    runner = ApiRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2)
+    try:
+        await runner.setup()
+    except Exception as exc:
+        if not is_corrupt_database(exc):  # damage deeper than the header checked in main()
+            raise
+        message = corrupt_database_message(settings.db_path, f"is damaged ({exc})")
+        raise SystemExit(f"cascade serve: {message}") from None
     try:
         site = web.TCPSite(runner, settings.host, settings.port)
         try:
@@ -94,6 +129,9 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    # Everything the server and its children (SQLite, rclone, the post-processor, workers)
+    # create is its user's alone: results, logs and credentials live in the data directory.
+    os.umask(PRIVATE_UMASK)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     try:
@@ -101,5 +139,12 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"cascade serve: invalid settings: {exc}", file=sys.stderr)
         return 2
+    problem = settings.launcher_problem()
+    if problem:
+        print(f"cascade serve: {problem}", file=sys.stderr)
+        return 2
+    if problem := database_problem(settings.db_path):
+        print(f"cascade serve: {corrupt_database_message(settings.db_path, problem)}", file=sys.stderr)
+        return 1
     asyncio.run(serve(settings))
     return 0

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
+import shlex
+import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+from .packaged import samples_dir
 
 
 def default_data_dir() -> Path:
@@ -33,11 +37,23 @@ class Settings(BaseSettings):
 
     heartbeat_timeout_s: float = 60.0
     keepalive_s: float = 15.0
-    launcher: Literal["local", "manual"] = "local"
+    launcher: Literal["local", "manual", "slurm"] = "local"
     local_slots: int = Field(default_factory=lambda: os.cpu_count() or 1)
+    # What a Slurm job runs: `cascade worker` of this install by default; a cluster whose nodes
+    # have their own install names theirs, e.g. `/opt/cascade/bin/cascade worker`.
+    worker_command: str | None = None
+
+    # The slurm launcher (README, "Run on a Slurm cluster").
+    slurm_partition: str | None = None
+    slurm_account: str | None = None
+    slurm_time: str | None = None  # per sim, sbatch's --time (e.g. 4:00:00)
+    slurm_args: str = ""  # more sbatch arguments, shell-quoted: "--mem=8G --qos=long"
+    slurm_output_dir: Path | None = None  # the jobs' stdout/stderr; data_dir/slurm when unset
+    slurm_local: bool = False  # the cluster is this host: a loopback public URL is fine
+    slurm_poll_s: float = Field(default=5.0, ge=1.0)  # one squeue for all jobs this often
     accelsim_dir: Path | None = None
     samples: bool = True
-    samples_dir: Path = REPO_SAMPLES_DIR
+    samples_dir: Path = Field(default_factory=samples_dir)
     replay_speed: float | None = None
 
     s3_endpoint: str | None = None
@@ -47,6 +63,21 @@ class Settings(BaseSettings):
     s3_port: int = 9020
     # A trace whose metadata.json lists files that stay missing or short this long fails.
     trace_upload_timeout_s: float = 600.0
+    # Post-processing limits: a compressed trace file may expand to this many times its size, a
+    # trace's compressed files to this many bytes in all, and a trace may take this long.
+    postprocess_max_ratio: float = 500.0
+    postprocess_max_bytes: int = 64 * 1024**3
+    postprocess_timeout_s: float = 3600.0
+
+    # A client must send a request's headers within header_timeout_s of connecting or of its
+    # previous response (an idle keep-alive connection closes then too), and never go silent for
+    # body_timeout_s while sending a body: half-sent requests must not hold connections for good.
+    header_timeout_s: float = 30.0
+    body_timeout_s: float = 60.0
+    # An event-stream subscriber that stops reading is disconnected once this much is waiting for
+    # it (on top of the 2,000-events rule), or once one write to it has waited this long.
+    sse_max_buffer_bytes: int = 16 * 1024 * 1024
+    sse_send_timeout_s: float = 30.0
 
     # JSON bodies (log chunks, step timelines); uploaded files have their own limits below.
     max_json_bytes: int = 32 * 1024 * 1024
@@ -71,9 +102,45 @@ class Settings(BaseSettings):
         return self.data_dir / "traces"
 
     @property
+    def trace_books_dir(self) -> Path:
+        """The trace scanner's per-trace bookkeeping (what it mirrored)."""
+        return self.data_dir / "trace-scan"
+
+    @property
+    def workers_dir(self) -> Path:
+        """Local workers' own output (`<sim_id>.log`), apart from the sim's log the API serves."""
+        return self.data_dir / "workers"
+
+    @property
     def configs_root(self) -> Path:
         """The Accel-Sim install whose tested configs runs may use (the samples' when none)."""
         return self.accelsim_dir or (self.samples_dir / "accelsim")
+
+    @property
+    def slurm_output_path(self) -> Path:
+        return (self.slurm_output_dir or self.data_dir / "slurm").absolute()
+
+    def worker_argv(self) -> list[str]:
+        """The command that runs one sim (its settings come in the environment)."""
+        if self.worker_command:
+            return shlex.split(self.worker_command)
+        return [sys.executable, "-m", "cascade_worker"]
+
+    def launcher_problem(self) -> str | None:
+        """Why the configured launcher cannot work, or None."""
+        if self.launcher != "slurm":
+            return None
+        host = urlsplit(self.base_url).hostname or ""
+        if not self.slurm_local and (host == "localhost" or _is_loopback(host)):
+            return (f"the slurm launcher needs CASCADE_PUBLIC_URL, the URL compute nodes reach this "
+                    f"server at (workers would call {self.base_url}, which is this host only); "
+                    f"set CASCADE_SLURM_LOCAL=1 if the cluster is this host")
+        try:
+            shlex.split(self.slurm_args)
+            self.worker_argv()
+        except ValueError as exc:
+            return f"CASCADE_SLURM_ARGS or CASCADE_WORKER_COMMAND cannot be split like a shell would: {exc}"
+        return None
 
     @property
     def base_url(self) -> str:
@@ -81,6 +148,13 @@ class Settings(BaseSettings):
             return self.public_url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def load_or_create_token(data_dir: Path) -> str:

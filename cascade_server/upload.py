@@ -18,6 +18,7 @@ from typing import Any
 
 from .traces import TRACES_PREFIX
 from .traces.completeness import trace_id_problem
+from .traces.postprocess import layout_problem
 from .traces.s3 import S3Info, make_client, resolve_s3_info
 from .traces.uploader import (
     LocalFile,
@@ -122,6 +123,9 @@ def _check_files(directory: Path) -> list[LocalFile]:
     files = collect_files(directory)
     if not files:
         raise UploadError(f"{directory}: no files to upload", 2)
+    # The server's own rule: it would fail such a trace after the whole upload.
+    if problem := layout_problem(f.rel for f in files):
+        raise UploadError(f"{directory}: the server would refuse this trace: {problem}", 2)
     return files
 
 

@@ -13,9 +13,10 @@ import os
 import random
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
@@ -187,8 +188,8 @@ class CascadeClient:
 
     # --- resources ----------------------------------------------------------------------------
 
-    async def traces(self) -> list[TraceSummary]:
-        return await self._get_model("/api/traces", TypeAdapter(list[TraceSummary]))
+    async def traces(self, states: Sequence[str] = (), limit: int | None = None) -> list[TraceSummary]:
+        return await self._get_model(_listing("/api/traces", states, limit), TypeAdapter(list[TraceSummary]))
 
     async def trace(self, trace_id: str) -> TraceDetail:
         return await self._get_model(f"/api/traces/{trace_id}", TypeAdapter(TraceDetail))
@@ -196,8 +197,8 @@ class CascadeClient:
     async def gpu_configs(self) -> list[GpuConfig]:
         return await self._get_model("/api/gpu-configs", TypeAdapter(list[GpuConfig]))
 
-    async def runs(self) -> list[RunSummary]:
-        return await self._get_model("/api/runs", TypeAdapter(list[RunSummary]))
+    async def runs(self, states: Sequence[str] = (), limit: int | None = None) -> list[RunSummary]:
+        return await self._get_model(_listing("/api/runs", states, limit), TypeAdapter(list[RunSummary]))
 
     async def run(self, run_id: str) -> RunDetail:
         return await self._get_model(f"/api/runs/{run_id}", TypeAdapter(RunDetail))
@@ -211,6 +212,22 @@ class CascadeClient:
     async def cancel_run(self, run_id: str) -> RunDetail:
         resp = await self._request("POST", f"/api/runs/{run_id}/cancel")
         return RunDetail.model_validate_json(resp.content)
+
+    async def rerun(self, run_id: str) -> RunDetail:
+        """A new run with the same trace and entries."""
+        resp = await self._request("POST", f"/api/runs/{run_id}/rerun")
+        return RunDetail.model_validate_json(resp.content)
+
+    async def retry(self, run_id: str) -> RunDetail:
+        """A new run with one sim per failed sim of `run_id`."""
+        resp = await self._request("POST", f"/api/runs/{run_id}/retry")
+        return RunDetail.model_validate_json(resp.content)
+
+    async def delete_run(self, run_id: str) -> None:
+        await self._request("DELETE", f"/api/runs/{run_id}")
+
+    async def delete_trace(self, trace_id: str) -> None:
+        await self._request("DELETE", f"/api/traces/{trace_id}")
 
     async def kernels(self, run_id: str) -> list[KernelStat]:
         return await self._get_model(f"/api/runs/{run_id}/kernels", TypeAdapter(list[KernelStat]))
@@ -312,6 +329,12 @@ class CascadeClient:
             await asyncio.sleep(delay)
 
 
+def _listing(path: str, states: Sequence[str], limit: int | None) -> str:
+    """A list route with its `state` and `limit` filters as a query string."""
+    params = {k: v for k, v in (("state", ",".join(states)), ("limit", limit)) if v}
+    return f"{path}?{urlencode(params)}" if params else path
+
+
 def _attachment_name(resp: httpx.Response) -> str | None:
     disposition = resp.headers.get("content-disposition", "")
     match = re.search(r'filename="?([^";]+)"?', disposition)
@@ -320,7 +343,7 @@ def _attachment_name(resp: httpx.Response) -> str | None:
 
 def _safe_name(name: str) -> str:
     name = name.rsplit("/", 1)[-1]
-    if not _FILE_NAME.match(name):
+    if not _FILE_NAME.fullmatch(name):
         name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:128].strip(".") or "download"
     return name
 

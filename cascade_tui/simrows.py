@@ -162,6 +162,8 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, C
         last = Cell(sim.error, "error")
     elif sim.state in TERMINAL_SIM_STATES and sim.current_kernel:
         last = Cell(f"last: {short_kernel_name(sim.current_kernel)}", "")
+    elif sim.state in ("pending", "launching") and (sim.launcher_state or _is_job_id(sim.launcher_ref)):
+        last = Cell(queued_text(sim), "queued")
     else:
         last = Cell(short_kernel_name(sim.current_kernel), "")
     rate = sim.latest.sim_rate_ips
@@ -179,6 +181,17 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, C
         "eta": Cell(human_duration(eta_seconds(sim, now))),
         "kernel": last,
     }
+
+
+def _is_job_id(ref: str | None) -> bool:
+    """A scheduler's job id (Slurm's `JOBID_TASK`), not a local launcher's pid."""
+    return ref is not None and "_" in ref
+
+
+def queued_text(sim: SimSummary) -> str:
+    """A sim a scheduler holds: its job and what the scheduler says, `job 41_3 PENDING (Resources)`."""
+    return " ".join(part for part in (f"job {sim.launcher_ref}" if sim.launcher_ref else "", sim.launcher_state or "")
+                    if part)
 
 
 def row_texts(cells: dict[str, Cell], lay: Layout) -> tuple[tuple[str, str], ...]:

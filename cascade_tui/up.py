@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from .cli import add_ui_arguments, run_app, settings_from
+from .ports import choose_free_ports
+from .serve_log import cause_from_log
 from .config import DEFAULT_URL, ConfigError
 from .exit_guard import ExitGuard, block_stop_signals, exit_on_signal
 
@@ -39,6 +41,8 @@ class Server:
     process: subprocess.Popen | None = None  # None: it was already running, leave it alone
     log_path: Path | None = None
     _lines: list[str] = field(default_factory=list)
+    log_start: int = 0  # where this start's lines begin in `log_path`
+    notes: list[str] = field(default_factory=list)  # what the operator should know (ports swapped)
 
     @property
     def started_here(self) -> bool:
@@ -84,8 +88,9 @@ def read_token_file(data_dir: Path) -> str | None:
 
 
 def start_server(url: str, data_dir: Path | None, log_path: Path,
-                 timeout: float = START_TIMEOUT_S) -> Server:
-    """Start `cascade serve` for `url` in the background; return once /api/health answers."""
+                 timeout: float = START_TIMEOUT_S, env: dict[str, str] | None = None) -> Server:
+    """Start `cascade serve` for `url` in the background (with `env` added to this process's
+    environment); return once /api/health answers."""
     parts = urlsplit(url)
     if parts.scheme != "http" or parts.hostname is None:
         raise UpError(f"cannot start a server for {url}: `cascade up` starts local http servers "
@@ -95,14 +100,17 @@ def start_server(url: str, data_dir: Path | None, log_path: Path,
            "--port", str(port)]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "ab")  # the server's own log; the terminal belongs to the UI
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The server's own log (the terminal belongs to the UI), as private as its data directory.
+    log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+    log_start = log.tell()  # what this start writes: where its cause will be if it fails
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+        env={**os.environ, **env} if env else None,
         start_new_session=True,  # Ctrl+C and the terminal's signals go to the UI, not the server
     )
     log.close()
-    server = Server(url=url, token=None, process=proc, log_path=log_path)
+    server = Server(url=url, token=None, process=proc, log_path=log_path, log_start=log_start)
     token_seen = threading.Event()
 
     def read_stdout() -> None:
@@ -135,8 +143,9 @@ def _wait_ready(server: Server, token_seen: threading.Event, timeout: float) -> 
     while True:
         if proc.poll() is not None:
             token_seen.wait(2)
+            cause = cause_from_log(_read_from(log_path, server.log_start)) if log_path else None
             raise UpError(f"`cascade serve` exited with status {proc.returncode} before it was "
-                          f"ready; its log is {log_path}")
+                          f"ready{': ' + cause if cause else ''}; its log is {log_path}")
         if token_seen.is_set() and health(url, timeout=1.0) is not None:
             return server
         if time.monotonic() > deadline:
@@ -145,16 +154,33 @@ def _wait_ready(server: Server, token_seen: threading.Event, timeout: float) -> 
         time.sleep(0.1)
 
 
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as log:
+            log.seek(offset)
+            return log.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
-                         log_path: Path | None = None) -> Server:
-    """The server at `url` if one answers (token from settings or its token file), else a new one."""
+                         log_path: Path | None = None, *, free_ports: bool = False) -> Server:
+    """The server at `url` if one answers (token from settings or its token file), else a new one.
+    `free_ports`: the ports are the defaults, not the operator's choice, so a taken one (the app's
+    or the embedded S3 endpoint's) is swapped for a free one, said in `Server.notes`."""
     answer = health(url)
     if answer is not None:
         if token is None and answer.get("auth", True):
             token = read_token_file(data_dir or default_data_dir())
         return Server(url=url, token=token)
     data = data_dir or default_data_dir()
-    return start_server(url, data_dir, log_path or data / "serve.log")
+    notes: list[str] = []
+    env: dict[str, str] = {}
+    if free_ports:
+        url, env, notes = choose_free_ports(url, os.environ)
+    server = start_server(url, data_dir, log_path or data / "serve.log", env=env)
+    server.notes = notes
+    return server
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -188,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     guard: ExitGuard | None = None
     try:
         try:
-            server = find_or_start_server(settings.url, settings.token_value(), args.data_dir)
+            server = find_or_start_server(settings.url, settings.token_value(), args.data_dir,
+                                          free_ports="url" not in settings.model_fields_set)
         except UpError as exc:
             say(f"cascade up: {exc}")
             return 1
@@ -196,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         if server.started_here:
             assert server.process is not None
             guard.protect(server.process.pid)  # its own session: the group is serve + rclone
+            for note in server.notes:
+                say(f"cascade up: {note}")
             say(f"cascade up: started `cascade serve` at {server.url} (log: {server.log_path})")
         guard.start()
         settings = settings_from(args, url=server.url, token=server.token)

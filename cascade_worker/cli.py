@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import shutil
 import sys
@@ -20,6 +21,7 @@ from . import accelsim, replay
 from .client import SimClient
 from .runner import EXIT_SETUP, Worker, WorkerPlan, make_scratch
 from .settings import NAMES, Options
+from .trace_fetch import FetchError, NodeTrace, cache_root, has_trace
 
 log = logging.getLogger("cascade_worker")
 
@@ -44,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpu-config", help="e.g. SM7_QV100 " + env % "CASCADE_GPU_CONFIG")
     parser.add_argument("--trace-dir", type=Path,
                         help="the trace's directory, holding traces/kernelslist.g " + env % "CASCADE_TRACE_DIR")
+    parser.add_argument("--trace-id",
+                        help="the trace's id: fetched over the API into local scratch (once per node) when "
+                        "--trace-dir is not on this host " + env % "CASCADE_TRACE_ID")
     parser.add_argument("--accelsim-dir", type=Path,
                         help="an Accel-Sim checkout with a built accel-sim.out " + env % "CASCADE_ACCELSIM_DIR")
     parser.add_argument("--samples-dir", type=Path,
@@ -65,7 +70,7 @@ def resolve_options(args: argparse.Namespace) -> Options:
     or wrong."""
     flags = {
         "url": args.url, "token": args.token, "sim_id": args.sim_id, "gpu_config": args.gpu_config,
-        "trace_dir": args.trace_dir, "accelsim_dir": args.accelsim_dir, "samples_dir": args.samples_dir,
+        "trace_dir": args.trace_dir, "trace_id": args.trace_id, "accelsim_dir": args.accelsim_dir, "samples_dir": args.samples_dir,
         "replay": args.replay, "wall_seconds": args.wall_seconds, "speed": args.speed,
         "scratch_parent": args.scratch_dir, "keep_scratch": args.keep_scratch or None,
     }
@@ -113,14 +118,26 @@ async def run(options: Options) -> int:
     async with SimClient(options.url, options.token, options.sim_id,
                          give_up_after=options.give_up_after) as client:
         worker = Worker(plan, client)
-        try:
-            plan.argv = simulator_argv(options, plan.run_dir)
-        except (accelsim.SetupError, replay.RecordingError) as exc:
-            code = await worker.report_setup_failure(str(exc))
-            if not options.keep_scratch:
-                shutil.rmtree(scratch, ignore_errors=True)
-            return code
-        return await worker.run()
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                if options.trace_id is not None and needs_fetch(options):
+                    local = await stack.enter_async_context(NodeTrace(
+                        options.url, options.token, options.trace_id, cache_root(options.scratch_parent)))
+                    options = options.model_copy(update={"trace_dir": local})
+                plan.argv = simulator_argv(options, plan.run_dir)
+            except (accelsim.SetupError, replay.RecordingError, FetchError) as exc:
+                code = await worker.report_setup_failure(str(exc))
+                if not options.keep_scratch:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                return code
+            return await worker.run()
+    raise AssertionError("unreachable: the exit stack never swallows an exception")
+
+
+def needs_fetch(options: Options) -> bool:
+    """Real Accel-Sim reads the trace; a node without the server's filesystem fetches it."""
+    simulating = options.replay is None and accelsim.is_installed(options.accelsim_dir)
+    return simulating and not has_trace(options.trace_dir)
 
 
 def main(argv: list[str]) -> int:

@@ -22,7 +22,8 @@ from .backoff import Backoff
 
 log = logging.getLogger("cascade_worker")
 
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# 507: the server's disk is full; the same call succeeds once space is freed.
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 507})
 
 
 class ApiRefused(Exception):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import os
 import shutil
 import signal
 import tempfile
@@ -28,6 +29,7 @@ from cascade_server.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk
 from . import uploads
 from .chunks import Chunker, LineSplitter
 from .client import ApiRefused, ServerUnreachable, SimClient
+from .environment import simulator_environment
 from .outcome import OutputMarkers, classify
 from .spool import Spool
 
@@ -97,7 +99,7 @@ class Worker:
             loop.add_signal_handler(signum, self.request_stop, f"worker stopped by {signal.Signals(signum).name}", EXIT_SIGNAL)
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *self.plan.argv, cwd=self.plan.run_dir,
+                *self.plan.argv, cwd=self.plan.run_dir, env=simulator_environment(os.environ),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
             )

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cascade_server.packaged import samples_dir
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-# The repo's samples/, next to this package (an editable install or a source checkout).
-DEFAULT_SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+# The samples shipped with Cascade (the recordings the stand-in replays).
+DEFAULT_SAMPLES_DIR = samples_dir()
 
 
 class Options(BaseSettings):
@@ -23,6 +24,8 @@ class Options(BaseSettings):
     sim_id: str
     gpu_config: str | None = None
     trace_dir: Path | None = None
+    # The trace's id: a node without trace_dir fetches the trace over the API (trace_fetch.py).
+    trace_id: str | None = None
     accelsim_dir: Path | None = None
     samples_dir: Path = DEFAULT_SAMPLES_DIR
     # Flags only (--replay LOG, --wall-seconds, --keep-scratch).
@@ -47,6 +50,7 @@ class Options(BaseSettings):
 NAMES = {
     "url": "--url/CASCADE_URL", "sim_id": "--sim-id/CASCADE_SIM_ID", "token": "--token/CASCADE_TOKEN",
     "gpu_config": "--gpu-config/CASCADE_GPU_CONFIG", "trace_dir": "--trace-dir/CASCADE_TRACE_DIR",
+    "trace_id": "--trace-id/CASCADE_TRACE_ID",
     "accelsim_dir": "--accelsim-dir/CASCADE_ACCELSIM_DIR", "samples_dir": "--samples-dir/CASCADE_SAMPLES_DIR",
     "speed": "--speed/CASCADE_REPLAY_SPEED", "CASCADE_REPLAY_SPEED": "--speed/CASCADE_REPLAY_SPEED",
     "scratch_parent": "--scratch-dir/CASCADE_SCRATCH_DIR", "CASCADE_SCRATCH_DIR": "--scratch-dir/CASCADE_SCRATCH_DIR",

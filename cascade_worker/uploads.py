@@ -45,7 +45,7 @@ def upload_name(relative: Path, gzipped: bool) -> str | None:
         name += ".gz"
     if len(name) > 128:
         name = name[-128:]
-    return name if _NAME_OK.match(name) and name != LOG_NAME else None
+    return name if _NAME_OK.fullmatch(name) and name != LOG_NAME else None
 
 
 def looks_like_text(head: bytes) -> bool:

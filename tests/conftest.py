@@ -7,7 +7,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from botocore.config import Config
 from cascade_server.app import create_app
 from cascade_server.appkeys import STORE_KEY
 from cascade_server.models import KernelLaunch, TraceDetail, utcnow
+from cascade_server.runner import ApiRunner
 from cascade_server.settings import Settings
 from cascade_server.storage import Store
 from tests.helpers import free_port
@@ -56,7 +57,7 @@ class LiveServer:
         return self.app[STORE_KEY]
 
     async def start(self) -> LiveServer:
-        self.runner = web.AppRunner(
+        self.runner = ApiRunner(
             create_app(self.settings), handler_cancellation=True, access_log=None, shutdown_timeout=2
         )
         await self.runner.setup()
@@ -203,3 +204,11 @@ def rclone_s3(tmp_path_factory):
     yield info
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[None]:
+    """A real single-node Slurm, up once for the session and down at its end (tests/slurm/cluster.py)."""
+    from tests.slurm.cluster import cluster_for_session
+
+    yield from cluster_for_session()

@@ -1,8 +1,9 @@
 """The small interface every launcher implements.
 
 Run creation hands the launcher `SimSpec`s in the background after the 201. The launcher reports
-back through `LauncherEvents`: when a sim starts launching (with its `launcher_ref`) and when a
-sim's process ended without the sim reporting a final state itself.
+back through `LauncherEvents`: when a scheduler queued a sim (with its `launcher_ref`), when a
+sim starts launching, what the scheduler says of a queued job, and when a sim's process ended
+without the sim reporting a final state itself.
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ class LauncherEvents(Protocol):
 
     async def exited(self, sim_id: str, exit_code: int | None, error: str) -> None:
         """The sim's process ended; a sim that has not finished becomes `failed` with `error`."""
+
+    async def queued(self, refs: dict[str, str]) -> None:
+        """A scheduler accepted these sims (sim_id -> job id, its `launcher_ref`); they stay
+        `pending` until their jobs start. One call per submission, recorded at once."""
+
+    async def ended_by(self, sim_id: str, cause: str) -> None:
+        """The scheduler ended the sim's job (`Slurm job 12_0 TIMEOUT`): a sim that failed gets
+        this cause added to its error (the worker saw only a signal)."""
+
+    async def queue_state(self, sim_id: str, label: str | None) -> None:
+        """What the scheduler says of the sim's job (`PENDING (Resources)`), shown with the sim."""
 
 
 class Launcher(ABC):

@@ -25,7 +25,9 @@ from collections import deque
 from typing import IO
 from pathlib import Path
 
+from ..datadir import private_dir, private_file
 from .base import Launcher, LauncherEvents, SimSpec
+from .environment import worker_environment
 
 log = logging.getLogger(__name__)
 
@@ -146,12 +148,12 @@ class LocalLauncher(Launcher):
                     log.exception("sim %s: recording the launch failed", spec.sim_id)
 
     def _start(self, spec: SimSpec) -> subprocess.Popen:
-        env = {**os.environ, **spec.env}
+        env = worker_environment(os.environ, spec.env)
         output: int | IO[bytes] = subprocess.DEVNULL
         handle = None
         if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            handle = open(self.log_dir / f"{spec.sim_id}.log", "ab")
+            private_dir(self.log_dir)
+            handle = os.fdopen(private_file(self.log_dir / f"{spec.sim_id}.log"), "ab")
             output = handle
         try:
             return subprocess.Popen(

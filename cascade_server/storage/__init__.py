@@ -9,12 +9,13 @@ changes, logs. `Store` is all of them.
 
 from __future__ import annotations
 
-from .core import NotFound, Transaction
+from .core import Conflict, NotFound, Transaction
 from .logs import LogStore
+from .traces import trace_in_use
 
 
 class Store(LogStore):
     """The server's database: every aggregate's reads and writes on one writer and one reader."""
 
 
-__all__ = ["NotFound", "Store", "Transaction"]
+__all__ = ["Conflict", "NotFound", "Store", "Transaction", "trace_in_use"]

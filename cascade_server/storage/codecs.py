@@ -72,6 +72,7 @@ def sim_from_row(row: aiosqlite.Row) -> SimSummary:
         state=row["state"],
         error=row["error"],
         launcher_ref=row["launcher_ref"],
+        launcher_state=row["launcher_state"],
         created_at=row["created_at"],
         started_at=row["started_at"],
         finished_at=row["finished_at"],

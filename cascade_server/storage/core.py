@@ -26,6 +26,10 @@ class NotFound(Exception):
     """An id names nothing; the message is the API's `detail`."""
 
 
+class Conflict(Exception):
+    """The change does not fit the current state (409); the message is the API's `detail`."""
+
+
 class Transaction:
     """One write in progress: its statements run on `conn`; its events wait for the commit."""
 
@@ -50,20 +54,28 @@ class StoreCore:
 
     async def open(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._w = await self._connect()
-        await migrate(self._w, self.path)
-        self._r = await self._connect()
+        try:
+            self._w = await self._connect()
+            await migrate(self._w, self.path)
+            self._r = await self._connect()
+        except BaseException:
+            await self.close()  # a connection's thread left open would keep the process alive
+            raise
         return self
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path)
-        conn.row_factory = aiosqlite.Row
-        await conn.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode: a commit survives a crash of this process; only power loss can
-        # lose the last transactions.
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        await conn.execute("PRAGMA busy_timeout=10000")
-        await conn.execute("PRAGMA foreign_keys=ON")
+        try:
+            conn.row_factory = aiosqlite.Row
+            await conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit survives a crash of this process; only power loss can
+            # lose the last transactions.
+            await conn.execute("PRAGMA synchronous=NORMAL")
+            await conn.execute("PRAGMA busy_timeout=10000")
+            await conn.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            await conn.close()
+            raise
         return conn
 
     async def close(self) -> None:

@@ -4,7 +4,8 @@ Chunks are committed in groups: whatever arrives while a group is being written 
 next one, so many simulators cost one transaction, not one each. Each sim's parser stays in
 memory between groups (rebuilding it from its saved state per chunk would cost more than the
 parse); a group that fails is rolled back and its sims' parsers dropped, since they may be ahead
-of the database.
+of the database. A group that fails for several sims is written again one sim at a time, so
+one sim's bad chunk fails only that sim's chunks.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pydantic import BaseModel
 
 from ..accelsim_log import LogParser
 from ..events import Broker
-from ..models import KernelEvent, LogEvent, SimEvent, SimMetrics
+from ..models import KernelEvent, LogEvent, RunDetail, SimEvent, SimMetrics
 from .codecs import pack_lines, pack_state, pack_stats, sim_from_row, unpack_lines, unpack_state
 from .core import NotFound, Transaction
 from .sim_states import SimStateStore
@@ -44,6 +45,12 @@ class LogStore(SimStateStore):
         self._log_queue: list[_PendingChunk] = []
         self._log_writer: asyncio.Task[None] | None = None
 
+
+    async def delete_run(self, run_id: str) -> RunDetail:
+        run = await super().delete_run(run_id)
+        for sim in run.sims:
+            self._parsers.pop(sim.id, None)  # a cached parser must not outlive its sim
+        return run
     async def append_log(self, sim_id: str, seq: int, lines: list[str]) -> None:
         """Store a chunk (the first one per seq wins) and parse every chunk now in order.
         This returns once the chunk's group is committed."""
@@ -62,18 +69,40 @@ class LogStore(SimStateStore):
                     # Taken under the lock: chunks that came while it was waited for join in.
                     group, self._log_queue = self._log_queue, []
                     await self._write_log_group(tx, group)
-            except BaseException as exc:
-                for sim_id in {p.sim_id for p in group}:
-                    self._parsers.pop(sim_id, None)  # in-memory parsers may be ahead of the database
-                for pending in group:
-                    if not pending.done.done():
-                        pending.done.set_exception(exc if isinstance(exc, Exception) else RuntimeError("cancelled"))
-                if not isinstance(exc, Exception):
-                    raise
+            except Exception as exc:
+                self._forget_parsers(group)
+                by_sim = _by_sim(group)
+                if len(by_sim) == 1:
+                    _fail(group, exc)
+                    continue
+                # One sim's bad chunk (a value SQLite cannot store, ...) must not fail the other
+                # sims' chunks that happened to share its transaction: each sim's again, alone.
+                for chunks in by_sim.values():
+                    await self._write_log_group_alone(chunks)
                 continue
-            for pending in group:
-                if not pending.done.done():
-                    pending.done.set_result(None)
+            except BaseException:
+                self._forget_parsers(group)
+                _fail(group, RuntimeError("cancelled"))
+                raise
+            _succeed(group)
+
+    async def _write_log_group_alone(self, group: list[_PendingChunk]) -> None:
+        try:
+            async with self.write() as tx:
+                await self._write_log_group(tx, group)
+        except Exception as exc:
+            self._forget_parsers(group)
+            _fail(group, exc)
+        except BaseException:
+            self._forget_parsers(group)
+            _fail(group, RuntimeError("cancelled"))
+            raise
+        else:
+            _succeed(group)
+
+    def _forget_parsers(self, group: list[_PendingChunk]) -> None:
+        for sim_id in {p.sim_id for p in group}:
+            self._parsers.pop(sim_id, None)  # in-memory parsers may be ahead of the database
 
     async def _write_log_group(self, tx: Transaction, group: list[_PendingChunk]) -> None:
         conn = tx.conn
@@ -174,6 +203,27 @@ class LogStore(SimStateStore):
                 return
             yield b"".join(zlib.decompress(data) for _, data in rows)
             last = rows[-1][0]
+
+
+def _by_sim(group: list[_PendingChunk]) -> dict[str, list[_PendingChunk]]:
+    """The group's chunks that still wait for an answer, by sim."""
+    by_sim: dict[str, list[_PendingChunk]] = {}
+    for pending in group:
+        if not pending.done.done():
+            by_sim.setdefault(pending.sim_id, []).append(pending)
+    return by_sim
+
+
+def _fail(group: list[_PendingChunk], exc: Exception) -> None:
+    for pending in group:
+        if not pending.done.done():
+            pending.done.set_exception(exc)
+
+
+def _succeed(group: list[_PendingChunk]) -> None:
+    for pending in group:
+        if not pending.done.done():
+            pending.done.set_result(None)
 
 
 async def _stored_chunk(tx: Transaction, sim_id: str, seq: int) -> list[str]:

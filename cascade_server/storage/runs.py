@@ -10,8 +10,8 @@ import aiosqlite
 
 from ..models import GpuConfig, RunDetail, RunEntry, RunSummary, SimSummary, TraceDetail, run_state, utcnow
 from .codecs import iso, new_id, sim_from_row
-from .core import NotFound
-from .traces import TraceStore
+from .core import Conflict, NotFound
+from .traces import TraceStore, pick
 
 
 class RunStore(TraceStore):
@@ -29,6 +29,10 @@ class RunStore(TraceStore):
         now = iso(utcnow())
         kernels_total = trace.kernel_count or len(trace.kernels)
         async with self.write() as tx:
+            # Under the lock: a trace deleted since the caller read it gets no run.
+            async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace.id,)) as cur:
+                if await cur.fetchone() is None:
+                    raise NotFound(f"trace {trace.id} not found")
             await tx.conn.execute(
                 "INSERT INTO runs(id, trace_id, created_at, entries, sample, replay) VALUES (?,?,?,?,?,?)",
                 (run_id, trace.id, now, json.dumps([e.model_dump() for e in entries]), sample, replay),
@@ -69,14 +73,44 @@ class RunStore(TraceStore):
             raise NotFound(f"run {run_id} not found")
         return run
 
-    async def list_runs(self) -> list[RunSummary]:
-        async with self.r.execute("SELECT * FROM runs ORDER BY created_at DESC, id") as cur:
+    async def list_runs(self, states: Iterable[str] = (), limit: int | None = None) -> list[RunSummary]:
+        """Newest first; only runs in `states` when given (a run's state is derived, so that
+        filter runs here rather than in SQL), at most `limit` (in SQL when no state filters)."""
+        states = list(states)
+        newest = "SELECT * FROM runs ORDER BY created_at DESC, id"
+        limited = limit is not None and not states
+        params = (limit,) if limited else ()
+        if limited:
+            newest += " LIMIT ?"
+        async with self.r.execute(newest, params) as cur:
             runs = await cur.fetchall()
-        async with self.r.execute("SELECT run_id, state FROM sims") as cur:
-            states: dict[str, list[str]] = {}
+        sims = "SELECT run_id, state FROM sims"
+        if limited:
+            sims += f" WHERE run_id IN ({newest.replace('*', 'id', 1)})"
+        async with self.r.execute(sims, params) as cur:
+            sim_states: dict[str, list[str]] = {}
             for run_id, state in await cur.fetchall():
-                states.setdefault(run_id, []).append(state)
-        return [RunSummary(**_summary(row, states.get(row["id"], []))) for row in runs]
+                sim_states.setdefault(run_id, []).append(state)
+        summaries = (RunSummary(**_summary(row, sim_states.get(row["id"], []))) for row in runs)
+        return pick(summaries, states, limit)
+
+    async def delete_run(self, run_id: str) -> RunDetail:
+        """Remove a finished run with its sims, log chunks, kernels, file records and step
+        timelines; returns the run as it was (its sims' files on disk are the caller's).
+        Raises NotFound, or Conflict while the run is active."""
+        async with self.write() as tx:
+            run = await self.get_run(run_id, tx.conn)
+            if run is None:
+                raise NotFound(f"run {run_id} not found")
+            if run.state == "active":
+                raise Conflict(f"run {run_id} is active: cancel it first (POST /api/runs/{run_id}/cancel)")
+            sim_ids = [sim.id for sim in run.sims]
+            marks = ",".join("?" * len(sim_ids))
+            for table in ("log_chunks", "kernels", "files", "step_timelines"):
+                await tx.conn.execute(f"DELETE FROM {table} WHERE sim_id IN ({marks})", sim_ids)
+            await tx.conn.execute("DELETE FROM sims WHERE run_id=?", (run_id,))
+            await tx.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
+        return run
 
     async def get_sim(self, sim_id: str, conn: aiosqlite.Connection | None = None) -> SimSummary | None:
         async with (conn or self.r).execute("SELECT * FROM sims WHERE id=?", (sim_id,)) as cur:

@@ -80,6 +80,8 @@ MIGRATIONS: list[str] = [
         compare BLOB
     );
     """,
+    # 2: what a scheduler (Slurm) says of a sim's job: "PENDING (Resources)", "RUNNING"
+    "ALTER TABLE sims ADD COLUMN launcher_state TEXT",
 ]
 
 

@@ -33,8 +33,13 @@ class SimStateStore(OutputStore):
                 return HeartbeatAck(state=sim.state, cancel=sim.state == "cancelled")
             now = iso(utcnow())
             fields: dict[str, Any] = {"last_heartbeat_at": now}
+            if sim.state == "pending" and sim.launcher_ref is not None:
+                # Queued in a scheduler (Slurm) and started before the launcher's next look:
+                # the heartbeat proves it launched (pending -> launching -> the beat's state).
+                sim = sim.model_copy(update={"state": "launching"})
+                fields.update(_move(sim, "launching", now))
             if beat.state != sim.state and can_transition(sim.state, beat.state):
-                fields = _move(sim, beat.state, now, **fields)
+                fields.update(_move(sim, beat.state, now))
             if fields.get("state", sim.state) == "running" and beat.state == "running":
                 fields["error"] = None  # a running heartbeat clears an earlier `lost` reason
                 if sim.started_at is None:
@@ -61,6 +66,41 @@ class SimStateStore(OutputStore):
             if not fields:
                 return
             updated = await self._update_sim(tx, sim_id, **fields)
+            tx.publish(updated.run_id, [SimEvent(sim=updated)])
+
+    async def set_launcher_view(self, sim_id: str, **fields: str | None) -> None:
+        """Record what the launcher knows of an unfinished sim's job without moving its state:
+        `launcher_ref` (a job id given while the sim waits `pending`), `launcher_state`."""
+        async with self.write() as tx:
+            sim = await self.get_sim(sim_id, tx.conn)
+            if sim is None or sim.state in TERMINAL_SIM_STATES:
+                return
+            changed = {k: v for k, v in fields.items() if getattr(sim, k) != v}
+            if not changed:
+                return
+            updated = await self._update_sim(tx, sim_id, **changed)
+            tx.publish(updated.run_id, [SimEvent(sim=updated)])
+
+    async def set_launcher_refs(self, refs: dict[str, str]) -> None:
+        """Job ids for sims a scheduler queued (sim_id -> launcher_ref), in one transaction; the
+        sims stay `pending` (a finished one is left alone)."""
+        async with self.write() as tx:
+            changed = []
+            for sim_id, ref in refs.items():
+                sim = await self.get_sim(sim_id, tx.conn)
+                if sim is not None and sim.state not in TERMINAL_SIM_STATES and sim.launcher_ref != ref:
+                    changed.append(await self._update_sim(tx, sim_id, launcher_ref=ref))
+            for sim in changed:
+                tx.publish(sim.run_id, [SimEvent(sim=sim)])
+
+    async def add_failure_cause(self, sim_id: str, cause: str) -> None:
+        """A failed sim's error gains what ended it, as the scheduler tells it:
+        `worker stopped by SIGTERM (Slurm job 12_0 TIMEOUT)`."""
+        async with self.write() as tx:
+            sim = await self.get_sim(sim_id, tx.conn)
+            if sim is None or sim.state != "failed" or cause in (sim.error or ""):
+                return
+            updated = await self._update_sim(tx, sim_id, error=f"{sim.error} ({cause})" if sim.error else cause)
             tx.publish(updated.run_id, [SimEvent(sim=updated)])
 
     async def mark_failed(self, sim_id: str, error: str, exit_code: int | None = None) -> None:
@@ -92,9 +132,13 @@ class SimStateStore(OutputStore):
             assert run is not None
         return run, cancelled
 
-    async def expire_heartbeats(self, timeout_s: float, now: datetime | None = None) -> list[SimSummary]:
-        """The heartbeat monitor: `lost` after `timeout_s` without a heartbeat, `failed` after 10x."""
+    async def expire_heartbeats(self, timeout_s: float, now: datetime | None = None,
+                                awake_since: datetime | None = None) -> list[SimSummary]:
+        """The heartbeat monitor: `lost` after `timeout_s` without a heartbeat, `failed` after 10x.
+        Silence before `awake_since` (when the server last started running again) is not
+        counted: the server was not there to hear the heartbeats (monitor.py)."""
         now_dt = now or utcnow()
+        awake = iso(awake_since) if awake_since is not None else ""
         lost_before = iso(now_dt - timedelta(seconds=timeout_s))
         failed_before = iso(now_dt - timedelta(seconds=10 * timeout_s))
         changed: list[SimSummary] = []
@@ -109,7 +153,9 @@ class SimStateStore(OutputStore):
             stamp = iso(now_dt)
             for row in rows:
                 sim = sim_from_row(row)
-                silent_since = row["last_heartbeat_at"] or row["state_since"]
+                silent_since = max(row["last_heartbeat_at"] or row["state_since"], awake)
+                if silent_since >= lost_before:
+                    continue
                 if sim.state == "lost":
                     if silent_since >= failed_before:
                         continue
@@ -131,6 +177,7 @@ def _move(sim: SimSummary, target: str, now: str, **fields: Any) -> dict[str, An
     fields = dict(state=target, state_since=now, **fields)
     if target in TERMINAL_SIM_STATES:
         fields["finished_at"] = now
+        fields["launcher_state"] = None  # a scheduler's word on the job means nothing after the end
     return fields
 
 

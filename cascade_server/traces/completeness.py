@@ -28,7 +28,7 @@ def split_key(key: str) -> tuple[str, str] | None:
 
 def trace_id_problem(trace_id: str) -> str | None:
     """Why a trace id cannot be used as a directory name, or None when it can."""
-    if _TRACE_ID.match(trace_id):
+    if _TRACE_ID.fullmatch(trace_id):  # fullmatch: `$` alone lets a trailing newline through
         return None
     return f"trace id {trace_id[:80]!r} is not valid: use 1-128 letters, digits, '.', '_' or '-'"
 

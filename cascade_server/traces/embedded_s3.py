@@ -11,7 +11,6 @@ as plain files under `CASCADE_DATA_DIR/s3/<bucket>/`, with generated credentials
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import logging
 import secrets
 import shutil
@@ -23,6 +22,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..childproc import die_with_parent
 from . import TRACES_PREFIX
 from .s3 import S3Info, make_client, read_credentials_file, write_credentials_file
 from .uploader import build_metadata, collect_files, read_metadata_fields, upload_trace
@@ -36,9 +36,6 @@ DEMO_TRACE_IDS = ("tinyformer-step-sm70", "tinyformer-step-sm75")
 START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 5.0
 LOG_NAME = "s3-server.log"
-
-
-PR_SET_PDEATHSIG = 1
 
 
 class EmbeddedS3Error(RuntimeError):
@@ -107,16 +104,6 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM it when the server dies, even by SIGKILL, so a crashed
-    server never leaves an orphan holding the port its restart needs (Linux prctl)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
 @asynccontextmanager
 async def embedded_s3(settings: Settings, port: int | None = None) -> AsyncIterator[S3Info]:
     """Run `rclone serve s3` for the duration of the block; yields its endpoint, bucket and
@@ -143,7 +130,9 @@ async def embedded_s3(settings: Settings, port: int | None = None) -> AsyncItera
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log_file,
             stderr=log_file,
-            preexec_fn=_die_with_parent,
+            # SIGTERM it when the server dies, even by SIGKILL, so a crashed server never leaves
+            # an orphan holding the port its restart needs.
+            preexec_fn=die_with_parent(signal.SIGTERM),
         )
     try:
         await _wait_until_serving(proc, port, log_path)

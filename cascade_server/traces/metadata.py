@@ -7,6 +7,7 @@ trace; `files`, which decides when the upload is complete, must be well-formed.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +103,12 @@ def parse_metadata(raw: bytes, trace_id: str) -> TraceMetadata:
         raise MetadataError("metadata.json is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise MetadataError(f"metadata.json is not valid JSON: {exc}") from None
+    except ValueError:  # Python refuses to convert integers this long (a denial of service)
+        raise MetadataError(
+            f"metadata.json is not valid JSON: an integer of more than {sys.get_int_max_str_digits()} digits"
+        ) from None
+    except RecursionError:
+        raise MetadataError("metadata.json is not valid JSON: nested too deeply") from None
     return metadata_from_dict(data, trace_id)
 
 

@@ -12,18 +12,35 @@ Steps:
    (`.xz`, `.gz`) it names into `kernel-N.traceg` (`.traceg.xz` for xz input), as
    Accel-Sim's `post-traces-processing` does (pure logic in `grouping`).
 3. Every kernel `traces/kernelslist.g` names must exist.
+
+Limits (`Limits`, from the server's settings): a compressed file may expand to at most
+`max_ratio` times its size (or `RATIO_FLOOR_BYTES`, for tiny files), and all compressed input of
+the trace to at most `max_bytes` in total; decompression stops as soon as either is crossed, so a
+bomb costs neither the disk nor the time. The server also bounds the run's time.
+
+Failure leaves the directory as it was: a run that fails (a corrupt trace, a limit, a full disk)
+removes every file it wrote, and a run that starts removes the temporary files of one that was
+killed. One trace directory is post-processed by one process at a time (an exclusive lock on
+`LOCK_NAME`), so a restarted server never runs a second post-processor beside an old one.
+Exit codes: 0 done, 1 failed (`error: ...` on stderr), 3 failed for lack of disk space.
 """
 
 from __future__ import annotations
 
+import argparse
+import errno
+import fcntl
 import gzip
+import io
 import lzma
 import os
 import shutil
+import signal
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,33 +53,105 @@ from .grouping import (
 )
 
 KERNELSLIST_G = "kernelslist.g"
+LOCK_NAME = ".postprocess.lock"
+TMP_MARK = ".tmp-"
+EXIT_FAILED = 1
+EXIT_NO_SPACE = 3
+RATIO_FLOOR_BYTES = 16 * 1024 * 1024
+NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+NO_SPACE_REASON = "no space left on the disk"
 
 
 class PostprocessError(Exception):
     """Why a trace could not be post-processed; the message is one line."""
 
 
-def _open_text(path: Path) -> IO[str]:
+class NoSpaceError(PostprocessError):
+    """The disk filled up: the trace can be processed again once there is space."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How far compressed input may expand (CASCADE_POSTPROCESS_MAX_RATIO / _MAX_BYTES)."""
+
+    max_ratio: float = 500.0
+    max_bytes: int = 64 * 1024**3
+
+
+@dataclass
+class _Run:
+    """One post-processing run: its limits, what it decompressed so far, the files it wrote."""
+
+    limits: Limits
+    expanded: int = 0
+    written: list[Path] = field(default_factory=list)
+
+
+class _ExpansionGuard(io.RawIOBase):
+    """A decompressing stream that raises PostprocessError once the file has expanded past its
+    ratio or the trace past its total (checked as the bytes come, before they are kept)."""
+
+    def __init__(self, stream: io.BufferedIOBase, path: Path, source: str, run: _Run) -> None:
+        self.stream = stream
+        self.source = source
+        self.run = run
+        self.allowed = max(int(path.stat().st_size * run.limits.max_ratio), RATIO_FLOOR_BYTES)
+        self.seen = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.stream.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        self.seen += n
+        self.run.expanded += n
+        if self.seen > self.allowed:
+            raise PostprocessError(
+                f"{self.source} expands to more than {self.run.limits.max_ratio:g} times its size "
+                f"(CASCADE_POSTPROCESS_MAX_RATIO)"
+            )
+        if self.run.expanded > self.run.limits.max_bytes:
+            raise PostprocessError(
+                f"the trace's compressed files expand to more than {self.run.limits.max_bytes} bytes "
+                f"(CASCADE_POSTPROCESS_MAX_BYTES)"
+            )
+        return n
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
+def _open_binary(path: Path, source: str, run: _Run) -> IO[bytes]:
+    """The decompressed bytes of `path`, guarded by the run's expansion limits."""
     if path.name.endswith(".xz"):
-        return lzma.open(path, "rt", encoding="utf-8")
+        return io.BufferedReader(_ExpansionGuard(lzma.open(path, "rb"), path, source, run), 1 << 16)
     if path.name.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return io.BufferedReader(_ExpansionGuard(gzip.open(path, "rb"), path, source, run), 1 << 16)
+    return open(path, "rb")
+
+
+def _open_text(path: Path, source: str, run: _Run) -> IO[str]:
+    return io.TextIOWrapper(_open_binary(path, source, run), encoding="utf-8")
 
 
 @contextmanager
-def _atomic_writer(path: Path, binary: bool = False) -> Iterator[IO]:
+def _atomic_writer(path: Path, run: _Run, binary: bool = False) -> Iterator[IO]:
     """Write to a temp file beside `path` and rename it into place only when complete, so a
     crash never leaves a half-written trace that looks finished."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
     try:
+        f: IO[Any]
         if path.name.endswith(".xz") and not binary:
-            f: IO[Any] = lzma.open(tmp, "wt", encoding="utf-8", preset=1)  # as the tool's `xz -1`
+            f = lzma.open(tmp, "wt", encoding="utf-8", preset=1)  # as the tool's `xz -1`
         else:
             f = open(tmp, "wb" if binary else "w", encoding=None if binary else "utf-8")
         with f:
             yield f
         os.replace(tmp, path)
+        run.written.append(path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -71,6 +160,8 @@ _READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, UnicodeDecodeErro
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS:
+        raise NoSpaceError(f"{NO_SPACE_REASON} ({exc.strerror})") from None
     if isinstance(exc, UnicodeDecodeError):
         return "not text (undecodable bytes)"
     if isinstance(exc, (lzma.LZMAError, zlib.error, gzip.BadGzipFile, EOFError)):
@@ -78,22 +169,23 @@ def _reason(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def gunzip_traceg_files(traces_dir: Path) -> None:
+def gunzip_traceg_files(traces_dir: Path, run: _Run) -> None:
     for gz in sorted(traces_dir.rglob("*.traceg.gz")):
         target = gz.with_name(gz.name[: -len(".gz")])
         if target.is_file():
             continue
+        source = f"traces/{gz.relative_to(traces_dir)}"
         try:
-            with gzip.open(gz, "rb") as src, _atomic_writer(target, binary=True) as dst:
+            with _open_binary(gz, source, run) as src, _atomic_writer(target, run, binary=True) as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
         except _READ_ERRORS as exc:
-            raise PostprocessError(f"traces/{gz.relative_to(traces_dir)}: {_reason(exc)}") from None
+            raise PostprocessError(f"{source}: {_reason(exc)}") from None
 
 
-def process_kernel(raw: Path, output: Path, source: str) -> None:
+def process_kernel(raw: Path, output: Path, source: str, run: _Run) -> None:
     """Regroup one raw kernel trace into its `.traceg`."""
     try:
-        with _open_text(raw) as src, _atomic_writer(output) as dst:
+        with _open_text(raw, source, run) as src, _atomic_writer(output, run) as dst:
             for line in group_raw_trace(lines_like_getline(src), source):
                 dst.write(line)
                 dst.write("\n")
@@ -111,14 +203,27 @@ def _find_raw(traces_dir: Path, name: str, kernelslist: str) -> Path:
     raise PostprocessError(f"traces/{kernelslist} names {name}, which is not in the upload")
 
 
-def process_kernelslists(traces_dir: Path) -> None:
-    lists = sorted(
-        p for p in traces_dir.iterdir()
-        if p.is_file() and "kernelslist" in p.name and not p.name.endswith(".g")
-        and not p.name.startswith(".")
-    )
-    if not lists:
-        raise PostprocessError("the upload has neither traces/kernelslist.g nor a raw traces/kernelslist")
+def is_raw_kernelslist(name: str) -> bool:
+    """A tracer's kernel list in `traces/` (`kernelslist`, `kernelslist_ctx_0x...`), not yet `.g`."""
+    return "kernelslist" in name and not name.endswith(".g") and not name.startswith(".")
+
+
+def layout_problem(paths: Iterable[str]) -> str | None:
+    """What this post-processor refuses in an upload's layout, from its paths inside the trace
+    (`traces/kernel-1.trace`, ...; a directory may appear as `traces`), or None. `cascade upload`
+    checks a directory with it before sending anything, so it fails at once rather than after the
+    upload."""
+    paths = list(paths)
+    if not any(path == "traces" or path.startswith("traces/") for path in paths):
+        return "the upload has no traces/ directory"
+    top = [path[len("traces/"):] for path in paths if path.startswith("traces/") and path.count("/") == 1]
+    if KERNELSLIST_G not in top and not any(is_raw_kernelslist(name) for name in top):
+        return "the upload has neither traces/kernelslist.g nor a raw traces/kernelslist"
+    return None
+
+
+def process_kernelslists(traces_dir: Path, run: _Run) -> None:
+    lists = sorted(p for p in traces_dir.iterdir() if p.is_file() and is_raw_kernelslist(p.name))
     # kernelslist.g is written last: it is what marks the trace as processed.
     for index, kernelslist in reversed(list(enumerate(lists))):
         try:
@@ -131,10 +236,13 @@ def process_kernelslists(traces_dir: Path) -> None:
             raise PostprocessError(str(exc)) from None
         for kernel in kernels:
             raw = _find_raw(traces_dir, kernel.raw_name, kernelslist.name)
-            process_kernel(raw, traces_dir / kernel.output_name, f"traces/{raw.name}")
+            process_kernel(raw, traces_dir / kernel.output_name, f"traces/{raw.name}", run)
         out_name = KERNELSLIST_G if index == 0 else f"{kernelslist.name}.g"
-        with _atomic_writer(traces_dir / out_name) as f:
-            f.write("".join(line + "\n" for line in out_lines))
+        try:
+            with _atomic_writer(traces_dir / out_name, run) as f:
+                f.write("".join(line + "\n" for line in out_lines))
+        except OSError as exc:
+            raise PostprocessError(f"traces/{out_name}: {_reason(exc)}") from None
 
 
 def check_kernelslist_g(traces_dir: Path) -> None:
@@ -148,30 +256,88 @@ def check_kernelslist_g(traces_dir: Path) -> None:
             raise PostprocessError(f"traces/kernelslist.g names {name}, which is not in the upload")
 
 
-def postprocess_trace(trace_dir: Path) -> None:
-    """Make `trace_dir` runnable by Accel-Sim; raises PostprocessError with a one-line reason."""
+def remove_stale_temporaries(trace_dir: Path) -> None:
+    """Temporary files of a post-processor that was killed (they are never renamed into place)."""
+    for tmp in trace_dir.rglob(f".*{TMP_MARK}*"):
+        tmp.unlink(missing_ok=True)
+
+
+def postprocess_trace(trace_dir: Path, limits: Limits | None = None) -> None:
+    """Make `trace_dir` runnable by Accel-Sim; raises PostprocessError with a one-line reason
+    (NoSpaceError when the disk filled up), having removed every file it wrote."""
     traces_dir = trace_dir / "traces"
-    if not traces_dir.is_dir():
-        raise PostprocessError("the upload has no traces/ directory")
-    gunzip_traceg_files(traces_dir)
-    if not (traces_dir / KERNELSLIST_G).is_file():
-        process_kernelslists(traces_dir)
-    check_kernelslist_g(traces_dir)
+    # Directories too: an empty traces/ is there, it only lacks a kernel list.
+    if problem := layout_problem(p.relative_to(trace_dir).as_posix() for p in trace_dir.rglob("*")):
+        raise PostprocessError(problem)
+    remove_stale_temporaries(trace_dir)
+    run = _Run(limits or Limits())
+    try:
+        gunzip_traceg_files(traces_dir, run)
+        if not (traces_dir / KERNELSLIST_G).is_file():
+            process_kernelslists(traces_dir, run)
+        check_kernelslist_g(traces_dir)
+    except BaseException:
+        for path in run.written:  # partial output would look like a processed trace
+            path.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def exclusive(trace_dir: Path) -> Iterator[None]:
+    """Hold the trace directory's lock: waits while another post-processor (of a server that is
+    going away) still works on it."""
+    fd = os.open(trace_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m cascade_server.traces.postprocess")
+    parser.add_argument("trace_dir", type=Path)
+    parser.add_argument("--max-ratio", type=float, default=Limits.max_ratio)
+    parser.add_argument("--max-bytes", type=int, default=Limits.max_bytes)
+    parser.add_argument("--timeout-s", type=float, default=0.0, help="give up after this long (0: never)")
+    return parser.parse_args(argv)
+
+
+def _give_up_after(seconds: float) -> None:
+    """Raise PostprocessError wherever the run is after `seconds` (also while it waits for the
+    lock), so it removes what it wrote on the way out, as on any other failure."""
+
+    def alarm(signum: int, frame: object) -> None:
+        raise PostprocessError(f"took longer than {seconds:g} s (CASCADE_POSTPROCESS_TIMEOUT_S)")
+
+    if seconds > 0:
+        signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m cascade_server.traces.postprocess TRACE_DIR", file=sys.stderr)
-        return 2
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        postprocess_trace(Path(args[0]))
+        _give_up_after(args.timeout_s)
+        with exclusive(args.trace_dir):
+            postprocess_trace(args.trace_dir, Limits(args.max_ratio, args.max_bytes))
+    except NoSpaceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_NO_SPACE
     except PostprocessError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
+    except OSError as exc:
+        if exc.errno in NO_SPACE_ERRNOS:
+            print(f"error: {NO_SPACE_REASON} ({exc.strerror})", file=sys.stderr)
+            return EXIT_NO_SPACE
+        print(f"error: post-processing crashed: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        return EXIT_FAILED
     except Exception as exc:  # noqa: BLE001 - anything else is still a one-line trace error
         print(f"error: post-processing crashed: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
-        return 1
+        return EXIT_FAILED
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
     return 0
 
 

@@ -38,7 +38,12 @@ class S3Info:
 
 def make_client(info: S3Info) -> Any:
     """A boto3 S3 client with path-style addressing and SigV4 (what rclone, MinIO and AWS all
-    accept; rclone rejects presigned URLs of the older signature)."""
+    accept; rclone rejects presigned URLs of the older signature).
+
+    Checksums only where the API requires them: since boto3 1.36 every PUT carries a CRC32
+    trailer and every GET validates the checksum the server returns, and `rclone serve s3`
+    returns one that does not match for objects over 8 MiB stored in one PUT, so those could
+    never be downloaded (the 64 MB multipart threshold sends every smaller file that way)."""
     import boto3
     from botocore.config import Config
 
@@ -48,6 +53,8 @@ def make_client(info: S3Info) -> Any:
         retries={"max_attempts": 3, "mode": "standard"},
         connect_timeout=5,
         read_timeout=60,
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
     )
     return boto3.session.Session().client(
         "s3",

@@ -15,12 +15,14 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..childproc import die_with_parent
 from ..models import TraceDetail, utcnow
 from . import METADATA_NAME, TRACES_PREFIX
 from .completeness import (
@@ -33,6 +35,7 @@ from .completeness import (
 )
 from .kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
+from .postprocess import EXIT_NO_SPACE, NO_SPACE_ERRNOS, NO_SPACE_REASON, remove_stale_temporaries
 from .s3 import S3Info, make_client
 
 if TYPE_CHECKING:
@@ -42,8 +45,49 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TERMINAL_STATES = ("ready", "failed")
+KILL_GRACE_S = 30.0  # past the post-processor's own time limit, before it is killed
 # (size, LastModified ISO) per path inside the trace
 Listing = dict[str, tuple[int, str]]
+
+
+class TraceReadError(Exception):
+    """One trace cannot be read for a reason of its own (a bad object, a hostile metadata.json):
+    that trace fails with this one-line message; the scan goes on with the others."""
+
+
+class TraceRetryLater(Exception):
+    """One trace cannot be read for now (the endpoint is unreachable, the disk is full): it is
+    left as it is and read again on the next scan; the scan goes on with the others."""
+
+
+def _short(rel: str, limit: int = 80) -> str:
+    return rel if len(rel) <= limit else rel[: limit - 3] + "..."
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def mirror_error(rel: str, exc: Exception) -> Exception:
+    """What a failed download of object `rel` means for its trace: TraceRetryLater for passing
+    trouble (connection, server busy, disk full), TraceReadError for trouble with the object."""
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+    what = f"could not mirror {_short(rel)}"
+    if isinstance(exc, (ConnectionError, HTTPClientError)):
+        return TraceRetryLater(f"{what}: {_one_line(exc)}")
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "?")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        if status >= 500 or code in ("SlowDown", "RequestTimeout", "ServiceUnavailable", "InternalError"):
+            return TraceRetryLater(f"{what}: S3 error {code}")
+        return TraceReadError(f"{what}: S3 error {code}")
+    if isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS:
+        return TraceRetryLater(f"{what}: {exc.strerror}")
+    if isinstance(exc, OSError) and exc.strerror:
+        return TraceReadError(f"{what}: {exc.strerror}")
+    return TraceReadError(f"{what}: {type(exc).__name__}: {_one_line(exc)}")
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
@@ -51,6 +95,13 @@ def _write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:  # e.g. a name too long to have been created in the first place
+        pass
 
 
 def _dir_bytes(directory: Path) -> int:
@@ -75,13 +126,15 @@ class TraceScanner:
         self.s3 = s3
         self.client = make_client(s3)
         self.mirror_root = settings.traces_dir
-        self.book_dir = settings.data_dir / "trace-scan"
+        self.book_dir = settings.trace_books_dir
         self.traces: dict[str, TraceDetail] = {}
         self._books: dict[str, Listing] = {}
         self._last_progress: dict[str, float] = {}  # monotonic time of the last object change
         self._processing: dict[str, asyncio.Task[None]] = {}
         self._process_slots = asyncio.Semaphore(max(1, (os.cpu_count() or 2) // 2))
         self._warned: set[str] = set()
+        # Traces that failed for lack of disk space -> free bytes then (retried when it grows).
+        self._no_space: dict[str, int] = {}
         # Called with every trace the scanner stores, in order (tests and events hook in here).
         self.listeners: list[Callable[[TraceDetail], None]] = []
         self._scans_started = 0
@@ -100,6 +153,8 @@ class TraceScanner:
         for detail in self.traces.values():
             if detail.state == "processing" and not detail.sample:
                 self._start_processing(detail.id)
+            elif detail.state == "failed" and NO_SPACE_REASON in (detail.error or ""):
+                self._no_space[detail.id] = -(1 << 62)  # retried on the first scan
 
     async def run(self) -> None:
         """Scan forever, every `scan_interval_s`; a failed scan (endpoint down, ...) is logged
@@ -135,10 +190,11 @@ class TraceScanner:
         async with self._scan_cond:
             self._scans_started += 1
         try:
+            await self._retry_when_space_is_back()
             listing = await asyncio.to_thread(self._list_bucket, self._settled())
             self.last_error = None
             for trace_id, objects in sorted(listing.items()):
-                await self._scan_trace(trace_id, objects)
+                await self._scan_trace_isolated(trace_id, objects)
         finally:
             async with self._scan_cond:
                 self._scans_done += 1
@@ -175,10 +231,35 @@ class TraceScanner:
                     traces.setdefault(trace_id, {})[rel] = (int(obj["Size"]), obj["LastModified"].isoformat())
         return traces
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def _warn_once(self, key: str, message: str, *args: object) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            log.warning(message, key)
+            log.warning(message, *(args or (key,)))
+
+    async def _scan_trace_isolated(self, trace_id: str, objects: Listing) -> None:
+        """Scan one trace; whatever goes wrong with it stays with it (never the scan, never the
+        traces sorting after it)."""
+        try:
+            await self._scan_trace(trace_id, objects)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure reading one trace stays with it
+            # A full data dir (the scan's own bookkeeping) is not the trace's fault either.
+            if isinstance(exc, TraceRetryLater) or (isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS):
+                self._warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
+            elif isinstance(exc, TraceReadError):
+                await self._fail(trace_id, str(exc))
+            else:
+                await self._fail(trace_id, f"could not read the trace: {type(exc).__name__}: {_one_line(exc)}")
+
+    async def _fail(self, trace_id: str, error: str) -> None:
+        """Fail a trace with `error`, keeping only what was stored before the failing read (the
+        fields that failed may be what cannot be stored)."""
+        trace = self.traces.get(trace_id)
+        if trace is None:
+            now = utcnow()
+            trace = TraceDetail(id=trace_id, state="uploading", created_at=now, updated_at=now)
+        await self._save(trace.model_copy(update={"state": "failed", "error": error, "updated_at": utcnow()}))
 
     async def _scan_trace(self, trace_id: str, objects: Listing) -> None:
         trace = self.traces.get(trace_id)
@@ -244,6 +325,33 @@ class TraceScanner:
         if update.get("state") == "processing":
             self._start_processing(trace_id)
 
+    # --- deleting -----------------------------------------------------------------------------
+
+    async def delete_objects(self, trace_id: str) -> int:
+        """Delete the trace's objects from the bucket, so no later scan brings it back and its id
+        can be uploaded again; returns how many. Call it while the trace is still known (a scan
+        leaves a finished trace alone), then `forget` it."""
+        return await asyncio.to_thread(self._delete_objects, trace_id)
+
+    def _delete_objects(self, trace_id: str) -> int:
+        paginator = self.client.get_paginator("list_objects_v2")
+        deleted = 0
+        for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=f"{TRACES_PREFIX}{trace_id}/"):
+            keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
+            if keys:  # a listing page holds at most 1,000 keys, what one DeleteObjects takes
+                answer = self.client.delete_objects(Bucket=self.s3.bucket, Delete={"Objects": keys, "Quiet": True})
+                if errors := answer.get("Errors"):
+                    first = errors[0]
+                    raise OSError(f"{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}".strip())
+                deleted += len(keys)
+        return deleted
+
+    def forget(self, trace_id: str) -> None:
+        """Drop what the scanner remembers of a deleted trace (a new upload starts afresh)."""
+        self.traces.pop(trace_id, None)
+        self._books.pop(trace_id, None)
+        self._last_progress.pop(trace_id, None)
+
     # --- mirroring (blocking, in a thread) ---------------------------------------------------
 
     def _mirror_dir(self, trace_id: str) -> Path:
@@ -263,24 +371,28 @@ class TraceScanner:
 
     def _mirror(self, trace_id: str, to_fetch: list[str], removed: list[str]) -> list[str]:
         """Download new/changed objects (temp file + rename) and delete vanished ones; returns the
-        paths fetched. An object deleted since the listing is skipped until the next scan."""
+        paths fetched. An object deleted since the listing is skipped until the next scan; any
+        other failure raises `mirror_error`'s TraceReadError or TraceRetryLater."""
         from botocore.exceptions import ClientError
 
         directory = self._mirror_dir(trace_id)
         fetched = []
         for rel in to_fetch:
             target = directory / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.part")
             try:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 self.client.download_file(self.s3.bucket, f"{TRACES_PREFIX}{trace_id}/{rel}", str(tmp))
             except ClientError as exc:
-                tmp.unlink(missing_ok=True)
+                _unlink_quietly(tmp)
                 if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
                     continue
-                raise
+                raise mirror_error(rel, exc) from None
+            except Exception as exc:
+                _unlink_quietly(tmp)
+                raise mirror_error(rel, exc) from None
             except BaseException:
-                tmp.unlink(missing_ok=True)
+                _unlink_quietly(tmp)
                 raise
             os.replace(tmp, target)
             fetched.append(rel)
@@ -298,10 +410,12 @@ class TraceScanner:
     async def _process(self, trace_id: str) -> None:
         try:
             async with self._process_slots:
-                error = await self._run_postprocessor(self._mirror_dir(trace_id))
+                error, no_space = await self._run_postprocessor(self._mirror_dir(trace_id))
                 fields: dict[str, Any]
                 if error is not None:
                     fields = {"state": "failed", "error": f"post-processing failed: {error}"}
+                    if no_space:
+                        self._no_space[trace_id] = self._free_bytes()
                 else:
                     try:
                         fields = await asyncio.to_thread(describe_processed, self._mirror_dir(trace_id))
@@ -313,31 +427,67 @@ class TraceScanner:
         finally:
             self._processing.pop(trace_id, None)
 
-    async def _run_postprocessor(self, trace_dir: Path) -> str | None:
-        """Run `postprocess` in its own process; None on success, else its one-line error."""
+    async def _run_postprocessor(self, trace_dir: Path) -> tuple[str | None, bool]:
+        """Run `postprocess` in its own process, within the settings' limits; returns (None,
+        False) on success, else its one-line error and whether the disk was full. The process
+        dies with the server (even on SIGKILL), and waits for the trace's lock, so a restarted
+        server never runs two on one directory."""
+        settings = self.settings
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cascade_server.traces.postprocess", str(trace_dir),
+            "--max-ratio", str(settings.postprocess_max_ratio), "--max-bytes", str(settings.postprocess_max_bytes),
+            "--timeout-s", str(settings.postprocess_timeout_s),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
+            preexec_fn=die_with_parent(),
         )
         try:
-            _, stderr = await proc.communicate()
-        except asyncio.CancelledError:
+            # It gives up by itself at the time limit (removing what it wrote); this is the backstop.
+            _, stderr = await asyncio.wait_for(proc.communicate(), settings.postprocess_timeout_s + KILL_GRACE_S)
+        except (asyncio.CancelledError, TimeoutError) as exc:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+            if isinstance(exc, TimeoutError):
+                await asyncio.to_thread(remove_stale_temporaries, trace_dir)
+                return (f"took longer than {settings.postprocess_timeout_s:g} s "
+                        "(CASCADE_POSTPROCESS_TIMEOUT_S)"), False
             raise
         if proc.returncode == 0:
-            return None
+            return None, False
         lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
         last = lines[-1] if lines else f"post-processor exited with code {proc.returncode}"
-        return last.removeprefix("error: ")
+        return last.removeprefix("error: "), proc.returncode == EXIT_NO_SPACE
+
+    def _free_bytes(self) -> int:
+        try:
+            return shutil.disk_usage(self.mirror_root).free
+        except OSError:
+            return 0
+
+    async def _retry_when_space_is_back(self) -> None:
+        """Process again a trace that failed for lack of disk space once the free space has grown
+        by at least the trace's size since (or after a restart: at once)."""
+        for trace_id, free_then in list(self._no_space.items()):
+            trace = self.traces.get(trace_id)
+            if trace is None or trace.state != "failed":
+                self._no_space.pop(trace_id, None)
+                continue
+            if self._free_bytes() <= free_then + max(trace.bytes, 1 << 20):
+                continue
+            self._no_space.pop(trace_id)
+            log.info("retrying trace %s: disk space is back", trace_id)
+            await self._save(trace.model_copy(update={"state": "processing", "error": None, "updated_at": utcnow()}))
+            self._start_processing(trace_id)
 
     # --- store -------------------------------------------------------------------------------
 
     async def _save(self, trace: TraceDetail) -> None:
         await self.store.put_trace(trace)
+        before = self.traces.get(trace.id)
+        if trace.state == "failed" and (before is None or before.state != "failed"):
+            log.warning("trace %s failed: %s", trace.id, trace.error)
         self.traces[trace.id] = trace
         for listener in self.listeners:
             listener(trace)

@@ -38,6 +38,7 @@ CELL_STYLES: dict[str, Style] = {
     "error": Style(color="red"),
     "stale": Style(color="yellow"),
     "over": Style(color="yellow"),
+    "queued": Style(dim=True),  # a scheduler's job id and word on it (Slurm: PENDING (Resources))
 }
 
 
@@ -54,7 +55,8 @@ COLUMNS_HELP: tuple[tuple[str, str], ...] = (
     ("rate/s", "simulated instructions per second of real time (the simulator's speed)"),
     ("time", "how long the sim has run (until it finished); from about 95 columns"),
     ("ETA", "time to go at the rate it has finished kernels so far; from about 95 columns"),
-    ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error"),
+    ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error; for a sim "
+               "a scheduler still holds, its job and what Slurm says (job 41_3 PENDING (Resources))"),
 )
 
 

@@ -123,6 +123,15 @@ def _ref_value(raw: str):
     return float(s.rstrip("%")) if _REF_NUMBER.fullmatch(s) else s
 
 
+def _ref_put(block: dict, key: str, value) -> None:
+    """A key seen before in the block goes under `key#2`, `key#3`, ... (the next free one)."""
+    name, n = key, 1
+    while name in block:
+        n += 1
+        name = f"{key}#{n}"
+    block[name] = value
+
+
 def reference_stats(lines) -> list[dict]:
     """Stats maps of every finished block, by the documented rules, line by line."""
     blocks: list[dict] = []
@@ -136,12 +145,12 @@ def reference_stats(lines) -> list[dict]:
         if " = " in line:
             key, _, raw = line.partition(" = ")
             key = key.strip()
-            if key and key not in block:
-                block[key] = _ref_value(raw)
+            if key:
+                _ref_put(block, key, _ref_value(raw))
         else:
             m = _REF_KEY_EQ_VALUE.fullmatch(line)
-            if m and m.group(1) not in block:
-                block[m.group(1)] = _ref_value(m.group(2))
+            if m:
+                _ref_put(block, m.group(1), _ref_value(m.group(2)))
         if line.startswith("gpgpu_silicon_slowdown = "):
             blocks.append(block)
             block = None
@@ -378,7 +387,8 @@ def test_special_values() -> None:
     assert (s["pct_only"], s["under"], s["empty_value"]) == ("%", "1_000", "")
     assert s["indented_key"] == 3.0 and s["gpu_stall_icnt2sh"] == 0.0
     assert s["gpgpu_silicon_slowdown"] == "368369x"
-    assert s["gpgpu_simulation_rate"] == "777 (inst/sec)"  # first occurrence wins
+    assert s["gpgpu_simulation_rate"] == "777 (inst/sec)"  # the first occurrence keeps the name
+    assert s["gpgpu_simulation_rate#2"] == "55 (cycle/sec)"
 
 
 def test_non_finite_head_values_become_none() -> None:
@@ -405,22 +415,59 @@ def test_kernel_name_stays_a_string() -> None:
     assert k.kernel_name == "inf" and k.stats["kernel_name"] == "inf"
 
 
-def test_first_occurrence_wins_and_keeps_log_order() -> None:
+def test_every_value_is_kept_repeats_numbered_in_log_order() -> None:
     body = ["dup = 1", "gpu_sim_cycle = 99", "other = x", "dup = 2", "gpu_total_sim_rate=5",
-            "gpu_total_sim_rate = 6", "late = 1", "kv_first = 1", "kv_first=2"]
+            "gpu_total_sim_rate = 6", "late = 1", "kv_first = 1", "kv_first=2", "dup#3 = taken",
+            "dup = 1", "dup = 4", "dup#3 = again"]
     lines = block("_Z1kv", "1", *body)
     expected = None
     for size in range(1, len(lines) + 1):
         parser = LogParser(1000)
         [k] = feed_all(parser, lines, size)
-        assert k.gpu_sim_cycle == 2000
-        assert (k.stats["dup"], k.stats["gpu_total_sim_rate"], k.stats["kv_first"]) == (1, 5, 1)
+        assert k.gpu_sim_cycle == 2000  # the head value keeps the name; the repeat is numbered
+        assert k.stats["gpu_sim_cycle#2"] == 99
+        # dup#3 was a key of its own already: the third `dup` takes the next free number.
+        assert [k.stats[n] for n in ("dup", "dup#2", "dup#3", "dup#4", "dup#5")] == [1, 2, "taken", 1, 4]
+        assert k.stats["dup#3#2"] == "again"
+        assert (k.stats["gpu_total_sim_rate"], k.stats["gpu_total_sim_rate#2"]) == (5, 6)
+        assert (k.stats["kv_first"], k.stats["kv_first#2"]) == (1, 2)
         order = list(k.stats)
         assert order[:3] == ["kernel_name", "kernel_launch_uid", "gpu_sim_cycle"]
         assert order.index("gpu_total_sim_rate") < order.index("late")
+        assert order.index("dup#2") < order.index("gpu_total_sim_rate")
         if expected is None:
             expected = json.dumps(k.stats)
         assert json.dumps(k.stats) == expected
+
+
+def test_numbering_carries_on_after_a_restore_mid_block() -> None:
+    lines = block("_Z1kv", "1", "bank = 1", "bank#2 = literal", "bank = 2", "bank = 3")
+    for cut in range(1, len(lines)):
+        first = LogParser(1000)
+        first.feed(lines[:cut])
+        resumed = LogParser(1000, state=json.loads(json.dumps(first.state())))
+        [k] = resumed.feed(lines[cut:])
+        assert [k.stats[n] for n in ("bank", "bank#2", "bank#3", "bank#4")] == [1, "literal", 2, 3]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_a_real_block_keeps_every_line(config: str) -> None:
+    """Every `key = value` line of a real block is in its stats map, per-partition repeats
+    (one Bank_Level_Parallism per DRAM channel: 32 on QV100) included, in log order."""
+    lines = real_log(config)
+    [first, *_] = LogParser(CLOCK_MHZ[config]).feed(list(lines))
+    start = lines.index(next(ln for ln in lines if ln.startswith("kernel_name = ")))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("gpgpu_silicon_slowdown = "))
+    body = lines[start + 1:end + 1]
+    kv_lines = [ln for ln in body if " = " in ln and ln.partition(" = ")[0].strip()
+                or " = " not in ln and _REF_KEY_EQ_VALUE.fullmatch(ln)]
+    assert len(first.stats) == 1 + len(kv_lines)  # kernel_name is the block's first line
+    blp = [float(ln.partition(" = ")[2]) for ln in body if ln.startswith("Bank_Level_Parallism = ")]
+    names = ["Bank_Level_Parallism"] + [f"Bank_Level_Parallism#{n}" for n in range(2, len(blp) + 1)]
+    assert [first.stats[n] for n in names] == blp
+    assert f"Bank_Level_Parallism#{len(blp) + 1}" not in first.stats
+    assert len(blp) == {"SM7_QV100": 32, "SM7_GV100": 32, "SM7_TITANV": 24, "SM75_RTX2060": 12,
+                        "SM75_RTX2060_S": 16}[config]
 
 
 def test_key_value_forms() -> None:

@@ -6,6 +6,7 @@ the worker copied into its working directory (so every tested config dir picks a
 the messages are the real ones from reference/accelsim-formats.md section 1.5.
 """
 
+import json
 import os
 import signal
 import sys
@@ -68,6 +69,12 @@ def main(argv: list[str]) -> int:
     if behaviour == "unsupported":
         say("unsupported binary version: 95")
         return 0
+    if behaviour == "env":  # its own environment and its worker's, as files the worker uploads
+        Path("environ.json").write_text(json.dumps(dict(os.environ)))
+        worker = Path(f"/proc/{os.getppid()}/environ").read_bytes().split(b"\0")
+        pairs = [item.decode().partition("=") for item in worker if item]
+        Path("worker-environ.json").write_text(json.dumps({k: v for k, _, v in pairs}))
+        behaviour = "ok"
     if behaviour == "hang":
         say(*kernel_block(1))
         while True:

@@ -1,0 +1,69 @@
+"""`cascade results RUN_ID [--kernels | --comparison] [--format table|json|csv]`: a run's
+numbers with demangled kernel names.
+
+Default: per config, the median total simulated time over succeeded replicas, as a multiple of
+the fastest. `--kernels`: every kernel every sim finished. `--comparison`: per kernel, real time
+against each config's median simulated time. JSON and CSV carry raw values (times in ns) and
+both the demangled (`kernel`) and the reported (`kernel_name`) name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..client import CascadeClient
+from .common import add_connection_arguments, emit, new_parser, run_with_client, segment
+from .output import FORMATS, render
+from .views import (
+    KERNEL_COLUMNS,
+    TOTAL_COLUMNS,
+    comparison_columns,
+    comparison_records,
+    kernel_records,
+    ranking_sentence,
+    stand_in_note,
+    total_records,
+)
+
+PROG = "cascade results"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(PROG, "A run's results: per-config totals (default), every kernel, or the "
+                        "real-vs-simulated comparison; kernel names demangled.")
+    parser.add_argument("run_id", metavar="RUN_ID")
+    view = parser.add_mutually_exclusive_group()
+    view.add_argument("--kernels", action="store_true", help="every kernel every sim finished")
+    view.add_argument("--comparison", action="store_true",
+                      help="per kernel: real time and each config's median simulated time")
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="table (default, for reading), json or csv (raw values, times in ns)")
+    add_connection_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+
+    async def body(client: CascadeClient) -> int:
+        run = await client.run(segment(args.run_id))
+        # Said on stderr, so the data on stdout stays clean for scripts.
+        if note := stand_in_note(run):
+            print(f"note: {note}", file=sys.stderr)
+        if run.state == "active":
+            print(f"note: {run.id} is still active: these are the numbers so far", file=sys.stderr)
+        if args.comparison:
+            comparison = await client.comparison(run.id)
+            emit(render(args.format, comparison_columns(comparison), comparison_records(comparison)))
+            return 0
+        kernels = await client.kernels(run.id)
+        if args.kernels:
+            emit(render(args.format, KERNEL_COLUMNS, kernel_records(run, kernels)))
+            return 0
+        emit(render(args.format, TOTAL_COLUMNS, total_records(run, kernels)))
+        if args.format == "table":
+            emit(ranking_sentence(run, kernels), sys.stderr)
+        return 0
+
+    return run_with_client(PROG, args, body)

@@ -1,0 +1,132 @@
+"""`cascade run start|show|wait|cancel|rerun|retry|delete`: one run, from a script."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cascade_server.models import RunCreate, RunDetail
+
+from ..client import CascadeClient
+from .common import (
+    EXIT_CODES_HELP,
+    EXIT_NOT_SUCCEEDED,
+    EXIT_OK,
+    CommandError,
+    add_connection_arguments,
+    emit,
+    new_parser,
+    now,
+    run_with_client,
+    segment,
+)
+from .follow import wait_for_run
+from .output import render_table
+from .views import SIM_COLUMNS, EntryError, parse_entries, run_header, sim_records, sims_text
+
+PROG = "cascade run"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = new_parser(PROG, "Start, follow, inspect and manage one run.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_: str, run_id: bool = True, wait: bool = False) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_, description=help_, epilog=EXIT_CODES_HELP)
+        if run_id:
+            sub.add_argument("run_id", metavar="RUN_ID")
+        if wait:
+            sub.add_argument("--wait", action="store_true",
+                             help="follow the run to its end (progress on stderr); exit 1 unless it succeeded")
+        add_connection_arguments(sub)
+        return sub
+
+    start = command("start", "start a run: prints its id", run_id=False, wait=True)
+    start.add_argument("--trace", required=True, metavar="TRACE_ID", help="a ready trace")
+    start.add_argument("--config", action="extend", nargs="+", default=[], metavar="NAME[xN]",
+                       help="a GPU config of the trace's arch, N sims of it (default 1); repeat or list "
+                       "several; default: the trace's suggested config")
+    show = command("show", "the run and its sims as a plain-text table")
+    show.add_argument("--json", action="store_true", help="print the API's JSON instead")
+    command("wait", "follow a run to its end (progress on stderr); exit 1 unless it succeeded")
+    command("cancel", "cancel every unfinished sim of the run")
+    command("rerun", "start a new run of the same trace with the same configs: prints its id", wait=True)
+    command("retry", "start a new run with one sim per failed sim of this run, same configs: "
+            "prints its id", wait=True)
+    command("delete", "delete a finished run with its logs, kernels and files")
+    return parser
+
+
+async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
+    try:
+        entries = parse_entries(args.config)
+    except EntryError as exc:
+        raise CommandError(str(exc)) from None
+    if not entries:
+        trace = await client.trace(segment(args.trace))
+        if not trace.suggested_sim_config:
+            arch = [c.name for c in await client.gpu_configs() if c.arch == trace.trace_gpu_arch]
+            raise CommandError(f"trace {trace.id} suggests no config: give --config NAME[xN] "
+                               f"({trace.trace_gpu_arch}: {', '.join(arch) or 'no config of this arch'})")
+        entries = parse_entries([trace.suggested_sim_config])
+        print(f"config: {trace.suggested_sim_config} (the trace's suggested config; --config to choose)",
+              file=sys.stderr)
+    return await client.create_run(RunCreate(trace_id=args.trace, entries=entries))
+
+
+async def wait(client: CascadeClient, run_id: str) -> int:
+    state, sims = await wait_for_run(client, run_id, sys.stderr)
+    counts: dict[str, int] = {}
+    for sim in sims:
+        counts[sim.state] = counts.get(sim.state, 0) + 1
+    print(f"{run_id} {state}: {sims_text(counts)}", file=sys.stderr)
+    for sim in sims:
+        if sim.state != "succeeded":
+            reason = sim.error or ("exit code " + str(sim.exit_code) if sim.exit_code is not None else "")
+            print(f"  {sim.gpu_config} #{sim.replica} {sim.id} {sim.state}" + (f": {reason}" if reason else ""),
+                  file=sys.stderr)
+    return EXIT_OK if state == "succeeded" else EXIT_NOT_SUCCEEDED
+
+
+def show(run: RunDetail, as_json: bool) -> None:
+    if as_json:
+        emit(run.model_dump_json(indent=2))  # as the API sends it
+        return
+    moment = now()
+    emit("\n".join(run_header(run, moment)) + "\n\n" + render_table(SIM_COLUMNS, sim_records(run.sims, moment)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+
+    async def body(client: CascadeClient) -> int:
+        run_id = segment(args.run_id) if getattr(args, "run_id", None) else None
+        if args.command == "show":
+            assert run_id is not None
+            show(await client.run(run_id), args.json)
+            return EXIT_OK
+        if args.command == "wait":
+            assert run_id is not None
+            return await wait(client, run_id)
+        if args.command == "cancel":
+            assert run_id is not None
+            run = await client.cancel_run(run_id)
+            print(f"{run.id} {run.state}: {sims_text(run.sim_counts)}", file=sys.stderr)
+            return EXIT_OK
+        if args.command == "delete":
+            assert run_id is not None
+            await client.delete_run(run_id)
+            print(f"deleted run {args.run_id}", file=sys.stderr)
+            return EXIT_OK
+        if args.command == "start":
+            new = await start(client, args)
+        elif args.command == "rerun":
+            assert run_id is not None
+            new = await client.rerun(run_id)
+        else:
+            assert run_id is not None
+            new = await client.retry(run_id)
+        emit(new.id)  # stdout holds just the id: RUN=$(cascade run start ...)
+        return await wait(client, new.id) if args.wait else EXIT_OK
+
+    return run_with_client(f"{PROG} {args.command}", args, body)

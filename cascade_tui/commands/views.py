@@ -1,0 +1,285 @@
+"""What each command prints, as records and columns (see `output`): runs, traces, a run's sims,
+and a run's results (totals per config, every kernel, the real-vs-simulated comparison).
+
+Records hold raw values (times in ns, counts, mangled and demangled kernel names) so JSON and
+CSV are exact; the columns say how the table shows them. Pure: no I/O, no Textual.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from cascade_server.models import (
+    MAX_ENTRY_COUNT,
+    SIM_STATES,
+    TERMINAL_SIM_STATES,
+    Comparison,
+    KernelStat,
+    RunDetail,
+    RunEntry,
+    RunSummary,
+    SimState,
+    SimSummary,
+    TraceSummary,
+    run_state,
+)
+
+from ..compare import config_order, config_totals, rank, stand_in_reason
+from ..formatting import age, demangle, fixed, human_bytes, short_kernel_name, si_number, state_label, time_ns
+from .output import Column, Record
+
+# `SM7_QV100x2`: a config and how many sims run it (the count is optional, 1 by default).
+_ENTRY = re.compile(r"^(?P<name>.+?)(?:x(?P<count>\d+))?$")
+
+
+class EntryError(ValueError):
+    """A `--config` value that is not NAME or NAMExN."""
+
+
+def parse_entries(values: Sequence[str]) -> list[RunEntry]:
+    """`["SM7_QV100x2", "SM7_TITANV"]` -> entries, in order; a config named twice adds up (the
+    server takes each config once)."""
+    counts: dict[str, int] = {}
+    for value in values:
+        match = _ENTRY.match(value.strip())
+        if not match or not match["name"]:
+            raise EntryError(f"--config {value!r}: expected NAME or NAMExN, e.g. SM7_QV100x2")
+        count = int(match["count"]) if match["count"] else 1
+        if not 1 <= count <= MAX_ENTRY_COUNT:
+            raise EntryError(f"--config {value!r}: the count must be 1 to {MAX_ENTRY_COUNT}")
+        counts[match["name"]] = counts.get(match["name"], 0) + count
+    return [RunEntry.model_construct(gpu_config=name, count=count) for name, count in counts.items()]
+
+
+def entries_text(entries: Sequence[RunEntry]) -> str:
+    """`SM7_QV100x2 SM7_TITANV`: the form `--config` takes."""
+    return " ".join(e.gpu_config if e.count == 1 else f"{e.gpu_config}x{e.count}" for e in entries)
+
+
+def sims_text(counts: Mapping[SimState, int] | Mapping[str, int]) -> str:
+    """`2/3 succeeded, 1 failed`: succeeded of all, then every other state present."""
+    total = sum(counts.values())
+    parts = [f"{counts.get('succeeded', 0)}/{total} succeeded"]
+    parts += [f"{counts.get(s)} {s}" for s in SIM_STATES if s != "succeeded" and counts.get(s)]
+    return ", ".join(parts)
+
+
+def _marks(run: RunSummary) -> str:
+    return "sample" if run.sample else ("stand-in" if run.replay else "")
+
+
+# --- lists ---------------------------------------------------------------------------------------
+
+RUN_COLUMNS = (
+    Column("id", "run"),
+    Column("state", "state", state_label),
+    Column("trace_id", "trace"),
+    Column("sims", "sims"),
+    Column("configs", "configs"),
+    Column("age", "age", right=True),
+    Column("marks", "note"),
+)
+
+
+def run_records(runs: Sequence[RunSummary], now: datetime) -> list[Record]:
+    return [
+        {"id": r.id, "state": r.state, "trace_id": r.trace_id, "sims": sims_text(r.sim_counts),
+         "configs": entries_text(r.entries), "age": age(r.created_at, now), "marks": _marks(r)}
+        for r in runs
+    ]
+
+
+TRACE_COLUMNS = (
+    Column("id", "trace"),
+    Column("state", "state", state_label),
+    Column("model", "model"),
+    Column("arch", "arch"),
+    Column("kernels", "kernels", right=True),
+    Column("size", "size", right=True),
+    Column("age", "age", right=True),
+    Column("note", "note / error"),
+)
+
+
+def trace_records(traces: Sequence[TraceSummary], now: datetime) -> list[Record]:
+    return [
+        {"id": t.id, "state": t.state, "model": t.model, "arch": t.trace_gpu_arch,
+         "kernels": t.kernel_count, "size": human_bytes(t.bytes), "age": age(t.created_at, now),
+         # a failed trace's error is the first thing to read about it, whole
+         "note": t.error or ("sample" if t.sample else "")}
+        for t in traces
+    ]
+
+
+# --- one run ------------------------------------------------------------------------------------
+
+SIM_COLUMNS = (
+    Column("gpu_config", "config"),
+    Column("replica", "#", right=True),
+    Column("state", "state", state_label),
+    Column("kernels", "kernels", right=True),
+    Column("cycles", "cycles", si_number, right=True),
+    Column("ipc", "IPC", fixed, right=True),
+    Column("rate", "rate/s", si_number, right=True),
+    Column("elapsed", "elapsed", right=True),
+    Column("id", "sim"),
+    Column("detail", "kernel (last when finished) / error"),
+)
+
+
+def _elapsed(sim: SimSummary, now: datetime) -> str | None:
+    if sim.started_at is None:
+        return None
+    return age(sim.started_at, sim.finished_at or now)
+
+
+def sim_records(sims: Sequence[SimSummary], now: datetime) -> list[Record]:
+    records = []
+    for sim in sims:
+        kernel = short_kernel_name(sim.current_kernel)
+        if sim.error:
+            detail = sim.error
+        elif kernel and sim.state in ("succeeded", "failed", "cancelled"):
+            detail = f"last: {kernel}"
+        else:
+            detail = kernel
+        records.append({
+            "gpu_config": sim.gpu_config, "replica": sim.replica, "state": sim.state,
+            "kernels": f"{sim.kernels_done}/{sim.kernels_total}",
+            "cycles": sim.latest.gpu_tot_sim_cycle, "ipc": sim.latest.gpu_tot_ipc,
+            "rate": sim.latest.sim_rate_ips, "elapsed": _elapsed(sim, now), "id": sim.id,
+            "detail": detail,
+        })
+    return records
+
+
+def run_header(run: RunDetail, now: datetime) -> list[str]:
+    """The lines above a run's sims table."""
+    lines = [
+        f"run      {run.id}  {state_label(run.state)}  ({sims_text(run.sim_counts)})",
+        f"trace    {run.trace_id}  {run.trace.trace_gpu_arch}"
+        + (f"  {run.trace.model}" if run.trace.model else ""),
+        f"configs  {entries_text(run.entries)}",
+        f"created  {run.created_at:%Y-%m-%d %H:%M:%S} UTC ({age(run.created_at, now)} ago)",
+    ]
+    if note := stand_in_note(run):
+        lines.append(f"note     {note}")
+    return lines
+
+
+def stand_in_note(run: RunDetail) -> str | None:
+    if run.sample:
+        return "sample run: recorded Accel-Sim results of the sample trace"
+    if reason := stand_in_reason(run, run.sims):
+        return f"numbers from the stand-in simulator, not this trace ({reason})"
+    return None
+
+
+# --- results ------------------------------------------------------------------------------------
+
+TOTAL_COLUMNS = (
+    Column("config", "config"),
+    Column("succeeded", "ok", right=True),
+    Column("replicas", "of", right=True),
+    Column("total_ns", "simulated", time_ns, right=True),
+    Column("low_ns", "lowest", time_ns, right=True),
+    Column("high_ns", "highest", time_ns, right=True),
+    Column("vs_fastest", "x fastest", lambda v: f"{v:.2f}x", right=True),
+    Column("cycles", "cycles", si_number, right=True),
+    Column("ipc", "IPC", fixed, right=True),
+)
+
+
+def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]:
+    """Per config: the median total simulated time over succeeded replicas (with the lowest and
+    highest), as a multiple of the fastest config, and the median cycles and IPC."""
+    sims = {s.id: s for s in run.sims}
+    totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
+    multiples = rank(totals).multiples
+    return [
+        {"config": t.config, "succeeded": t.succeeded, "replicas": t.replicas, "total_ns": t.median_ns,
+         "low_ns": t.low_ns, "high_ns": t.high_ns, "vs_fastest": multiples.get(t.config),
+         "cycles": t.cycles, "ipc": t.ipc}
+        for t in totals
+    ]
+
+
+def ranking_sentence(run: RunDetail, kernels: Sequence[KernelStat]) -> str:
+    sims = {s.id: s for s in run.sims}
+    totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
+    return rank(totals).sentence(finished=run.state != "active")
+
+
+KERNEL_COLUMNS = (
+    Column("gpu_config", "config"),
+    Column("replica", "#", right=True),
+    Column("sim_id", "sim", in_table=False),
+    Column("kernel_index", "k", right=True),
+    Column("kernel", "kernel", short_kernel_name),
+    Column("kernel_name", "mangled", in_table=False),
+    Column("sim_time_ns", "simulated", time_ns, right=True),
+    Column("gpu_sim_cycle", "cycles", si_number, right=True),
+    Column("gpu_sim_insn", "instructions", si_number, right=True),
+    Column("gpu_ipc", "IPC", fixed, right=True),
+)
+
+
+def kernel_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]:
+    """Every kernel every sim finished, in the API's order (config, replica, kernel)."""
+    sims = {s.id: s for s in run.sims}
+    records = []
+    for stat in kernels:
+        sim = sims.get(stat.sim_id)
+        records.append({
+            "gpu_config": sim.gpu_config if sim else None, "replica": sim.replica if sim else None,
+            "sim_id": stat.sim_id, "kernel_index": stat.kernel_index,
+            # the table shortens the demangled name; `kernel` keeps it whole for scripts
+            "kernel": demangle(stat.kernel_name), "kernel_name": stat.kernel_name,
+            "sim_time_ns": stat.sim_time_ns, "gpu_sim_cycle": stat.gpu_sim_cycle,
+            "gpu_sim_insn": stat.gpu_sim_insn, "gpu_ipc": stat.gpu_ipc,
+        })
+    return records
+
+
+def comparison_columns(comparison: Comparison) -> tuple[Column, ...]:
+    """Kernel, real time, then one column per config (its name is the JSON / CSV field)."""
+    return (
+        Column("kernel_index", "k", right=True),
+        Column("kernel", "kernel", short_kernel_name),
+        Column("kernel_name", "mangled", in_table=False),
+        Column("real_ns", "real", time_ns, right=True),
+        *(Column(config, config, time_ns, right=True) for config in comparison.configs),
+    )
+
+
+def comparison_records(comparison: Comparison) -> list[Record]:
+    """Per kernel position: real time and each config's median simulated time, in ns."""
+    return [
+        {"kernel_index": row.kernel_index, "kernel": demangle(row.kernel_name),
+         "kernel_name": row.kernel_name, "real_ns": row.real_ns,
+         **{config: row.sim_ns.get(config) for config in comparison.configs}}
+        for row in comparison.rows
+    ]
+
+
+# --- following a run -----------------------------------------------------------------------------
+
+def progress_line(run_id: str, sims: Sequence[SimSummary], width: int = 24) -> str:
+    """`run-… ▶ active [#####.....]  45%  1/4 succeeded, 2 running`: the share of kernels done,
+    a finished sim's as all done (a failed one will do no more), the others' as far as they got
+    (capped: the stand-in can finish more kernels than the trace has)."""
+    total = sum(max(s.kernels_total, 1) for s in sims)
+    done = sum(
+        max(s.kernels_total, 1) if s.state in TERMINAL_SIM_STATES else min(s.kernels_done, max(s.kernels_total, 1))
+        for s in sims
+    )
+    fraction = done / total if total else 0.0
+    filled = int(fraction * width)
+    counts: dict[str, int] = {}
+    for sim in sims:
+        counts[sim.state] = counts.get(sim.state, 0) + 1
+    state = run_state(s.state for s in sims)
+    return (f"{run_id} {state_label(state)} [{'#' * filled}{'.' * (width - filled)}] {fraction * 100:3.0f}%"
+            f"  {sims_text(counts)}")

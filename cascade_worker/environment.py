@@ -1,0 +1,16 @@
+"""The simulator's environment: the worker's, without Cascade's own variables.
+
+`CASCADE_TOKEN` lets whoever holds it drive the whole app; the simulator (Accel-Sim, or the
+stand-in replay) needs nothing of Cascade's, and anything it runs, prints or dumps must not be
+able to leak the token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+HIDDEN_PREFIX = "CASCADE_"
+
+
+def simulator_environment(worker_env: Mapping[str, str]) -> dict[str, str]:
+    return {name: value for name, value in worker_env.items() if not name.startswith(HIDDEN_PREFIX)}

@@ -1,0 +1,207 @@
+"""The scripting commands end to end: `cascade runs|run|results|traces` as real subprocesses
+against the real server on a real port, whose local launcher runs real `cascade worker`
+stand-ins. A stand-in fails for real when its recording ends before Accel-Sim's exit line."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import gzip
+import io
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TOKEN, free_port, ready_trace
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "samples"
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+async def cascade(*args: str, url: str | None, token: str | None = TOKEN, home: Path) -> Result:
+    """`cascade ARGS` in a subprocess (the server runs in this event loop, so wait without
+    blocking it), with only the settings given here (no config file of the machine's)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config")}
+    if url:
+        env["CASCADE_URL"] = url
+    if token:
+        env["CASCADE_TOKEN"] = token
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cascade_server.cli", *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return Result(proc.returncode, out.decode(), err.decode())
+
+
+def samples_with_a_truncated_recording(root: Path) -> Path:
+    """The repo's samples, except that SM7_TITANV's recording stops halfway: its stand-in exits 0
+    without `GPGPU-Sim: *** exit detected ***`, which the worker reports as a failure."""
+    shutil.copytree(SAMPLES / "accelsim", root / "accelsim")
+    recordings = root / "recordings"
+    shutil.copytree(SAMPLES / "recordings", recordings)
+    lines = gzip.decompress((recordings / "SM7_TITANV.log.gz").read_bytes()).split(b"\n")
+    (recordings / "SM7_TITANV.log.gz").write_bytes(gzip.compress(b"\n".join(lines[: len(lines) // 2])))
+    return root
+
+
+@pytest.fixture
+async def live(make_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")  # workers inherit it
+    samples = samples_with_a_truncated_recording(tmp_path / "samples")
+    server = await make_server(launcher="local", local_slots=2, replay_speed=25.0, samples_dir=samples)
+    await server.store.put_trace(ready_trace())
+    return server
+
+
+async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_path):
+    url = live.url
+    started = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x2",
+                            "--wait", url=url, home=tmp_path)
+    assert started.code == 0, started.err
+    run_id = started.out.strip()
+    assert run_id.startswith("run-") and started.out == run_id + "\n"  # stdout: just the id
+    assert f"{run_id} succeeded: 2/2 succeeded" in started.err
+    assert "[########################] 100%" in started.err  # the progress line, at its end
+    async with live.client() as http:
+        run = (await http.get(f"/api/runs/{run_id}")).json()
+        kernels = (await http.get(f"/api/runs/{run_id}/kernels")).json()
+        comparison = (await http.get(f"/api/runs/{run_id}/comparison")).json()
+    assert run["state"] == "succeeded" and len(kernels) == 30
+
+    # --kernels as CSV reads back to the API's numbers exactly, with names demangled.
+    as_csv = await cascade("results", run_id, "--kernels", "--format", "csv", url=url, home=tmp_path)
+    assert as_csv.code == 0, as_csv.err
+    rows = list(csv.DictReader(io.StringIO(as_csv.out)))
+    assert len(rows) == len(kernels)
+    for row, stat in zip(rows, kernels):
+        assert (row["sim_id"], int(row["kernel_index"]), row["kernel_name"]) == (
+            stat["sim_id"], stat["kernel_index"], stat["kernel_name"])
+        assert float(row["sim_time_ns"]) == stat["sim_time_ns"]
+        assert int(row["gpu_sim_cycle"]) == stat["gpu_sim_cycle"] and float(row["gpu_ipc"]) == stat["gpu_ipc"]
+    assert rows[0]["kernel_name"].startswith("_Z") and not rows[0]["kernel"].startswith("_Z")
+    assert rows[0]["kernel"] == "embedding_kernel(int const*, float4 const*, float4 const*, float4*, int, int)"
+
+    # The same records as JSON and as CSV, for every view.
+    for view in ([], ["--kernels"], ["--comparison"]):
+        as_json = await cascade("results", run_id, *view, "--format", "json", url=url, home=tmp_path)
+        as_csv = await cascade("results", run_id, *view, "--format", "csv", url=url, home=tmp_path)
+        records = json.loads(as_json.out)
+        read_back = list(csv.DictReader(io.StringIO(as_csv.out)))
+        assert [{k: "" if v is None else str(v) for k, v in r.items()} for r in records] == read_back, view
+    comparison_rows = json.loads((await cascade("results", run_id, "--comparison", "--format", "json",
+                                                url=url, home=tmp_path)).out)
+    assert [r["SM7_QV100"] for r in comparison_rows] == [r["sim_ns"]["SM7_QV100"] for r in comparison["rows"]]
+
+    table = await cascade("results", run_id, url=url, home=tmp_path)
+    assert table.code == 0
+    assert table.out.splitlines()[0].split() == ["config", "ok", "of", "simulated", "lowest", "highest",
+                                                 "x", "fastest", "cycles", "IPC"]
+    assert table.out.splitlines()[1].split()[:3] == ["SM7_QV100", "2", "2"]
+    assert "numbers from the stand-in simulator" in table.err  # said, but off stdout
+    assert "Only one config in this run" in table.err
+
+
+async def test_run_start_wait_exits_1_when_the_run_fails_or_is_partial(live, tmp_path):
+    failed = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_TITANV",
+                           "--wait", url=live.url, home=tmp_path)
+    assert failed.code == 1, failed.err
+    run_id = failed.out.strip()
+    assert f"{run_id} failed: 0/1 succeeded, 1 failed" in failed.err
+    assert "SM7_TITANV #0 sim-" in failed.err and "failed: " in failed.err  # the reason, per sim
+
+    partial = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100",
+                            "--config", "SM7_TITANV", "--wait", url=live.url, home=tmp_path)
+    assert partial.code == 1
+    assert "partial: 1/2 succeeded, 1 failed" in partial.err
+
+    # retry makes a new run of the failed sim only; `run wait` follows it to the same end
+    retried = await cascade("run", "retry", partial.out.strip(), url=live.url, home=tmp_path)
+    assert retried.code == 0, retried.err
+    waited = await cascade("run", "wait", retried.out.strip(), url=live.url, home=tmp_path)
+    assert waited.code == 1 and "failed: 0/1 succeeded, 1 failed" in waited.err
+    shown = await cascade("run", "show", retried.out.strip(), url=live.url, home=tmp_path)
+    assert "configs  SM7_TITANV" in shown.out
+
+
+async def test_lists_show_and_delete(live, tmp_path):
+    url = live.url
+    empty = await cascade("runs", url=url, home=tmp_path)
+    assert (empty.code, empty.out, empty.err) == (0, "", "no runs\n")
+    run_id = (await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100",
+                            "--wait", url=url, home=tmp_path)).out.strip()
+    listed = await cascade("runs", url=url, home=tmp_path)
+    header, row = listed.out.splitlines()
+    assert header.split() == ["run", "state", "trace", "sims", "configs", "age", "note"]
+    assert row.split()[:6] == [run_id, "✔", "succeeded", "tinyformer-step-sm70", "1/1", "succeeded"]
+    assert json.loads((await cascade("runs", "--json", "--state", "succeeded", url=url, home=tmp_path)).out)[0]["id"] == run_id
+    assert (await cascade("runs", "--state", "failed", url=url, home=tmp_path)).err == "no runs in state failed\n"
+
+    shown = await cascade("run", "show", run_id, url=url, home=tmp_path)
+    lines = shown.out.splitlines()
+    assert lines[0].startswith(f"run      {run_id}  ✔ succeeded")
+    assert "note     numbers from the stand-in simulator" in shown.out
+    sims_header = lines.index("") + 1
+    assert lines[sims_header].split()[:4] == ["config", "#", "state", "kernels"]
+    assert lines[sims_header + 1].split()[:5] == ["SM7_QV100", "0", "✔", "succeeded", "15/15"]
+
+    traces = await cascade("traces", "--state", "ready", url=url, home=tmp_path)
+    assert traces.out.splitlines()[1].split()[0] == "tinyformer-step-sm70"
+
+    deleted = await cascade("run", "delete", run_id, url=url, home=tmp_path)
+    assert (deleted.code, deleted.err) == (0, f"deleted run {run_id}\n")
+    again = await cascade("run", "delete", run_id, url=url, home=tmp_path)
+    assert (again.code, again.err) == (3, f"cascade run delete: 404: run {run_id} not found\n")
+    gone = await cascade("traces", "--delete", "tinyformer-step-sm70", url=url, home=tmp_path)
+    assert (gone.code, gone.err) == (0, "deleted trace tinyformer-step-sm70\n")
+
+
+async def test_errors_are_one_line_with_an_exit_code(live, tmp_path):
+    url = live.url
+    nobody = f"http://127.0.0.1:{free_port()}"
+    cases = [
+        (["runs"], {"url": nobody}, 3, f"cascade runs: No Cascade server answers at {nobody} (ConnectError)"),
+        (["traces"], {"token": "wrong"}, 3, "cascade traces: The server refused the token (401 Unauthorized)"),
+        (["runs"], {"token": None}, 3, "cascade runs: The server refused the token (401 Unauthorized). No token is set"),
+        (["run", "show", "run-000000000000"], {}, 3, "cascade run show: 404: run run-000000000000 not found"),
+        (["results", "nope/../x"], {}, 3, "cascade results: 404: run nope/../x not found"),
+        (["run", "start", "--trace", "missing", "--config", "SM7_QV100"], {}, 3,
+         "cascade run start: 404: trace missing not found"),
+        (["run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM75_RTX2060"], {}, 3,
+         "cascade run start: 422: gpu_config 'SM75_RTX2060' is sm_75, but trace tinyformer-step-sm70 is sm_70"),
+        (["run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x99"], {}, 2,
+         "cascade run start: --config 'SM7_QV100x99': the count must be 1 to 64"),
+        (["run", "start", "--trace", "tinyformer-step-sm70"], {}, 2,
+         "cascade run start: trace tinyformer-step-sm70 suggests no config: give --config NAME[xN] "
+         "(sm_70: SM7_GV100, SM7_QV100, SM7_TITANV)"),
+        (["runs"], {"url": "localhost:8000"}, 2, "cascade runs: invalid settings: url: Value error, must start with http"),
+    ]
+    for args, overrides, code, message in cases:
+        result = await cascade(*args, **{"url": url, "home": tmp_path, **overrides})
+        assert (result.code, result.out) == (code, ""), (args, result)
+        assert result.err.startswith(message) and result.err.count("\n") == 1, (args, result.err)
+    usage = await cascade("runs", "--state", "done", url=url, home=tmp_path)
+    assert usage.code == 2 and "invalid choice: 'done'" in usage.err
+
+
+async def test_settings_come_from_the_tui_config_file(live, tmp_path):
+    config = tmp_path / "config" / "cascade" / "tui.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'url = "{live.url}"\ntoken = "{TOKEN}"\n')
+    config.chmod(0o600)
+    result = await cascade("runs", url=None, token=None, home=tmp_path)
+    assert (result.code, result.err) == (0, "no runs\n"), result

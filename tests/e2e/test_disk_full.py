@@ -1,0 +1,97 @@
+"""A full disk: every write route answers 507 with a `detail` (never a 500 with a traceback),
+what was acknowledged before stays intact, and writes resume once space returns. The data
+directory is a small tmpfs, filled to the last byte by a file the test then removes."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cascade_server.faults import DISK_FULL_DETAIL
+from tests.conftest import ready_trace
+
+pytestmark = pytest.mark.timeout(120)
+STEP_TIMELINE: dict[str, object] = {"simulated": {"steps": [], "summary": {}}, "compare": None}
+OCTETS = {"Content-Type": "application/octet-stream"}
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(mount)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {result.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """A file that takes every byte left on `disk`."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        for size in (1 << 20, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    out.write(b"\0" * size)
+    with pytest.raises(OSError) as full:
+        (disk / "probe").write_bytes(b"x" * 4096)
+    assert full.value.errno == errno.ENOSPC
+    return filler
+
+
+async def test_writes_answer_507_keep_acknowledged_data_and_resume(small_disk, make_server, caplog):
+    caplog.set_level(logging.WARNING)
+    server = await make_server(data_dir=small_disk / "data")
+    await server.store.put_trace(ready_trace())
+    async with server.client() as http:
+        run = (await http.post("/api/runs", json={"trace_id": "tinyformer-step-sm70",
+                                                  "entries": [{"gpu_config": "SM7_QV100", "count": 2}]})).json()
+        sim = run["sims"][0]["id"]
+        sims = f"/api/sims/{sim}"
+        assert (await http.post(f"{sims}/heartbeat", json={"state": "running"})).status_code == 200
+        for seq in range(3):
+            assert (await http.post(f"{sims}/logs", json={"seq": seq, "lines": [f"line {seq}"]})).status_code == 204
+        assert (await http.put(f"{sims}/files/out.txt", content=b"kept", headers=OCTETS)).status_code == 200
+        before = (await http.get(f"/api/runs/{run['id']}")).json()
+
+        filler = fill(small_disk)
+        writes = {
+            "heartbeat": lambda: http.post(f"{sims}/heartbeat", json={"state": "running"}),
+            "log chunk": lambda: http.post(f"{sims}/logs", json={"seq": 3, "lines": ["line 3 " + "x" * 5000]}),
+            "file": lambda: http.put(f"{sims}/files/big.txt", content=os.urandom(1 << 20), headers=OCTETS),
+            "step timeline": lambda: http.post(f"{sims}/step-timeline", json=STEP_TIMELINE),
+            "new run": lambda: http.post("/api/runs", json={"trace_id": "tinyformer-step-sm70",
+                                                            "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}),
+            "cancel": lambda: http.post(f"/api/runs/{run['id']}/cancel"),
+        }
+        for name, write in writes.items():
+            resp = await write()
+            assert (resp.status_code, resp.json()) == (507, {"detail": DISK_FULL_DETAIL}), name
+
+        # What was acknowledged is all there, unchanged.
+        assert (await http.get(f"/api/runs/{run['id']}")).json() == before
+        assert (await http.get(f"{sims}/log")).text == "line 0\nline 1\nline 2\n"
+        assert (await http.get(f"{sims}/files/out.txt")).content == b"kept"
+        assert [f["name"] for f in (await http.get(f"{sims}/files")).json()] == ["out.txt"]
+        assert len((await http.get("/api/runs")).json()) == 1
+
+        filler.unlink()  # space returns: the same writes now succeed
+        expected = {"heartbeat": 200, "log chunk": 204, "file": 200, "step timeline": 204, "new run": 201, "cancel": 200}
+        for name, write in writes.items():
+            assert (await write()).status_code == expected[name], name
+        assert (await http.get(f"{sims}/log")).text.startswith("line 0\nline 1\nline 2\nline 3 ")
+        assert sorted(f["name"] for f in (await http.get(f"{sims}/files")).json()) == ["big.txt", "out.txt"]
+    assert list(small_disk.rglob("*.part")) == []
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert any("disk full" in r.getMessage() for r in caplog.records)

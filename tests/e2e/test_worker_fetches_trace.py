@@ -1,0 +1,87 @@
+"""A compute node without the server's filesystem: `cascade worker` fetches the trace's
+simulator inputs over the API into local scratch, once per node, and removes them after."""
+
+from __future__ import annotations
+
+import pytest
+
+from cascade_server.trace_inputs import kernel_files
+from tests.conftest import TOKEN, ready_trace
+from tests.e2e.test_local_runs import create_run, finished_run
+from tests.e2e.test_worker_by_hand import start_worker, wait_exit
+from tests.worker.fakes import install_fake_accelsim
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def mirror_trace(server, trace_id: str, kernels: int, missing: int | None = None) -> None:
+    traces = server.settings.traces_dir / trace_id / "traces"
+    traces.mkdir(parents=True)
+    names = [f"kernel-{i}.traceg" for i in range(1, kernels + 1)]
+    (traces / "kernelslist.g").write_text("MemcpyHtoD,0x00007f4c5e000000,256\n" + "\n".join(names) + "\n")
+    for i, name in enumerate(names, start=1):
+        if i != missing:
+            (traces / name).write_text(f"-kernel name = k{i}\n" * 1000)
+    (traces / "kernel-1.trace").write_text("raw upload: never sent to a node\n")
+
+
+def test_kernelslist_names_only_files_beside_it():
+    text = "MemcpyHtoD,0x1,256\nkernel-1.traceg\n\n../../etc/passwd\nkernel-2.traceg\n"
+    assert kernel_files(text) == ["traces/kernel-1.traceg", "traces/kernel-2.traceg"]
+
+
+async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_path):
+    await server.store.put_trace(ready_trace())
+    mirror_trace(server, "tinyformer-step-sm70", kernels=3)
+    accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
+    node = tmp_path / "node-scratch"
+    async with server.client() as http:
+        listing = (await http.get("/api/traces/tinyformer-step-sm70/inputs")).json()
+        assert [f["path"] for f in listing["files"]] == [
+            "traces/kernelslist.g", "traces/kernel-1.traceg", "traces/kernel-2.traceg", "traces/kernel-3.traceg"]
+        run = await create_run(http, [("SM7_QV100", 2)])
+        workers = [
+            start_worker("--url", server.url, "--token", TOKEN, "--sim-id", sim["id"], "--gpu-config", "SM7_QV100",
+                         "--accelsim-dir", str(accelsim), "--trace-dir", str(tmp_path / "not-on-this-node"),
+                         "--trace-id", "tinyformer-step-sm70", "--scratch-dir", str(node))
+            for sim in run["sims"]
+        ]
+        for worker in workers:
+            assert await wait_exit(worker) == 0, worker.stdout.read().decode()
+        final = await finished_run(http, run["id"])
+        assert [s["state"] for s in final["sims"]] == ["succeeded", "succeeded"], final["sims"]
+    # the last worker of the trace on this node removed the copy
+    assert not (node / "cascade-traces" / "tinyformer-step-sm70").exists()
+
+
+async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(server, tmp_path):
+    await server.store.put_trace(ready_trace())
+    mirror_trace(server, "tinyformer-step-sm70", kernels=2, missing=2)
+    accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
+    async with server.client() as http:
+        run = await create_run(http, [("SM7_QV100", 1)])
+        sim = run["sims"][0]
+        worker = start_worker("--url", server.url, "--token", TOKEN, "--sim-id", sim["id"],
+                              "--gpu-config", "SM7_QV100", "--accelsim-dir", str(accelsim),
+                              "--trace-id", "tinyformer-step-sm70", "--scratch-dir", str(tmp_path / "node"))
+        assert await wait_exit(worker) != 0
+        final = await finished_run(http, run["id"])
+        assert final["sims"][0]["state"] == "failed"
+        assert final["sims"][0]["error"] == (
+            "cannot list trace tinyformer-step-sm70's files: HTTP 409 "
+            "trace tinyformer-step-sm70 lacks traces/kernel-2.traceg on the server")
+
+
+async def test_trace_inputs_routes_refuse_what_they_cannot_serve(server, client):
+    await server.store.put_trace(ready_trace())
+    await server.store.put_trace(ready_trace("uploading-one", state="uploading"))
+    mirror_trace(server, "tinyformer-step-sm70", kernels=1)
+    assert (await client.get("/api/traces/nope/inputs")).json() == {"detail": "trace nope not found"}
+    resp = await client.get("/api/traces/uploading-one/inputs")
+    assert resp.status_code == 409 and resp.json() == {"detail": "trace uploading-one is uploading, not ready"}
+    resp = await client.get("/api/traces/tinyformer-step-sm70/inputs/traces/kernel-1.trace")
+    assert resp.status_code == 404  # the raw upload is not a simulator input
+    resp = await client.get("/api/traces/tinyformer-step-sm70/inputs/traces/kernel-1.traceg")
+    assert resp.status_code == 200 and resp.content.startswith(b"-kernel name = k1")
+    async with server.client(token=None) as anonymous:
+        assert (await anonymous.get("/api/traces/tinyformer-step-sm70/inputs")).status_code == 401

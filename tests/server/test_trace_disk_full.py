@@ -1,0 +1,78 @@
+"""A full disk during post-processing: the trace fails saying so, leaves no partial output, and is
+processed again once space is back. The trace mirror is a real, small tmpfs (needs root and
+mount; skipped with the reason otherwise)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from .test_trace_ingest import Harness, sample_files
+
+MiB = 1024 * 1024
+
+
+def _mount(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture
+def small_traces_dir(tmp_path):
+    """`tmp_path/data/traces` as a 3 MiB tmpfs: room for the sm_70 sample trace's 0.6 MB of
+    objects, not for its 14 MB of decompressed kernels."""
+    traces = tmp_path / "data" / "traces"
+    traces.mkdir(parents=True)
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command to make a small tmpfs")
+    result = _mount("-t", "tmpfs", "-o", "size=3m", "tmpfs", str(traces))
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs (needs root): {result.stderr.strip()}")
+    yield traces
+    subprocess.run(["umount", "-l", str(traces)], capture_output=True, timeout=30)
+
+
+async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_back(request, tmp_path, small_traces_dir):
+    h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
+    try:
+        files = sample_files()
+        for rel, body in files.items():
+            h.put("demo", rel, body)
+        h.put_metadata("demo", files, trace_gpu_arch="sm_70")
+
+        failed = await h.recorder.wait_state("demo", "failed", "ready")
+        assert failed.error == "post-processing failed: no space left on the disk (No space left on device)"
+        # Nothing half-done is left: only the mirrored objects (and the lock).
+        mirrored = {p.relative_to(h.mirror("demo")).as_posix() for p in h.mirror("demo").rglob("*") if p.is_file()}
+        assert mirrored == set(files) | {"metadata.json", ".postprocess.lock"}
+
+        # A scan with no more space than before leaves it failed.
+        await h.scanner.wait_for_scan()
+        assert (await h.store.get_trace("demo")).state == "failed"
+
+        assert _mount("-o", "remount,size=64m", str(small_traces_dir)).returncode == 0
+        ready = await h.recorder.wait_state("demo", "ready")
+        assert h.recorder.states("demo")[-3:] == ["failed", "processing", "ready"]
+        assert ready.error is None and len(ready.kernels) == 15
+        assert (h.mirror("demo") / "traces" / "kernel-11.traceg").stat().st_size > 8 * MiB
+    finally:
+        await h.stop()
+
+
+async def test_a_server_restarted_after_the_disk_filled_retries_at_once(request, tmp_path, small_traces_dir):
+    h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
+    try:
+        files = sample_files()
+        for rel, body in files.items():
+            h.put("demo", rel, body)
+        h.put_metadata("demo", files, trace_gpu_arch="sm_70")
+        await h.recorder.wait_state("demo", "failed", "ready")
+        await h.stop()
+        assert _mount("-o", "remount,size=64m", str(small_traces_dir)).returncode == 0
+        await h.start()
+        ready = await h.recorder.wait_state("demo", "ready")
+        assert ready.error is None and len(ready.kernels) == 15
+    finally:
+        await h.stop()
+

@@ -1,0 +1,120 @@
+"""Hostile objects against the real scanner over a real `rclone serve s3`: none may stop ingestion.
+Each fails its own trace with a reason (or, for big valid objects, simply works), and every trace
+id sorting after it still registers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import pytest
+
+from cascade_server.traces.s3 import make_client
+from cascade_server.traces.uploader import LocalFile, build_metadata, upload_trace
+
+from .test_trace_ingest import Harness, sample_files
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture
+async def scanner(request, tmp_path):
+    """A scanner over its own bucket of the session's rclone (`Harness`)."""
+    h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
+    yield h
+    await h.stop()
+
+
+def put_sample_trace(h: Harness, trace_id: str) -> None:
+    files = sample_files()
+    for rel, body in files.items():
+        h.put(trace_id, rel, body)
+    h.put_metadata(trace_id, files, trace_gpu_arch="sm_70")
+
+
+async def test_objects_over_8_mib_in_one_put_are_mirrored_and_later_traces_still_register(scanner):
+    # A profiler's plain S3 client (boto3 defaults) puts each file in one PUT: rclone then answers
+    # GETs of objects over 8 MiB with a checksum boto3's default validation rejects.
+    big = {"traces/real_timing.json": b"[" + b" " * (9 * MiB) + b"]", "traces/blob.bin": os.urandom(20 * MiB)}
+    files = {**sample_files(), **big}
+    for rel, body in files.items():
+        scanner.put("big-objects", rel, body)
+    scanner.put_metadata("big-objects", files, trace_gpu_arch="sm_70")
+    put_sample_trace(scanner, "zz-after-big")
+
+    ready = await scanner.recorder.wait_state("big-objects", "ready", "failed")
+    assert ready.state == "ready", ready.error
+    for rel, body in big.items():
+        assert (scanner.mirror("big-objects") / rel).read_bytes() == body
+    after = await scanner.recorder.wait_state("zz-after-big", "ready", "failed")
+    assert after.state == "ready", after.error
+
+
+async def test_cascade_upload_sends_a_12_mib_file_in_one_put_that_the_scanner_mirrors(scanner, tmp_path):
+    # `cascade upload` sends files under its 64 MiB multipart threshold in one PUT.
+    path = tmp_path / "blob.bin"
+    path.write_bytes(os.urandom(12 * MiB))
+    files = [LocalFile(p, p.relative_to(tmp_path).as_posix(), p.stat().st_size) for p in [path]]
+    sample = tmp_path / "sample"
+    for rel, body in sample_files().items():
+        (sample / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sample / rel).write_bytes(body)
+        files.append(LocalFile(sample / rel, rel, len(body)))
+    client = make_client(scanner.info)
+    upload_trace(client, scanner.bucket, "uploaded-12mib", files, build_metadata("uploaded-12mib", files, {}))
+
+    ready = await scanner.recorder.wait_state("uploaded-12mib", "ready", "failed")
+    assert ready.state == "ready", ready.error
+    assert (scanner.mirror("uploaded-12mib") / "blob.bin").read_bytes() == path.read_bytes()
+    # What boto3's defaults (any other S3 client) read back is the same bytes, checksum and all.
+    body = scanner.client.get_object(Bucket=scanner.bucket, Key="accelsim-traces/uploaded-12mib/blob.bin")["Body"]
+    assert body.read() == path.read_bytes()
+
+
+async def test_an_object_that_cannot_be_mirrored_fails_its_trace_not_the_scan(scanner, caplog):
+    # A 255-byte name is fine for S3 and rclone, but too long for the mirror's temporary file.
+    long_name = "traces/" + "k" * 255
+    scanner.put("aa-unmirrorable", long_name, b"x")
+    scanner.put("aa-unmirrorable", "metadata.json", b"{}")
+    put_sample_trace(scanner, "zz-after-unmirrorable")
+
+    with caplog.at_level(logging.WARNING):
+        failed = await scanner.recorder.wait_state("aa-unmirrorable", "failed", "ready")
+        assert failed.error.startswith(f"could not mirror {long_name[:40]}")
+        assert "File name too long" in failed.error and "\n" not in failed.error
+        after = await scanner.recorder.wait_state("zz-after-unmirrorable", "ready", "failed")
+        assert after.state == "ready", after.error
+        await scanner.scanner.wait_for_scan()
+        await scanner.scanner.wait_for_scan()
+    warnings = [r.getMessage() for r in caplog.records if "aa-unmirrorable" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+
+
+@pytest.mark.parametrize(
+    "name, body, error",
+    [
+        ("bigint", b'{"files": [], "model": ' + b"9" * 5000 + b"}",
+         "metadata.json is not valid JSON: an integer of more than 4300 digits"),
+        ("deep", b"[" * 100_000 + b"]" * 100_000, "metadata.json is not valid JSON: nested too deeply"),
+    ],
+)
+async def test_hostile_metadata_fails_its_trace_once_and_later_traces_still_register(scanner, caplog, name, body, error):
+    scanner.put(f"aa-{name}", "traces/kernel-1.traceg", b"x")
+    scanner.put(f"aa-{name}", "metadata.json", body)
+    put_sample_trace(scanner, f"zz-after-{name}")
+
+    with caplog.at_level(logging.WARNING):
+        failed = await scanner.recorder.wait_state(f"aa-{name}", "failed", "ready")
+        assert failed.error == error
+        after = await scanner.recorder.wait_state(f"zz-after-{name}", "ready", "failed")
+        assert after.state == "ready", after.error
+        for _ in range(3):
+            await scanner.scanner.wait_for_scan()
+    assert scanner.recorder.states(f"aa-{name}")[-1] == "failed"
+    stored = await scanner.store.get_trace(f"aa-{name}")
+    assert stored.state == "failed" and stored.metadata is None
+    # One warning names the trace; later scans leave the failed trace alone.
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len([w for w in warnings if f"aa-{name}" in w]) == 1, warnings
+    json.dumps(stored.model_dump(mode="json"))  # and the API can serve it

@@ -1,0 +1,108 @@
+"""The scripting commands' pure parts: `--config NAME[xN]`, tables, CSV / JSON, the progress line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from datetime import datetime, timedelta, UTC
+
+import pytest
+
+from cascade_server.models import Comparison, ComparisonRow, SimState, SimSummary
+from cascade_tui.commands.output import Column, render, render_table
+from cascade_tui.commands.views import (
+    EntryError,
+    comparison_columns,
+    comparison_records,
+    entries_text,
+    parse_entries,
+    progress_line,
+    sim_records,
+    sims_text,
+)
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def sim(config: str = "SM7_QV100", replica: int = 0, state: SimState = "running", done: int = 0, total: int = 10,
+        **fields) -> SimSummary:
+    return SimSummary(id=f"sim-{config}-{replica}", run_id="run-1", gpu_config=config, replica=replica,
+                      state=state, created_at=NOW, kernels_done=done, kernels_total=total, **fields)
+
+
+def test_config_entries_take_a_count_and_add_up():
+    entries = parse_entries(["SM7_QV100x2", "SM6_TITANX", "SM7_QV100", "SM75_RTX2060x64"])
+    assert [(e.gpu_config, e.count) for e in entries] == [("SM7_QV100", 3), ("SM6_TITANX", 1), ("SM75_RTX2060", 64)]
+    assert entries_text(entries) == "SM7_QV100x3 SM6_TITANX SM75_RTX2060x64"
+    assert parse_entries([]) == []
+
+
+@pytest.mark.parametrize("value", ["SM7_QV100x0", "SM7_QV100x65", "", "  "])
+def test_bad_config_entries_say_what_is_expected(value):
+    with pytest.raises(EntryError, match="--config"):
+        parse_entries([value])
+
+
+def test_table_aligns_columns_without_trailing_spaces():
+    columns = (Column("name", "name"), Column("n", "count", right=True), Column("hidden", "h", in_table=False),
+               Column("t", "time", lambda v: f"{v:.1f}s"))
+    text = render_table(columns, [{"name": "a", "n": 5, "hidden": 1, "t": None},
+                                  {"name": "longer", "n": 1234, "hidden": 2, "t": 2.25}])
+    assert text.splitlines() == [
+        "name    count  time",
+        "a           5  -",
+        "longer   1234  2.2s",
+    ]
+
+
+def test_csv_and_json_carry_exact_values_and_every_column():
+    columns = (Column("k", "k"), Column("x", "x", in_table=False), Column("name", "name"))
+    records = [{"k": 0.1 + 0.2, "x": None, "name": 'quote " and, comma'}, {"k": 1e-300, "x": 3, "name": ""}]
+    read = list(csv.DictReader(io.StringIO(render("csv", columns, records))))
+    assert [float(r["k"]) for r in read] == [0.1 + 0.2, 1e-300]
+    assert [r["x"] for r in read] == ["", "3"] and read[0]["name"] == 'quote " and, comma'
+    assert json.loads(render("json", columns, records)) == records
+
+
+def test_comparison_has_a_column_per_config_and_demangled_names():
+    comparison = Comparison(has_real_timing=True, configs=["A", "B"], rows=[
+        ComparisonRow(kernel_index=0, kernel_name="_Z11gelu_kernelP6float4i", real_ns=100.0, sim_ns={"A": 90.0, "B": None}),
+    ])
+    assert [c.key for c in comparison_columns(comparison)] == ["kernel_index", "kernel", "kernel_name", "real_ns", "A", "B"]
+    assert comparison_records(comparison) == [{
+        "kernel_index": 0, "kernel": "gelu_kernel(float4*, int)", "kernel_name": "_Z11gelu_kernelP6float4i",
+        "real_ns": 100.0, "A": 90.0, "B": None,
+    }]
+
+
+def test_sims_text_counts_succeeded_of_all_then_the_rest_in_state_order():
+    assert sims_text({"failed": 1, "succeeded": 2, "pending": 3}) == "2/6 succeeded, 3 pending, 1 failed"
+    assert sims_text({}) == "0/0 succeeded"
+
+
+def test_sim_records_say_the_error_or_the_last_kernel():
+    started = NOW - timedelta(seconds=75)
+    rows = sim_records([
+        sim(state="failed", error="deadlock detected", started_at=started, finished_at=started + timedelta(seconds=5)),
+        sim(replica=1, state="succeeded", current_kernel="_Z11gelu_kernelP6float4i"),
+        sim(replica=2, state="running", current_kernel="_Z11gelu_kernelP6float4i", started_at=started),
+    ], NOW)
+    assert [r["detail"] for r in rows] == ["deadlock detected", "last: gelu_kernel", "gelu_kernel"]
+    assert [r["elapsed"] for r in rows] == ["5s", None, "1m15s"]
+
+
+def test_progress_line_counts_finished_sims_as_done_and_caps_the_stand_in():
+    sims = [sim(state="failed", done=2), sim(replica=1, done=5), sim(replica=2, state="running", done=40)]
+    line = progress_line("run-1", sims, width=10)
+    # failed: 10 of 10; running: 5 of 10; the stand-in's 40 of 10 counts as 10: 25 of 30
+    assert line == f"run-1 ▶ active [########..] {math.floor(25 / 30 * 100 + 0.5):3d}%  0/3 succeeded, 2 running, 1 failed"
+    done = progress_line("run-1", [sim(state="succeeded", done=10)], width=4)
+    assert done == "run-1 ✔ succeeded [####] 100%  1/1 succeeded"
+
+
+def test_json_carries_nan_and_infinity_as_the_api_does():
+    text = render("json", (Column("v", "v"),), [{"v": math.nan}, {"v": -math.inf}, {"v": [math.inf]}])
+    assert json.loads(text) == [{"v": "NaN"}, {"v": "-Infinity"}, {"v": ["Infinity"]}]
+    assert "NaN," not in text.replace('"NaN"', "")  # strict JSON: no bare NaN literal
