@@ -26,7 +26,7 @@ from cascade_server.models import TERMINAL_SIM_STATES, RunSummary, SimState, Tra
 from ..columns import ColumnSpec, fit
 from ..formatting import STATE_DISPLAY_ORDER, age, bar, human_bytes, plural, progress_fraction, state_label
 from ..listview import next_column, shown
-from ..messages import ConfirmCancel, OpenNewRun, OpenRun, ReportsWorkerErrors
+from ..messages import ConfirmCancel, DeleteTrace, ManageRun, OpenNewRun, OpenRun, ReportsWorkerErrors
 from ..services import Services
 from .modals import MessageScreen
 
@@ -293,6 +293,7 @@ class TracesScreen(PolledTable):
                 id="traces.open"),
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
         Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
+        Binding("D", "delete", "Delete trace", show=False, id="traces.delete"),
     ]
     # At 80 columns: trace, state, arch (it decides which configs can run the trace), the note
     # (a failed trace's error) and age come first; the model goes first when space is short.
@@ -351,6 +352,11 @@ class TracesScreen(PolledTable):
     def action_poll(self) -> None:
         self.poll()
 
+    def action_delete(self) -> None:
+        trace = self.selected()
+        if trace is not None:
+            self.post_message(DeleteTrace(trace))
+
     def action_new_run(self) -> None:
         trace = self.selected()
         if trace is None:
@@ -397,6 +403,9 @@ class RunsScreen(PolledTable):
         Binding("x", "cancel_run", "Cancel run", id="runs.cancel"),
         Binding("g", "poll", "Refresh", show=False, id="runs.refresh"),
         Binding("t", "app.goto('traces')", "Traces", id="runs.traces"),
+        Binding("R", "manage('rerun')", "Re-run", show=False, id="runs.rerun"),
+        Binding("Y", "manage('retry')", "Retry failed sims", show=False, id="runs.retry"),
+        Binding("D", "manage('delete')", "Delete run", show=False, id="runs.delete"),
     ]
     COLUMNS = (ColumnSpec("run", 16, 16, 0), ColumnSpec("trace", 20, 40, 0),
                ColumnSpec("state", 9, 12, 0), ColumnSpec("succeeded", 9, 10, 1),
@@ -453,6 +462,11 @@ class RunsScreen(PolledTable):
 
     def action_new_run(self) -> None:
         self.post_message(OpenNewRun(None))
+
+    def action_manage(self, action: str) -> None:
+        run = self.selected()
+        if run is not None:
+            self.post_message(ManageRun(action, run))
 
     def action_cancel_run(self) -> None:
         run = self.selected()

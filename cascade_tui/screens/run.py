@@ -22,7 +22,7 @@ from cascade_server.models import TERMINAL_SIM_STATES
 
 from .. import compare
 from ..formatting import STATE_DISPLAY_ORDER, state_label
-from ..messages import ConfirmCancel, ReportsWorkerErrors
+from ..messages import ConfirmCancel, ManageRun, ReportsWorkerErrors
 from ..panes.files_pane import FilesPane
 from ..panes.kernels_pane import KernelsPane
 from ..panes.log_pane import LogPane, LogSearch
@@ -60,6 +60,9 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("F", "download('files')", "Save sim files", show=False, id="run.save_files"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
         Binding("z", "zoom", "Zoom pane", show=False, id="run.zoom"),
+        Binding("R", "manage('rerun')", "Re-run", show=False, id="run.rerun"),
+        Binding("Y", "manage('retry')", "Retry failed sims", show=False, id="run.retry"),
+        Binding("D", "manage('delete')", "Delete run", show=False, id="run.delete"),
         Binding("w", "wrap", "Wrap log lines", show=False, id="run.wrap"),
         # Two panes: the sims table and the lower one (log, kernels or files); Tab swaps them
         # so the log and the files list are reachable without a mouse.
@@ -285,6 +288,11 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table = self.query_one(SimTable)
         table.set_sort(next_sort_key(table.sort_key), table.sort_reverse)
         self.notify(f"Sorted by {table.sort_key}", timeout=2)
+
+    def action_manage(self, action: str) -> None:
+        summary = self.model.summary()
+        if summary is not None:
+            self.post_message(ManageRun(action, summary))
 
     def action_zoom(self) -> None:
         """The lower pane (log, kernels, files) gets the whole screen, and back."""
