@@ -28,6 +28,7 @@ from ..formatting import STATE_DISPLAY_ORDER, age, bar, human_bytes, plural, pro
 from ..listview import next_column, shown
 from ..messages import ConfirmCancel, DeleteTrace, ManageRun, OpenNewRun, OpenRun, ReportsWorkerErrors
 from ..services import Services
+from .compare_runs import CompareRunsScreen
 from .modals import MessageScreen
 
 POLL_SECONDS = 2.0
@@ -403,15 +404,22 @@ class RunsScreen(PolledTable):
         Binding("x", "cancel_run", "Cancel run", id="runs.cancel"),
         Binding("g", "poll", "Refresh", show=False, id="runs.refresh"),
         Binding("t", "app.goto('traces')", "Traces", id="runs.traces"),
+        Binding("space", "mark", "Mark for compare", show=False, id="runs.mark"),
+        Binding("c", "compare", "Compare marked", show=False, id="runs.compare"),
         Binding("R", "manage('rerun')", "Re-run", show=False, id="runs.rerun"),
         Binding("Y", "manage('retry')", "Retry failed sims", show=False, id="runs.retry"),
         Binding("D", "manage('delete')", "Delete run", show=False, id="runs.delete"),
     ]
-    COLUMNS = (ColumnSpec("run", 16, 16, 0), ColumnSpec("trace", 20, 40, 0),
+    # The run column has room for the compare mark ("+run-…").
+    COLUMNS = (ColumnSpec("run", 17, 17, 0), ColumnSpec("trace", 20, 40, 0),
                ColumnSpec("state", 9, 12, 0), ColumnSpec("succeeded", 9, 10, 1),
                ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 14, 0, 1))
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(services)
+        self.marked: set[str] = set()  # runs marked for comparison
 
     async def fetch(self) -> list[RunSummary]:
         return await self.services.client.runs()
@@ -420,8 +428,9 @@ class RunsScreen(PolledTable):
         # The sample/replay marker starts the last column, which is cut at its end only: at 80
         # columns the trace id takes what its column has.
         tag = "sample · " if r.sample else ("replay · " if r.replay else "")
+        marked = r.id in self.marked
         return (
-            (r.id, "bold"),
+            (("+" if marked else " ") + r.id, "bold reverse" if marked else "bold"),
             (r.trace_id, ""),
             (state_label(r.state), STATE_COLOURS.get(r.state, "")),
             (run_progress(r.sim_counts), ""),
@@ -462,6 +471,24 @@ class RunsScreen(PolledTable):
 
     def action_new_run(self) -> None:
         self.post_message(OpenNewRun(None))
+
+    def action_mark(self) -> None:
+        run = self.selected()
+        if run is None:
+            return
+        self.marked ^= {run.id}
+        self.show_items()
+        self.query_one(DataTable).action_cursor_down()
+
+    def action_compare(self) -> None:
+        marked = [run_id for run_id in self.fetched_ids() if run_id in self.marked]
+        if len(marked) < 2:
+            self.notify("Mark two or more runs with space, then press c.", severity="warning")
+            return
+        self.app.push_screen(CompareRunsScreen(list(reversed(marked)), self.services))  # oldest first
+
+    def fetched_ids(self) -> list[str]:
+        return [item.id for item in self.fetched]
 
     def action_manage(self, action: str) -> None:
         run = self.selected()

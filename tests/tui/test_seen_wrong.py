@@ -5,6 +5,7 @@ endpoints with recorded Accel-Sim logs)."""
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 import os
 from datetime import datetime, UTC
 
@@ -251,7 +252,7 @@ def test_at_80_columns_the_runs_list_keeps_the_replay_and_sample_markers():
         run = RunSummary(id="run-0123456789ab", trace_id="tinyformer-step-sm70", created_at=now,
                          state="active", entries=[RunEntry(gpu_config="SM7_QV100", count=2)],
                          sim_counts={"running": 1, "failed": 1}, **flags)
-        rows.append(RunsScreen.row_cells(None, run, now))  # it uses no state of the screen
+        rows.append(RunsScreen.row_cells(SimpleNamespace(marked=set()), run, now))  # no screen needed
     widths = fit(RunsScreen.COLUMNS, [[text for text, _ in row] for row in rows], 80)
     last = len(RunsScreen.COLUMNS) - 1
     assert widths[1] is not None and widths[1] >= len("tinyformer-step-sm70")
