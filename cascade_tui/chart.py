@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from cascade_server.models import ComparisonRow
 
-from .compare import ConfigTotal, Ranking
+from .compare import ConfigTotal, Ranking, kernel_share, kernel_spread, order_kernel_rows
 from .formatting import bar, ellipsize, plural, short_kernel_name, si_number, time_ns
 
 Segment = tuple[str, str]
@@ -81,6 +81,7 @@ def chart_lines(
     width: int,
     stand_in: str | None = None,
     finished: bool = True,
+    order: str = "trace",
 ) -> list[Line]:
     """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
     multiples are shown: they would compare placeholders); `finished`: the run is over (else the
@@ -118,10 +119,15 @@ def chart_lines(
         lines.append([("No kernel has finished yet.", "dim")])
         return lines
     lines.append([("Simulated time per kernel", "title"),
-                  ("  (median over replicas that finished it)", "dim")])
-    for row in rows:
+                  (f"  (median over replicas that finished it; by {order}, o: order)", "dim")])
+    config_ns = {t.config: t.median_ns for t in totals if t.median_ns}
+    for row in order_kernel_rows(rows, order):
         name = short_kernel_name(row.kernel_name) or "?"
-        lines.append([(f"#{row.kernel_index} ", "dim"), (ellipsize(name, max(10, width - 8)), "name")])
+        share, spread = kernel_share(row, config_ns), kernel_spread(row)
+        facts = ((f"  share {share:.1f}%" if share is not None else "")
+                 + (f"  Δ {spread:+.1f}%" if spread is not None else ""))
+        lines.append([(f"#{row.kernel_index} ", "dim"),
+                      (ellipsize(name, max(10, width - 8 - len(facts))), "name"), (facts, "dim")])
         values = [v for v in row.sim_ns.values() if v is not None]
         if row.real_ns is not None:
             values.append(row.real_ns)

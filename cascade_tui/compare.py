@@ -196,3 +196,30 @@ def sample_note(run: RunSummary | None) -> str | None:
         return None
     return ("sample run: real Accel-Sim results of the sample trace, recorded elsewhere and "
             "replayed here; cancelling it changes nothing")
+
+
+KERNEL_ORDERS = ("trace", "time", "spread")  # the kernels view's orders, as `o` cycles them
+
+
+def kernel_spread(row: ComparisonRow) -> float | None:
+    """How much the configs disagree on a kernel: (slowest - fastest) / fastest, in %."""
+    values = [v for v in row.sim_ns.values() if v is not None and v > 0]
+    return (max(values) - min(values)) / min(values) * 100.0 if len(values) > 1 else None
+
+
+def kernel_share(row: ComparisonRow, totals: Mapping[str, float]) -> float | None:
+    """The kernel's share of its config's total, in %, for the config with the largest share."""
+    shares = [v / totals[cfg] * 100.0 for cfg, v in row.sim_ns.items()
+              if v is not None and totals.get(cfg)]
+    return max(shares) if shares else None
+
+
+def order_kernel_rows(rows: Sequence[ComparisonRow], order: str) -> list[ComparisonRow]:
+    """`trace`: as launched; `time`: the longest (on its slowest config) first; `spread`: the
+    kernels the configs disagree on most first."""
+    if order == "time":
+        return sorted(rows, key=lambda r: -max((v for v in r.sim_ns.values() if v is not None),
+                                               default=0.0))
+    if order == "spread":
+        return sorted(rows, key=lambda r: -(kernel_spread(r) or 0.0))
+    return list(rows)

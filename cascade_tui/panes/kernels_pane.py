@@ -31,6 +31,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self.dirty = True  # kernels or sims changed since the chart was drawn
         self._real: RealTiming = ()  # the server's real timing, row by row
         self._last_comparison = 0.0
+        self.order = "trace"  # compare.KERNEL_ORDERS: how the per-kernel bars are sorted
 
     def compose(self) -> ComposeResult:
         yield Static("", id="kernels-title")
@@ -45,6 +46,13 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         if self.chart.has_focus:
             title = f"▶ {title} · Tab: sims"
         self.query_one("#kernels-title", Static).update(title)
+
+    def next_order(self) -> str:
+        orders = compare.KERNEL_ORDERS
+        self.order = orders[(orders.index(self.order) + 1) % len(orders)]
+        self.dirty = True  # drawn now if shown, else when it is
+        self.draw()
+        return self.order
 
     def on_resize(self) -> None:
         self.dirty = True  # the lines are built to the width
@@ -76,7 +84,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         widget.set_lines(chart.chart_lines(
             configs, rows, totals, compare.rank(totals), compare.mape(rows, configs), has_real,
             width, compare.stand_in_reason(model.summary(), model.sims.values()),
-            finished=model.is_finished(),
+            finished=model.is_finished(), order=self.order,
         ))
         if has_real and not model.is_finished():
             self.load_comparison()

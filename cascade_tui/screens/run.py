@@ -60,6 +60,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("F", "download('files')", "Save sim files", show=False, id="run.save_files"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
         Binding("z", "zoom", "Zoom pane", show=False, id="run.zoom"),
+        Binding("o", "kernel_order", "Kernels by trace/time/spread", show=False,
+                id="run.kernel_order"),
         Binding("R", "manage('rerun')", "Re-run", show=False, id="run.rerun"),
         Binding("Y", "manage('retry')", "Retry failed sims", show=False, id="run.retry"),
         Binding("D", "manage('delete')", "Delete run", show=False, id="run.delete"),
@@ -293,6 +295,11 @@ class RunScreen(ReportsWorkerErrors, Screen):
         summary = self.model.summary()
         if summary is not None:
             self.post_message(ManageRun(action, summary))
+
+    def action_kernel_order(self) -> None:
+        if self.view != "kernels":
+            self.action_show("kernels")
+        self.notify(f"Kernels by {self.kernels_pane.next_order()}", timeout=2)
 
     def action_zoom(self) -> None:
         """The lower pane (log, kernels, files) gets the whole screen, and back."""

@@ -55,3 +55,21 @@ async def test_mark_two_runs_and_compare_them(srv, http, tmp_path):  # noqa: F81
         assert "SM7_QV100" in text and "+0.0%" in text
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is screen, "back on Runs")
+
+
+def test_kernels_view_orders_by_time_or_spread_with_share_and_delta():
+    from cascade_server.models import ComparisonRow
+    from cascade_tui import chart, compare
+
+    rows = [ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0}),
+            ComparisonRow(kernel_index=1, kernel_name="_Z1bv", sim_ns={"A": 90.0, "B": 100.0})]
+    assert compare.kernel_spread(rows[0]) == 200.0
+    assert compare.kernel_share(rows[1], {"A": 100.0, "B": 130.0}) == 90.0
+    assert [r.kernel_index for r in compare.order_kernel_rows(rows, "time")] == [1, 0]
+    assert [r.kernel_index for r in compare.order_kernel_rows(rows, "spread")] == [0, 1]
+    totals = [compare.ConfigTotal("A", 100.0, 100.0, 100.0, 1, 1),
+              compare.ConfigTotal("B", 130.0, 130.0, 130.0, 1, 1)]
+    text = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
+                                         False, 100, order="time"))
+    assert text.index("#1 b") < text.index("#0 a")
+    assert "share 90.0%  Δ +11.1%" in text and "share 23.1%  Δ +200.0%" in text
