@@ -119,7 +119,7 @@ def chart_lines(
         lines.append([("No kernel has finished yet.", "dim")])
         return lines
     lines.append([("Simulated time per kernel", "title"),
-                  (f"  (median over replicas that finished it; by {order}, o: order)", "dim")])
+                  (f"  (median over replicas; by {order}, o: order)", "dim")])
     config_ns = {t.config: t.median_ns for t in totals if t.median_ns}
     for row in order_kernel_rows(rows, order):
         name = short_kernel_name(row.kernel_name) or "?"

@@ -413,7 +413,7 @@ class RunsScreen(PolledTable):
     # The run column has room for the compare mark ("+run-…").
     COLUMNS = (ColumnSpec("run", 17, 17, 0), ColumnSpec("trace", 20, 40, 0),
                ColumnSpec("state", 9, 12, 0), ColumnSpec("succeeded", 9, 10, 1),
-               ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 14, 0, 1))
+               ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 12, 0, 1))
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
 
