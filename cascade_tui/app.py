@@ -21,29 +21,39 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from cascade_server.models import utcnow
+from cascade_server.models import RunSummary, utcnow
 
 from .client import CascadeClient, error_title
 from .config import TuiSettings
 from .exit_guard import ExitGuard
-from .formatting import plural
-from .messages import ConfirmCancel, Connected, OpenNewRun, OpenRun, ReportsWorkerErrors, WorkerFailed
+from .formatting import human_bytes, plural
+from .messages import (
+    ConfirmCancel,
+    Connected,
+    DeleteTrace,
+    ManageRun,
+    OpenNewRun,
+    OpenRun,
+    ReportsWorkerErrors,
+    WorkerFailed,
+)
 from .screens.connect import ConnectScreen
-from .screens.lists import RunsScreen, TracesScreen
-from .screens.modals import ConfirmScreen, HelpScreen, binding_rows
+from .screens.lists import RunsScreen, TracesScreen, unfinished_sims
+from .screens.modals import ConfirmScreen, HelpScreen, QuitScreen, binding_rows
 from .screens.new_run import NewRunScreen
 from .screens.run import RunScreen
 from .services import Services
 
 
 TEXTUAL_COMMANDS_KEPT = {"Theme", "Screenshot"}
+QUIT_CHECK_TIMEOUT_S = 3.0
 
 
 class CascadeApp(ReportsWorkerErrors, App[int]):
     CSS_PATH = Path(__file__).with_name("cascade.tcss")
     TITLE = "Cascade"
     ENABLE_COMMAND_PALETTE = True
-    ERROR_TITLES = {"cancel": "Cancel failed"}
+    ERROR_TITLES = {"cancel": "Cancel failed", "manage": "Not done"}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
@@ -129,6 +139,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         # Only the runs list stays under a run screen.
         while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
             self.pop_screen()
+        if isinstance(self.screen, RunsScreen):
+            self.screen.select(run_id)  # back on the list, the cursor is on the run just left
         self.push_screen(RunScreen(run_id, self.services))
 
     @on(OpenNewRun)
@@ -168,6 +180,104 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         self.notify(f"Cancelled {run_id}: {plural(run.sim_counts.get('cancelled', 0), 'sim')} "
                     "cancelled.",
                     title="Cancel")
+
+    # --- managing runs and traces ------------------------------------------------------------
+
+    @on(ManageRun)
+    def manage_run(self, message: ManageRun) -> None:
+        run, action = message.run, message.action
+        entries = ", ".join(f"{e.gpu_config} × {e.count}" for e in run.entries)
+        sims = sum(run.sim_counts.values())
+        failed = run.sim_counts.get("failed", 0)
+        if action == "retry" and not failed:
+            self.notify(f"{run.id} has no failed sims to retry.", severity="warning")
+            return
+        if action == "delete" and run.state == "active":
+            self.notify(f"{run.id} is still running: cancel it first (x), then delete it.",
+                        severity="warning")
+            return
+        title, body = {
+            "rerun": (f"Re-run {run.id}?",
+                      f"A new run of {run.trace_id} with the same entries: {entries} "
+                      f"({plural(sims, 'sim')}). This run stays as it is."),
+            "retry": (f"Retry the failed sims of {run.id}?",
+                      f"A new run of {run.trace_id} with one sim for each of its "
+                      f"{plural(failed, 'failed sim')}. This run stays as it is."),
+            "delete": (f"Delete {run.id}?",
+                       f"Its {plural(sims, 'sim')}, their logs, results and files are removed "
+                       "from the server. This cannot be undone."),
+        }[action]
+        self.push_screen(ConfirmScreen(title, body),
+                         partial(self._manage_if, action, run.id))
+
+    @on(DeleteTrace)
+    def delete_trace(self, message: DeleteTrace) -> None:
+        trace = message.trace
+        self.push_screen(
+            ConfirmScreen(f"Delete trace {trace.id}?",
+                          f"Its {plural(trace.kernel_count, 'kernel')} and files "
+                          f"({human_bytes(trace.bytes)}) are removed from the server; runs of it "
+                          "keep their results. The server refuses while an active run uses it. "
+                          "This cannot be undone."),
+            partial(self._manage_if, "delete_trace", trace.id))
+
+    def _manage_if(self, action: str, target: str, yes: bool | None) -> None:
+        if yes:
+            self._manage(action, target)
+
+    @work(group="manage", exit_on_error=False)
+    async def _manage(self, action: str, target: str) -> None:
+        client = self.client
+        if action in ("rerun", "retry"):
+            new = await (client.rerun(target) if action == "rerun" else client.retry(target))
+            self.notify(f"Started {new.id} ({plural(len(new.sims), 'sim')}).",
+                        title="Re-run" if action == "rerun" else "Retry")
+            self.open_run(new.id)
+            return
+        if action == "delete":
+            await client.delete_run(target)
+            if isinstance(self.screen, RunScreen) and self.screen.run_id == target:
+                self.pop_screen()
+        else:
+            await client.delete_trace(target)
+        self.notify(f"Deleted {target}.", title="Delete")
+        if isinstance(self.screen, (RunsScreen, TracesScreen)):
+            self.screen.poll()
+
+    # --- quitting ------------------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        """Quit; with sims of the operator's runs still going, ask first (cancel them, leave them
+        running, or stay). If the server cannot say, quit: the UI must never trap the operator."""
+        if not isinstance(self.screen, QuitScreen):
+            self._quit_or_ask()
+
+    @work(group="quit", exclusive=True, exit_on_error=False)
+    async def _quit_or_ask(self) -> None:
+        active: list[RunSummary] = []
+        if self.is_connected:
+            try:
+                runs = await asyncio.wait_for(self.client.runs(), QUIT_CHECK_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - an unreachable server has nothing to ask about
+                runs = []
+            active = [r for r in runs if not r.sample and unfinished_sims(r)]
+        if not active:
+            self.exit()
+            return
+        sims = sum(unfinished_sims(r) for r in active)
+        body = (f"{plural(sims, 'sim')} of {plural(len(active), 'run')} "
+                f"({', '.join(r.id for r in active)}) not finished.")
+        answer = await self.push_screen_wait(QuitScreen(body))
+        if answer == "stay":
+            return
+        if answer == "cancel":
+            for run in active:
+                try:
+                    await self.client.cancel_run(run.id)
+                except Exception as exc:  # noqa: BLE001 - said, and the operator stays
+                    self.report_error(exc, "Cancel failed")
+                    return
+        self.exit()
 
     # --- errors and commands -----------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from cascade_server.models import ComparisonRow
 
-from .compare import ConfigTotal, Ranking
+from .compare import ConfigTotal, Ranking, kernel_share, kernel_spread, order_kernel_rows
 from .formatting import bar, ellipsize, plural, short_kernel_name, si_number, time_ns
 
 Segment = tuple[str, str]
@@ -38,6 +38,39 @@ def _bar_line(label: str, label_w: int, value: float | None, scale: float, bar_w
     return line
 
 
+MIN_SUFFIX = 20
+
+
+def _total_suffix(total: ConfigTotal, ranking: Ranking, mape: Mapping[str, float | None],
+                  has_real_timing: bool, stand_in: str | None) -> Line:
+    """What follows a config's total bar: fastest / multiple / spread, or partial."""
+    suffix: Line = []
+    if total.partial:
+        # No replica succeeded (yet): the total of the kernels finished so far.
+        suffix.append((f"  partial: {total.kernels_done}/{total.kernels_total} kernels", "warn"))
+    elif total.median_ns is not None:
+        mult = ranking.multiples.get(total.config)
+        if stand_in:
+            pass  # placeholders: no fastest, no multiples
+        elif total.config in ranking.fastest:
+            suffix.append(("  tie" if len(ranking.fastest) > 1 else "  fastest", "best"))
+        elif mult is not None:
+            suffix.append((f"  {mult:.2f}x", ""))
+        if total.succeeded > 1 and total.low_ns is not None and total.high_ns is not None:
+            low, high = time_ns(total.low_ns), time_ns(total.high_ns)
+            # Identical replicas (the usual case: the simulator is deterministic) say so once.
+            suffix.append((f"  {low}..{high}" if low != high
+                           else f"  all {total.succeeded} replicas agree", "dim"))
+    else:
+        suffix.append((f"  no succeeded replica ({plural(total.replicas, 'sim')})", "dim"))
+    err = mape.get(total.config)
+    if has_real_timing and err is not None:
+        suffix.append((f"  MAPE {err:.1f}%", ""))
+    if total.cycles is not None:
+        suffix.append((f"  {si_number(total.cycles)} cyc", "dim"))
+    return suffix
+
+
 def chart_lines(
     configs: Sequence[str],
     rows: Sequence[ComparisonRow],
@@ -48,14 +81,19 @@ def chart_lines(
     width: int,
     stand_in: str | None = None,
     finished: bool = True,
+    order: str = "trace",
 ) -> list[Line]:
     """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
     multiples are shown: they would compare placeholders); `finished`: the run is over (else the
     totals are said to be so far)."""
     label_w = _label_width(configs)
-    suffix_w = 20  # "  1.31x  MAPE 12.3%"
-    bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 5)
     style_of = {cfg: f"cfg{i % 6}" for i, cfg in enumerate(configs)}
+    suffixes = {t.config: _total_suffix(t, ranking, mape, has_real_timing, stand_in)
+                for t in totals}
+    # The bars take what the longest suffix leaves ("  1.31x  MAPE 12.3%" or more), so no line
+    # is wider than the pane; at least MIN_SUFFIX is kept so the bars do not jump as it changes.
+    suffix_w = max([MIN_SUFFIX] + [sum(len(t) for t, _ in sfx) for sfx in suffixes.values()])
+    bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 5)
     lines: list[Line] = []
 
     if stand_in:
@@ -68,29 +106,8 @@ def chart_lines(
                   ("  (median over succeeded replicas)", "dim")])
     scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
     for total in totals:
-        suffix: Line = []
-        if total.median_ns is not None:
-            mult = ranking.multiples.get(total.config)
-            if stand_in:
-                pass  # placeholders: no fastest, no multiples
-            elif total.config in ranking.fastest:
-                suffix.append(("  tie" if len(ranking.fastest) > 1 else "  fastest", "best"))
-            elif mult is not None:
-                suffix.append((f"  {mult:.2f}x", ""))
-            if total.succeeded > 1 and total.low_ns is not None and total.high_ns is not None:
-                low, high = time_ns(total.low_ns), time_ns(total.high_ns)
-                # Identical replicas (the usual case: the simulator is deterministic) say so once.
-                suffix.append((f"  {low}..{high}" if low != high
-                               else f"  all {total.succeeded} replicas agree", "dim"))
-        else:
-            suffix.append((f"  no succeeded replica ({plural(total.replicas, 'sim')})", "dim"))
-        err = mape.get(total.config)
-        if has_real_timing and err is not None:
-            suffix.append((f"  MAPE {err:.1f}%", ""))
-        if total.cycles is not None:
-            suffix.append((f"  {si_number(total.cycles)} cyc", "dim"))
         lines.append(_bar_line(total.config, label_w, total.median_ns, scale, bar_w,
-                               style_of[total.config], suffix))
+                               style_of[total.config], suffixes[total.config]))
     if not stand_in:
         lines.append([(ranking.sentence(finished), "best" if ranking.fastest else "dim")])
     if not has_real_timing:
@@ -102,10 +119,15 @@ def chart_lines(
         lines.append([("No kernel has finished yet.", "dim")])
         return lines
     lines.append([("Simulated time per kernel", "title"),
-                  ("  (median over replicas that finished it)", "dim")])
-    for row in rows:
+                  (f"  (median over replicas; by {order}, o: order)", "dim")])
+    config_ns = {t.config: t.median_ns for t in totals if t.median_ns}
+    for row in order_kernel_rows(rows, order):
         name = short_kernel_name(row.kernel_name) or "?"
-        lines.append([(f"#{row.kernel_index} ", "dim"), (ellipsize(name, max(10, width - 8)), "name")])
+        share, spread = kernel_share(row, config_ns), kernel_spread(row)
+        facts = ((f"  share {share:.1f}%" if share is not None else "")
+                 + (f"  Δ {spread:+.1f}%" if spread is not None else ""))
+        lines.append([(f"#{row.kernel_index} ", "dim"),
+                      (ellipsize(name, max(10, width - 8 - len(facts))), "name"), (facts, "dim")])
         values = [v for v in row.sim_ns.values() if v is not None]
         if row.real_ns is not None:
             values.append(row.real_ns)

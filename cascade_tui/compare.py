@@ -29,6 +29,11 @@ class ConfigTotal:
     replicas: int
     cycles: float | None = None  # median latest.gpu_tot_sim_cycle over succeeded replicas
     ipc: float | None = None
+    # No replica succeeded (yet): `median_ns` is the running total of the kernels finished so
+    # far (median over the replicas that finished any), never ranked against whole totals.
+    partial: bool = False
+    kernels_done: int = 0  # partial: the most kernels a replica finished
+    kernels_total: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,12 +99,16 @@ def config_totals(
     configs: Sequence[str], sims: Mapping[str, SimSummary], kernels: Iterable[KernelStat]
 ) -> list[ConfigTotal]:
     """Per config, the median total over replicas that succeeded (a sim that did not succeed has
-    only part of its kernels, so it is left out), with the lowest and highest total."""
+    only part of its kernels, so it is left out), with the lowest and highest total. A config with
+    no succeeded replica gets the running total of its finished kernels, marked `partial`."""
     per_sim = sim_totals(kernels)
     out = []
     for cfg in configs:
         replicas = [s for s in sims.values() if s.gpu_config == cfg]
         ok = [s for s in replicas if s.state == "succeeded"]
+        if not ok:
+            out.append(_partial_total(cfg, replicas, per_sim))
+            continue
         totals = sorted(per_sim.get(s.id, 0.0) for s in ok)
         cycles = [s.latest.gpu_tot_sim_cycle for s in ok if s.latest.gpu_tot_sim_cycle is not None]
         ipcs = [s.latest.gpu_tot_ipc for s in ok if s.latest.gpu_tot_ipc is not None]
@@ -118,10 +127,24 @@ def config_totals(
     return out
 
 
+def _partial_total(cfg: str, replicas: Sequence[SimSummary],
+                   per_sim: Mapping[str, float]) -> ConfigTotal:
+    started = [s for s in replicas if s.id in per_sim]
+    totals = sorted(per_sim[s.id] for s in started)
+    return ConfigTotal(
+        config=cfg, median_ns=_median(totals), low_ns=totals[0] if totals else None,
+        high_ns=totals[-1] if totals else None, succeeded=0, replicas=len(replicas),
+        partial=bool(started),
+        kernels_done=max((s.kernels_done for s in started), default=0),
+        kernels_total=max((s.kernels_total for s in replicas), default=0),
+    )
+
+
 def rank(totals: Sequence[ConfigTotal], tolerance: float = TIE_TOLERANCE) -> Ranking:
-    """The fastest config, configs within `tolerance` of it as ties, the rest as multiples."""
-    have = [t for t in totals if t.median_ns is not None and t.median_ns > 0]
-    missing = tuple(t.config for t in totals if t.median_ns is None)
+    """The fastest config, configs within `tolerance` of it as ties, the rest as multiples; a
+    partial total (no succeeded replica) is missing, not ranked."""
+    have = [t for t in totals if t.median_ns is not None and t.median_ns > 0 and not t.partial]
+    missing = tuple(t.config for t in totals if t.median_ns is None or t.partial)
     if not have:
         return Ranking(fastest=(), multiples={}, missing=missing)
     best = min(t.median_ns for t in have)  # type: ignore[type-var]
@@ -173,3 +196,30 @@ def sample_note(run: RunSummary | None) -> str | None:
         return None
     return ("sample run: real Accel-Sim results of the sample trace, recorded elsewhere and "
             "replayed here; cancelling it changes nothing")
+
+
+KERNEL_ORDERS = ("trace", "time", "spread")  # the kernels view's orders, as `o` cycles them
+
+
+def kernel_spread(row: ComparisonRow) -> float | None:
+    """How much the configs disagree on a kernel: (slowest - fastest) / fastest, in %."""
+    values = [v for v in row.sim_ns.values() if v is not None and v > 0]
+    return (max(values) - min(values)) / min(values) * 100.0 if len(values) > 1 else None
+
+
+def kernel_share(row: ComparisonRow, totals: Mapping[str, float]) -> float | None:
+    """The kernel's share of its config's total, in %, for the config with the largest share."""
+    shares = [v / totals[cfg] * 100.0 for cfg, v in row.sim_ns.items()
+              if v is not None and totals.get(cfg)]
+    return max(shares) if shares else None
+
+
+def order_kernel_rows(rows: Sequence[ComparisonRow], order: str) -> list[ComparisonRow]:
+    """`trace`: as launched; `time`: the longest (on its slowest config) first; `spread`: the
+    kernels the configs disagree on most first."""
+    if order == "time":
+        return sorted(rows, key=lambda r: -max((v for v in r.sim_ns.values() if v is not None),
+                                               default=0.0))
+    if order == "spread":
+        return sorted(rows, key=lambda r: -(kernel_spread(r) or 0.0))
+    return list(rows)

@@ -98,3 +98,28 @@ def merge_live(fetched: Sequence[str], live_chunks: Sequence[Sequence[str]]) -> 
         if len(joined) <= len(fetched) and list(fetched[len(fetched) - len(joined):]) == joined:
             return [line for chunk in live_chunks[k:] for line in chunk]
     return [line for chunk in live_chunks for line in chunk]
+
+
+def wrapped_window(lines: Sequence[str], top: int, width: int, height: int,
+                   at_end: bool) -> list[tuple[int, int]]:
+    """The rows a wrapping log view shows: (line index, offset of the piece) for each of `height`
+    rows, from line `top` down, or (`at_end`: following) the last lines' pieces, bottom-aligned so
+    the newest line is always whole on screen. Only the visible lines are measured."""
+    width = max(1, width)
+
+    def pieces(index: int) -> list[tuple[int, int]]:
+        count = max(1, -(-len(lines[index]) // width))
+        return [(index, k * width) for k in range(count)]
+
+    rows: list[tuple[int, int]] = []
+    if at_end:
+        index = len(lines) - 1
+        while index >= 0 and len(rows) < height:
+            rows = pieces(index) + rows
+            index -= 1
+        return rows[-height:] if height > 0 else []
+    index = max(0, top)
+    while index < len(lines) and len(rows) < height:
+        rows.extend(pieces(index))
+        index += 1
+    return rows[:max(0, height)]

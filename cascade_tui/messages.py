@@ -9,7 +9,7 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.worker import Worker, WorkerState
 
-from cascade_server.models import TraceSummary
+from cascade_server.models import RunSummary, TraceSummary
 
 
 class Connected(Message):
@@ -41,6 +41,23 @@ class ConfirmCancel(Message):
         super().__init__()
         self.run_id = run_id
         self.unfinished = unfinished
+
+
+class ManageRun(Message):
+    """Ask, then `rerun` the run (same entries), `retry` its failed sims, or `delete` it."""
+
+    def __init__(self, action: str, run: RunSummary) -> None:
+        super().__init__()
+        self.action = action
+        self.run = run
+
+
+class DeleteTrace(Message):
+    """Ask, then delete the trace (the server refuses one an active run uses)."""
+
+    def __init__(self, trace: TraceSummary) -> None:
+        super().__init__()
+        self.trace = trace
 
 
 class WorkerFailed(Message):

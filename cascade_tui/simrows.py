@@ -16,6 +16,7 @@ from .formatting import (
     age,
     ellipsize,
     fixed,
+    human_duration,
     progress_fraction,
     progress_text,
     short_kernel_name,
@@ -48,6 +49,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("heartbeat", "beat", 5, 2, "right"),
     Column("ipc", "IPC", 5, 3, "right"),
     Column("rate", "rate/s", 6, 4, "right"),
+    # From about 95 columns: how long the sim has run and, from its kernels done, how long to go.
+    Column("elapsed", "time", 6, 5, "right"),
+    Column("eta", "ETA", 6, 5, "right"),
     Column("kernel", "kernel (last when finished) / error", 0, 1),
 )
 FLEX_MIN = 11
@@ -65,10 +69,18 @@ _STATE_ORDER = {s: i for i, s in enumerate(
 )}
 
 
+# Before a column is dropped for want of room, the kernels column's bar gives up to this many
+# cells (a long config name such as SM75_RTX2060_S would otherwise push rate/s off at 80).
+PROGRESS_SHRINK = 4
+PROGRESS_COUNTS = 7
+WIDE_ONLY = 5  # columns of this priority (time, ETA) come only when there is room to spare  # "123/456 ": the cells of the kernels column that are not the bar
+
+
 @dataclass(frozen=True)
 class Layout:
     columns: tuple[Column, ...]
     widths: tuple[int, ...]
+    bar_width: int = 6  # the kernels column's bar
 
 
 def config_width(names: Iterable[str]) -> int:
@@ -80,6 +92,10 @@ def layout(width: int, config_cells: int = 12) -> Layout:
     """The columns that fit `width` cells, keeping lower priorities first, in display order;
     the config column `config_cells` wide (see `config_width`)."""
     columns = tuple(replace(c, width=config_cells) if c.key == "config" else c for c in COLUMNS)
+    overflow = sum(c.width + SEPARATOR for c in columns if c.priority < WIDE_ONLY) + FLEX_MIN - width
+    if overflow > 0:
+        columns = tuple(replace(c, width=c.width - min(PROGRESS_SHRINK, overflow))
+                        if c.key == "progress" else c for c in columns)
     fixed_cols = [c for c in columns if c.width]
     flex = [c for c in columns if not c.width]
     chosen: set[str] = set()
@@ -92,7 +108,8 @@ def layout(width: int, config_cells: int = 12) -> Layout:
     cols = tuple(c for c in columns if c.key in chosen or not c.width)
     spare = width - sum(c.width + SEPARATOR for c in cols if c.width) - SEPARATOR
     widths = tuple(c.width if c.width else max(FLEX_MIN, spare) for c in cols)
-    return Layout(cols, widths)
+    progress = next(c.width for c in columns if c.key == "progress")
+    return Layout(cols, widths, bar_width=progress - PROGRESS_COUNTS)
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,35 @@ def heartbeat_seconds(sim: SimSummary, now: datetime) -> float | None:
     if sim.last_heartbeat_at is None:
         return None
     return (now - sim.last_heartbeat_at).total_seconds()
+
+
+def elapsed_seconds(sim: SimSummary, now: datetime) -> float | None:
+    """Seconds the sim has run: from its start to its end, or to now while it runs."""
+    if sim.started_at is None:
+        return None
+    end = sim.finished_at or (now if sim.state not in TERMINAL_SIM_STATES else None)
+    return None if end is None else max(0.0, (end - sim.started_at).total_seconds())
+
+
+def eta_seconds(sim: SimSummary, now: datetime) -> float | None:
+    """Seconds to go for a running sim at the rate it has finished kernels so far (None before
+    its first kernel, and once it is done: no rate to go by, or nothing left)."""
+    elapsed = elapsed_seconds(sim, now)
+    if (sim.state not in ("running", "launching") or elapsed is None or sim.kernels_done <= 0
+            or sim.kernels_total <= sim.kernels_done):
+        return None
+    return elapsed / sim.kernels_done * (sim.kernels_total - sim.kernels_done)
+
+
+def run_duration(created_at: datetime, sims: Iterable[SimSummary], now: datetime) -> str:
+    """How long a run took: from its creation to its last sim's end, `took 4m12s`; or, while a
+    sim is unfinished, `4m12s so far`."""
+    sims = list(sims)
+    if sims and all(s.state in TERMINAL_SIM_STATES for s in sims):
+        ends = [s.finished_at for s in sims if s.finished_at is not None]
+        if ends:
+            return f"took {human_duration((max(ends) - created_at).total_seconds())}"
+    return f"{human_duration((now - created_at).total_seconds())} so far"
 
 
 def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, Cell]:
@@ -131,6 +177,8 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, C
         "ipc": Cell(fixed(sim.latest.gpu_tot_ipc, 1)),
         "rate": Cell(si_number(rate)),
         "heartbeat": Cell(age(sim.last_heartbeat_at, now) if live else "-", "stale" if stale else ""),
+        "elapsed": Cell(human_duration(elapsed_seconds(sim, now))),
+        "eta": Cell(human_duration(eta_seconds(sim, now))),
         "kernel": last,
     }
 
@@ -188,8 +236,25 @@ def sort_key_func(key: str, now: datetime) -> Callable[[SimSummary], tuple]:
     return funcs[key]
 
 
-def sorted_ids(sims: Iterable[SimSummary], key: str, reverse: bool, now: datetime) -> list[str]:
-    return [s.id for s in sorted(sims, key=sort_key_func(key, now), reverse=reverse)]
+def sorted_ids(sims: Iterable[SimSummary], key: str, reverse: bool, now: datetime,
+               state_filter: str = "all") -> list[str]:
+    keep = STATE_FILTERS[state_filter]
+    return [s.id for s in sorted(sims, key=sort_key_func(key, now), reverse=reverse)
+            if keep(s.state)]
+
+
+# The sims table's state filter, in the order its key cycles through them.
+STATE_FILTERS: dict[str, Callable[[str], bool]] = {
+    "all": lambda state: True,
+    "running": lambda state: state in ("running", "launching"),
+    "failed": lambda state: state in ("failed", "lost"),
+    "not succeeded": lambda state: state != "succeeded",
+}
+
+
+def next_state_filter(current: str) -> str:
+    names = list(STATE_FILTERS)
+    return names[(names.index(current) + 1) % len(names)] if current in names else names[0]
 
 
 def next_sort_key(current: str, keys: Sequence[str] = SORT_KEYS) -> str:

@@ -8,6 +8,7 @@ import time
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widgets import Static
 
 from cascade_server.comparison import RealTiming
 
@@ -30,9 +31,38 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self.dirty = True  # kernels or sims changed since the chart was drawn
         self._real: RealTiming = ()  # the server's real timing, row by row
         self._last_comparison = 0.0
+        self.order = "trace"  # compare.KERNEL_ORDERS: how the per-kernel bars are sorted
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="kernels-title")
         yield KernelChart(id="kernel-chart")
+
+    def on_mount(self) -> None:
+        self.refresh_title()
+
+    def refresh_title(self) -> None:
+        """`▶` while the chart has the keys (they scroll it), as the log pane's title does."""
+        title = "kernels: simulated time per config and per kernel"
+        if self.chart.has_focus:
+            title = f"▶ {title} · Tab: sims"
+        self.query_one("#kernels-title", Static).update(title)
+
+    def next_order(self) -> str:
+        orders = compare.KERNEL_ORDERS
+        self.order = orders[(orders.index(self.order) + 1) % len(orders)]
+        self.dirty = True  # drawn now if shown, else when it is
+        self.draw()
+        return self.order
+
+    def on_resize(self) -> None:
+        self.dirty = True  # the lines are built to the width
+        self.call_after_refresh(self.draw)
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_title()
+
+    def on_descendant_blur(self) -> None:
+        self.refresh_title()
 
     @property
     def chart(self) -> KernelChart:
@@ -40,20 +70,21 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
 
     def draw(self) -> None:
         model = self.model
+        widget = self.chart
+        width = widget.scrollable_content_region.width
+        if model.run is None or width <= 0:
+            return  # not laid out yet (hidden): drawn when shown, at its real width
         self.dirty = False
-        if model.run is None:
-            return
         configs = compare.config_order((e.gpu_config for e in model.run.entries),
                                        model.sims.values())
         kernels = model.all_kernels()
         rows = compare.kernel_rows(configs, model.sims, kernels, self._real)
         totals = compare.config_totals(configs, model.sims, kernels)
         has_real = model.run.trace.has_real_timing
-        widget = self.chart
         widget.set_lines(chart.chart_lines(
             configs, rows, totals, compare.rank(totals), compare.mape(rows, configs), has_real,
-            max(60, widget.size.width), compare.stand_in_reason(model.summary(), model.sims.values()),
-            finished=model.is_finished(),
+            width, compare.stand_in_reason(model.summary(), model.sims.values()),
+            finished=model.is_finished(), order=self.order,
         ))
         if has_real and not model.is_finished():
             self.load_comparison()

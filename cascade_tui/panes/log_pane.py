@@ -118,14 +118,19 @@ class LogPane(ReportsWorkerErrors, Vertical):
     def refresh_title(self) -> None:
         view = self.view
         sim = self.model.sims.get(self.sim_id or "")
+        focus = " · Tab: sims" if view.has_focus else ""  # the keys scroll the log, not the table
         if sim is None:
-            title = "log: select a sim"
+            title = f"log: select a sim{focus}"
         else:
+            # Most useful first, so 80 columns cut only the sim id: following or paused (with
+            # the key that resumes), the line count, whose log it is.
             loading = " · loading…" if self.loading else ""
-            title = (f"log {sim.gpu_config} #{sim.replica} {sim.id} · {plural(len(view.store), 'line')} · "
-                     f"{view.status_text()}{loading}")
+            title = (f"{view.status_text()} · {plural(len(view.store), 'line')} · "
+                     f"log {sim.gpu_config} #{sim.replica}{loading}{focus} · {sim.id}")
+            if view.store.dropped:
+                title += f" · {view.store.dropped:,} older lines not kept: download the log for all"
         if view.has_focus:
-            title = f"▶ {title} · Tab: sims"  # the keys scroll the log, not the sims table
+            title = f"▶ {title}"
         if title != self._title:
             self._title = title
             self.query_one("#log-title", Static).update(title)

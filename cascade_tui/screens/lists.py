@@ -19,14 +19,17 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from cascade_server.models import TERMINAL_SIM_STATES, RunSummary, SimState, TraceSummary
 
 from ..columns import ColumnSpec, fit
 from ..formatting import STATE_DISPLAY_ORDER, age, bar, human_bytes, plural, progress_fraction, state_label
-from ..messages import ConfirmCancel, OpenNewRun, OpenRun, ReportsWorkerErrors
+from ..listview import next_column, shown
+from ..messages import ConfirmCancel, DeleteTrace, ManageRun, OpenNewRun, OpenRun, ReportsWorkerErrors
 from ..services import Services
+from .compare_runs import CompareRunsScreen
+from .modals import MessageScreen
 
 POLL_SECONDS = 2.0
 
@@ -38,8 +41,48 @@ STATE_COLOURS = {
 Cell = tuple[str, str]  # (text, style): what the diff compares
 
 
+class ListTable(DataTable):
+    """The lists' table: Home/End go to the first/last row (DataTable scrolls sideways with them,
+    which a list that always fits its width never needs)."""
+
+    BINDINGS = [
+        Binding("home", "first_row", "First row", show=False, id="list.first"),
+        Binding("end,G", "last_row", "Last row", show=False, id="list.last"),
+        # vim keys (no list screen uses j or k for anything else)
+        Binding("j", "cursor_down", "Down (vim)", show=False, id="list.down"),
+        Binding("k", "cursor_up", "Up (vim)", show=False, id="list.up"),
+    ]
+
+    def action_first_row(self) -> None:
+        self.move_cursor(row=0, animate=False)
+
+    def action_last_row(self) -> None:
+        self.move_cursor(row=max(0, self.row_count - 1), animate=False)
+
+
+class FilterInput(Input):
+    """The `/` filter under a list: narrows it as you type; Enter keeps it, Esc clears it."""
+
+    BINDINGS = [Binding("escape", "clear", "Clear the filter", id="list.clear_filter")]
+
+    class Cleared(Message):
+        pass
+
+    def action_clear(self) -> None:
+        self.value = ""
+        self.display = False
+        self.post_message(self.Cleared())
+
+
 class PolledTable(ReportsWorkerErrors, Screen):
-    """A screen with one DataTable of items keyed by id, refreshed by polling."""
+    """A screen with one DataTable of items keyed by id, refreshed by polling; `/` filters it and
+    `s`/`S` sort it (`listview`, pure)."""
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", id="list.filter"),
+        Binding("s", "sort", "Sort", show=False, id="list.sort"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, id="list.reverse_sort"),
+    ]
 
     COLUMNS: Sequence[ColumnSpec] = ()
     EMPTY = ""
@@ -57,17 +100,26 @@ class PolledTable(ReportsWorkerErrors, Screen):
         self._cells: dict[str, tuple[Cell, ...]] = {}
         self._widths: list[int | None] = []
         self._timer: Timer | None = None
+        # The row to put the cursor on once it is listed (a run just opened or left).
+        self.cursor_wanted: str | None = None
+        self.fetched: list[Any] = []  # every item of the last poll, in the server's order
+        self.query_text = ""  # the `/` filter
+        self.sort_column: int | None = None  # None: the server's order (newest first)
+        self.sort_reverse = False
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(self.EMPTY, id="list-empty")
-        yield DataTable(cursor_type="row", zebra_stripes=True, id="list")
+        yield ListTable(cursor_type="row", zebra_stripes=True, id="list")
         yield Static("", id="list-detail")
+        yield FilterInput(placeholder="filter: words of the id, trace, model, state or configs "
+                          "(Enter keeps, Esc clears)", id="list-filter")
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
         # Textual calls on_mount of every class in the MRO: subclasses must not define their own.
         self.title = self.HEADING
+        self.query_one(FilterInput).display = False
         self._timer = self.set_interval(POLL_SECONDS, self.poll, pause=False)
         self.poll()
 
@@ -96,7 +148,66 @@ class PolledTable(ReportsWorkerErrors, Screen):
 
     @on(Fetched)
     def _apply(self, message: Fetched) -> None:
-        self.apply_items(message.items)
+        self.fetched = message.items
+        self.show_items()
+
+    def search_text(self, item: Any) -> str:
+        """What `/` searches in an item: its cells (subclasses add what the row leaves out)."""
+        return " ".join(text for text, _ in self.row_cells(item, self.services.now()))
+
+    def sort_value(self, item: Any, column: str) -> Any:
+        """The value `s` sorts by in `column` (subclasses give numbers and times for theirs)."""
+        cells = self.row_cells(item, self.services.now())
+        return cells[[spec.title for spec in self.COLUMNS].index(column)][0].lower()
+
+    def show_items(self) -> None:
+        """The fetched items through the filter and the sort."""
+        column = self.COLUMNS[self.sort_column].title if self.sort_column is not None else None
+        self.apply_items(shown(
+            self.fetched, self.query_text, self.search_text,
+            (lambda item: self.sort_value(item, column)) if column else None, self.sort_reverse))
+        self._update_title()
+
+    def _update_title(self) -> None:
+        parts = [self.HEADING]
+        if self.query_text:
+            parts.append(f"filter {self.query_text!r}: {len(self.items)} of {len(self.fetched)}")
+        if self.sort_column is not None:
+            arrow = "▼" if self.sort_reverse else "▲"
+            parts.append(f"by {self.COLUMNS[self.sort_column].title}{arrow}")
+        self.title = " · ".join(parts)
+
+    def action_filter(self) -> None:
+        box = self.query_one(FilterInput)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#list-filter")
+    def _filter_changed(self, message: Input.Changed) -> None:
+        self.query_text = message.value.strip()
+        self.show_items()
+
+    @on(Input.Submitted, "#list-filter")
+    def _filter_kept(self) -> None:
+        self.query_one(FilterInput).display = bool(self.query_text)
+        self.query_one(DataTable).focus()
+
+    @on(FilterInput.Cleared)
+    def _filter_cleared(self) -> None:
+        self.query_text = ""
+        self.show_items()
+        self.query_one(DataTable).focus()
+
+    def action_sort(self) -> None:
+        self.sort_column = next_column(self.sort_column, len(self.COLUMNS))
+        self.sort_reverse = False
+        self.show_items()
+        what = self.COLUMNS[self.sort_column].title if self.sort_column is not None else "newest first"
+        self.notify(f"Sorted by {what}", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self.show_items()
 
     def apply_items(self, items: list[Any]) -> None:
         table = self.query_one(DataTable)
@@ -129,7 +240,16 @@ class PolledTable(ReportsWorkerErrors, Screen):
         self.items = new
         self._cells = cells
         self._widths = widths
+        if self.cursor_wanted is not None and self.cursor_wanted in new:
+            table.move_cursor(row=table.get_row_index(self.cursor_wanted), animate=False)
+            self.cursor_wanted = None
         self._show_detail()
+
+    def select(self, item_id: str) -> None:
+        """Put the cursor on `item_id`, now if it is listed, else when a poll brings it."""
+        self.cursor_wanted = item_id
+        if item_id in self.items:
+            self.show_items()
 
     def _fit(self, table: DataTable, cells: dict[str, tuple[Cell, ...]]) -> list[int | None]:
         width = self.size.width or self.app.size.width  # the table spans the screen
@@ -139,7 +259,7 @@ class PolledTable(ReportsWorkerErrors, Screen):
 
     def on_resize(self, _: events.Resize) -> None:
         if self.items:
-            self.call_after_refresh(self.apply_items, list(self.items.values()))
+            self.call_after_refresh(self.show_items)
 
     def detail_text(self, item: Any) -> str:
         """One or two lines about the highlighted item, shown whole under the table."""
@@ -170,9 +290,11 @@ class PolledTable(ReportsWorkerErrors, Screen):
 class TracesScreen(PolledTable):
     BINDINGS = [
         Binding("n", "new_run", "New run", id="traces.new_run"),
-        Binding("enter", "new_run", "New run", show=False, id="traces.open"),
+        Binding("enter", "open", "New run (a failed trace: its error)", show=False,
+                id="traces.open"),
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
         Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
+        Binding("D", "delete", "Delete trace", show=False, id="traces.delete"),
     ]
     # At 80 columns: trace, state, arch (it decides which configs can run the trace), the note
     # (a failed trace's error) and age come first; the model goes first when space is short.
@@ -208,16 +330,33 @@ class TracesScreen(PolledTable):
             note,
         )
 
+    def search_text(self, t: TraceSummary) -> str:
+        return " ".join([super().search_text(t), t.state, t.model or "", t.source_gpu or "",
+                         t.suggested_sim_config or "", t.error or ""])
+
+    def sort_value(self, t: TraceSummary, column: str) -> Any:
+        numbers = {"kernels": t.kernel_count, "size": t.bytes or 0,
+                   "age": -t.created_at.timestamp()}  # youngest first, as ages read
+        return numbers[column] if column in numbers else super().sort_value(t, column)
+
     def detail_text(self, t: TraceSummary) -> str:
+        """A failed trace's error first and whole (the pane grows for it), then the rest."""
         layers = f" Layers: {', '.join(t.layers)}." if t.layers else ""
         head = (f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
                 f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
                 f"traced on {t.source_gpu or 'an unknown GPU'}.{layers}")
+        if t.state == "failed":
+            return f"[b red]{escape(t.error or 'failed, no reason given')}[/] [dim](Enter: all of it)[/]\n{escape(head)}"
         note = self.row_cells(t, self.services.now())[-1][0]
-        return f"{head}\n{'[red]' if t.state == 'failed' else ''}{escape(note)}"
+        return f"{escape(note)}\n{escape(head)}"
 
     def action_poll(self) -> None:
         self.poll()
+
+    def action_delete(self) -> None:
+        trace = self.selected()
+        if trace is not None:
+            self.post_message(DeleteTrace(trace))
 
     def action_new_run(self) -> None:
         trace = self.selected()
@@ -226,9 +365,18 @@ class TracesScreen(PolledTable):
             return
         self.post_message(OpenNewRun(trace))
 
+    def action_open(self) -> None:
+        """Enter: a new run on the trace, or a failed trace's whole error."""
+        trace = self.selected()
+        if trace is not None and trace.state == "failed":
+            self.app.push_screen(MessageScreen(f"Trace {trace.id} failed",
+                                               trace.error or "The server gave no reason."))
+            return
+        self.action_new_run()
+
     @on(DataTable.RowSelected)
     def _row_selected(self, _: DataTable.RowSelected) -> None:
-        self.action_new_run()
+        self.action_open()
 
 
 def sims_count_text(counts: Mapping[SimState, int]) -> str:
@@ -236,6 +384,10 @@ def sims_count_text(counts: Mapping[SimState, int]) -> str:
     the `succeeded` column, so they are named here only when nothing else is left."""
     parts = [f"{counts[s]} {s}" for s in STATE_DISPLAY_ORDER if s != "succeeded" and counts.get(s)]
     return ", ".join(parts) or (f"{counts['succeeded']} succeeded" if counts.get("succeeded") else "")
+
+
+def unfinished_sims(run: RunSummary) -> int:
+    return sum(n for state, n in run.sim_counts.items() if state not in TERMINAL_SIM_STATES)
 
 
 def run_progress(counts: Mapping[SimState, int]) -> str:
@@ -252,26 +404,49 @@ class RunsScreen(PolledTable):
         Binding("x", "cancel_run", "Cancel run", id="runs.cancel"),
         Binding("g", "poll", "Refresh", show=False, id="runs.refresh"),
         Binding("t", "app.goto('traces')", "Traces", id="runs.traces"),
+        Binding("space", "mark", "Mark for compare", show=False, id="runs.mark"),
+        Binding("c", "compare", "Compare marked", show=False, id="runs.compare"),
+        Binding("R", "manage('rerun')", "Re-run", show=False, id="runs.rerun"),
+        Binding("Y", "manage('retry')", "Retry failed sims", show=False, id="runs.retry"),
+        Binding("D", "manage('delete')", "Delete run", show=False, id="runs.delete"),
     ]
-    COLUMNS = (ColumnSpec("run", 16, 16, 0), ColumnSpec("trace", 20, 40, 0),
+    # The run column has room for the compare mark ("+run-…").
+    COLUMNS = (ColumnSpec("run", 17, 17, 0), ColumnSpec("trace", 20, 40, 0),
                ColumnSpec("state", 9, 12, 0), ColumnSpec("succeeded", 9, 10, 1),
-               ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 14, 0, 1))
+               ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 12, 0, 1))
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(services)
+        self.marked: set[str] = set()  # runs marked for comparison
 
     async def fetch(self) -> list[RunSummary]:
         return await self.services.client.runs()
 
     def row_cells(self, r: RunSummary, now: datetime) -> tuple[Cell, ...]:
-        tags = " (sample)" if r.sample else (" (replay)" if r.replay else "")
+        # The sample/replay marker starts the last column, which is cut at its end only: at 80
+        # columns the trace id takes what its column has.
+        tag = "sample · " if r.sample else ("replay · " if r.replay else "")
+        marked = r.id in self.marked
         return (
-            (r.id, "bold"),
-            (r.trace_id + tags, ""),
+            (("+" if marked else " ") + r.id, "bold reverse" if marked else "bold"),
+            (r.trace_id, ""),
             (state_label(r.state), STATE_COLOURS.get(r.state, "")),
             (run_progress(r.sim_counts), ""),
             (age(r.created_at, now), ""),
-            (sims_count_text(r.sim_counts), ""),
+            (tag + sims_count_text(r.sim_counts), "yellow" if tag else ""),
         )
+
+    def search_text(self, r: RunSummary) -> str:
+        configs = " ".join(e.gpu_config for e in r.entries)
+        return " ".join([super().search_text(r), r.state, configs])
+
+    def sort_value(self, r: RunSummary, column: str) -> Any:
+        total = sum(r.sim_counts.values())
+        numbers = {"succeeded": progress_fraction(r.sim_counts.get("succeeded", 0), total),
+                   "age": -r.created_at.timestamp(), "sims": unfinished_sims(r)}
+        return numbers[column] if column in numbers else super().sort_value(r, column)
 
     def detail_text(self, r: RunSummary) -> str:
         entries = ", ".join(f"{e.gpu_config} × {e.count}" for e in r.entries)
@@ -297,9 +472,31 @@ class RunsScreen(PolledTable):
     def action_new_run(self) -> None:
         self.post_message(OpenNewRun(None))
 
+    def action_mark(self) -> None:
+        run = self.selected()
+        if run is None:
+            return
+        self.marked ^= {run.id}
+        self.show_items()
+        self.query_one(DataTable).action_cursor_down()
+
+    def action_compare(self) -> None:
+        marked = [run_id for run_id in self.fetched_ids() if run_id in self.marked]
+        if len(marked) < 2:
+            self.notify("Mark two or more runs with space, then press c.", severity="warning")
+            return
+        self.app.push_screen(CompareRunsScreen(list(reversed(marked)), self.services))  # oldest first
+
+    def fetched_ids(self) -> list[str]:
+        return [item.id for item in self.fetched]
+
+    def action_manage(self, action: str) -> None:
+        run = self.selected()
+        if run is not None:
+            self.post_message(ManageRun(action, run))
+
     def action_cancel_run(self) -> None:
         run = self.selected()
         if run is None:
             return
-        self.post_message(ConfirmCancel(run.id, unfinished=sum(
-            n for s, n in run.sim_counts.items() if s not in TERMINAL_SIM_STATES)))
+        self.post_message(ConfirmCancel(run.id, unfinished=unfinished_sims(run)))

@@ -1,4 +1,5 @@
-"""Small modal screens: a yes/no confirmation and the `?` help listing every key binding."""
+"""Small modal screens: a yes/no confirmation, the quit question, a text shown whole and the `?`
+help listing every key binding."""
 
 from __future__ import annotations
 
@@ -49,6 +50,67 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class QuitScreen(ModalScreen[str]):
+    """Asked by `q` while sims run: "cancel", "quit" or "stay" (the dismissal value)."""
+
+    BINDINGS = [
+        Binding("c", "answer('cancel')", "Cancel the runs and quit", id="quit.cancel_runs"),
+        Binding("q,y", "answer('quit')", "Quit, they keep running", id="quit.keep_running"),
+        Binding("escape,s,n", "answer('stay')", "Stay", id="quit.stay"),
+    ]
+    DEFAULT_CSS = """
+    QuitScreen { align: center middle; }
+    QuitScreen > Vertical {
+        width: 70; max-width: 95%; height: auto; max-height: 90%;
+        border: thick $warning; background: $panel; padding: 1 2;
+    }
+    QuitScreen #quit-keys { margin-top: 1; }
+    """
+
+    def __init__(self, body: str) -> None:
+        super().__init__()
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("[b]Sims are still running[/b]", id="quit-title")
+            yield Static(self.body, id="quit-body", markup=False)
+            yield Static("[b]c[/b]  cancel the runs and quit\n"
+                         "[b]q[/b]  quit, they keep running\n"
+                         "[b]Esc[/b]  stay", id="quit-keys")
+
+    def action_answer(self, answer: str) -> None:
+        self.dismiss(answer)
+
+
+class MessageScreen(ModalScreen[None]):
+    """A text shown whole (wrapped), such as a failed trace's error; Esc or q closes it."""
+
+    BINDINGS = [Binding("escape,q", "close", "Close", id="message.close")]
+    DEFAULT_CSS = """
+    MessageScreen { align: center middle; }
+    MessageScreen > Vertical {
+        width: 80; max-width: 95%; height: auto; max-height: 90%;
+        border: thick $error; background: $panel; padding: 1 2;
+    }
+    MessageScreen #message-keys { margin-top: 1; color: $text-muted; }
+    """
+
+    def __init__(self, title: str, body: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(self.title_text, style="bold"), id="message-title")
+            yield Static(self.body, id="message-body", markup=False)
+            yield Static("Esc: close", id="message-keys")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
 
 
 class HelpScreen(ModalScreen[None]):

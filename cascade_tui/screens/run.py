@@ -23,14 +23,14 @@ from cascade_server.models import TERMINAL_SIM_STATES
 
 from .. import compare
 from ..formatting import STATE_DISPLAY_ORDER, state_label
-from ..messages import ConfirmCancel, ReportsWorkerErrors
+from ..messages import ConfirmCancel, ManageRun, ReportsWorkerErrors
 from ..panes.files_pane import FilesPane
 from ..panes.kernels_pane import KernelsPane
 from ..panes.log_pane import LogPane, LogSearch
 from ..panes.steps_pane import StepsPane
 from ..reducer import RunModel
 from ..services import Services
-from ..simrows import next_sort_key
+from ..simrows import next_sort_key, next_state_filter, run_duration
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
 
 CONNECTION_BADGES = {
@@ -51,6 +51,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("T", "show('steps')", "Step timeline", show=False, id="run.steps"),
         Binding("s", "sort", "Sort", show=False, id="run.sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="run.reverse_sort"),
+        # `f` is the files view here, so the sims state filter is on `v`.
+        Binding("v", "state_filter", "Filter sims by state", show=False, id="run.state_filter"),
         Binding("slash", "search", "Search", id="run.search"),
         Binding("n", "find(False)", "Next match", show=False, id="run.next_match"),
         Binding("N", "find(True)", "Previous match", show=False, id="run.previous_match"),
@@ -60,6 +62,13 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("L", "download('log')", "Save sim log", show=False, id="run.save_log"),
         Binding("F", "download('files')", "Save sim files", show=False, id="run.save_files"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
+        Binding("z", "zoom", "Zoom pane", show=False, id="run.zoom"),
+        Binding("o", "kernel_order", "Kernels by trace/time/spread", show=False,
+                id="run.kernel_order"),
+        Binding("R", "manage('rerun')", "Re-run", show=False, id="run.rerun"),
+        Binding("Y", "manage('retry')", "Retry failed sims", show=False, id="run.retry"),
+        Binding("D", "manage('delete')", "Delete run", show=False, id="run.delete"),
+        Binding("w", "wrap", "Wrap log lines", show=False, id="run.wrap"),
         # Two panes: the sims table and the lower one (log, kernels or files); Tab swaps them
         # so the log and the files list are reachable without a mouse.
         Binding("tab", "other_pane", "Next pane", show=False, id="run.focus_next"),
@@ -222,8 +231,11 @@ class RunScreen(ReportsWorkerErrors, Screen):
             count_text = " · ".join(f"{counts[s]} {s}" for s in STATE_DISPLAY_ORDER if counts.get(s))
             # Most important first, so an 80-column terminal cuts the least useful part: the
             # trace id before the counts, the run id (also in the title bar) last.
-            text = (f"{badge}  {state_label(model.state())}  trace [b]{escape(model.run.trace_id)}[/]"
-                    f"  {count_text}  [b]{model.run.id}[/]")
+            shown = self.query_one(SimTable).state_filter
+            only = f"  [reverse]showing {shown}[/]" if shown != "all" else ""
+            took = run_duration(model.run.created_at, model.sims.values(), self.services.now())
+            text = (f"{badge}  {state_label(model.state())}{only}  {took}  trace "
+                    f"[b]{escape(model.run.trace_id)}[/]  {count_text}  [b]{model.run.id}[/]")
         if text != self._header_text:
             self._header_text = text
             self.query_one("#run-header", Static).update(text)
@@ -270,6 +282,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
         elif view == "steps":
             self.steps_pane.draw()
             self.steps_pane.chart.focus()
+        elif self.has_class("-zoomed"):
+            self.log_pane.view.focus()  # the sims table is hidden
         else:
             self.query_one(SimTable).focus()
 
@@ -285,8 +299,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
 
     def action_other_pane(self) -> None:
         table = self.query_one(SimTable)
-        if table.has_focus:
-            self._lower_pane().focus()
+        if table.has_focus or self.has_class("-zoomed"):
+            self._lower_pane().focus()  # zoomed, the lower pane is all there is
         else:
             table.focus()
 
@@ -294,6 +308,38 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table = self.query_one(SimTable)
         table.set_sort(next_sort_key(table.sort_key), table.sort_reverse)
         self.notify(f"Sorted by {table.sort_key}", timeout=2)
+
+    def action_manage(self, action: str) -> None:
+        summary = self.model.summary()
+        if summary is not None:
+            self.post_message(ManageRun(action, summary))
+
+    def action_kernel_order(self) -> None:
+        if self.view != "kernels":
+            self.action_show("kernels")
+        self.notify(f"Kernels by {self.kernels_pane.next_order()}", timeout=2)
+
+    def action_zoom(self) -> None:
+        """The lower pane (log, kernels, files) gets the whole screen, and back."""
+        zoomed = not self.has_class("-zoomed")
+        self.set_class(zoomed, "-zoomed")
+        if zoomed:
+            self._lower_pane().focus()
+        else:
+            self.query_one(SimTable).focus()
+
+    def action_wrap(self) -> None:
+        view = self.log_pane.view
+        view.set_wrap(not view.wrap)
+        if self.view != "log":
+            self.action_show("log")
+        self.notify("Log lines wrap" if view.wrap else "Log lines scroll sideways", timeout=2)
+
+    def action_state_filter(self) -> None:
+        table = self.query_one(SimTable)
+        table.set_state_filter(next_state_filter(table.state_filter))
+        self._update_header()
+        self.notify(f"Sims shown: {table.state_filter}", timeout=2)
 
     def action_reverse_sort(self) -> None:
         table = self.query_one(SimTable)

@@ -32,8 +32,11 @@ CHART_STYLES: dict[str, Style] = {
 
 
 class KernelChart(ScrollView, can_focus=True):
+    """Lines are built to the pane's width (`chart.chart_lines`), so it never scrolls sideways;
+    the vertical scrollbar is always there, so the width does not change when lines grow."""
+
     DEFAULT_CSS = """
-    KernelChart { height: 1fr; background: $surface; overflow-x: auto; overflow-y: auto; }
+    KernelChart { height: 1fr; background: $surface; overflow-x: hidden; overflow-y: scroll; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -17,7 +17,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..loglines import LineStore
+from ..loglines import LineStore, wrapped_window
 
 MATCH_STYLE = Style(color="black", bgcolor="yellow")
 CURRENT_MATCH_STYLE = Style(color="black", bgcolor="bright_yellow", bold=True)
@@ -30,7 +30,9 @@ class LogView(ScrollView, can_focus=True):
         Binding("down", "scroll_lines(1)", "Log down a line", show=False, id="log.down"),
         Binding("pageup", "scroll_pages(-1)", "Log page up", show=False, id="log.page_up"),
         Binding("pagedown", "scroll_pages(1)", "Log page down", show=False, id="log.page_down"),
-        Binding("end", "follow", "Follow", id="log.follow"),
+        # Not in the footer: the log title says "(End to follow)" when paused, and the footer
+        # must keep `q Quit` and `? Help` at 80 columns.
+        Binding("end", "follow", "Follow", show=False, id="log.follow"),
         Binding("home", "top", "Top", show=False, id="log.top"),
     ]
     DEFAULT_CSS = """
@@ -52,6 +54,7 @@ class LogView(ScrollView, can_focus=True):
         self._width = 0
         self._strips: dict[tuple, Strip] = {}
         self._scrolling_to_end = False
+        self.wrap = False  # long lines wrap instead of scrolling sideways (`w`)
 
     # --- content ------------------------------------------------------------------------------
 
@@ -73,7 +76,7 @@ class LogView(ScrollView, can_focus=True):
         self._width = max(self._width, max(len(line) for line in lines))
         if dropped:
             self._strips.clear()
-        self.virtual_size = Size(self._width, len(self.store))
+        self.virtual_size = Size(0 if self.wrap else self._width, len(self.store))
         if self.following:
             self._to_end()
         else:
@@ -137,15 +140,10 @@ class LogView(ScrollView, can_focus=True):
             self.following = False
 
     def status_text(self) -> str:
-        """`following`, or `paused +N lines (End to follow)`, plus dropped-line info."""
-        parts = []
+        """`following`, or `paused +N lines (End to follow)`."""
         if self.following:
-            parts.append("following")
-        else:
-            parts.append(f"paused +{self.new_since_pause:,} lines (End to follow)")
-        if self.store.dropped:
-            parts.append(f"{self.store.dropped:,} older lines not kept: download the log for all")
-        return " · ".join(parts)
+            return "following"
+        return f"paused +{self.new_since_pause:,} lines (End to follow)"
 
     # --- search -------------------------------------------------------------------------------
 
@@ -174,9 +172,40 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
         return True
 
+    # --- wrapping -----------------------------------------------------------------------------
+
+    def set_wrap(self, wrap: bool) -> None:
+        self.wrap = wrap
+        self.styles.overflow_x = "hidden" if wrap else "auto"
+        self.virtual_size = Size(0 if wrap else self._width, len(self.store))
+        if wrap:
+            self.scroll_to(x=0, animate=False, immediate=True)
+        self._strips.clear()
+        self.refresh()
+
+    def _render_wrapped(self, y: int) -> Strip:
+        width = self.size.width
+        rows = wrapped_window(self.store.lines, int(self.scroll_y), width, self.size.height,
+                              self.following)
+        if y >= len(rows):
+            return Strip.blank(width, self.rich_style)
+        index, start = rows[y]
+        absolute = self.store.dropped + index
+        current = absolute == self.current_match
+        key = ("wrap", absolute, start, width, current)
+        strip = self._strips.get(key)
+        if strip is None:
+            if len(self._strips) > 2048:
+                self._strips.clear()
+            piece = self.store.lines[index][start:start + width]
+            strip = self._strips[key] = self._paint(piece, 0, width, current)
+        return strip
+
     # --- rendering ----------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
+        if self.wrap:
+            return self._render_wrapped(y)
         width = self.size.width
         index = int(self.scroll_y) + y
         if index >= len(self.store):

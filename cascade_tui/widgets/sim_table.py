@@ -53,6 +53,8 @@ COLUMNS_HELP: tuple[tuple[str, str], ...] = (
     ("beat", "seconds since the sim's last heartbeat (yellow when stale; - once finished)"),
     ("IPC", "simulated instructions per cycle"),
     ("rate/s", "simulated instructions per second of real time (the simulator's speed)"),
+    ("time", "how long the sim has run (until it finished); from about 95 columns"),
+    ("ETA", "time to go at the rate it has finished kernels so far; from about 95 columns"),
     ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error; for a sim "
                "a scheduler still holds, its job and what Slurm says (job 41_3 PENDING (Resources))"),
 )
@@ -67,6 +69,9 @@ class SimTable(ScrollView, can_focus=True):
         Binding("pageup", "cursor(-10)", "Page up", show=False, id="sims.page_up"),
         Binding("pagedown", "cursor(10)", "Page down", show=False, id="sims.page_down"),
         Binding("home", "cursor_to(0)", "First sim", show=False, id="sims.first"),
+        Binding("G", "cursor_to(-1)", "Last sim", show=False, id="sims.last"),
+        # j only: k is the kernels view on the run screen
+        Binding("j", "cursor(1)", "Down (vim)", show=False, id="sims.down_vim"),
         # End belongs to the log pane below ("follow the log again"), not to table scrolling.
         Binding("end", "screen.follow", "Follow log", show=False, id="sims.follow_log"),
     ]
@@ -77,8 +82,11 @@ class SimTable(ScrollView, can_focus=True):
         overflow-x: hidden;
         overflow-y: auto;
         & > .simtable--header { text-style: bold; background: $panel; }
-        & > .simtable--cursor { background: $accent 40%; }
-        &:focus > .simtable--cursor { background: $accent; color: $text; }
+        /* Reverse video reads as a cursor in 16 and 256 colours and with NO_COLOR (an accent
+           background became bright red in 16 colours: a failure colour). Underlined when the
+           keyboard is in the lower pane. */
+        & > .simtable--cursor { text-style: underline; }
+        &:focus > .simtable--cursor { text-style: reverse bold; }
     }
     """
 
@@ -102,10 +110,12 @@ class SimTable(ScrollView, can_focus=True):
         self.cursor_id: str | None = None
         self.sort_key = "config"
         self.sort_reverse = False
+        self.state_filter = "all"  # a name of simrows.STATE_FILTERS
         self._config_cells = 12
         self._layout: Layout = simrows.layout(80, self._config_cells)
         self._rows: dict[str, tuple[tuple[str, str], ...]] = {}  # sim id -> fitted row texts
         self._strips: dict[tuple, Strip] = {}
+        self._height_rows = 0
         self.repaints = 0  # rows repainted by update_rows (for tests and the benchmark)
 
     # --- data -------------------------------------------------------------------------------------
@@ -116,7 +126,8 @@ class SimTable(ScrollView, can_focus=True):
         row only if its text changed; re-sorts, keeping the cursor on its sim."""
         now = self._now()
         self.sims = dict(sims)
-        new_order = simrows.sorted_ids(self.sims.values(), self.sort_key, self.sort_reverse, now)
+        new_order = simrows.sorted_ids(self.sims.values(), self.sort_key, self.sort_reverse, now,
+                                       self.state_filter)
         structural = reset or new_order != self.order
         config_cells = simrows.config_width(s.gpu_config for s in self.sims.values())
         if config_cells != self._config_cells:
@@ -124,9 +135,13 @@ class SimTable(ScrollView, can_focus=True):
             self._layout = simrows.layout(self.size.width or 80, config_cells)
             structural = True
         self.order = new_order
-        if self.cursor_id not in self.sims:
+        if self.cursor_id not in self.order:
             self._set_cursor(self.order[0] if self.order else None)
         self.virtual_size = Size(self.size.width, len(self.order) + 1)
+        if self._height_rows != len(self.order) + 1:
+            # Only the rows it has (the screen's CSS caps it): the pane below gets the rest.
+            self._height_rows = len(self.order) + 1
+            self.styles.height = self._height_rows
         if structural:
             self._rows.clear()
             self._strips.clear()
@@ -143,7 +158,12 @@ class SimTable(ScrollView, can_focus=True):
                 self.repaints += 1
 
     def _row_texts(self, sim_id: str, now: datetime) -> tuple[tuple[str, str], ...]:
-        return simrows.row_texts(simrows.sim_cells(self.sims[sim_id], now), self._layout)
+        return simrows.row_texts(simrows.sim_cells(self.sims[sim_id], now, self._layout.bar_width),
+                                 self._layout)
+
+    def set_state_filter(self, name: str) -> None:
+        self.state_filter = name
+        self.update_rows(self.sims, reset=True)
 
     def set_sort(self, key: str, reverse: bool) -> None:
         self.sort_key, self.sort_reverse = key, reverse
@@ -180,7 +200,8 @@ class SimTable(ScrollView, can_focus=True):
         self.move_cursor_to((current if current is not None else -1) + delta)
 
     def action_cursor_to(self, index: int) -> None:
-        self.move_cursor_to(index)
+        """Row `index`; negative counts from the end (-1: the last)."""
+        self.move_cursor_to(index if index >= 0 else len(self.order) + index)
 
     def _scroll_cursor_into_view(self) -> None:
         index = self.cursor_index
@@ -246,7 +267,9 @@ class SimTable(ScrollView, can_focus=True):
         for i, (text, style_name) in enumerate(texts):
             if i:
                 segments.append(Segment(" ", base))
-            style = base + CELL_STYLES[style_name] if style_name in CELL_STYLES else base
+            # The cursor row is one reversed colour: state colours inside it would turn into
+            # coloured blocks (a red one reads as failure).
+            style = base + CELL_STYLES[style_name] if style_name in CELL_STYLES and not selected else base
             segments.append(Segment(text, style))
         return Strip(segments).crop_extend(0, width, base)
 

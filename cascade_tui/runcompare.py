@@ -1,0 +1,110 @@
+"""Comparing runs (issue 13): per config the simulated total of each run side by side with the
+ratio to the first run, and the kernels whose simulated time differs most between runs.
+
+Pure (no Textual, no I/O): the compare screen fetches each run's detail and kernels and renders
+these lines. Totals reuse the kernels view's maths (`compare.config_totals`: median over succeeded
+replicas), so a number here is the number that run's kernels view shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cascade_server.models import KernelStat, RunDetail
+
+from . import compare
+from .formatting import ellipsize, short_kernel_name, time_ns
+
+
+@dataclass(frozen=True)
+class RunData:
+    run: RunDetail
+    kernels: list[KernelStat]
+
+
+@dataclass(frozen=True)
+class KernelDifference:
+    kernel_index: int
+    kernel_name: str
+    config: str
+    values: tuple[float | None, ...]  # one per run, in the order compared
+    spread_pct: float  # (largest - smallest) / smallest, over the runs that have it
+
+
+def _configs(runs: Sequence[RunData]) -> list[str]:
+    configs: list[str] = []
+    for data in runs:
+        for name in compare.config_order((e.gpu_config for e in data.run.entries), data.run.sims):
+            if name not in configs:
+                configs.append(name)
+    return configs
+
+
+def config_totals(runs: Sequence[RunData]) -> list[tuple[str, tuple[float | None, ...]]]:
+    """Per config, each run's total simulated time (None: no succeeded replica in that run)."""
+    configs = _configs(runs)
+    per_run = []
+    for data in runs:
+        sims = {s.id: s for s in data.run.sims}
+        totals = {t.config: (None if t.partial else t.median_ns)
+                  for t in compare.config_totals(configs, sims, data.kernels)}
+        per_run.append(totals)
+    return [(cfg, tuple(totals.get(cfg) for totals in per_run)) for cfg in configs]
+
+
+def ratio(values: Sequence[float | None]) -> float | None:
+    """The last run's value over the first's (both needed)."""
+    first, last = values[0], values[-1]
+    return last / first if first and last is not None else None
+
+
+def kernel_differences(runs: Sequence[RunData], limit: int = 20) -> list[KernelDifference]:
+    """The (kernel, config) pairs whose simulated time differs most between the runs, largest
+    first; only pairs at least two runs have."""
+    configs = _configs(runs)
+    per_run = []
+    for data in runs:
+        sims = {s.id: s for s in data.run.sims}
+        per_run.append({(row.kernel_index, row.kernel_name): row.sim_ns
+                        for row in compare.kernel_rows(configs, sims, data.kernels)})
+    keys: list[tuple[int, str]] = []
+    for rows in per_run:
+        keys.extend(k for k in rows if k not in keys)
+    out = []
+    for key in keys:
+        for cfg in configs:
+            values = tuple(rows.get(key, {}).get(cfg) for rows in per_run)
+            have = [v for v in values if v is not None]
+            if len(have) < 2 or min(have) <= 0:
+                continue
+            out.append(KernelDifference(key[0], key[1], cfg, values,
+                                        (max(have) - min(have)) / min(have) * 100.0))
+    out.sort(key=lambda d: (-d.spread_pct, d.kernel_index, d.config))
+    return out[:limit]
+
+
+def lines(runs: Sequence[RunData], limit: int = 20) -> list[str]:
+    """The comparison as text lines (the screen shows them as they are)."""
+    ids = [data.run.id for data in runs]
+    col = 12
+    label = max([len("config")] + [len(cfg) for cfg, _ in config_totals(runs)])
+    head = "config".ljust(label) + "".join(i[-col + 1:].rjust(col) for i in ids) + "ratio".rjust(9)
+    out = [f"Comparing {len(runs)} runs: " + ", ".join(
+        f"{data.run.id} ({data.run.trace_id})" for data in runs), "",
+        "Total simulated time per config (median over succeeded replicas); ratio: last run / first",
+        head]
+    for cfg, values in config_totals(runs):
+        r = ratio(values)
+        out.append(cfg.ljust(label) + "".join(time_ns(v).rjust(col) for v in values)
+                   + (f"{r:.3f}x" if r is not None else "-").rjust(9))
+    out += ["", f"Kernels that differ most between the runs (largest spread first, top {limit})"]
+    diffs = kernel_differences(runs, limit)
+    if not diffs:
+        out.append("No kernel finished in two of these runs on the same config.")
+    for d in diffs:
+        name = ellipsize(short_kernel_name(d.kernel_name) or "?", 40)
+        cells = "".join(time_ns(v).rjust(col) for v in d.values)
+        out.append(f"#{d.kernel_index:<3} {name:<40} {d.config:<{label}}{cells}  "
+                   f"{d.spread_pct:+.1f}%")
+    return out

@@ -1,0 +1,75 @@
+"""Compare runs (issue 13): mark runs with space, `c` shows per config each run's simulated total
+with the ratio, and the kernels that differ most. Pure maths first, then the screen."""
+
+from __future__ import annotations
+
+from cascade_tui import runcompare
+from cascade_tui.screens.compare_runs import CompareRunsScreen
+from cascade_tui.screens.lists import RunsScreen
+
+from .factories import kstat, run, sim
+from .helpers import recorded_log, screen_text, wait_until
+from .test_seen_wrong import create_run, http, make_app, on_list, play, srv  # noqa: F401
+
+
+def _data(run_id: str, ns: dict[str, list[float]]) -> runcompare.RunData:
+    sims = [sim(f"{run_id}-{cfg}", run_id=run_id, gpu_config=cfg, state="succeeded") for cfg in ns]
+    kernels = [kstat(f"{run_id}-{cfg}", i, v, name=f"_Z1kv{i}") for cfg, values in ns.items()
+               for i, v in enumerate(values)]
+    return runcompare.RunData(run(sims, id=run_id), kernels)
+
+
+def test_totals_side_by_side_with_the_ratio_and_kernels_by_largest_spread():
+    first = _data("run-a", {"A": [100.0, 100.0], "B": [50.0, 50.0]})
+    second = _data("run-b", {"A": [100.0, 300.0]})
+    totals = dict(runcompare.config_totals([first, second]))
+    assert totals == {"A": (200.0, 400.0), "B": (100.0, None)}
+    assert runcompare.ratio(totals["A"]) == 2.0 and runcompare.ratio(totals["B"]) is None
+    diffs = runcompare.kernel_differences([first, second])
+    assert [(d.kernel_index, d.config, d.spread_pct) for d in diffs] == [(1, "A", 200.0),
+                                                                         (0, "A", 0.0)]
+    text = "\n".join(runcompare.lines([first, second]))
+    assert "2.000x" in text and "+200.0%" in text
+
+
+async def test_mark_two_runs_and_compare_them(srv, http, tmp_path):  # noqa: F811
+    runs = []
+    for _ in range(2):
+        created = await create_run(http, [("SM7_QV100", 1)])
+        await play(http, created["sims"][0]["id"], recorded_log("SM7_QV100"))
+        runs.append(created)
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await on_list(pilot, RunsScreen, [r["id"] for r in runs])
+        screen = app.screen
+        await pilot.press("c")  # nothing marked: says how
+        assert not isinstance(app.screen, CompareRunsScreen)
+        await pilot.press("home", "space", "space")
+        await wait_until(pilot, lambda: screen.marked == {r["id"] for r in runs}, "both marked")
+        assert screen_text(app).count("+run-") == 2
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareRunsScreen)
+                         and "1.000x" in app.screen.text, "the comparison")
+        text = app.screen.text
+        assert f"Comparing 2 runs: {runs[0]['id']}" in text  # oldest first
+        assert "SM7_QV100" in text and "+0.0%" in text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen, "back on Runs")
+
+
+def test_kernels_view_orders_by_time_or_spread_with_share_and_delta():
+    from cascade_server.models import ComparisonRow
+    from cascade_tui import chart, compare
+
+    rows = [ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0}),
+            ComparisonRow(kernel_index=1, kernel_name="_Z1bv", sim_ns={"A": 90.0, "B": 100.0})]
+    assert compare.kernel_spread(rows[0]) == 200.0
+    assert compare.kernel_share(rows[1], {"A": 100.0, "B": 130.0}) == 90.0
+    assert [r.kernel_index for r in compare.order_kernel_rows(rows, "time")] == [1, 0]
+    assert [r.kernel_index for r in compare.order_kernel_rows(rows, "spread")] == [0, 1]
+    totals = [compare.ConfigTotal("A", 100.0, 100.0, 100.0, 1, 1),
+              compare.ConfigTotal("B", 130.0, 130.0, 130.0, 1, 1)]
+    text = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
+                                         False, 100, order="time"))
+    assert text.index("#1 b") < text.index("#0 a")
+    assert "share 90.0%  Δ +11.1%" in text and "share 23.1%  Δ +200.0%" in text

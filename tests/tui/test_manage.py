@@ -1,0 +1,83 @@
+"""Manage (issue 13): re-run a run, retry its failed sims, delete a finished run or a trace, each
+asked first, from the lists and the run screen, against a real server's routes."""
+
+from __future__ import annotations
+
+from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from cascade_tui.screens.modals import ConfirmScreen
+from cascade_tui.screens.run import RunScreen
+
+from .helpers import Simulator, record_notifications, screen_text, wait_until
+from .test_seen_wrong import TRACE, create_run, http, make_app, on_list, open_run_screen, srv  # noqa: F401
+
+
+async def confirm(pilot, expected: str, answer: str = "y") -> None:
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen)
+                     and expected in screen_text(pilot.app), f"the question {expected!r}")
+    await pilot.press(answer)
+
+
+async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tmp_path):  # noqa: F811
+    run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
+    failing = Simulator(http, run["sims"][1]["id"])
+    await failing.beat("running")
+    await failing.beat("failed", exit_code=1, error="boom")
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await on_list(pilot, RunsScreen, [run["id"]])
+        await pilot.press("R")
+        await confirm(pilot, f"Re-run {run['id']}?", answer="n")  # no: nothing happens
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "back on Runs")
+        assert len((await http.get("/api/runs")).json()) == 1
+        await pilot.press("R")
+        await confirm(pilot, "SM7_QV100 × 1, SM7_TITANV × 1")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
+                         and app.screen.run_id != run["id"], "the new run open")
+        rerun = app.screen.run_id
+        detail = (await http.get(f"/api/runs/{rerun}")).json()
+        assert [e["gpu_config"] for e in detail["entries"]] == ["SM7_QV100", "SM7_TITANV"]
+        await pilot.press("r")
+        await on_list(pilot, RunsScreen, [run["id"], rerun])
+        runs = app.screen
+        runs.select(run["id"])
+        await wait_until(pilot, lambda: runs.selected_id() == run["id"], "the first run")
+        await pilot.press("Y")
+        await confirm(pilot, "Retry the failed sims of")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
+                         and app.screen.run_id not in (run["id"], rerun), "the retry open")
+        retry = (await http.get(f"/api/runs/{app.screen.run_id}")).json()
+        assert [(s["gpu_config"]) for s in retry["sims"]] == ["SM7_TITANV"]
+
+
+async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv, http, tmp_path):  # noqa: F811
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        seen = record_notifications(app)
+        await open_run_screen(pilot, run["id"])
+        await pilot.press("D")
+        await wait_until(pilot, lambda: any("cancel it first" in m for m in seen()), "the refusal")
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.press("x")
+        await confirm(pilot, f"Cancel {run['id']}?")
+        await wait_until(pilot, lambda: app.screen.model.state() == "cancelled", "cancelled")
+        await pilot.press("D")
+        await confirm(pilot, "This cannot be undone")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen)
+                         and run["id"] not in app.screen.items, "back on Runs, the run gone")
+    assert (await http.get(f"/api/runs/{run['id']}")).status_code == 404
+
+
+async def test_delete_a_trace_from_the_traces_list(srv, http, tmp_path):  # noqa: F811
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await pilot.press("t")
+        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
+        traces = app.screen
+        traces.select("broken-upload")
+        await wait_until(pilot, lambda: traces.selected_id() == "broken-upload", "the cursor")
+        await pilot.press("D")
+        await confirm(pilot, "Delete trace broken-upload?")
+        await wait_until(pilot, lambda: "broken-upload" not in traces.items, "the trace gone")
+    assert (await http.get("/api/traces/broken-upload")).status_code == 404

@@ -1,0 +1,89 @@
+"""Pure pieces behind issue 13's fixes: the sims table at 80 columns with long config names, the
+kernels chart never wider than its pane, and running totals of configs with no succeeded replica."""
+
+from __future__ import annotations
+
+import pytest
+
+from cascade_tui import chart, compare, simrows
+
+from .factories import T0, kstat, sim
+
+
+@pytest.mark.parametrize("configs", [["SM7_QV100"], ["SM75_RTX2060", "SM75_RTX2060_S"],
+                                     ["SM86_RTX3070", "SM3_KEPLER_TITAN"]])
+def test_at_80_columns_every_sims_column_fits_whatever_the_config_names(configs):
+    lay = simrows.layout(80, simrows.config_width(configs))
+    assert [c.key for c in lay.columns] == [c.key for c in simrows.COLUMNS
+                                            if c.priority < simrows.WIDE_ONLY]  # rate/s included
+    for name in configs:
+        texts = simrows.row_texts(simrows.sim_cells(sim(gpu_config=name, kernels_done=150,
+                                                        kernels_total=150), T0, lay.bar_width), lay)
+        line = " ".join(text for text, _ in texts)
+        assert len(line) <= 80, line
+        assert name in line and "150/150" in line  # neither the name nor the counts cut
+
+
+def test_the_progress_bar_keeps_its_meaning_when_it_narrows():
+    lay = simrows.layout(80, simrows.config_width(["SM75_RTX2060_S"]))
+    assert lay.bar_width == 4
+    cells = simrows.sim_cells(sim(kernels_done=3, kernels_total=6), T0, lay.bar_width)
+    assert cells["progress"].text == "3/6 ██  "  # half of a 4-cell bar, not a cut 6-cell one
+
+
+def test_a_config_with_no_succeeded_replica_has_a_partial_running_total_never_ranked():
+    sims = {"a": sim("a", gpu_config="A", state="succeeded"),
+            "b1": sim("b1", gpu_config="B", state="running", kernels_done=2, kernels_total=6),
+            "b2": sim("b2", gpu_config="B", state="failed", kernels_done=1, kernels_total=6),
+            "c": sim("c", gpu_config="C", state="running", kernels_done=0)}
+    kernels = [kstat("a", 0, 100.0), kstat("a", 1, 100.0), kstat("b1", 0, 10.0), kstat("b1", 1, 10.0),
+               kstat("b2", 0, 10.0)]
+    totals = {t.config: t for t in compare.config_totals(["A", "B", "C"], sims, kernels)}
+    assert not totals["A"].partial and totals["A"].median_ns == 200.0
+    b = totals["B"]
+    assert b.partial and b.median_ns == 15.0 and (b.kernels_done, b.kernels_total) == (2, 6)
+    assert not totals["C"].partial and totals["C"].median_ns is None  # nothing finished yet
+    ranking = compare.rank(list(totals.values()))
+    assert ranking.fastest == ("A",) and ranking.missing == ("B", "C")  # B's 15 ns is not fastest
+    text = chart.plain(chart.chart_lines(["A", "B", "C"], [], list(totals.values()), ranking, {},
+                                         False, 80, finished=False))
+    assert "so far" in text and "partial: 2/6 kernels" in text
+
+
+@pytest.mark.parametrize("width", [78, 80, 160])  # 78: the pane of an 80-column terminal
+def test_chart_lines_are_never_wider_than_the_pane(width):
+    totals = [compare.ConfigTotal("SM75_RTX2060_S", 100.0, 90.0, 110.0, 2, 2, cycles=1e5),
+              compare.ConfigTotal("SM7_QV100", 50.0, None, None, 0, 1, partial=True,
+                                  kernels_done=3, kernels_total=15)]
+    lines = chart.chart_lines(["SM75_RTX2060_S", "SM7_QV100"], [], totals, compare.rank(totals),
+                              {}, False, width)
+    assert max(sum(len(t) for t, _ in line) for line in lines) <= width
+
+
+def test_elapsed_and_eta_from_kernels_done_and_shown_when_wide():
+    from datetime import timedelta
+
+    running = sim(state="running", started_at=T0, kernels_done=2, kernels_total=6)
+    now = T0 + timedelta(seconds=60)
+    assert simrows.elapsed_seconds(running, now) == 60.0
+    assert simrows.eta_seconds(running, now) == 120.0  # 30 s a kernel, 4 to go
+    done = sim(state="succeeded", started_at=T0, finished_at=T0 + timedelta(seconds=90),
+               kernels_done=6, kernels_total=6)
+    assert simrows.elapsed_seconds(done, now) == 90.0 and simrows.eta_seconds(done, now) is None
+    assert simrows.eta_seconds(sim(state="running", started_at=T0, kernels_done=0), now) is None
+    wide = simrows.layout(120)
+    texts = dict(zip([c.key for c in wide.columns],
+                     (t.strip() for t, _ in simrows.row_texts(simrows.sim_cells(running, now), wide))))
+    assert texts["elapsed"] == "1m00s" and texts["eta"] == "2m00s"
+    assert "eta" not in [c.key for c in simrows.layout(80).columns]
+
+
+def test_run_duration_until_the_last_sim_ended_or_so_far():
+    from datetime import timedelta
+
+    ended = [sim("a", state="succeeded", finished_at=T0 + timedelta(seconds=100)),
+             sim("b", state="failed", finished_at=T0 + timedelta(seconds=252))]
+    now = T0 + timedelta(hours=1)
+    assert simrows.run_duration(T0, ended, now) == "took 4m12s"
+    going = ended + [sim("c", state="running")]
+    assert simrows.run_duration(T0, going, T0 + timedelta(seconds=30)) == "30s so far"
