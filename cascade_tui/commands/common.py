@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from ..client import ApiError, CascadeClient
 from ..config import ConfigError, default_config_path, load_settings
+from .output import printable
 
 EXIT_OK = 0
 EXIT_NOT_SUCCEEDED = 1
@@ -95,5 +96,6 @@ def run_with_client(
 
 
 def fail(prog: str, message: str, code: int) -> int:
-    print(f"{prog}: {message}", file=sys.stderr)
+    """One line on stderr: a server's detail may quote what it was sent, control characters too."""
+    print(printable(f"{prog}: {message}"), file=sys.stderr)
     return code

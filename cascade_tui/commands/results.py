@@ -14,7 +14,7 @@ import sys
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, new_parser, run_with_client, segment
-from .output import FORMATS, render
+from .output import FORMATS, printable, render
 from .views import (
     KERNEL_COLUMNS,
     TOTAL_COLUMNS,
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         run = await client.run(segment(args.run_id))
         # Said on stderr, so the data on stdout stays clean for scripts.
         if note := stand_in_note(run):
-            print(f"note: {note}", file=sys.stderr)
+            print(printable(f"note: {note}"), file=sys.stderr)
         if run.state == "active":
             print(f"note: {run.id} is still active: these are the numbers so far", file=sys.stderr)
         if args.comparison:
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         emit(render(args.format, TOTAL_COLUMNS, total_records(run, kernels)))
         if args.format == "table":
-            emit(ranking_sentence(run, kernels), sys.stderr)
+            emit(printable(ranking_sentence(run, kernels)), sys.stderr)
         return 0
 
     return run_with_client(PROG, args, body)

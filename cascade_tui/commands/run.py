@@ -21,7 +21,7 @@ from .common import (
     segment,
 )
 from .follow import wait_for_run
-from .output import render_table
+from .output import printable, render_table
 from .views import SIM_COLUMNS, EntryError, parse_entries, run_header, sim_records, sims_text
 
 PROG = "cascade run"
@@ -79,11 +79,11 @@ async def wait(client: CascadeClient, run_id: str) -> int:
     counts: dict[str, int] = {}
     for sim in sims:
         counts[sim.state] = counts.get(sim.state, 0) + 1
-    print(f"{run_id} {state}: {sims_text(counts)}", file=sys.stderr)
+    print(printable(f"{run_id} {state}: {sims_text(counts)}"), file=sys.stderr)
     for sim in sims:
         if sim.state != "succeeded":
             reason = sim.error or ("exit code " + str(sim.exit_code) if sim.exit_code is not None else "")
-            print(f"  {sim.gpu_config} #{sim.replica} {sim.id} {sim.state}" + (f": {reason}" if reason else ""),
+            print(printable(f"  {sim.gpu_config} #{sim.replica} {sim.id} {sim.state}" + (f": {reason}" if reason else "")),
                   file=sys.stderr)
     return EXIT_OK if state == "succeeded" else EXIT_NOT_SUCCEEDED
 
@@ -111,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "cancel":
             assert run_id is not None
             run = await client.cancel_run(run_id)
-            print(f"{run.id} {run.state}: {sims_text(run.sim_counts)}", file=sys.stderr)
+            print(printable(f"{run.id} {run.state}: {sims_text(run.sim_counts)}"), file=sys.stderr)
             return EXIT_OK
         if args.command == "delete":
             assert run_id is not None
             await client.delete_run(run_id)
-            print(f"deleted run {args.run_id}", file=sys.stderr)
+            print(printable(f"deleted run {args.run_id}"), file=sys.stderr)
             return EXIT_OK
         if args.command == "start":
             new = await start(client, args)

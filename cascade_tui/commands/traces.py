@@ -12,7 +12,7 @@ from cascade_server.models import TraceSummary, TraceState
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, new_parser, now, run_with_client, segment
-from .output import render_table
+from .output import printable, render_table
 from .runs import add_list_arguments
 from .views import TRACE_COLUMNS, trace_records
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     async def body(client: CascadeClient) -> int:
         if args.delete:
             await client.delete_trace(segment(args.delete))
-            print(f"deleted trace {args.delete}", file=sys.stderr)
+            print(printable(f"deleted trace {args.delete}"), file=sys.stderr)
             return 0
         traces = await client.traces(args.state or (), args.limit)
         if args.json:

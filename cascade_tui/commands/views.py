@@ -28,7 +28,7 @@ from cascade_server.models import (
 
 from ..compare import config_order, config_totals, rank, stand_in_reason
 from ..formatting import age, demangle, fixed, human_bytes, short_kernel_name, si_number, state_label, time_ns
-from .output import Column, Record
+from .output import Column, Record, printable
 
 # `SM7_QV100x2`: a config and how many sims run it (the count is optional, 1 by default).
 _ENTRY = re.compile(r"^(?P<name>.+?)(?:x(?P<count>\d+))?$")
@@ -166,7 +166,7 @@ def run_header(run: RunDetail, now: datetime) -> list[str]:
     ]
     if note := stand_in_note(run):
         lines.append(f"note     {note}")
-    return lines
+    return [printable(line) for line in lines]
 
 
 def stand_in_note(run: RunDetail) -> str | None:
@@ -281,5 +281,5 @@ def progress_line(run_id: str, sims: Sequence[SimSummary], width: int = 24) -> s
     for sim in sims:
         counts[sim.state] = counts.get(sim.state, 0) + 1
     state = run_state(s.state for s in sims)
-    return (f"{run_id} {state_label(state)} [{'#' * filled}{'.' * (width - filled)}] {fraction * 100:3.0f}%"
+    return printable(f"{run_id} {state_label(state)} [{'#' * filled}{'.' * (width - filled)}] {fraction * 100:3.0f}%"
             f"  {sims_text(counts)}")

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, UTC
 import pytest
 
 from cascade_server.models import Comparison, ComparisonRow, SimState, SimSummary
-from cascade_tui.commands.output import Column, render, render_table
+from cascade_tui.commands.output import Column, printable, render, render_table
 from cascade_tui.commands.views import (
     EntryError,
     comparison_columns,
@@ -106,3 +106,18 @@ def test_json_carries_nan_and_infinity_as_the_api_does():
     text = render("json", (Column("v", "v"),), [{"v": math.nan}, {"v": -math.inf}, {"v": [math.inf]}])
     assert json.loads(text) == [{"v": "NaN"}, {"v": "-Infinity"}, {"v": ["Infinity"]}]
     assert "NaN," not in text.replace('"NaN"', "")  # strict JSON: no bare NaN literal
+
+
+def test_tables_and_text_spell_out_control_characters_but_json_and_csv_stay_exact():
+    hostile = "evil\x1b[2J\x1b]0;pwned\x07\nnext\tline"
+    columns = (Column("id", "id"), Column("model", "model"))
+    table = render_table(columns, [{"id": hostile, "model": "ok"}])
+    assert "\x1b" not in table and "\x07" not in table and "\t" not in table
+    assert len(table.splitlines()) == 2  # header and one row: no injected line
+    assert r"evil\x1b[2J\x1b]0;pwned\x07\nnext\tline" in table
+    assert json.loads(render("json", columns, [{"id": hostile}]))[0]["id"] == hostile
+    assert next(csv.DictReader(io.StringIO(render("csv", columns, [{"id": hostile}]))))["id"] == hostile
+    assert printable("plain é 中 text") == "plain é 中 text"
+    failed = sim(state="failed", error="boom\x1b[31m\r\nfake prompt$ ")
+    assert "\x1b" not in progress_line("run-\x1b[1m", [failed]) and "\\x1b[1m" in progress_line("run-\x1b[1m", [failed])
+    assert sim_records([failed], NOW)[0]["detail"] == failed.error  # records stay raw: the table escapes
