@@ -14,7 +14,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 from urllib.parse import quote
 
 from ..client import ApiError, CascadeClient
@@ -50,8 +50,24 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--config-file", type=Path, help="TOML config file, like `cascade tui --config` (CASCADE_CONFIG)")
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Usage errors as one line (`cascade runs: argument --state: invalid choice: ...`), exit 2,
+    like every other error of these commands; `--help` still shows the whole usage. Sub-command
+    parsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, printable(f"{self.prog}: {message} (--help for usage)") + "\n")
+
+
 def new_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog=prog, description=description, epilog=EXIT_CODES_HELP)
+    return OneLineErrorParser(prog=prog, description=description, epilog=EXIT_CODES_HELP)
+
+
+def identifier(text: str) -> str:
+    """An id argument: an empty one would name the collection's route, not one of its items."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
 
 
 def segment(value: str) -> str:

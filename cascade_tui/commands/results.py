@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from ..client import CascadeClient
-from .common import add_connection_arguments, emit, new_parser, run_with_client, segment
+from .common import add_connection_arguments, emit, identifier, new_parser, run_with_client, segment
 from .output import FORMATS, printable, render
 from .views import (
     KERNEL_COLUMNS,
@@ -32,7 +32,7 @@ PROG = "cascade results"
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(PROG, "A run's results: per-config totals (default), every kernel, or the "
                         "real-vs-simulated comparison; kernel names demangled.")
-    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument("run_id", metavar="RUN_ID", type=identifier)
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--kernels", action="store_true", help="every kernel every sim finished")
     view.add_argument("--comparison", action="store_true",

@@ -15,6 +15,7 @@ from .common import (
     CommandError,
     add_connection_arguments,
     emit,
+    identifier,
     new_parser,
     now,
     run_with_client,
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, help_: str, run_id: bool = True, wait: bool = False) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_, description=help_, epilog=EXIT_CODES_HELP)
         if run_id:
-            sub.add_argument("run_id", metavar="RUN_ID")
+            sub.add_argument("run_id", metavar="RUN_ID", type=identifier)
         if wait:
             sub.add_argument("--wait", action="store_true",
                              help="follow the run to its end (progress on stderr); exit 1 unless it succeeded")
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     start = command("start", "start a run: prints its id", run_id=False, wait=True)
-    start.add_argument("--trace", required=True, metavar="TRACE_ID", help="a ready trace")
+    start.add_argument("--trace", required=True, metavar="TRACE_ID", type=identifier, help="a ready trace")
     start.add_argument("--config", action="extend", nargs="+", default=[], metavar="NAME[xN]",
                        help="a GPU config of the trace's arch, N sims of it (default 1); repeat or list "
                        "several; default: the trace's suggested config")

@@ -205,3 +205,27 @@ async def test_settings_come_from_the_tui_config_file(live, tmp_path):
     config.chmod(0o600)
     result = await cascade("runs", url=None, token=None, home=tmp_path)
     assert (result.code, result.err) == (0, "no runs\n"), result
+
+
+async def test_bad_ids_urls_and_tokens_are_one_line_and_exit_2(live, tmp_path):
+    url = live.url
+    cases = [
+        *((["run", command, ""], {}, f"cascade run {command}: argument RUN_ID: must not be empty")
+          for command in ("show", "wait", "cancel", "rerun", "retry", "delete")),
+        (["results", " "], {}, "cascade results: argument RUN_ID: must not be empty"),
+        (["traces", "--delete", ""], {}, "cascade traces: argument --delete: must not be empty"),
+        (["runs"], {"url": "http://[::1"}, "cascade runs: invalid settings: url: Value error, 'http://[::1' is not a valid URL"),
+        (["runs"], {"token": "é"}, "cascade runs: invalid settings: token: Value error, must be printable ASCII"),
+        (["runs"], {"token": "a\nb"}, "cascade runs: invalid settings: token: Value error, must be printable ASCII"),
+        (["runs", "--state", "bogus"], {}, "cascade runs: argument --state: invalid choice: 'bogus' (choose from "),
+        (["run"], {}, "cascade run: the following arguments are required: COMMAND"),
+    ]
+    for args, overrides, message in cases:
+        result = await cascade(*args, **{"url": url, "home": tmp_path, **overrides})
+        assert (result.code, result.out) == (2, ""), (args, result)
+        assert result.err.startswith(message) and result.err.count("\n") == 1, (args, result.err)
+        assert "é" not in result.err  # the token is never echoed
+    # The flag reaches the same check as the variable.
+    flag = await cascade("runs", "--token", "é", url=url, token=None, home=tmp_path)
+    assert flag.code == 2 and flag.err.startswith("cascade runs: invalid settings: token:")
+    assert (await cascade("traces", url=url, home=tmp_path)).code == 0  # a listing still works
