@@ -93,13 +93,29 @@ def test_sim_records_say_the_error_or_the_last_kernel():
     assert [r["elapsed"] for r in rows] == ["5s", None, "1m15s"]
 
 
-def test_progress_line_counts_finished_sims_as_done_and_caps_the_stand_in():
+def test_progress_line_counts_succeeded_work_and_marks_lost_sims_apart():
     sims = [sim(state="failed", done=2), sim(replica=1, done=5), sim(replica=2, state="running", done=40)]
-    line = progress_line("run-1", sims, width=10)
-    # failed: 10 of 10; running: 5 of 10; the stand-in's 40 of 10 counts as 10: 25 of 30
-    assert line == f"run-1 ▶ active [########..] {math.floor(25 / 30 * 100 + 0.5):3d}%  0/3 succeeded, 2 running, 1 failed"
-    done = progress_line("run-1", [sim(state="succeeded", done=10)], width=4)
-    assert done == "run-1 ✔ succeeded [####] 100%  1/1 succeeded"
+    line = progress_line("run-1", sims, columns=80)
+    # failed: lost (x, 10 of 30); running: 5 of 10; the stand-in's 40 of 10 counts as 10: 15 of 30 good
+    assert line == f"run-1 ▶ active [{'#' * 10}{'x' * 7}{'.' * 4}]  50%  0/3 succeeded, 2 running, 1 failed"
+    done = progress_line("run-1", [sim(state="succeeded", done=10)], columns=80)
+    assert done.startswith("run-1 ✔ succeeded [########################] 100%  1/1 succeeded")
+
+
+@pytest.mark.parametrize("state", ["cancelled", "failed"])
+def test_a_run_that_did_not_succeed_never_reads_100_percent(state):
+    sims = [sim(state="succeeded", done=10, replica=i) for i in range(199)] + [sim(replica=199, state=state, done=10)]
+    line = progress_line("run-1", sims)
+    assert " 99%" in line and "100%" not in line and line.count("x") >= 1
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80, 120])
+def test_progress_line_fits_the_terminal_with_a_column_to_spare(columns):
+    sims = [sim(config=f"SM7_QV100_{i}", state=state, done=3)
+            for i, state in enumerate(["pending", "launching", "running", "lost", "succeeded", "failed", "cancelled"])]
+    line = progress_line("run-9f56e171af08", sims, columns=columns)
+    assert len(line) <= columns - 1, line
+    assert line.startswith("run-9f56e171af08 ")
 
 
 def test_json_carries_nan_and_infinity_as_the_api_does():
