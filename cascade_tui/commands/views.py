@@ -198,7 +198,8 @@ def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]
     highest), as a multiple of the fastest config, and the median cycles and IPC."""
     sims = {s.id: s for s in run.sims}
     totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
-    multiples = rank(totals).multiples
+    # Stand-in numbers describe a recording, not each config: no multiples, as in the UI.
+    multiples = {} if stand_in_reason(run, run.sims) else rank(totals).multiples
     return [
         {"config": t.config, "succeeded": t.succeeded, "replicas": t.replicas, "total_ns": t.median_ns,
          "low_ns": t.low_ns, "high_ns": t.high_ns, "vs_fastest": multiples.get(t.config),
@@ -208,6 +209,9 @@ def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]
 
 
 def ranking_sentence(run: RunDetail, kernels: Sequence[KernelStat]) -> str:
+    if reason := stand_in_reason(run, run.sims):
+        return (f"Stand-in numbers ({reason}): configs cannot be compared from this run, "
+                "so no config is named fastest.")
     sims = {s.id: s for s in run.sims}
     totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
     return rank(totals).sentence(finished=run.state != "active")

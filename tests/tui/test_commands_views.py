@@ -19,9 +19,12 @@ from cascade_tui.commands.views import (
     entries_text,
     parse_entries,
     progress_line,
+    ranking_sentence,
     sim_records,
     sims_text,
+    total_records,
 )
+from tests.tui import factories
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -137,3 +140,25 @@ def test_tables_and_text_spell_out_control_characters_but_json_and_csv_stay_exac
     failed = sim(state="failed", error="boom\x1b[31m\r\nfake prompt$ ")
     assert "\x1b" not in progress_line("run-\x1b[1m", [failed]) and "\\x1b[1m" in progress_line("run-\x1b[1m", [failed])
     assert sim_records([failed], NOW)[0]["detail"] == failed.error  # records stay raw: the table escapes
+
+
+def _two_config_run(replay: bool):
+    sims = [factories.sim("sim-a", gpu_config="SM7_QV100", state="succeeded", kernels_done=2, kernels_total=2),
+            factories.sim("sim-b", gpu_config="SM7_TITANV", state="succeeded", kernels_done=2, kernels_total=2)]
+    run = factories.run(sims, state="succeeded", replay=replay)
+    kernels = [factories.kstat("sim-a", i, 100.0) for i in range(2)] + [factories.kstat("sim-b", i, 300.0) for i in range(2)]
+    return run, kernels
+
+
+def test_a_stand_in_run_keeps_its_totals_but_names_no_fastest_config_and_no_multiples():
+    run, kernels = _two_config_run(replay=True)
+    records = total_records(run, kernels)
+    assert [(r["config"], r["total_ns"], r["vs_fastest"]) for r in records] == [
+        ("SM7_QV100", 200.0, None), ("SM7_TITANV", 600.0, None)]
+    sentence = ranking_sentence(run, kernels)
+    assert "is fastest" not in sentence and "tie for fastest" not in sentence and "3.00x" not in sentence
+    assert sentence.startswith("Stand-in numbers (the sims replayed a recorded Accel-Sim log)")
+    # The same numbers from a real simulation do rank.
+    real, kernels = _two_config_run(replay=False)
+    assert [r["vs_fastest"] for r in total_records(real, kernels)] == [1.0, 3.0]
+    assert ranking_sentence(real, kernels).startswith("SM7_QV100 is fastest.")
