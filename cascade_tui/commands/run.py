@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from cascade_server.models import RunCreate, RunDetail
 
-from ..client import CascadeClient
+from ..client import ApiError, CascadeClient
 from .common import (
     EXIT_CODES_HELP,
     EXIT_NOT_SUCCEEDED,
     EXIT_OK,
+    EXIT_SERVER,
     CommandError,
     add_connection_arguments,
     emit,
@@ -116,7 +118,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OK
         if args.command == "delete":
             assert run_id is not None
-            await client.delete_run(run_id)
+            try:
+                await client.delete_run(run_id)
+            except ApiError as exc:
+                if exc.status != 409:  # 409: the run is active (the server's detail names its HTTP route)
+                    raise
+                raise CommandError(f"409: run {args.run_id} is active: cancel it first "
+                                   f"(cascade run cancel {shlex.quote(args.run_id)})", EXIT_SERVER) from None
             print(printable(f"deleted run {args.run_id}"), file=sys.stderr)
             return EXIT_OK
         if args.command == "start":

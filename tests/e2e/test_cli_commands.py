@@ -230,3 +230,17 @@ async def test_bad_ids_urls_and_tokens_are_one_line_and_exit_2(live, tmp_path):
     flag = await cascade("runs", "--token", "é", url=url, token=None, home=tmp_path)
     assert flag.code == 2 and flag.err.startswith("cascade runs: invalid settings: token:")
     assert (await cascade("traces", url=url, home=tmp_path)).code == 0  # a listing still works
+
+
+async def test_deleting_an_active_run_suggests_the_cancel_command(live, tmp_path):
+    url = live.url
+    # 8 sims on 2 slots: the run is still active when the delete arrives
+    run_id = (await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x8",
+                            url=url, home=tmp_path)).out.strip()
+    refused = await cascade("run", "delete", run_id, url=url, home=tmp_path)
+    assert (refused.code, refused.out) == (3, "")
+    assert refused.err == f"cascade run delete: 409: run {run_id} is active: cancel it first (cascade run cancel {run_id})\n"
+    assert (await cascade("run", "cancel", run_id, url=url, home=tmp_path)).code == 0
+    waited = await cascade("run", "wait", run_id, url=url, home=tmp_path)
+    assert waited.code == 1 and "100%" not in waited.err  # a cancelled run never reads complete
+    assert (await cascade("run", "delete", run_id, url=url, home=tmp_path)).code == 0
