@@ -244,3 +244,14 @@ async def test_deleting_an_active_run_suggests_the_cancel_command(live, tmp_path
     waited = await cascade("run", "wait", run_id, url=url, home=tmp_path)
     assert waited.code == 1 and "100%" not in waited.err  # a cancelled run never reads complete
     assert (await cascade("run", "delete", run_id, url=url, home=tmp_path)).code == 0
+
+
+async def test_control_characters_from_the_server_are_spelled_out_in_tables_but_exact_in_json(live, tmp_path):
+    model, error = "opt\x1b[2J\x1b[H", "boom\x1b]0;pwned\x07\nfake line"
+    await live.store.put_trace(ready_trace("hostile-trace", model=model, state="failed", error=error))
+    table = await cascade("traces", "--state", "failed", url=live.url, home=tmp_path)
+    assert table.code == 0 and "\x1b" not in table.out and "\x07" not in table.out
+    assert len(table.out.splitlines()) == 2  # the header and one row: the newline did not break it
+    assert r"opt\x1b[2J\x1b[H" in table.out and r"boom\x1b]0;pwned\x07\nfake line" in table.out
+    exact = json.loads((await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out)
+    assert (exact[0]["model"], exact[0]["error"]) == (model, error)
