@@ -172,11 +172,18 @@ def upload(args: argparse.Namespace) -> str:
     if args.profile is not None:
         _import_profile(args)  # after the layout check: nothing is written into a folder it refuses
         files = _check_files(args.directory)  # now with the three timing files
+    try:
+        fields = read_metadata_fields(args.directory)
+    except ValueError as exc:
+        raise UploadError(str(exc), 2) from None
     info = _s3_info(args)
 
     from botocore.exceptions import BotoCoreError, ClientError
 
-    client = make_client(info)
+    try:
+        client = make_client(info)
+    except ValueError as exc:  # botocore refuses a malformed endpoint URL
+        raise UploadError(f"invalid S3 endpoint {info.endpoint!r} (CASCADE_S3_ENDPOINT / --endpoint): {exc}", 2) from None
     try:
         client.head_bucket(Bucket=info.bucket)
         existing = client.list_objects_v2(Bucket=info.bucket, Prefix=f"{TRACES_PREFIX}{args.trace_id}/", MaxKeys=1)
@@ -185,7 +192,6 @@ def upload(args: argparse.Namespace) -> str:
     if existing.get("KeyCount", 0):
         raise UploadError(f"trace {args.trace_id!r} already exists in bucket {info.bucket!r}: choose another --trace-id")
 
-    fields = read_metadata_fields(args.directory)
     fields.update({k: v for k, v in {
         "model": args.model, "gpu": args.gpu, "trace_gpu_arch": args.arch,
         "suggested_sim_config": args.suggested_config,

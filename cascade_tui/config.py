@@ -12,6 +12,7 @@ import stat
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -90,6 +91,23 @@ class TuiSettings(BaseSettings):
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - parsing the port is the check: `:http` or `:99999` raise
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a valid URL ({exc})") from None
+        if not parts.hostname:
+            raise ValueError(f"{value!r} names no host")
+        return value
+
+    @field_validator("token")
+    @classmethod
+    def _token_fits_a_header(cls, value: SecretStr | None) -> SecretStr | None:
+        # It goes into an HTTP header: anything else fails there, blamed on the server.
+        # Never quote the token itself.
+        secret = value.get_secret_value() if value else ""
+        if secret and not (secret.isascii() and secret.isprintable() and " " not in secret):
+            raise ValueError("must be printable ASCII without spaces (the `token:` line `cascade serve` printed)")
         return value
 
     @classmethod

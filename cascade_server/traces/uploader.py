@@ -120,9 +120,20 @@ def upload_trace(
 
 
 def read_metadata_fields(directory: Path) -> dict[str, Any]:
-    """The descriptive fields of a metadata.json already in the directory, if any."""
+    """The descriptive fields of a metadata.json already in the directory, if any. One that is
+    there but is not a JSON object raises ValueError: uploading without the model, arch and
+    timing it was meant to give would register a different trace than the user asked for."""
+    path = directory / METADATA_NAME
     try:
-        data = json.loads((directory / METADATA_NAME).read_text())
-    except (OSError, ValueError):
+        text = path.read_bytes().decode()
+    except FileNotFoundError:
         return {}
-    return {k: v for k, v in data.items() if k in METADATA_FIELDS} if isinstance(data, dict) else {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it ({exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}): fix it or remove it") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a JSON object: fix it or remove it")
+    return {k: v for k, v in data.items() if k in METADATA_FIELDS}

@@ -14,11 +14,12 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 from urllib.parse import quote
 
 from ..client import ApiError, CascadeClient
 from ..config import ConfigError, default_config_path, load_settings
+from .output import printable
 
 EXIT_OK = 0
 EXIT_NOT_SUCCEEDED = 1
@@ -49,8 +50,24 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--config-file", type=Path, help="TOML config file, like `cascade tui --config` (CASCADE_CONFIG)")
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Usage errors as one line (`cascade runs: argument --state: invalid choice: ...`), exit 2,
+    like every other error of these commands; `--help` still shows the whole usage. Sub-command
+    parsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, printable(f"{self.prog}: {message} (--help for usage)") + "\n")
+
+
 def new_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog=prog, description=description, epilog=EXIT_CODES_HELP)
+    return OneLineErrorParser(prog=prog, description=description, epilog=EXIT_CODES_HELP)
+
+
+def identifier(text: str) -> str:
+    """An id argument: an empty one would name the collection's route, not one of its items."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
 
 
 def segment(value: str) -> str:
@@ -95,5 +112,6 @@ def run_with_client(
 
 
 def fail(prog: str, message: str, code: int) -> int:
-    print(f"{prog}: {message}", file=sys.stderr)
+    """One line on stderr: a server's detail may quote what it was sent, control characters too."""
+    print(printable(f"{prog}: {message}"), file=sys.stderr)
     return code

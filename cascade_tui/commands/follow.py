@@ -6,6 +6,8 @@ line is written only when the sims' states change, so a long run does not flood 
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from typing import TextIO
 
@@ -27,7 +29,7 @@ class ProgressLine:
         self.drawn = False
 
     def update(self, sims: list[SimSummary], final: bool = False) -> None:
-        line = progress_line(self.run_id, sims)
+        line = progress_line(self.run_id, sims, self._columns())
         if self.interactive:
             now = time.monotonic()
             if final or now - self.last_draw >= REDRAW_S:
@@ -44,6 +46,17 @@ class ProgressLine:
         """A line of its own (a dropped connection), without breaking the progress line."""
         self._write(("\r\x1b[2K" if self.interactive and self.drawn else "") + text + "\n")
         self.drawn = False
+
+    def _columns(self) -> int:
+        """The width of the terminal the line goes to: stderr's own when it is one (stdout is often
+        captured: `RUN=$(cascade run start --wait ...)`), else COLUMNS or 80. Asked on every
+        draw, so a resized terminal gets a line that fits."""
+        if self.interactive:
+            try:
+                return os.get_terminal_size(self.stream.fileno()).columns
+            except (OSError, ValueError, AttributeError):
+                pass
+        return shutil.get_terminal_size().columns
 
     def _write(self, text: str) -> None:
         try:

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +30,17 @@ class Column:
     in_table: bool = True  # False: JSON and CSV only (ids and raw names a person need not read)
 
 
+def printable(text: str) -> str:
+    """`text` with every control character spelled out (`\\x1b`, `\\n`): a server's string (an id,
+    a model, an error) must not move the cursor, recolour or clear the operator's terminal, nor
+    break a table row. For people only: JSON and CSV keep the exact text."""
+    if text.isprintable():
+        return text
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" else ch for ch in text)
+
+
 def cell(column: Column, value: Any) -> str:
-    return "-" if value is None or value == "" else column.text(value)
+    return "-" if value is None or value == "" else printable(column.text(value))
 
 
 def render_table(columns: Sequence[Column], records: Sequence[Record]) -> str:

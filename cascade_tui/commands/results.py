@@ -13,8 +13,8 @@ import argparse
 import sys
 
 from ..client import CascadeClient
-from .common import add_connection_arguments, emit, new_parser, run_with_client, segment
-from .output import FORMATS, render
+from .common import add_connection_arguments, emit, identifier, new_parser, run_with_client, segment
+from .output import FORMATS, printable, render
 from .views import (
     KERNEL_COLUMNS,
     TOTAL_COLUMNS,
@@ -32,7 +32,7 @@ PROG = "cascade results"
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(PROG, "A run's results: per-config totals (default), every kernel, or the "
                         "real-vs-simulated comparison; kernel names demangled.")
-    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument("run_id", metavar="RUN_ID", type=identifier)
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--kernels", action="store_true", help="every kernel every sim finished")
     view.add_argument("--comparison", action="store_true",
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         run = await client.run(segment(args.run_id))
         # Said on stderr, so the data on stdout stays clean for scripts.
         if note := stand_in_note(run):
-            print(f"note: {note}", file=sys.stderr)
+            print(printable(f"note: {note}"), file=sys.stderr)
         if run.state == "active":
             print(f"note: {run.id} is still active: these are the numbers so far", file=sys.stderr)
         if args.comparison:
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         emit(render(args.format, TOTAL_COLUMNS, total_records(run, kernels)))
         if args.format == "table":
-            emit(ranking_sentence(run, kernels), sys.stderr)
+            emit(printable(ranking_sentence(run, kernels)), sys.stderr)
         return 0
 
     return run_with_client(PROG, args, body)

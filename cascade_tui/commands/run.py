@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from cascade_server.models import RunCreate, RunDetail
 
-from ..client import CascadeClient
+from ..client import ApiError, CascadeClient
 from .common import (
     EXIT_CODES_HELP,
     EXIT_NOT_SUCCEEDED,
     EXIT_OK,
+    EXIT_SERVER,
     CommandError,
     add_connection_arguments,
     emit,
+    identifier,
     new_parser,
     now,
     run_with_client,
     segment,
 )
 from .follow import wait_for_run
-from .output import render_table
+from .output import printable, render_table
 from .views import SIM_COLUMNS, EntryError, parse_entries, run_header, sim_records, sims_text
 
 PROG = "cascade run"
@@ -34,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, help_: str, run_id: bool = True, wait: bool = False) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_, description=help_, epilog=EXIT_CODES_HELP)
         if run_id:
-            sub.add_argument("run_id", metavar="RUN_ID")
+            sub.add_argument("run_id", metavar="RUN_ID", type=identifier)
         if wait:
             sub.add_argument("--wait", action="store_true",
                              help="follow the run to its end (progress on stderr); exit 1 unless it succeeded")
@@ -42,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     start = command("start", "start a run: prints its id", run_id=False, wait=True)
-    start.add_argument("--trace", required=True, metavar="TRACE_ID", help="a ready trace")
+    start.add_argument("--trace", required=True, metavar="TRACE_ID", type=identifier, help="a ready trace")
     start.add_argument("--config", action="extend", nargs="+", default=[], metavar="NAME[xN]",
                        help="a GPU config of the trace's arch, N sims of it (default 1); repeat or list "
                        "several; default: the trace's suggested config")
@@ -79,11 +82,11 @@ async def wait(client: CascadeClient, run_id: str) -> int:
     counts: dict[str, int] = {}
     for sim in sims:
         counts[sim.state] = counts.get(sim.state, 0) + 1
-    print(f"{run_id} {state}: {sims_text(counts)}", file=sys.stderr)
+    print(printable(f"{run_id} {state}: {sims_text(counts)}"), file=sys.stderr)
     for sim in sims:
         if sim.state != "succeeded":
             reason = sim.error or ("exit code " + str(sim.exit_code) if sim.exit_code is not None else "")
-            print(f"  {sim.gpu_config} #{sim.replica} {sim.id} {sim.state}" + (f": {reason}" if reason else ""),
+            print(printable(f"  {sim.gpu_config} #{sim.replica} {sim.id} {sim.state}" + (f": {reason}" if reason else "")),
                   file=sys.stderr)
     return EXIT_OK if state == "succeeded" else EXIT_NOT_SUCCEEDED
 
@@ -111,12 +114,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "cancel":
             assert run_id is not None
             run = await client.cancel_run(run_id)
-            print(f"{run.id} {run.state}: {sims_text(run.sim_counts)}", file=sys.stderr)
+            print(printable(f"{run.id} {run.state}: {sims_text(run.sim_counts)}"), file=sys.stderr)
             return EXIT_OK
         if args.command == "delete":
             assert run_id is not None
-            await client.delete_run(run_id)
-            print(f"deleted run {args.run_id}", file=sys.stderr)
+            try:
+                await client.delete_run(run_id)
+            except ApiError as exc:
+                if exc.status != 409:  # 409: the run is active (the server's detail names its HTTP route)
+                    raise
+                raise CommandError(f"409: run {args.run_id} is active: cancel it first "
+                                   f"(cascade run cancel {shlex.quote(args.run_id)})", EXIT_SERVER) from None
+            print(printable(f"deleted run {args.run_id}"), file=sys.stderr)
             return EXIT_OK
         if args.command == "start":
             new = await start(client, args)

@@ -11,8 +11,8 @@ from pydantic import TypeAdapter
 from cascade_server.models import TraceSummary, TraceState
 
 from ..client import CascadeClient
-from .common import add_connection_arguments, emit, new_parser, now, run_with_client, segment
-from .output import render_table
+from .common import add_connection_arguments, emit, identifier, new_parser, now, run_with_client, segment
+from .output import printable, render_table
 from .runs import add_list_arguments
 from .views import TRACE_COLUMNS, trace_records
 
@@ -23,7 +23,7 @@ def build_parser():
     parser = new_parser(PROG, "List the traces, newest first: state, model, arch, kernels, size, "
                         "age, and a failed trace's error in full.")
     add_list_arguments(parser, get_args(TraceState), "traces")
-    parser.add_argument("--delete", metavar="TRACE_ID",
+    parser.add_argument("--delete", metavar="TRACE_ID", type=identifier,
                         help="delete this ready or failed trace (its bucket objects and mirror) "
                         "when no active run uses it")
     add_connection_arguments(parser)
@@ -34,9 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
 
     async def body(client: CascadeClient) -> int:
-        if args.delete:
+        if args.delete is not None:
             await client.delete_trace(segment(args.delete))
-            print(f"deleted trace {args.delete}", file=sys.stderr)
+            print(printable(f"deleted trace {args.delete}"), file=sys.stderr)
             return 0
         traces = await client.traces(args.state or (), args.limit)
         if args.json:

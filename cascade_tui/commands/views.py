@@ -7,6 +7,7 @@ CSV are exact; the columns say how the table shows them. Pure: no I/O, no Textua
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -28,7 +29,7 @@ from cascade_server.models import (
 
 from ..compare import config_order, config_totals, rank, stand_in_reason
 from ..formatting import age, demangle, fixed, human_bytes, short_kernel_name, si_number, state_label, time_ns
-from .output import Column, Record
+from .output import Column, Record, printable
 
 # `SM7_QV100x2`: a config and how many sims run it (the count is optional, 1 by default).
 _ENTRY = re.compile(r"^(?P<name>.+?)(?:x(?P<count>\d+))?$")
@@ -166,7 +167,7 @@ def run_header(run: RunDetail, now: datetime) -> list[str]:
     ]
     if note := stand_in_note(run):
         lines.append(f"note     {note}")
-    return lines
+    return [printable(line) for line in lines]
 
 
 def stand_in_note(run: RunDetail) -> str | None:
@@ -197,7 +198,8 @@ def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]
     highest), as a multiple of the fastest config, and the median cycles and IPC."""
     sims = {s.id: s for s in run.sims}
     totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
-    multiples = rank(totals).multiples
+    # Stand-in numbers describe a recording, not each config: no multiples, as in the UI.
+    multiples = {} if stand_in_reason(run, run.sims) else rank(totals).multiples
     return [
         {"config": t.config, "succeeded": t.succeeded, "replicas": t.replicas, "total_ns": t.median_ns,
          "low_ns": t.low_ns, "high_ns": t.high_ns, "vs_fastest": multiples.get(t.config),
@@ -207,6 +209,9 @@ def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]
 
 
 def ranking_sentence(run: RunDetail, kernels: Sequence[KernelStat]) -> str:
+    if reason := stand_in_reason(run, run.sims):
+        return (f"Stand-in numbers ({reason}): configs cannot be compared from this run, "
+                "so no config is named fastest.")
     sims = {s.id: s for s in run.sims}
     totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
     return rank(totals).sentence(finished=run.state != "active")
@@ -266,20 +271,37 @@ def comparison_records(comparison: Comparison) -> list[Record]:
 
 # --- following a run -----------------------------------------------------------------------------
 
-def progress_line(run_id: str, sims: Sequence[SimSummary], width: int = 24) -> str:
-    """`run-… ▶ active [#####.....]  45%  1/4 succeeded, 2 running`: the share of kernels done,
-    a finished sim's as all done (a failed one will do no more), the others' as far as they got
-    (capped: the stand-in can finish more kernels than the trace has)."""
-    total = sum(max(s.kernels_total, 1) for s in sims)
-    done = sum(
-        max(s.kernels_total, 1) if s.state in TERMINAL_SIM_STATES else min(s.kernels_done, max(s.kernels_total, 1))
+BAR_MIN, BAR_MAX = 10, 24
+
+
+def progress_line(run_id: str, sims: Sequence[SimSummary], columns: int = 80) -> str:
+    """`run-… ▶ active [###xx.....]  30%  1/4 succeeded, 2 running, 1 failed`, at most
+    `columns - 1` wide (a line as wide as the terminal wraps, and each redraw would add a row).
+
+    `#` is work that counts: succeeded sims whole, active ones as far as they got (capped: the
+    stand-in can finish more kernels than the trace has); `x` is failed or cancelled sims, which
+    will do no more; the percentage is the `#` share, floored. So only a run whose every sim
+    succeeded reads 100%."""
+    weight = {s.id: max(s.kernels_total, 1) for s in sims}
+    total = sum(weight.values())
+    good = sum(
+        weight[s.id] if s.state == "succeeded"
+        else 0 if s.state in TERMINAL_SIM_STATES
+        else min(s.kernels_done, weight[s.id])
         for s in sims
     )
-    fraction = done / total if total else 0.0
-    filled = int(fraction * width)
+    lost = sum(weight[s.id] for s in sims if s.state in TERMINAL_SIM_STATES and s.state != "succeeded")
     counts: dict[str, int] = {}
     for sim in sims:
         counts[sim.state] = counts.get(sim.state, 0) + 1
-    state = run_state(s.state for s in sims)
-    return (f"{run_id} {state_label(state)} [{'#' * filled}{'.' * (width - filled)}] {fraction * 100:3.0f}%"
-            f"  {sims_text(counts)}")
+    head = printable(f"{run_id} {state_label(run_state(s.state for s in sims))}")
+    tail = f" {math.floor(100 * good / total) if total else 0:3d}%  {sims_text(counts)}"
+    room = columns - 1
+    width = min(BAR_MAX, room - len(head) - len(tail) - 3)
+    if width < BAR_MIN:  # a narrow terminal keeps the numbers and drops the bar
+        line = head + tail
+    else:
+        filled = math.floor(width * good / total) if total else 0
+        failed = math.ceil(width * lost / total) if total else 0  # a lost sim always shows
+        line = f"{head} [{'#' * filled}{'x' * failed}{'.' * (width - filled - failed)}]{tail}"
+    return line if len(line) <= room else line[: room - 1] + "…"

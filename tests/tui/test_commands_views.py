@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, UTC
 import pytest
 
 from cascade_server.models import Comparison, ComparisonRow, SimState, SimSummary
-from cascade_tui.commands.output import Column, render, render_table
+from cascade_tui.commands.output import Column, printable, render, render_table
 from cascade_tui.commands.views import (
     EntryError,
     comparison_columns,
@@ -19,9 +19,12 @@ from cascade_tui.commands.views import (
     entries_text,
     parse_entries,
     progress_line,
+    ranking_sentence,
     sim_records,
     sims_text,
+    total_records,
 )
+from tests.tui import factories
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -93,16 +96,69 @@ def test_sim_records_say_the_error_or_the_last_kernel():
     assert [r["elapsed"] for r in rows] == ["5s", None, "1m15s"]
 
 
-def test_progress_line_counts_finished_sims_as_done_and_caps_the_stand_in():
+def test_progress_line_counts_succeeded_work_and_marks_lost_sims_apart():
     sims = [sim(state="failed", done=2), sim(replica=1, done=5), sim(replica=2, state="running", done=40)]
-    line = progress_line("run-1", sims, width=10)
-    # failed: 10 of 10; running: 5 of 10; the stand-in's 40 of 10 counts as 10: 25 of 30
-    assert line == f"run-1 ▶ active [########..] {math.floor(25 / 30 * 100 + 0.5):3d}%  0/3 succeeded, 2 running, 1 failed"
-    done = progress_line("run-1", [sim(state="succeeded", done=10)], width=4)
-    assert done == "run-1 ✔ succeeded [####] 100%  1/1 succeeded"
+    line = progress_line("run-1", sims, columns=80)
+    # failed: lost (x, 10 of 30); running: 5 of 10; the stand-in's 40 of 10 counts as 10: 15 of 30 good
+    assert line == f"run-1 ▶ active [{'#' * 10}{'x' * 7}{'.' * 4}]  50%  0/3 succeeded, 2 running, 1 failed"
+    done = progress_line("run-1", [sim(state="succeeded", done=10)], columns=80)
+    assert done.startswith("run-1 ✔ succeeded [########################] 100%  1/1 succeeded")
+
+
+@pytest.mark.parametrize("state", ["cancelled", "failed"])
+def test_a_run_that_did_not_succeed_never_reads_100_percent(state):
+    sims = [sim(state="succeeded", done=10, replica=i) for i in range(199)] + [sim(replica=199, state=state, done=10)]
+    line = progress_line("run-1", sims)
+    assert " 99%" in line and "100%" not in line and line.count("x") >= 1
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80, 120])
+def test_progress_line_fits_the_terminal_with_a_column_to_spare(columns):
+    sims = [sim(config=f"SM7_QV100_{i}", state=state, done=3)
+            for i, state in enumerate(["pending", "launching", "running", "lost", "succeeded", "failed", "cancelled"])]
+    line = progress_line("run-9f56e171af08", sims, columns=columns)
+    assert len(line) <= columns - 1, line
+    assert line.startswith("run-9f56e171af08 ")
 
 
 def test_json_carries_nan_and_infinity_as_the_api_does():
     text = render("json", (Column("v", "v"),), [{"v": math.nan}, {"v": -math.inf}, {"v": [math.inf]}])
     assert json.loads(text) == [{"v": "NaN"}, {"v": "-Infinity"}, {"v": ["Infinity"]}]
     assert "NaN," not in text.replace('"NaN"', "")  # strict JSON: no bare NaN literal
+
+
+def test_tables_and_text_spell_out_control_characters_but_json_and_csv_stay_exact():
+    hostile = "evil\x1b[2J\x1b]0;pwned\x07\nnext\tline"
+    columns = (Column("id", "id"), Column("model", "model"))
+    table = render_table(columns, [{"id": hostile, "model": "ok"}])
+    assert "\x1b" not in table and "\x07" not in table and "\t" not in table
+    assert len(table.splitlines()) == 2  # header and one row: no injected line
+    assert r"evil\x1b[2J\x1b]0;pwned\x07\nnext\tline" in table
+    assert json.loads(render("json", columns, [{"id": hostile}]))[0]["id"] == hostile
+    assert next(csv.DictReader(io.StringIO(render("csv", columns, [{"id": hostile}]))))["id"] == hostile
+    assert printable("plain é 中 text") == "plain é 中 text"
+    failed = sim(state="failed", error="boom\x1b[31m\r\nfake prompt$ ")
+    assert "\x1b" not in progress_line("run-\x1b[1m", [failed]) and "\\x1b[1m" in progress_line("run-\x1b[1m", [failed])
+    assert sim_records([failed], NOW)[0]["detail"] == failed.error  # records stay raw: the table escapes
+
+
+def _two_config_run(replay: bool):
+    sims = [factories.sim("sim-a", gpu_config="SM7_QV100", state="succeeded", kernels_done=2, kernels_total=2),
+            factories.sim("sim-b", gpu_config="SM7_TITANV", state="succeeded", kernels_done=2, kernels_total=2)]
+    run = factories.run(sims, state="succeeded", replay=replay)
+    kernels = [factories.kstat("sim-a", i, 100.0) for i in range(2)] + [factories.kstat("sim-b", i, 300.0) for i in range(2)]
+    return run, kernels
+
+
+def test_a_stand_in_run_keeps_its_totals_but_names_no_fastest_config_and_no_multiples():
+    run, kernels = _two_config_run(replay=True)
+    records = total_records(run, kernels)
+    assert [(r["config"], r["total_ns"], r["vs_fastest"]) for r in records] == [
+        ("SM7_QV100", 200.0, None), ("SM7_TITANV", 600.0, None)]
+    sentence = ranking_sentence(run, kernels)
+    assert "is fastest" not in sentence and "tie for fastest" not in sentence and "3.00x" not in sentence
+    assert sentence.startswith("Stand-in numbers (the sims replayed a recorded Accel-Sim log)")
+    # The same numbers from a real simulation do rank.
+    real, kernels = _two_config_run(replay=False)
+    assert [r["vs_fastest"] for r in total_records(real, kernels)] == [1.0, 3.0]
+    assert ranking_sentence(real, kernels).startswith("SM7_QV100 is fastest.")
