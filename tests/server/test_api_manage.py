@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from cascade_server.appkeys import GPU_CONFIGS_KEY
-from cascade_server.models import RunEntry
+from cascade_server.models import RunEntry, StepTimelineUpload
 from cascade_server.storage import NotFound
 from cascade_server.traces.ingest import TRACE_SCANNER_KEY
 from cascade_server.traces.s3 import S3Info, make_client
@@ -262,3 +264,54 @@ async def test_a_run_cannot_start_on_a_trace_deleted_meanwhile(core):
     with pytest.raises(NotFound, match="trace tinyformer-step-sm70 not found"):
         await core.store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY])
     assert await core.store.list_runs() == []
+
+
+async def _until(condition) -> None:
+    """Await a condition the server reaches on its own (a file appearing), yielding meanwhile."""
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+async def test_delete_run_while_a_file_upload_arrives_leaves_nothing(core):
+    """A file PUT whose body is still arriving when its run is deleted is a 404, not a 500, and
+    neither its row nor its bytes survive the delete."""
+    settings = core.settings
+    async with core.client() as http:
+        run = await create_run(http)
+        sim = run["sims"][0]["id"]
+        await finish(core, run, ["succeeded", "succeeded"])
+        deleted = asyncio.Event()
+
+        async def body():
+            yield b"first half "
+            await deleted.wait()
+            yield b"second half"
+
+        upload = asyncio.create_task(http.put(f"/api/sims/{sim}/files/out.txt", content=body()))
+        await _until(lambda: any((settings.files_dir / sim).glob(".out.txt.*.part")))
+        resp = await http.delete(f"/api/runs/{run['id']}")
+        assert resp.status_code == 204, resp.text
+        deleted.set()
+        resp = await upload
+        assert (resp.status_code, resp.json()) == (404, {"detail": f"sim {sim} not found"})
+        assert not (settings.files_dir / sim).exists()
+        async with core.store.r.execute("SELECT COUNT(*) FROM files WHERE sim_id=?", (sim,)) as cur:
+            assert (await cur.fetchone())[0] == 0
+
+
+async def test_outputs_of_a_deleted_sim_are_refused_by_the_store(core):
+    """The store checks the sim in the same write that records its output: a write that lands
+    after the run's delete is NotFound, and leaves no orphan row."""
+    async with core.client() as http:
+        run = await create_run(http)
+        sim = run["sims"][0]["id"]
+        await finish(core, run, ["succeeded", "succeeded"])
+        assert (await http.delete(f"/api/runs/{run['id']}")).status_code == 204
+    upload = StepTimelineUpload.model_validate({"simulated": {"steps": [], "summary": {}}, "compare": None})
+    with pytest.raises(NotFound):
+        await core.store.put_step_timeline(sim, upload)
+    with pytest.raises(NotFound):
+        await core.store.put_file(sim, "out.txt", 4, "text/plain")
+    for table in ("files", "step_timelines"):
+        async with core.store.r.execute(f"SELECT COUNT(*) FROM {table} WHERE sim_id=?", (sim,)) as cur:
+            assert (await cur.fetchone())[0] == 0, table
