@@ -235,6 +235,7 @@ async def test_lists_take_limit_and_state(core):
         assert await ids("/api/runs", state="cancelled") == []
         assert await ids("/api/traces", state="failed") == ["broken"]
         assert len(await ids("/api/traces", limit=1)) == 1
+        assert len(await ids("/api/runs", limit=2**63 - 1)) == len(newest_first)  # the largest limit SQLite takes
         assert set(await ids("/api/traces", state="ready")) == {"tinyformer-step-sm70", "turing"}
 
 
@@ -243,6 +244,8 @@ async def test_lists_take_limit_and_state(core):
     [
         ("/api/runs", "limit=0", ["query", "limit"], "greater than or equal to 1"),
         ("/api/runs", "limit=ten", ["query", "limit"], "valid integer"),
+        ("/api/runs", "limit=9223372036854775808", ["query", "limit"], "less than or equal to 9223372036854775807"),
+        ("/api/traces", "limit=9223372036854775808", ["query", "limit"], "less than or equal to 9223372036854775807"),
         ("/api/runs", "state=done", ["query", "state", 0], "'active', 'succeeded', 'partial', 'failed' or 'cancelled'"),
         ("/api/traces", "state=succeeded", ["query", "state", 0], "'uploading', 'processing', 'ready' or 'failed'"),
         ("/api/traces", "status=ready", ["query", "status"], "Extra inputs are not permitted"),
