@@ -33,6 +33,8 @@ class RunStore(TraceStore):
             async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace.id,)) as cur:
                 if await cur.fetchone() is None:
                     raise NotFound(f"trace {trace.id} not found")
+            if self.trace_being_deleted(trace.id):
+                raise Conflict(f"trace {trace.id} is being deleted")
             await tx.conn.execute(
                 "INSERT INTO runs(id, trace_id, created_at, entries, sample, replay) VALUES (?,?,?,?,?,?)",
                 (run_id, trace.id, now, json.dumps([e.model_dump() for e in entries]), sample, replay),

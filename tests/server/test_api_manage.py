@@ -209,6 +209,7 @@ async def test_deleting_a_trace_when_the_bucket_is_down_changes_nothing(make_ser
         assert resp.status_code == 502
         assert resp.json()["detail"].startswith("could not delete trace kept from the S3 bucket: ")
         assert (await http.get("/api/traces/kept")).status_code == 200
+    assert not server.store.trace_being_deleted("kept")  # runs may start on it again
 
 
 async def test_lists_take_limit_and_state(core):
@@ -318,3 +319,26 @@ async def test_outputs_of_a_deleted_sim_are_refused_by_the_store(core):
     for table in ("files", "step_timelines"):
         async with core.store.r.execute(f"SELECT COUNT(*) FROM {table} WHERE sim_id=?", (sim,)) as cur:
             assert (await cur.fetchone())[0] == 0, table
+
+
+async def test_a_trace_being_deleted_takes_no_new_run(core):
+    """DELETE /api/traces checks and reserves the trace under the store's lock before it touches
+    the bucket: a run asked for meanwhile is refused, so the delete never meets an active run
+    after removing objects (its 409 changes nothing), and a delete that stops frees the trace."""
+    trace_id = "tinyformer-step-sm70"
+    await core.store.reserve_trace_delete(trace_id)  # what DELETE does first
+    async with core.client() as http:
+        resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
+        assert (resp.status_code, resp.json()) == (409, {"detail": f"trace {trace_id} is being deleted"})
+        resp = await http.delete(f"/api/traces/{trace_id}")
+        assert (resp.status_code, resp.json()) == (409, {"detail": f"trace {trace_id} is being deleted"})
+        assert (await http.get("/api/runs")).json() == []
+        core.store.release_trace_delete(trace_id)
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        # With an active run the delete is refused before the reservation: nothing changed.
+        resp = await http.delete(f"/api/traces/{trace_id}")
+        assert resp.status_code == 409 and run["id"] in resp.json()["detail"]
+        assert not core.store.trace_being_deleted(trace_id)
+        await finish(core, run, ["succeeded"])
+        assert (await http.delete(f"/api/traces/{trace_id}")).status_code == 204
+        assert not core.store.trace_being_deleted(trace_id)
