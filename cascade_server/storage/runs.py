@@ -112,6 +112,8 @@ class RunStore(TraceStore):
                 await tx.conn.execute(f"DELETE FROM {table} WHERE sim_id IN ({marks})", sim_ids)
             await tx.conn.execute("DELETE FROM sims WHERE run_id=?", (run_id,))
             await tx.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
+        # After the commit: a stream that subscribes from now on finds no run (a 404) instead.
+        self.broker.end(run_id)
         return run
 
     async def get_sim(self, sim_id: str, conn: aiosqlite.Connection | None = None) -> SimSummary | None:
