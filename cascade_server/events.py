@@ -38,6 +38,7 @@ class Subscriber:
         self.frames: list[bytes] = []
         self.size = 0
         self.overflowed = False
+        self.ended = False  # the run was deleted: send what is queued, then end the stream
         self.wakeup = asyncio.Event()
 
     def push(self, frame: bytes) -> None:
@@ -52,6 +53,10 @@ class Subscriber:
         else:
             self.frames.append(frame)
             self.size += len(frame)
+        self.wakeup.set()
+
+    def end(self) -> None:
+        self.ended = True
         self.wakeup.set()
 
     def drain(self) -> list[bytes]:
@@ -81,6 +86,12 @@ class Broker:
 
     def subscriber_count(self, run_id: str) -> int:
         return len(self._topics.get(run_id, ()))
+
+    def end(self, run_id: str) -> None:
+        """The run is gone: every subscriber's stream ends once it has sent what it queued
+        (otherwise it would stay open forever, with keepalives, for a run no one can see)."""
+        for sub in self._topics.pop(run_id, ()):
+            sub.end()
 
     def publish(self, run_id: str, frames: list[bytes]) -> None:
         for sub in self._topics.get(run_id, ()):

@@ -136,7 +136,8 @@ class ListQuery(Model):
 
     model_config = ConfigDict(extra="forbid")
 
-    limit: int | None = Field(None, ge=1, description="At most this many, newest first.")
+    # le: SQLite's LIMIT is a signed 64-bit integer; a larger one overflows in the driver.
+    limit: int | None = Field(None, ge=1, le=2**63 - 1, description="At most this many, newest first.")
 
 
 class RunListQuery(ListQuery):

@@ -51,6 +51,8 @@ async def run_events(request: web.Request) -> web.StreamResponse:
             if subscriber.overflowed:
                 break  # more than the limit behind: end the stream; the client reconnects
             await _send(request, response, b"".join(subscriber.drain()), settings.sse_send_timeout_s)
+            if subscriber.ended:
+                break  # the run was deleted: end the stream (a reconnect gets a 404)
         return response
     finally:
         broker.unsubscribe(run_id, subscriber)

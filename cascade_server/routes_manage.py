@@ -11,7 +11,7 @@ from aiohttp import web
 from .appkeys import RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .http import ApiError, ok
 from .settings import Settings
-from .storage import Conflict, NotFound, trace_in_use
+from .storage import Conflict, NotFound
 from .traces.completeness import trace_id_problem
 from .traces.ingest import TRACE_SCANNER_KEY
 
@@ -39,9 +39,9 @@ async def retry(request: web.Request) -> web.Response:
 
 @routes.delete("/api/traces/{trace_id}")
 async def delete_trace(request: web.Request) -> web.Response:
-    """The bucket's objects go first (while the scanner still knows the trace, so no scan can
-    register it again half-deleted), then the row, then the mirror. A run created in between
-    makes the row's delete a 409: the trace stays, runnable from its mirror."""
+    """Checked and reserved first (no run can start on it from then on, so a 409 has changed
+    nothing), then the bucket's objects go (while the scanner still knows the trace, so no scan
+    can register it again half-deleted), then the row, then the mirror."""
     store, settings = request.app[STORE_KEY], request.app[SETTINGS_KEY]
     trace_id = request.match_info["trace_id"]
     trace = await store.get_trace(trace_id)
@@ -49,16 +49,18 @@ async def delete_trace(request: web.Request) -> web.Response:
         raise NotFound(f"trace {trace_id} not found")
     if trace.state in BUSY_TRACE_STATES:
         raise Conflict(f"trace {trace_id} is {trace.state}: delete it once it is ready or failed")
-    if active := await store.active_runs_of(trace_id):
-        raise Conflict(trace_in_use(trace_id, active))
+    await store.reserve_trace_delete(trace_id)
     scanner = request.app.get(TRACE_SCANNER_KEY)
-    if scanner is not None and not trace.sample:
-        try:
-            await scanner.delete_objects(trace_id)
-        except Exception as exc:  # the endpoint is down or refused: nothing was changed here
-            message = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            raise ApiError(502, f"could not delete trace {trace_id} from the S3 bucket: {message}") from None
-    await store.delete_trace(trace_id)
+    try:
+        if scanner is not None and not trace.sample:
+            try:
+                await scanner.delete_objects(trace_id)
+            except Exception as exc:  # the endpoint is down or refused: nothing was changed here
+                message = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                raise ApiError(502, f"could not delete trace {trace_id} from the S3 bucket: {message}") from None
+        await store.delete_trace(trace_id)
+    finally:
+        store.release_trace_delete(trace_id)  # a delete that did not finish leaves the trace usable
     if scanner is not None:
         scanner.forget(trace_id)
     await asyncio.to_thread(_remove_trace_files, settings, trace_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 
 from aiohttp import web
 
@@ -13,6 +14,7 @@ from .content_types import content_type_for
 from .datadir import private_dir, private_file
 from .http import ApiError, body_blocks, ok, read_model
 from .models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
+from .storage import NotFound
 
 routes = web.RouteTableDef()
 
@@ -82,6 +84,13 @@ async def put_file(request: web.Request) -> web.Response:
                     raise error
                 out.write(block)
         os.replace(partial, sim_dir / name)
+        return ok(await store.put_file(sim.id, name, size, content_type_for(name)))
+    except (FileNotFoundError, NotFound):
+        # The run was deleted while the body arrived (its delete removed the sim's directory, or
+        # its rows before ours were written): nothing of this upload may stay behind.
+        if await store.get_sim(sim.id) is not None:
+            raise
+        shutil.rmtree(sim_dir, ignore_errors=True)
+        raise NotFound(f"sim {sim.id} not found") from None
     finally:
         partial.unlink(missing_ok=True)
-    return ok(await store.put_file(sim.id, name, size, content_type_for(name)))

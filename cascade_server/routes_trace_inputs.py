@@ -3,20 +3,29 @@ filesystem: the list (`GET /api/traces/{id}/inputs`) and each file (`.../inputs/
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
-from .http import ApiError
+from .http import ApiError, read_query
 from .storage import NotFound
 from .timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
 from .trace_inputs import KERNELSLIST, kernel_files
 from .traces import METADATA_NAME
+from .traces.grouping import TraceFormatError
 from .traces.timeline_files import locate
 
 routes = web.RouteTableDef()
+
+
+class NoQuery(BaseModel):
+    """The list takes no query parameters: any is a 422, as on the other list routes."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 async def _inputs(request: web.Request) -> tuple[Path, list[str]]:
@@ -30,10 +39,26 @@ async def _inputs(request: web.Request) -> tuple[Path, list[str]]:
         raise ApiError(409, f"trace {trace_id} is {trace.state}, not ready")
     root = request.app[SETTINGS_KEY].traces_dir / trace_id
     try:
-        listing = (root / KERNELSLIST).read_text()
+        listing = (root / KERNELSLIST).read_text(errors="replace")
     except OSError:
         raise ApiError(409, f"trace {trace_id} has no {KERNELSLIST} on the server") from None
-    return root, [KERNELSLIST, *kernel_files(listing), *_step_timeline_files(root, trace.metadata)]
+    try:
+        kernels = kernel_files(listing)
+    except TraceFormatError as exc:  # a trace made ready before check_kernelslist_g refused these
+        raise ApiError(409, f"trace {trace_id}'s {KERNELSLIST}: {exc}") from None
+    return root, [KERNELSLIST, *kernels, *_step_timeline_files(root, trace.metadata)]
+
+
+def _input_size(request: web.Request, root: Path, path: str) -> int:
+    """The size of a listed input; a 409 when it is missing or not a regular file (a directory
+    named like a kernel), as FileResponse would otherwise answer a bare 404 or 403."""
+    try:
+        info = (root / path).stat()
+    except OSError:
+        info = None
+    if info is None or not stat.S_ISREG(info.st_mode):
+        raise ApiError(409, f"trace {request.match_info['trace_id']} lacks {path} on the server")
+    return info.st_size
 
 
 def _step_timeline_files(root: Path, metadata: dict[str, Any] | None) -> list[str]:
@@ -48,13 +73,9 @@ def _step_timeline_files(root: Path, metadata: dict[str, Any] | None) -> list[st
 
 @routes.get("/api/traces/{trace_id}/inputs")
 async def list_inputs(request: web.Request) -> web.Response:
+    read_query(request, NoQuery)
     root, paths = await _inputs(request)
-    files = []
-    for path in paths:
-        try:
-            files.append({"path": path, "size": (root / path).stat().st_size})
-        except OSError:
-            raise ApiError(409, f"trace {request.match_info['trace_id']} lacks {path} on the server") from None
+    files = [{"path": path, "size": _input_size(request, root, path)} for path in paths]
     return web.json_response({"trace_id": request.match_info["trace_id"], "files": files})
 
 
@@ -64,4 +85,5 @@ async def get_input(request: web.Request) -> web.StreamResponse:
     path = request.match_info["path"]
     if path not in paths:  # only the listed files: no path leads out of the trace
         raise NotFound(f"trace {request.match_info['trace_id']} has no simulator input {path!r}")
+    _input_size(request, root, path)
     return web.FileResponse(root / path, headers={"Content-Type": "application/octet-stream"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..models import KernelStat, RunFile, SimFile, SimStepTimeline, SnapshotEvent, StepTimelineUpload, utcnow
 from .codecs import iso, kernel_from_row, pack, unpack
-from .core import NotFound
+from .core import NotFound, Transaction
 from .runs import RunStore
 
 
@@ -37,8 +37,11 @@ class OutputStore(RunStore):
         return SnapshotEvent(run=run, kernels=await self.run_kernels(run_id))
 
     async def put_file(self, sim_id: str, name: str, size: int, content_type: str) -> SimFile:
+        """Record a file the sim uploaded. Raises NotFound if the sim is gone, checked in the same
+        write: a run deleted while the body arrived leaves no orphan row."""
         created = utcnow()
         async with self.write() as tx:
+            await self._require_sim_in(tx, sim_id)
             await tx.conn.execute(
                 "INSERT OR REPLACE INTO files(sim_id, name, size, content_type, created_at)"
                 " VALUES (?,?,?,?,?)",
@@ -62,11 +65,17 @@ class OutputStore(RunStore):
             return [RunFile(**dict(row)) for row in await cur.fetchall()]
 
     async def put_step_timeline(self, sim_id: str, upload: StepTimelineUpload) -> None:
+        """Raises NotFound if the sim is gone (as put_file)."""
         async with self.write() as tx:
+            await self._require_sim_in(tx, sim_id)
             await tx.conn.execute(
                 "INSERT OR REPLACE INTO step_timelines(sim_id, simulated, compare) VALUES (?,?,?)",
                 (sim_id, pack(upload.simulated), None if upload.compare is None else pack(upload.compare)),
             )
+
+    async def _require_sim_in(self, tx: Transaction, sim_id: str) -> None:
+        if await self.get_sim(sim_id, tx.conn) is None:
+            raise NotFound(f"sim {sim_id} not found")
 
     async def run_step_timelines(self, run_id: str) -> list[SimStepTimeline]:
         async with self.r.execute(

@@ -33,6 +33,8 @@ class RunStore(TraceStore):
             async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace.id,)) as cur:
                 if await cur.fetchone() is None:
                     raise NotFound(f"trace {trace.id} not found")
+            if self.trace_being_deleted(trace.id):
+                raise Conflict(f"trace {trace.id} is being deleted")
             await tx.conn.execute(
                 "INSERT INTO runs(id, trace_id, created_at, entries, sample, replay) VALUES (?,?,?,?,?,?)",
                 (run_id, trace.id, now, json.dumps([e.model_dump() for e in entries]), sample, replay),
@@ -110,6 +112,8 @@ class RunStore(TraceStore):
                 await tx.conn.execute(f"DELETE FROM {table} WHERE sim_id IN ({marks})", sim_ids)
             await tx.conn.execute("DELETE FROM sims WHERE run_id=?", (run_id,))
             await tx.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
+        # After the commit: a stream that subscribes from now on finds no run (a 404) instead.
+        self.broker.end(run_id)
         return run
 
     async def get_sim(self, sim_id: str, conn: aiosqlite.Connection | None = None) -> SimSummary | None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TypeVar
 
 import aiosqlite
 
+from ..events import Broker
 from ..models import TERMINAL_SIM_STATES, RunSummary, TraceDetail, TraceSummary, utcnow
 from .codecs import iso
 from .core import Conflict, NotFound, StoreCore
@@ -33,6 +35,12 @@ def pick(items: Iterable[_Listed], states: Iterable[str], limit: int | None) -> 
 
 
 class TraceStore(StoreCore):
+    def __init__(self, path: Path, broker: Broker | None = None) -> None:
+        super().__init__(path, broker)
+        # Traces whose delete has begun (their bucket objects may be going): create_run refuses
+        # them, so the delete can no longer meet an active run once it has passed its checks.
+        self._deleting_traces: set[str] = set()
+
     async def put_trace(self, detail: TraceDetail) -> None:
         """Insert or replace a trace (ingestion registers and updates traces through this)."""
         async with self.write() as tx:
@@ -52,10 +60,34 @@ class TraceStore(StoreCore):
             rows = await cur.fetchall()
         return pick((TraceSummary.model_validate_json(row[0]) for row in rows), states, limit)
 
+    async def reserve_trace_delete(self, trace_id: str) -> None:
+        """Begin deleting a trace: check, under the writer lock, that it exists and no active run
+        uses it, and mark it so no run starts on it until `delete_trace` or
+        `release_trace_delete`. Raises NotFound, or Conflict (an active run, or a delete already
+        under way) having changed nothing."""
+        async with self.write() as tx:
+            async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace_id,)) as cur:
+                if await cur.fetchone() is None:
+                    raise NotFound(f"trace {trace_id} not found")
+            if trace_id in self._deleting_traces:
+                raise Conflict(f"trace {trace_id} is being deleted")
+            if active := await self.active_runs_of(trace_id, tx.conn):
+                raise Conflict(trace_in_use(trace_id, active))
+            self._deleting_traces.add(trace_id)
+
+    def release_trace_delete(self, trace_id: str) -> None:
+        """A delete that could not finish (the bucket refused it): the trace is usable again."""
+        self._deleting_traces.discard(trace_id)
+
+    def trace_being_deleted(self, trace_id: str) -> bool:
+        return trace_id in self._deleting_traces
+
     async def delete_trace(self, trace_id: str) -> None:
         """Remove a trace that no active run uses (its runs stay, naming a trace that no longer
-        exists). Raises NotFound, or Conflict when an active run uses it."""
+        exists), ending a delete `reserve_trace_delete` began. Raises NotFound, or Conflict
+        when an active run uses it."""
         async with self.write() as tx:
+            self._deleting_traces.discard(trace_id)
             async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace_id,)) as cur:
                 if await cur.fetchone() is None:
                     raise NotFound(f"trace {trace_id} not found")

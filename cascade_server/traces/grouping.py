@@ -181,9 +181,3 @@ def rewrite_kernelslist(lines: Iterable[str], source: str = "kernelslist") -> tu
         else:
             raise TraceFormatError(f"{source} line {number}: undefined command {line[:60]!r}")
     return out, kernels
-
-
-def kernelslist_kernel_names(lines: Iterable[str]) -> list[str]:
-    """The kernel trace files a `kernelslist.g` names, in launch order (as trace_parser.cc:
-    any line starting with `kernel`)."""
-    return [s for s in (line.strip() for line in lines) if s.startswith("kernel")]

@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 from ..models import KernelLaunch
-from .grouping import kernelslist_kernel_names
+from ..trace_inputs import kernel_files
+from .grouping import TraceFormatError
 
 
 class KernelStatsError(ValueError):
@@ -123,9 +124,12 @@ def read_kernels(trace_dir: Path) -> list[KernelLaunch]:
     else:
         kernelslist = trace_dir / "traces" / "kernelslist.g"
         if kernelslist.is_file():
-            names = kernelslist_kernel_names(kernelslist.read_text(errors="replace").splitlines())
+            try:
+                names = kernel_files(kernelslist.read_text(errors="replace"))
+            except TraceFormatError:
+                names = []  # such a trace never becomes ready (check_kernelslist_g)
             for name in names:
-                path = kernelslist.parent / name
+                path = trace_dir / name
                 if path.is_file() and (launch := parse_trace_header(_header_lines(path))):
                     kernels.append(launch)
     return sorted(kernels, key=lambda k: k.kernel_id)

@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..trace_inputs import kernel_files
 from .grouping import (
     TraceFormatError,
     group_raw_trace,
-    kernelslist_kernel_names,
     lines_like_getline,
     rewrite_kernelslist,
 )
@@ -246,12 +246,15 @@ def process_kernelslists(traces_dir: Path, run: _Run) -> None:
 
 
 def check_kernelslist_g(traces_dir: Path) -> None:
-    names = kernelslist_kernel_names(
-        (traces_dir / KERNELSLIST_G).read_text(encoding="utf-8", errors="replace").splitlines()
-    )
-    if not names:
+    """Every kernel trace the simulator will read is a file here (what `/inputs` then serves)."""
+    try:
+        paths = kernel_files((traces_dir / KERNELSLIST_G).read_text(encoding="utf-8", errors="replace"))
+    except TraceFormatError as exc:
+        raise PostprocessError(f"traces/{KERNELSLIST_G} {exc}") from None
+    if not paths:
         raise PostprocessError("traces/kernelslist.g names no kernels")
-    for name in names:
+    for path in paths:
+        name = path.removeprefix("traces/")
         if not (traces_dir / name).is_file():
             raise PostprocessError(f"traces/kernelslist.g names {name}, which is not in the upload")
 

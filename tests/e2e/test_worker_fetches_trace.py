@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from cascade_server.trace_inputs import kernel_files
+from cascade_server.traces.grouping import TraceFormatError
+from cascade_server.traces.postprocess import PostprocessError, check_kernelslist_g
 from tests.conftest import TOKEN, ready_trace
 from tests.e2e.test_local_runs import create_run, finished_run
 from tests.e2e.test_worker_by_hand import start_worker, wait_exit
@@ -28,6 +30,50 @@ def mirror_trace(server, trace_id: str, kernels: int, missing: int | None = None
 def test_kernelslist_names_only_files_beside_it():
     text = "MemcpyHtoD,0x1,256\nkernel-1.traceg\n\n../../etc/passwd\nkernel-2.traceg\n"
     assert kernel_files(text) == ["traces/kernel-1.traceg", "traces/kernel-2.traceg"]
+
+
+def test_kernelslist_comments_and_paths_name_no_kernel_and_a_kernel_path_is_refused():
+    text = "# kernel-9.traceg\nMemcpyHtoD,0x1,256\r\ndir/x.traceg\nkernel-1.traceg\r\n  kernel-2.traceg  \n"
+    assert kernel_files(text) == ["traces/kernel-1.traceg", "traces/kernel-2.traceg"]
+    with pytest.raises(TraceFormatError, match="line 2: kernel trace 'kernels/x.traceg' is not a file name"):
+        kernel_files("kernel-1.traceg\nkernels/x.traceg\n")
+
+
+def test_the_ready_check_reads_kernelslist_as_the_inputs_do(tmp_path):
+    """check_kernelslist_g (which marks a trace ready) and /inputs share kernel_files: what the
+    check accepts is exactly what /inputs serves, and a path or a directory is refused."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "kernel-1.traceg").write_text("-kernel name = k1\n")
+    (traces / "kernelslist.g").write_text("# a comment\nkernel-1.traceg\n")
+    check_kernelslist_g(traces)
+    (traces / "kernelslist.g").write_text("kernel-1.traceg\nkernel-x/y.traceg\n")
+    with pytest.raises(PostprocessError, match="traces/kernelslist.g line 2: kernel trace 'kernel-x/y.traceg'"):
+        check_kernelslist_g(traces)
+    (traces / "kernel-2.traceg").mkdir()
+    (traces / "kernelslist.g").write_text("kernel-1.traceg\nkernel-2.traceg\n")
+    with pytest.raises(PostprocessError, match="names kernel-2.traceg, which is not in the upload"):
+        check_kernelslist_g(traces)
+
+
+async def test_trace_inputs_errors_are_json_and_unknown_parameters_a_422(server, client):
+    await server.store.put_trace(ready_trace())
+    mirror_trace(server, "tinyformer-step-sm70", kernels=3, missing=2)
+    (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernel-3.traceg").unlink()
+    (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernel-3.traceg").mkdir()
+    resp = await client.get("/api/traces/tinyformer-step-sm70/inputs", params={"kernels": "all"})
+    assert resp.status_code == 422
+    [error] = resp.json()["detail"]
+    assert error["loc"] == ["query", "kernels"] and "Extra inputs are not permitted" in error["msg"]
+    for path in ("traces/kernel-2.traceg", "traces/kernel-3.traceg"):  # missing; a directory
+        resp = await client.get(f"/api/traces/tinyformer-step-sm70/inputs/{path}")
+        assert (resp.status_code, resp.json()) == (409, {"detail": f"trace tinyformer-step-sm70 lacks {path} on the server"})
+    resp = await client.get("/api/traces/tinyformer-step-sm70/inputs")
+    assert (resp.status_code, resp.json()) == (
+        409, {"detail": "trace tinyformer-step-sm70 lacks traces/kernel-2.traceg on the server"})
+    (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernelslist.g").write_text("kernel-1.traceg\n# c\n")
+    listing = (await client.get("/api/traces/tinyformer-step-sm70/inputs")).json()
+    assert [f["path"] for f in listing["files"]] == ["traces/kernelslist.g", "traces/kernel-1.traceg"]
 
 
 async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_path):

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from cascade_server.appkeys import GPU_CONFIGS_KEY
-from cascade_server.models import RunEntry
+from cascade_server.models import RunEntry, StepTimelineUpload
 from cascade_server.storage import NotFound
 from cascade_server.traces.ingest import TRACE_SCANNER_KEY
 from cascade_server.traces.s3 import S3Info, make_client
@@ -207,6 +209,7 @@ async def test_deleting_a_trace_when_the_bucket_is_down_changes_nothing(make_ser
         assert resp.status_code == 502
         assert resp.json()["detail"].startswith("could not delete trace kept from the S3 bucket: ")
         assert (await http.get("/api/traces/kept")).status_code == 200
+    assert not server.store.trace_being_deleted("kept")  # runs may start on it again
 
 
 async def test_lists_take_limit_and_state(core):
@@ -233,6 +236,7 @@ async def test_lists_take_limit_and_state(core):
         assert await ids("/api/runs", state="cancelled") == []
         assert await ids("/api/traces", state="failed") == ["broken"]
         assert len(await ids("/api/traces", limit=1)) == 1
+        assert len(await ids("/api/runs", limit=2**63 - 1)) == len(newest_first)  # the largest limit SQLite takes
         assert set(await ids("/api/traces", state="ready")) == {"tinyformer-step-sm70", "turing"}
 
 
@@ -241,6 +245,8 @@ async def test_lists_take_limit_and_state(core):
     [
         ("/api/runs", "limit=0", ["query", "limit"], "greater than or equal to 1"),
         ("/api/runs", "limit=ten", ["query", "limit"], "valid integer"),
+        ("/api/runs", "limit=9223372036854775808", ["query", "limit"], "less than or equal to 9223372036854775807"),
+        ("/api/traces", "limit=9223372036854775808", ["query", "limit"], "less than or equal to 9223372036854775807"),
         ("/api/runs", "state=done", ["query", "state", 0], "'active', 'succeeded', 'partial', 'failed' or 'cancelled'"),
         ("/api/traces", "state=succeeded", ["query", "state", 0], "'uploading', 'processing', 'ready' or 'failed'"),
         ("/api/traces", "status=ready", ["query", "status"], "Extra inputs are not permitted"),
@@ -262,3 +268,77 @@ async def test_a_run_cannot_start_on_a_trace_deleted_meanwhile(core):
     with pytest.raises(NotFound, match="trace tinyformer-step-sm70 not found"):
         await core.store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY])
     assert await core.store.list_runs() == []
+
+
+async def _until(condition) -> None:
+    """Await a condition the server reaches on its own (a file appearing), yielding meanwhile."""
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+async def test_delete_run_while_a_file_upload_arrives_leaves_nothing(core):
+    """A file PUT whose body is still arriving when its run is deleted is a 404, not a 500, and
+    neither its row nor its bytes survive the delete."""
+    settings = core.settings
+    async with core.client() as http:
+        run = await create_run(http)
+        sim = run["sims"][0]["id"]
+        await finish(core, run, ["succeeded", "succeeded"])
+        deleted = asyncio.Event()
+
+        async def body():
+            yield b"first half "
+            await deleted.wait()
+            yield b"second half"
+
+        upload = asyncio.create_task(http.put(f"/api/sims/{sim}/files/out.txt", content=body()))
+        await _until(lambda: any((settings.files_dir / sim).glob(".out.txt.*.part")))
+        resp = await http.delete(f"/api/runs/{run['id']}")
+        assert resp.status_code == 204, resp.text
+        deleted.set()
+        resp = await upload
+        assert (resp.status_code, resp.json()) == (404, {"detail": f"sim {sim} not found"})
+        assert not (settings.files_dir / sim).exists()
+        async with core.store.r.execute("SELECT COUNT(*) FROM files WHERE sim_id=?", (sim,)) as cur:
+            assert (await cur.fetchone())[0] == 0
+
+
+async def test_outputs_of_a_deleted_sim_are_refused_by_the_store(core):
+    """The store checks the sim in the same write that records its output: a write that lands
+    after the run's delete is NotFound, and leaves no orphan row."""
+    async with core.client() as http:
+        run = await create_run(http)
+        sim = run["sims"][0]["id"]
+        await finish(core, run, ["succeeded", "succeeded"])
+        assert (await http.delete(f"/api/runs/{run['id']}")).status_code == 204
+    upload = StepTimelineUpload.model_validate({"simulated": {"steps": [], "summary": {}}, "compare": None})
+    with pytest.raises(NotFound):
+        await core.store.put_step_timeline(sim, upload)
+    with pytest.raises(NotFound):
+        await core.store.put_file(sim, "out.txt", 4, "text/plain")
+    for table in ("files", "step_timelines"):
+        async with core.store.r.execute(f"SELECT COUNT(*) FROM {table} WHERE sim_id=?", (sim,)) as cur:
+            assert (await cur.fetchone())[0] == 0, table
+
+
+async def test_a_trace_being_deleted_takes_no_new_run(core):
+    """DELETE /api/traces checks and reserves the trace under the store's lock before it touches
+    the bucket: a run asked for meanwhile is refused, so the delete never meets an active run
+    after removing objects (its 409 changes nothing), and a delete that stops frees the trace."""
+    trace_id = "tinyformer-step-sm70"
+    await core.store.reserve_trace_delete(trace_id)  # what DELETE does first
+    async with core.client() as http:
+        resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
+        assert (resp.status_code, resp.json()) == (409, {"detail": f"trace {trace_id} is being deleted"})
+        resp = await http.delete(f"/api/traces/{trace_id}")
+        assert (resp.status_code, resp.json()) == (409, {"detail": f"trace {trace_id} is being deleted"})
+        assert (await http.get("/api/runs")).json() == []
+        core.store.release_trace_delete(trace_id)
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        # With an active run the delete is refused before the reservation: nothing changed.
+        resp = await http.delete(f"/api/traces/{trace_id}")
+        assert resp.status_code == 409 and run["id"] in resp.json()["detail"]
+        assert not core.store.trace_being_deleted(trace_id)
+        await finish(core, run, ["succeeded"])
+        assert (await http.delete(f"/api/traces/{trace_id}")).status_code == 204
+        assert not core.store.trace_being_deleted(trace_id)

@@ -10,6 +10,7 @@ import random
 import httpx
 import pytest
 
+from cascade_server.appkeys import BROKER_KEY
 from tests.conftest import ready_trace, recorded_log
 from tests.helpers import wait_until
 from tests.server.test_api_core import create_run
@@ -360,6 +361,25 @@ async def test_keepalive_and_stream_stays_open_after_the_run_ends(make_server, a
             for _ in range(3):  # the run is over; the stream stays open with keepalives
                 assert await anext(lines) == ": keepalive"
                 assert await anext(lines) == ""
+
+
+async def test_the_stream_of_a_deleted_run_ends(make_server, accelsim_dir):  # noqa: F811
+    """Deleting a run ends its open event streams (they would otherwise send keepalives
+    forever); a reconnect is a 404."""
+    server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
+    await server.store.put_trace(ready_trace())
+    async with server.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        await http.post(f"/api/runs/{run['id']}/cancel")
+        async with http.stream("GET", f"/api/runs/{run['id']}/events") as resp:
+            events = EventReader(resp)
+            assert (await events.next())["type"] == "snapshot"
+            assert (await http.delete(f"/api/runs/{run['id']}")).status_code == 204
+            with pytest.raises(StopAsyncIteration):  # the server closed the stream
+                await events.next()
+        assert server.app[BROKER_KEY].subscriber_count(run["id"]) == 0
+        resp = await http.get(f"/api/runs/{run['id']}/events")
+        assert (resp.status_code, resp.json()) == (404, {"detail": f"run {run['id']} not found"})
 
 
 async def test_departed_clients_are_cleaned_up_at_once(ingest):
