@@ -16,13 +16,11 @@ import json
 import logging
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..childproc import die_with_parent
 from ..models import TraceDetail, utcnow
 from . import METADATA_NAME, TRACES_PREFIX
 from .completeness import (
@@ -35,7 +33,9 @@ from .completeness import (
 )
 from .kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
-from .postprocess import EXIT_NO_SPACE, NO_SPACE_ERRNOS, NO_SPACE_REASON, remove_stale_temporaries
+from .postprocess import NO_SPACE_ERRNOS, NO_SPACE_REASON
+from .postprocess_runner import run_postprocessor
+from .scan_errors import TraceReadError, TraceRetryLater, mirror_error, one_line
 from .s3 import S3Info, make_client
 from .timeline_files import has_real_timing, has_step_timeline
 
@@ -46,49 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TERMINAL_STATES = ("ready", "failed")
-KILL_GRACE_S = 30.0  # past the post-processor's own time limit, before it is killed
 # (size, LastModified ISO) per path inside the trace
 Listing = dict[str, tuple[int, str]]
-
-
-class TraceReadError(Exception):
-    """One trace cannot be read for a reason of its own (a bad object, a hostile metadata.json):
-    that trace fails with this one-line message; the scan goes on with the others."""
-
-
-class TraceRetryLater(Exception):
-    """One trace cannot be read for now (the endpoint is unreachable, the disk is full): it is
-    left as it is and read again on the next scan; the scan goes on with the others."""
-
-
-def _short(rel: str, limit: int = 80) -> str:
-    return rel if len(rel) <= limit else rel[: limit - 3] + "..."
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
-
-
-def mirror_error(rel: str, exc: Exception) -> Exception:
-    """What a failed download of object `rel` means for its trace: TraceRetryLater for passing
-    trouble (connection, server busy, disk full), TraceReadError for trouble with the object."""
-    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
-
-    what = f"could not mirror {_short(rel)}"
-    if isinstance(exc, (ConnectionError, HTTPClientError)):
-        return TraceRetryLater(f"{what}: {_one_line(exc)}")
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "?")
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-        if status >= 500 or code in ("SlowDown", "RequestTimeout", "ServiceUnavailable", "InternalError"):
-            return TraceRetryLater(f"{what}: S3 error {code}")
-        return TraceReadError(f"{what}: S3 error {code}")
-    if isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS:
-        return TraceRetryLater(f"{what}: {exc.strerror}")
-    if isinstance(exc, OSError) and exc.strerror:
-        return TraceReadError(f"{what}: {exc.strerror}")
-    return TraceReadError(f"{what}: {type(exc).__name__}: {_one_line(exc)}")
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
@@ -251,7 +210,7 @@ class TraceScanner:
             elif isinstance(exc, TraceReadError):
                 await self._fail(trace_id, str(exc))
             else:
-                await self._fail(trace_id, f"could not read the trace: {type(exc).__name__}: {_one_line(exc)}")
+                await self._fail(trace_id, f"could not read the trace: {type(exc).__name__}: {one_line(exc)}")
 
     async def _fail(self, trace_id: str, error: str) -> None:
         """Fail a trace with `error`, keeping only what was stored before the failing read (the
@@ -411,7 +370,7 @@ class TraceScanner:
     async def _process(self, trace_id: str) -> None:
         try:
             async with self._process_slots:
-                error, no_space = await self._run_postprocessor(self._mirror_dir(trace_id))
+                error, no_space = await run_postprocessor(self._mirror_dir(trace_id), self.settings)
                 fields: dict[str, Any]
                 if error is not None:
                     fields = {"state": "failed", "error": f"post-processing failed: {error}"}
@@ -429,39 +388,6 @@ class TraceScanner:
             await self._save(trace.model_copy(update={**fields, "updated_at": utcnow()}))
         finally:
             self._processing.pop(trace_id, None)
-
-    async def _run_postprocessor(self, trace_dir: Path) -> tuple[str | None, bool]:
-        """Run `postprocess` in its own process, within the settings' limits; returns (None,
-        False) on success, else its one-line error and whether the disk was full. The process
-        dies with the server (even on SIGKILL), and waits for the trace's lock, so a restarted
-        server never runs two on one directory."""
-        settings = self.settings
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cascade_server.traces.postprocess", str(trace_dir),
-            "--max-ratio", str(settings.postprocess_max_ratio), "--max-bytes", str(settings.postprocess_max_bytes),
-            "--timeout-s", str(settings.postprocess_timeout_s),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            preexec_fn=die_with_parent(),
-        )
-        try:
-            # It gives up by itself at the time limit (removing what it wrote); this is the backstop.
-            _, stderr = await asyncio.wait_for(proc.communicate(), settings.postprocess_timeout_s + KILL_GRACE_S)
-        except (asyncio.CancelledError, TimeoutError) as exc:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            if isinstance(exc, TimeoutError):
-                await asyncio.to_thread(remove_stale_temporaries, trace_dir)
-                return (f"took longer than {settings.postprocess_timeout_s:g} s "
-                        "(CASCADE_POSTPROCESS_TIMEOUT_S)"), False
-            raise
-        if proc.returncode == 0:
-            return None, False
-        lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-        last = lines[-1] if lines else f"post-processor exited with code {proc.returncode}"
-        return last.removeprefix("error: "), proc.returncode == EXIT_NO_SPACE
 
     def _free_bytes(self) -> int:
         try:
