@@ -23,10 +23,11 @@ from tests.helpers import free_port, wait_until
 pytestmark = pytest.mark.timeout(240)
 
 
-async def start_serve(data_dir: Path, port: int, log_path: Path, s3_port: int) -> subprocess.Popen:
+async def start_serve(data_dir: Path, port: int, log_path: Path, s3_port: int, **settings: str) -> subprocess.Popen:
+    """`cascade serve` as a process (local launcher, 2 slots unless `settings` say otherwise)."""
     env = {
         **os.environ, "CASCADE_S3_PORT": str(s3_port), "CASCADE_TOKEN": TOKEN, "CASCADE_LAUNCHER": "local", "CASCADE_LOCAL_SLOTS": "2",
-        "CASCADE_REPLAY_SPEED": "6", "CASCADE_SAMPLES": "0", "CASCADE_HEARTBEAT_INTERVAL_S": "0.5",
+        "CASCADE_REPLAY_SPEED": "6", "CASCADE_SAMPLES": "0", "CASCADE_HEARTBEAT_INTERVAL_S": "0.5", **settings,
     }
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(

@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -16,6 +15,7 @@ import pytest
 from cascade_server.events import Broker
 from cascade_server.storage import Store
 from tests.conftest import TOKEN, ready_trace
+from tests.e2e.test_local_server_kill import start_serve as start_local_serve
 from tests.e2e.test_local_runs import create_run, finished_run, get_run, recording
 from tests.helpers import free_port, wait_until
 from tests.slurm.cluster import squeue_ids
@@ -24,27 +24,8 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("slurm_cluster")
 
 
 async def start_serve(data_dir: Path, port: int, log_path: Path, s3_port: int) -> subprocess.Popen:
-    env = {
-        **os.environ, "CASCADE_S3_PORT": str(s3_port), "CASCADE_TOKEN": TOKEN, "CASCADE_SAMPLES": "0",
-        "CASCADE_LAUNCHER": "slurm", "CASCADE_SLURM_LOCAL": "1", "CASCADE_SLURM_POLL_S": "1",
-        "CASCADE_REPLAY_SPEED": "6", "CASCADE_HEARTBEAT_INTERVAL_S": "0.5",
-    }
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
-            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )
-
-    async def healthy():
-        assert proc.poll() is None, log_path.read_text()
-        try:
-            async with httpx.AsyncClient() as http:
-                return (await http.get(f"http://127.0.0.1:{port}/api/health")).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    await wait_until(healthy, 30)
-    return proc
+    return await start_local_serve(data_dir, port, log_path, s3_port, CASCADE_LAUNCHER="slurm",
+                                   CASCADE_SLURM_LOCAL="1", CASCADE_SLURM_POLL_S="1")
 
 
 async def test_kill_9_the_server_mid_run_and_a_new_one_finishes_it(tmp_path):
