@@ -326,6 +326,9 @@ async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
             await wait_for_text(pilot, sample["id"])
             await pilot.press("enter")
             await wait_for_text(pilot, "LIVE")
+            # The table is refreshed on its own timer, a moment after the header goes live.
+            await wait_until(pilot, lambda: len(table_rows(app, "✔ succeeded")) == 3,
+                             "the sims table filled")
             await serve.kill()
             text = await wait_for_text(pilot, "RECONNECTING")
             assert len(table_rows(app, "✔ succeeded")) == 3, text  # last data stays visible
