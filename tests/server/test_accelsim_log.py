@@ -274,6 +274,63 @@ def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -
     assert snapshot(parser, kernels) == property_expected()
 
 
+# Blocks built from a few keys that repeat, the way Accel-Sim's per-partition sections do, some
+# carrying data (`chip skew: 96/48`), some literally `<key>#<n>`, `key=value` lines and junk;
+# consecutive blocks mostly alike, as in a real log, so the parser's template of the previous
+# block is used, patched and dropped. Any such log, in any chunking, with a restore anywhere,
+# gives the line-by-line reference's stats.
+_common_line = st.sampled_from(["a", "b", "c", " a "]).map(lambda key: f"{key} = 1")
+_data_line = st.one_of(st.integers(0, 3).map(lambda n: f"chip skew: {n}/2 = 0.5"),
+                       st.just("kernel_name=y"))
+_rare_line = st.sampled_from([
+    "b#2 = 1", "a#3 = 1", "kernel_name = x", "n_cmd=4 n_nop=2", "rate=7", "b=2", "kernel_name=y",
+    "==== junk ====", " = 3", "x",
+])
+_body_lines = st.one_of(_common_line, _common_line, _data_line, _data_line, _data_line, _rare_line)
+
+
+@st.composite
+def alike_blocks(draw) -> list[str]:
+    body = draw(st.lists(_body_lines, max_size=30))
+    lines: list[str] = []
+    for n in range(draw(st.integers(1, 4))):
+        if draw(st.booleans()):  # this block differs from the one before in a few lines
+            for _ in range(draw(st.integers(1, 3))):
+                at = draw(st.integers(0, len(body)))
+                new = draw(st.lists(st.one_of(_data_line, _body_lines), max_size=2))
+                body = [*body[:at], *new, *body[at + 1:]]
+        lines += block("_Z1kv", str(n), *body)
+    return lines
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=alike_blocks(), data=st.data())
+def test_alike_blocks_in_any_chunking_and_resume_match_the_reference(lines, data) -> None:
+    cuts = data.draw(st.lists(st.integers(0, len(lines)), max_size=12))
+    chunks = split_at(lines, cuts)
+    resume_after = data.draw(st.lists(st.booleans(), min_size=len(chunks), max_size=len(chunks)))
+    parser = LogParser(1000)
+    kernels: list[ParsedKernel] = []
+    for chunk, resume in zip(chunks, resume_after):
+        kernels += parser.feed(chunk)
+        if resume:
+            parser = LogParser(1000, state=json.loads(json.dumps(parser.state(), allow_nan=True)))
+    assert [k.stats for k in kernels] == reference_stats(lines)
+
+
+def test_a_key_that_differed_in_an_earlier_chunk_is_counted_in_later_ones() -> None:
+    # The second block differs from the first in its first data-carrying key, which is the
+    # same as a later one; the chunk holding that later one is otherwise like the first block.
+    parser = LogParser(1000)
+    parser.feed(block("_Z1kv", "1", "chip skew: 0/2 = 1", "a = 1", "chip skew: 1/2 = 2"))
+    second = block("_Z1kv", "2", "chip skew: 1/2 = 3", "a = 1", "chip skew: 1/2 = 4")
+    parser.feed(second[:10])
+    [kernel] = parser.feed(second[10:])
+    assert kernel.stats["chip skew: 1/2"] == 3.0
+    assert kernel.stats["chip skew: 1/2#2"] == 4.0
+    assert [k.stats for k in [kernel]] == reference_stats(second)
+
+
 def test_state_is_a_snapshot_not_a_view() -> None:
     lines = property_slice()
     parser = LogParser(1365)
