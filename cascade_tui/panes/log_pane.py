@@ -161,6 +161,15 @@ class LogPane(ReportsWorkerErrors, Vertical):
                         severity="warning")
         self.refresh_title()
 
+    def clear_search(self) -> bool:
+        """Drop the search's highlights; False when there was no search."""
+        if self.view.pattern is None:
+            return False
+        self.view.set_search(None)
+        self.query_one(LogSearch).value = ""
+        self.refresh_title()
+        return True
+
     def find(self, backwards: bool) -> None:
         """The next (previous) match; with no search yet, open the search box."""
         view = self.view

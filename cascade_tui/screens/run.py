@@ -264,7 +264,9 @@ class RunScreen(ReportsWorkerErrors, Screen):
     # --- actions ----------------------------------------------------------------------------
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        # Like k9s with a filter: the first Esc drops the search, the next one goes back.
+        if not self.log_pane.clear_search():
+            self.app.pop_screen()
 
     @on(LogSearch.Dismiss)
     def _search_closed(self) -> None:

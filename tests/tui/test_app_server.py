@@ -195,6 +195,22 @@ async def test_escape_in_the_log_search_closes_only_the_search(srv, http, tmp_pa
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
 
 
+async def test_escape_after_a_search_drops_it_then_goes_back(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        screen = app.screen
+        view = screen.query_one(LogView)
+        await pilot.press("slash", *"kernel", "enter")
+        await wait_until(pilot, lambda: view.pattern is not None, "the search to apply")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: view.pattern is None, "the search dropped")
+        assert app.screen is screen, "the first Esc after a search left the run screen"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+
+
 async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 1)])
     app = make_app(srv, tmp_path)
