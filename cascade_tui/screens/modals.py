@@ -4,7 +4,7 @@ help listing every key binding."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +14,9 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 
+DialogResult = TypeVar("DialogResult")
+
+
 @runtime_checkable
 class HasHelpSections(Protocol):
     """A screen with more to explain under `?` than its keys: (heading, [(name, meaning)])."""
@@ -21,21 +24,19 @@ class HasHelpSections(Protocol):
     def help_sections(self) -> Sequence[tuple[str, Sequence[tuple[str, str]]]]: ...
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    """Asks before something that cannot be undone or costs money; y/enter = yes, n/escape = no."""
+class Dialog(ModalScreen[DialogResult]):
+    """A box in the middle of the screen: a bold title, a text shown whole (never markup: it
+    may quote a log or an error), and the keys that answer it."""
 
-    BINDINGS = [
-        Binding("y,enter", "answer(True)", "Yes", id="confirm.yes"),
-        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
-    ]
     DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical {
+    Dialog { align: center middle; }
+    Dialog > Vertical {
         width: 70; max-width: 95%; height: auto; max-height: 90%;
         border: thick $warning; background: $panel; padding: 1 2;
     }
-    ConfirmScreen #confirm-keys { margin-top: 1; color: $text-muted; }
+    Dialog .dialog-keys { margin-top: 1; color: $text-muted; }
     """
+    KEYS = ""  # markup
 
     def __init__(self, title: str, body: str) -> None:
         super().__init__()
@@ -44,15 +45,25 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"[b]{self.title_text}[/b]", id="confirm-title")
-            yield Static(self.body, id="confirm-body", markup=False)
-            yield Static("y / Enter: yes     n / Esc: no", id="confirm-keys")
+            yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
+            yield Static(self.body, classes="dialog-body", markup=False)
+            yield Static(self.KEYS, classes="dialog-keys")
 
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
+    def action_answer(self, answer: DialogResult) -> None:
+        self.dismiss(answer)
 
 
-class QuitScreen(ModalScreen[str]):
+class ConfirmScreen(Dialog[bool]):
+    """Asks before something that cannot be undone or costs money; y/enter = yes, n/escape = no."""
+
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+    KEYS = "y / Enter: yes     n / Esc: no"
+
+
+class QuitScreen(Dialog[str]):
     """Asked by `q` while sims run: "cancel", "quit" or "stay" (the dismissal value)."""
 
     BINDINGS = [
@@ -60,57 +71,23 @@ class QuitScreen(ModalScreen[str]):
         Binding("q,y", "answer('quit')", "Quit, they keep running", id="quit.keep_running"),
         Binding("escape,s,n", "answer('stay')", "Stay", id="quit.stay"),
     ]
-    DEFAULT_CSS = """
-    QuitScreen { align: center middle; }
-    QuitScreen > Vertical {
-        width: 70; max-width: 95%; height: auto; max-height: 90%;
-        border: thick $warning; background: $panel; padding: 1 2;
-    }
-    QuitScreen #quit-keys { margin-top: 1; }
-    """
+    DEFAULT_CSS = "QuitScreen .dialog-keys { color: $text; }"
+    KEYS = ("[b]c[/b]  cancel the runs and quit\n"
+            "[b]q[/b]  quit, they keep running\n"
+            "[b]Esc[/b]  stay")
 
     def __init__(self, body: str) -> None:
-        super().__init__()
-        self.body = body
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static("[b]Sims are still running[/b]", id="quit-title")
-            yield Static(self.body, id="quit-body", markup=False)
-            yield Static("[b]c[/b]  cancel the runs and quit\n"
-                         "[b]q[/b]  quit, they keep running\n"
-                         "[b]Esc[/b]  stay", id="quit-keys")
-
-    def action_answer(self, answer: str) -> None:
-        self.dismiss(answer)
+        super().__init__("Sims are still running", body)
 
 
-class MessageScreen(ModalScreen[None]):
+class MessageScreen(Dialog[None]):
     """A text shown whole (wrapped), such as a failed trace's error; Esc or q closes it."""
 
-    BINDINGS = [Binding("escape,q", "close", "Close", id="message.close")]
+    BINDINGS = [Binding("escape,q", "answer(None)", "Close", id="message.close")]
     DEFAULT_CSS = """
-    MessageScreen { align: center middle; }
-    MessageScreen > Vertical {
-        width: 80; max-width: 95%; height: auto; max-height: 90%;
-        border: thick $error; background: $panel; padding: 1 2;
-    }
-    MessageScreen #message-keys { margin-top: 1; color: $text-muted; }
+    MessageScreen > Vertical { width: 80; border: thick $error; }
     """
-
-    def __init__(self, title: str, body: str) -> None:
-        super().__init__()
-        self.title_text = title
-        self.body = body
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Text(self.title_text, style="bold"), id="message-title")
-            yield Static(self.body, id="message-body", markup=False)
-            yield Static("Esc: close", id="message-keys")
-
-    def action_close(self) -> None:
-        self.dismiss(None)
+    KEYS = "Esc: close"
 
 
 class HelpScreen(ModalScreen[None]):
