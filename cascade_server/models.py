@@ -187,6 +187,11 @@ class RunSummary(Model):
     sim_counts: dict[SimState, int]
     sample: bool = False
     replay: bool = False
+    # Not in the spec (additions clients may ignore): when the first sim started (its first
+    # `running` heartbeat), and when the run reached a terminal state (its last sim's
+    # `finished_at`); null until then. The run took `finished_at - created_at`.
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
 
 class RunDetail(RunSummary):
