@@ -1,10 +1,14 @@
-"""Issue 13, "runs show their duration": `started_at` and `finished_at` on every RunSummary (the
-lists, one run, its event snapshot), derived from the sims' own times, on a real server."""
+"""Issue 13, "Time": runs show their duration (`started_at` and `finished_at` on every RunSummary:
+the lists, one run, its event snapshot, derived from the sims' own times), and `GET
+/api/launcher` says where a new run's sims go; on a real server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import datetime
+
+from tests.conftest import ready_trace
 
 from .test_api_core import create_run
 
@@ -77,3 +81,54 @@ async def test_the_event_snapshot_carries_the_run_times(core):
         assert snapshot["type"] == "snapshot"
         assert snapshot["run"]["started_at"] == sim["started_at"]
         assert snapshot["run"]["finished_at"] == sim["finished_at"]
+
+
+# --- GET /api/launcher: where a new run's sims go ------------------------------------------------
+
+
+async def test_the_launcher_route_needs_the_token(server):
+    async with server.client(token=None) as http:
+        resp = await http.get("/api/launcher")
+    assert resp.status_code == 401 and resp.headers["WWW-Authenticate"] == "Bearer"
+
+
+async def test_the_manual_launcher_has_no_slots(server):
+    async with server.client() as http:
+        resp = await http.get("/api/launcher")
+    assert resp.status_code == 200
+    assert resp.json() == {"name": "manual", "slots": None, "running": 0, "queued": 0, "partition": None}
+
+
+async def test_the_local_launcher_counts_its_busy_slots_and_its_queue(make_server, monkeypatch):
+    """Real workers on one slot: the first sim runs (a stand-in slowed right down), the others
+    wait in the queue; cancelling frees it all again."""
+    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
+    server = await make_server(launcher="local", local_slots=1, replay_speed=0.01)
+    await server.store.put_trace(ready_trace())
+    async with server.client() as http:
+        assert (await http.get("/api/launcher")).json() == {
+            "name": "local", "slots": 1, "running": 0, "queued": 0, "partition": None}
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 3}])
+        status = {}
+
+        async def busy() -> bool:
+            status.update((await http.get("/api/launcher")).json())
+            return status["running"] == 1 and status["queued"] == 2
+
+        await until(busy, lambda: f"one worker and two queued sims, got {status}")
+        await http.post(f"/api/runs/{run['id']}/cancel")
+
+        async def idle() -> bool:
+            status.update((await http.get("/api/launcher")).json())
+            return status["running"] == 0 and status["queued"] == 0
+
+        await until(idle, lambda: f"the worker gone and the queue empty, got {status}")
+
+
+async def until(condition, what, timeout: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what()}")
+        await asyncio.sleep(0.1)
