@@ -38,7 +38,7 @@ from ..formatting import (
 from ..listview import next_column, shown
 from ..messages import ConfirmCancel, DeleteTrace, ManageRun, OpenNewRun, OpenRun, ReportsWorkerErrors
 from ..services import Services
-from .compare_runs import CompareRunsScreen
+from .compare_runs import CompareRunsScreen, CompareTracesScreen
 from .modals import MessageScreen
 
 POLL_SECONDS = 2.0
@@ -305,6 +305,8 @@ class TracesScreen(PolledTable):
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
         Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
         Binding("D", "delete", "Delete trace", show=False, id="traces.delete"),
+        Binding("c", "compare_set", "Compare the traces of its sample set", show=False,
+                id="traces.compare_set"),
     ]
     # At 80 columns: trace, state, arch (it decides which configs can run the trace), the note
     # (a failed trace's error) and age come first; the model goes first when space is short.
@@ -342,7 +344,7 @@ class TracesScreen(PolledTable):
 
     def search_text(self, t: TraceSummary) -> str:
         return " ".join([super().search_text(t), t.state, t.model or "", t.source_gpu or "",
-                         t.suggested_sim_config or "", t.error or ""])
+                         t.suggested_sim_config or "", t.sample_set or "", t.error or ""])
 
     def sort_value(self, t: TraceSummary, column: str) -> Any:
         numbers = {"kernels": t.kernel_count, "size": t.bytes or 0,
@@ -352,9 +354,10 @@ class TracesScreen(PolledTable):
     def detail_text(self, t: TraceSummary) -> str:
         """A failed trace's error first and whole (the pane grows for it), then the rest."""
         layers = f" Layers: {', '.join(t.layers)}." if t.layers else ""
+        sample_set = f" In sample set {t.sample_set} (c compares its traces)." if t.sample_set else ""
         head = (f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
                 f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
-                f"traced on {t.source_gpu or 'an unknown GPU'}.{layers}")
+                f"traced on {t.source_gpu or 'an unknown GPU'}.{sample_set}{layers}")
         if t.state == "failed":
             return f"[b red]{escape(t.error or 'failed, no reason given')}[/] [dim](Enter: all of it)[/]\n{escape(head)}"
         note = self.row_cells(t, self.services.now())[-1][0]
@@ -374,6 +377,15 @@ class TracesScreen(PolledTable):
             self.notify("No trace selected.", severity="warning")
             return
         self.post_message(OpenNewRun(trace))
+
+    def action_compare_set(self) -> None:
+        """`c`: the traces of the highlighted trace's sample set, side by side."""
+        trace = self.selected()
+        if trace is None or not trace.sample_set:
+            self.notify("This trace belongs to no sample set (metadata.json's sample_set): "
+                        "nothing to compare it with.", severity="warning")
+            return
+        self.app.push_screen(CompareTracesScreen(trace.sample_set, self.services))
 
     def action_open(self) -> None:
         """Enter: a new run on the trace, or a failed trace's whole error."""
