@@ -117,6 +117,9 @@ def test_the_runs_list_shows_how_long_a_run_took_or_has_run_so_far():
     titles = [c.title for c in RunsScreen.COLUMNS]
     rows = [RunsScreen.row_cells(screen, run, now) for run in (done, going)]
     assert dict(zip(titles, (text for text, _ in rows[0])))["time"] == "4m12s"
+    # `s` on the time column sorts by seconds, not by the text ("1m05s" < "4m12s" < "59s")
+    assert RunsScreen.sort_value(screen, done, "time") == 252.0
+    assert RunsScreen.sort_value(screen, going, "time") == 65.0
     assert "(took 4m12s) on" in RunsScreen.detail_text(screen, done)
     assert "(1m05s so far) on" in RunsScreen.detail_text(screen, going)
     waiting = _run("active", now - timedelta(seconds=5), counts={"pending": 2})
