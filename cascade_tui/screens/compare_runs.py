@@ -1,5 +1,5 @@
 """Runs compared side by side (marked with `space` on the Runs list, opened with `c`), and the
-traces of one sample set (`C` on the Traces list): one scrollable text of `runcompare` /
+traces of one sample set (`c` on the Traces list): one scrollable text of `runcompare` /
 `tracecompare` lines."""
 
 from __future__ import annotations
