@@ -187,6 +187,22 @@ class RunSummary(Model):
     sim_counts: dict[SimState, int]
     sample: bool = False
     replay: bool = False
+    # Not in the spec (additions clients may ignore): when the first sim started (its first
+    # `running` heartbeat), and when the run reached a terminal state (its last sim's
+    # `finished_at`); null until then. The run took `finished_at - created_at`.
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class LauncherStatus(Model):
+    """`GET /api/launcher` (not in the spec, an addition): where new sims go and how busy it is
+    now, so a client can say how many of a new run's sims start at once and how many wait."""
+
+    name: Literal["local", "manual", "slurm"]
+    slots: int | None = Field(default=None, description="local: sims run at once (CASCADE_LOCAL_SLOTS); else null.")
+    running: int = Field(default=0, description="local: workers running now; slurm: Cascade's jobs Slurm runs now.")
+    queued: int = Field(default=0, description="local: sims waiting for a slot; slurm: Cascade's jobs waiting in Slurm's queue.")
+    partition: str | None = Field(default=None, description="slurm: the partition jobs go to (null: the cluster's default).")
 
 
 class RunDetail(RunSummary):

@@ -25,6 +25,13 @@ async def health(request: web.Request) -> web.Response:
     })
 
 
+@routes.get("/api/launcher")
+async def launcher_status(request: web.Request) -> web.Response:
+    """Where new sims go and how busy that is now (an addition to the spec, behind the token:
+    queue sizes are not for anyone who can reach the port)."""
+    return ok(request.app[RUNS_KEY].launcher.status())
+
+
 @routes.get("/api/traces")
 async def list_traces(request: web.Request) -> web.Response:
     query = read_query(request, TraceListQuery)

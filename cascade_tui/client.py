@@ -27,6 +27,7 @@ from cascade_server.models import (
     Comparison,
     GpuConfig,
     KernelStat,
+    LauncherStatus,
     RunCreate,
     RunDetail,
     RunEvent,
@@ -197,6 +198,10 @@ class CascadeClient:
 
     async def gpu_configs(self) -> list[GpuConfig]:
         return await self._get_model("/api/gpu-configs", TypeAdapter(list[GpuConfig]))
+
+    async def launcher(self) -> LauncherStatus:
+        """Where new sims go and how busy that is (`GET /api/launcher`, an addition to the spec)."""
+        return await self._get_model("/api/launcher", TypeAdapter(LauncherStatus))
 
     async def runs(self, states: Sequence[str] = (), limit: int | None = None) -> list[RunSummary]:
         return await self._get_model(_listing("/api/runs", states, limit), TypeAdapter(list[RunSummary]))

@@ -115,6 +115,18 @@ def age(then: datetime | None, now: datetime) -> str:
     return human_duration((now - then).total_seconds())
 
 
+def run_seconds(created_at: datetime, finished_at: datetime | None, now: datetime) -> float:
+    """How long a run took: from its creation (queueing included, as the operator waited) to
+    its end, or to now while it has none."""
+    return max(0.0, ((finished_at or now) - created_at).total_seconds())
+
+
+def run_took(created_at: datetime, finished_at: datetime | None, now: datetime) -> str:
+    """`took 4m12s` for a run that ended, `4m12s so far` for one that has not."""
+    seconds = human_duration(run_seconds(created_at, finished_at, now))
+    return f"took {seconds}" if finished_at is not None else f"{seconds} so far"
+
+
 def si_number(value: float | None, digits: int = 3) -> str:
     """`76.7k`, `26.6M`, `1.2G`: large counts (cycles, instructions, rates) in few columns."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

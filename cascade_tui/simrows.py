@@ -19,6 +19,7 @@ from .formatting import (
     human_duration,
     progress_fraction,
     progress_text,
+    run_took,
     short_kernel_name,
     si_number,
     state_label,
@@ -144,13 +145,11 @@ def eta_seconds(sim: SimSummary, now: datetime) -> float | None:
 
 def run_duration(created_at: datetime, sims: Iterable[SimSummary], now: datetime) -> str:
     """How long a run took: from its creation to its last sim's end, `took 4m12s`; or, while a
-    sim is unfinished, `4m12s so far`."""
+    sim is unfinished, `4m12s so far` (the server's RunSummary.finished_at, from live sims)."""
     sims = list(sims)
-    if sims and all(s.state in TERMINAL_SIM_STATES for s in sims):
-        ends = [s.finished_at for s in sims if s.finished_at is not None]
-        if ends:
-            return f"took {human_duration((max(ends) - created_at).total_seconds())}"
-    return f"{human_duration((now - created_at).total_seconds())} so far"
+    ends = [s.finished_at for s in sims if s.finished_at is not None]
+    done = bool(sims) and all(s.state in TERMINAL_SIM_STATES for s in sims)
+    return run_took(created_at, max(ends) if done and ends else None, now)
 
 
 def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, Cell]:

@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..models import LauncherStatus
+
 
 @dataclass(frozen=True)
 class SimSpec:
@@ -68,3 +70,7 @@ class Launcher(ABC):
 
     async def close(self) -> None:
         """The server is stopping: stop watching, but leave running workers alone."""
+
+    def status(self) -> LauncherStatus:
+        """Where new sims go and how busy it is now (`GET /api/launcher`)."""
+        return LauncherStatus.model_validate({"name": self.name})

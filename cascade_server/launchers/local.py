@@ -26,6 +26,7 @@ from typing import IO
 from pathlib import Path
 
 from ..datadir import private_dir, private_file
+from ..models import LauncherStatus
 from .base import Launcher, LauncherEvents, SimSpec
 from .environment import worker_environment
 
@@ -126,6 +127,10 @@ class LocalLauncher(Launcher):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._queue.clear()
+
+    def status(self) -> LauncherStatus:
+        return LauncherStatus(name="local", slots=self.slots, running=len(self._running),
+                              queued=len(self._queue))
 
     # --- internals --------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..models import LauncherStatus
 from .base import Launcher, LauncherEvents, SimSpec
 from .slurm_jobs import (
     ADOPT_FORMAT,
@@ -164,6 +165,13 @@ class SlurmLauncher(Launcher):
         self._to_cancel.add(ref)
         if self._cancel_task is None or self._cancel_task.done():
             self._cancel_task = self._spawn(self._cancel_batch())
+
+    def status(self) -> LauncherStatus:
+        """Cascade's jobs only: what else waits in the partition is the cluster's business (and
+        one more squeue call per request)."""
+        running = sum(1 for job in self._tracked.values() if job.started)
+        return LauncherStatus(name="slurm", running=running, queued=len(self._tracked) - running,
+                              partition=self.options.partition)
 
     async def close(self) -> None:
         """Stop watching; the jobs go on and report to the next server."""

@@ -62,9 +62,10 @@ class RunStore(TraceStore):
         async with conn.execute(
             "SELECT * FROM sims WHERE run_id=? ORDER BY gpu_config, replica", (run_id,)
         ) as cur:
-            sims = [sim_from_row(sim) for sim in await cur.fetchall()]
+            sim_rows = await cur.fetchall()
+        sims = [sim_from_row(sim) for sim in sim_rows]
         return RunDetail(
-            **_summary(row, [s.state for s in sims]),
+            **_summary(row, [(s["state"], s["started_at"], s["finished_at"]) for s in sim_rows]),
             trace=await self._trace_summary(row["trace_id"]),
             sims=sims,
         )
@@ -86,14 +87,14 @@ class RunStore(TraceStore):
             newest += " LIMIT ?"
         async with self.r.execute(newest, params) as cur:
             runs = await cur.fetchall()
-        sims = "SELECT run_id, state FROM sims"
+        sims = "SELECT run_id, state, started_at, finished_at FROM sims"
         if limited:
             sims += f" WHERE run_id IN ({newest.replace('*', 'id', 1)})"
         async with self.r.execute(sims, params) as cur:
-            sim_states: dict[str, list[str]] = {}
-            for run_id, state in await cur.fetchall():
-                sim_states.setdefault(run_id, []).append(state)
-        summaries = (RunSummary(**_summary(row, sim_states.get(row["id"], []))) for row in runs)
+            sim_times: dict[str, list[SimTimes]] = {}
+            for run_id, state, started_at, finished_at in await cur.fetchall():
+                sim_times.setdefault(run_id, []).append((state, started_at, finished_at))
+        summaries = (RunSummary(**_summary(row, sim_times.get(row["id"], []))) for row in runs)
         return pick(summaries, states, limit)
 
     async def delete_run(self, run_id: str) -> RunDetail:
@@ -139,18 +140,30 @@ class RunStore(TraceStore):
             return [(sim_from_row(row), row["trace_id"]) for row in await cur.fetchall()]
 
 
-def _summary(row: aiosqlite.Row, states: list[str]) -> dict[str, Any]:
-    """A run's summary fields from its row and its sims' states."""
+# A sim's state, started_at and finished_at as stored (ISO text, which sorts as time): what a
+# run's summary is derived from.
+SimTimes = tuple[str, str | None, str | None]
+
+
+def _summary(row: aiosqlite.Row, sims: list[SimTimes]) -> dict[str, Any]:
+    """A run's summary fields from its row and its sims' states and times."""
     counts: dict[str, int] = {}
-    for state in states:
+    for state, _, _ in sims:
         counts[state] = counts.get(state, 0) + 1
+    states = [state for state, _, _ in sims]
+    starts = [started for _, started, _ in sims if started is not None]
+    ends = [finished for _, _, finished in sims if finished is not None]
+    state = run_state(states)
     return dict(
         id=row["id"],
         trace_id=row["trace_id"],
         created_at=row["created_at"],
-        state=run_state(states),
+        state=state,
         entries=json.loads(row["entries"]),
         sim_counts=counts,
         sample=bool(row["sample"]),
         replay=bool(row["replay"]),
+        started_at=min(starts, default=None),
+        # A cancelled sim that never ran still has its finished_at: a run of them has an end too.
+        finished_at=max(ends, default=None) if state != "active" else None,
     )

@@ -37,7 +37,8 @@ def positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(PROG, "List the runs, newest first: state, trace, sims succeeded of all, "
-                        "configs (as `cascade run start --config` takes them) and age.")
+                        "configs (as `cascade run start --config` takes them), how long it took "
+                        "(or has run so far) and age.")
     add_list_arguments(parser, get_args(RunState), "runs")
     add_connection_arguments(parser)
     return parser

@@ -28,7 +28,19 @@ from cascade_server.models import (
 )
 
 from ..compare import config_order, config_totals, rank, stand_in_reason
-from ..formatting import age, demangle, fixed, human_bytes, short_kernel_name, si_number, state_label, time_ns
+from ..formatting import (
+    age,
+    demangle,
+    fixed,
+    human_bytes,
+    human_duration,
+    run_seconds,
+    run_took,
+    short_kernel_name,
+    si_number,
+    state_label,
+    time_ns,
+)
 from .output import Column, Record, printable
 
 # `SM7_QV100x2`: a config and how many sims run it (the count is optional, 1 by default).
@@ -79,15 +91,24 @@ RUN_COLUMNS = (
     Column("trace_id", "trace"),
     Column("sims", "sims"),
     Column("configs", "configs"),
+    Column("time", "time", right=True),
     Column("age", "age", right=True),
     Column("marks", "note"),
 )
 
 
+def _finished_at(run: RunSummary) -> datetime | None:
+    return run.finished_at if run.state != "active" else None
+
+
 def run_records(runs: Sequence[RunSummary], now: datetime) -> list[Record]:
+    """`time`: how long a finished run took (created to its last sim's end), or an active one
+    has run so far (the state column tells them apart)."""
     return [
         {"id": r.id, "state": r.state, "trace_id": r.trace_id, "sims": sims_text(r.sim_counts),
-         "configs": entries_text(r.entries), "age": age(r.created_at, now), "marks": _marks(r)}
+         "configs": entries_text(r.entries),
+         "time": human_duration(run_seconds(r.created_at, _finished_at(r), now)),
+         "age": age(r.created_at, now), "marks": _marks(r)}
         for r in runs
     ]
 
@@ -164,10 +185,21 @@ def run_header(run: RunDetail, now: datetime) -> list[str]:
         + (f"  {run.trace.model}" if run.trace.model else ""),
         f"configs  {entries_text(run.entries)}",
         f"created  {run.created_at:%Y-%m-%d %H:%M:%S} UTC ({age(run.created_at, now)} ago)",
+        f"started  {_started_text(run)}",
+        f"time     {run_took(run.created_at, _finished_at(run), now)}"
+        + (f" (finished {run.finished_at:%Y-%m-%d %H:%M:%S} UTC)" if _finished_at(run) else ""),
     ]
     if note := stand_in_note(run):
         lines.append(f"note     {note}")
     return [printable(line) for line in lines]
+
+
+def _started_text(run: RunSummary) -> str:
+    """When the first sim started, and how long the run waited for it (a slot, the cluster)."""
+    if run.started_at is None:
+        return "no sim started" + (" yet" if run.state == "active" else "")
+    waited = age(run.created_at, run.started_at)
+    return f"{run.started_at:%Y-%m-%d %H:%M:%S} UTC (the first sim, {waited} after the run was created)"
 
 
 def stand_in_note(run: RunDetail) -> str | None:

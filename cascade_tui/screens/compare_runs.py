@@ -1,4 +1,6 @@
-"""Runs compared side by side (marked with `space` on the Runs list, opened with `c`)."""
+"""Runs compared side by side (marked with `space` on the Runs list, opened with `c`), and the
+traces of one sample set (`c` on the Traces list): one scrollable text of `runcompare` /
+`tracecompare` lines."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from .. import tracecompare
 from ..messages import ReportsWorkerErrors
 from ..runcompare import RunData, lines
 from ..services import Services
@@ -33,25 +36,57 @@ class CompareRunsScreen(ReportsWorkerErrors, Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll():
-            yield Static(f"Loading {len(self.run_ids)} runs…", id="compare-body", markup=False)
+            yield Static(self.loading_text(), id="compare-body", markup=False)
         yield Footer(compact=True)
 
+    def loading_text(self) -> str:
+        return f"Loading {len(self.run_ids)} runs…"
+
+    def heading(self) -> str:
+        return "Cascade · Compare " + " ".join(self.run_ids)
+
     def on_mount(self) -> None:
-        self.title = "Cascade · Compare " + " ".join(self.run_ids)
+        self.title = self.heading()
         self.query_one(VerticalScroll).focus()
         self._load()
 
+    async def run_data(self, run_id: str) -> RunData:
+        client = self.services.client
+        run, kernels = await asyncio.gather(client.run(run_id), client.kernels(run_id))
+        return RunData(run, kernels)
+
+    async def build(self) -> list[str]:
+        return lines(await asyncio.gather(*(self.run_data(run_id) for run_id in self.run_ids)))
+
     @work(exclusive=True, group="compare", exit_on_error=False)
     async def _load(self) -> None:
-        client = self.services.client
-
-        async def one(run_id: str) -> RunData:
-            run, kernels = await asyncio.gather(client.run(run_id), client.kernels(run_id))
-            return RunData(run, kernels)
-
-        runs = await asyncio.gather(*(one(run_id) for run_id in self.run_ids))
-        self.text = "\n".join(lines(runs))
+        self.text = "\n".join(await self.build())
         self.query_one("#compare-body", Static).update(self.text)
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+
+class CompareTracesScreen(CompareRunsScreen):
+    """The traces of one sample set (sm70 against sm75), each by its newest run with succeeded
+    sims (`tracecompare`)."""
+
+    def __init__(self, sample_set: str, services: Services) -> None:
+        super().__init__([], services)
+        self.sample_set = sample_set
+
+    def loading_text(self) -> str:
+        return f"Loading the traces of sample set {self.sample_set!r}…"
+
+    def heading(self) -> str:
+        return f"Cascade · Compare sample set {self.sample_set}"
+
+    async def build(self) -> list[str]:
+        client = self.services.client
+        traces, runs = await asyncio.gather(client.traces(), client.runs())
+        members = tracecompare.set_members(traces, self.sample_set)
+        chosen = tracecompare.newest_runs_with_successes([t.id for t in members], runs)
+        datas = await asyncio.gather(*(self.run_data(chosen[t.id]) for t in members if t.id in chosen))
+        by_trace = {data.run.trace_id: data for data in datas}
+        return tracecompare.lines(self.sample_set, [tracecompare.TraceRun(t, by_trace.get(t.id))
+                                                    for t in members])

@@ -24,11 +24,21 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from cascade_server.models import TERMINAL_SIM_STATES, RunSummary, SimState, TraceSummary
 
 from ..columns import ColumnSpec, fit
-from ..formatting import STATE_DISPLAY_ORDER, age, bar, human_bytes, plural, progress_fraction, state_label
+from ..formatting import (
+    STATE_DISPLAY_ORDER,
+    age,
+    human_bytes,
+    human_duration,
+    plural,
+    progress_fraction,
+    run_seconds,
+    run_took,
+    state_label,
+)
 from ..listview import next_column, shown
 from ..messages import ConfirmCancel, DeleteTrace, ManageRun, OpenNewRun, OpenRun, ReportsWorkerErrors
 from ..services import Services
-from .compare_runs import CompareRunsScreen
+from .compare_runs import CompareRunsScreen, CompareTracesScreen
 from .modals import MessageScreen
 
 POLL_SECONDS = 2.0
@@ -295,6 +305,8 @@ class TracesScreen(PolledTable):
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
         Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
         Binding("D", "delete", "Delete trace", show=False, id="traces.delete"),
+        Binding("c", "compare_set", "Compare the traces of its sample set", show=False,
+                id="traces.compare_set"),
     ]
     # At 80 columns: trace, state, arch (it decides which configs can run the trace), the note
     # (a failed trace's error) and age come first; the model goes first when space is short.
@@ -332,7 +344,7 @@ class TracesScreen(PolledTable):
 
     def search_text(self, t: TraceSummary) -> str:
         return " ".join([super().search_text(t), t.state, t.model or "", t.source_gpu or "",
-                         t.suggested_sim_config or "", t.error or ""])
+                         t.suggested_sim_config or "", t.sample_set or "", t.error or ""])
 
     def sort_value(self, t: TraceSummary, column: str) -> Any:
         numbers = {"kernels": t.kernel_count, "size": t.bytes or 0,
@@ -342,9 +354,10 @@ class TracesScreen(PolledTable):
     def detail_text(self, t: TraceSummary) -> str:
         """A failed trace's error first and whole (the pane grows for it), then the rest."""
         layers = f" Layers: {', '.join(t.layers)}." if t.layers else ""
+        sample_set = f" In sample set {t.sample_set} (c compares its traces)." if t.sample_set else ""
         head = (f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
                 f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
-                f"traced on {t.source_gpu or 'an unknown GPU'}.{layers}")
+                f"traced on {t.source_gpu or 'an unknown GPU'}.{sample_set}{layers}")
         if t.state == "failed":
             return f"[b red]{escape(t.error or 'failed, no reason given')}[/] [dim](Enter: all of it)[/]\n{escape(head)}"
         note = self.row_cells(t, self.services.now())[-1][0]
@@ -364,6 +377,15 @@ class TracesScreen(PolledTable):
             self.notify("No trace selected.", severity="warning")
             return
         self.post_message(OpenNewRun(trace))
+
+    def action_compare_set(self) -> None:
+        """`c`: the traces of the highlighted trace's sample set, side by side."""
+        trace = self.selected()
+        if trace is None or not trace.sample_set:
+            self.notify("This trace belongs to no sample set (metadata.json's sample_set): "
+                        "nothing to compare it with.", severity="warning")
+            return
+        self.app.push_screen(CompareTracesScreen(trace.sample_set, self.services))
 
     def action_open(self) -> None:
         """Enter: a new run on the trace, or a failed trace's whole error."""
@@ -391,10 +413,14 @@ def unfinished_sims(run: RunSummary) -> int:
 
 
 def run_progress(counts: Mapping[SimState, int]) -> str:
-    """Succeeded sims out of all: a cancelled or failed run never looks complete."""
-    total = sum(counts.values())
-    ok = counts.get("succeeded", 0)
-    return f"{ok}/{total} {bar(progress_fraction(ok, total), 4)}"
+    """Succeeded sims out of all: a cancelled or failed run never looks complete. (No bar: at
+    80 columns the run's duration needs the room more, and `sims` names what is not done.)"""
+    return f"{counts.get('succeeded', 0)}/{sum(counts.values())}"
+
+
+def run_time(r: RunSummary, now: datetime) -> str:
+    """The `time` column: how long a finished run took, or an active one has run so far."""
+    return human_duration(run_seconds(r.created_at, r.finished_at if r.state != "active" else None, now))
 
 
 class RunsScreen(PolledTable):
@@ -410,10 +436,12 @@ class RunsScreen(PolledTable):
         Binding("Y", "manage('retry')", "Retry failed sims", show=False, id="runs.retry"),
         Binding("D", "manage('delete')", "Delete run", show=False, id="runs.delete"),
     ]
-    # The run column has room for the compare mark ("+run-…").
+    # The run column has room for the compare mark ("+run-…"). At 80 columns run, trace, state,
+    # `ok` (succeeded of all), `time` (took, or so far) and `sims` fit, also beside a scrollbar;
+    # `age` comes from about 90.
     COLUMNS = (ColumnSpec("run", 17, 17, 0), ColumnSpec("trace", 20, 40, 0),
-               ColumnSpec("state", 9, 12, 0), ColumnSpec("succeeded", 9, 10, 1),
-               ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 12, 0, 1))
+               ColumnSpec("state", 9, 12, 0), ColumnSpec("ok", 5, 7, 1),
+               ColumnSpec("time", 5, 6, 1), ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 10, 0, 1))
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
 
@@ -434,6 +462,7 @@ class RunsScreen(PolledTable):
             (r.trace_id, ""),
             (state_label(r.state), STATE_COLOURS.get(r.state, "")),
             (run_progress(r.sim_counts), ""),
+            (run_time(r, now), "" if r.state != "active" else "italic"),
             (age(r.created_at, now), ""),
             (tag + sims_count_text(r.sim_counts), "yellow" if tag else ""),
         )
@@ -444,7 +473,9 @@ class RunsScreen(PolledTable):
 
     def sort_value(self, r: RunSummary, column: str) -> Any:
         total = sum(r.sim_counts.values())
-        numbers = {"succeeded": progress_fraction(r.sim_counts.get("succeeded", 0), total),
+        finished = r.finished_at if r.state != "active" else None
+        numbers = {"ok": progress_fraction(r.sim_counts.get("succeeded", 0), total),
+                   "time": run_seconds(r.created_at, finished, self.services.now()),
                    "age": -r.created_at.timestamp(), "sims": unfinished_sims(r)}
         return numbers[column] if column in numbers else super().sort_value(r, column)
 
@@ -455,7 +486,12 @@ class RunsScreen(PolledTable):
             note = "\n[yellow]sample run: results recorded elsewhere, replayed here[/]"
         elif r.replay:
             note = "\n[yellow]Stand-in numbers: the sims replay a recorded Accel-Sim log, not this trace.[/]"
-        return f"{r.id} on {escape(r.trace_id)}: {escape(entries)}{note}"
+        now = self.services.now()
+        finished = r.finished_at if r.state != "active" else None
+        timing = run_took(r.created_at, finished, now)
+        if r.started_at is None and finished is None:
+            timing += ", no sim started yet"  # waiting for a slot, the cluster or a person
+        return f"{r.id} ({timing}) on {escape(r.trace_id)}: {escape(entries)}{note}"
 
     def action_poll(self) -> None:
         self.poll()

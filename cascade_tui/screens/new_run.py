@@ -15,14 +15,17 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cascade_server.models import MAX_ENTRY_COUNT, GpuConfig, RunCreate, RunEntry, TraceSummary
+from cascade_server.models import MAX_ENTRY_COUNT, GpuConfig, LauncherStatus, RunCreate, RunEntry, TraceSummary
 
+from ..capacity import start_plan
+from ..client import ApiError
 from ..formatting import human_bytes, plural
 from ..messages import OpenRun, ReportsWorkerErrors
 from ..services import Services
 from .modals import ConfirmScreen
 
 CONFIRM_ABOVE = 4  # sims in total; more asks first
+LAUNCHER_POLL_SECONDS = 2.0  # how often the "start now / wait" line learns how busy the launcher is
 
 
 def launchable(traces: list[TraceSummary]) -> list[TraceSummary]:
@@ -59,6 +62,7 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
     NewRunScreen #new-run-trace { padding: 0 1; height: auto; }
     NewRunScreen #new-run-help { padding: 0 1; color: $text-muted; }
     NewRunScreen #new-run-total { padding: 0 1; text-style: bold; height: auto; }
+    NewRunScreen #new-run-plan { padding: 0 1; height: auto; }
     NewRunScreen OptionList { height: 1fr; }
     """
 
@@ -74,6 +78,7 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         self.counts: dict[str, int] = {}
         self.launching = False
         self.launched_run: str | None = None
+        self.launcher: LauncherStatus | None = None  # None until the server says (or if it cannot)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -83,11 +88,23 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
                          "Enter: launch   Esc: back", id="new-run-help")
             yield OptionList(id="configs")
             yield Static("", id="new-run-total")
+            yield Static("", id="new-run-plan")
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
         self.title = "Cascade · New run"
         self._load()
+        self._fetch_launcher()
+        # Sims finish and other runs start meanwhile: keep "N start now" true while the form is open.
+        self.set_interval(LAUNCHER_POLL_SECONDS, self._fetch_launcher)
+
+    @work(exclusive=True, group="launcher", exit_on_error=False)
+    async def _fetch_launcher(self) -> None:
+        try:
+            self.launcher = await self.services.client.launcher()
+        except ApiError:
+            self.launcher = None  # an older server without the route: the form works without it
+        self._show_plan()
 
     @work(exclusive=True, group="load", exit_on_error=False)
     async def _load(self) -> None:
@@ -153,6 +170,13 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
                     f"{total} sim{'s' if total != 1 else ''} in total"
                     + ("  (you will be asked to confirm)" if total > CONFIRM_ABOVE else ""))
         self.query_one("#new-run-total", Static).update(text)
+        self._show_plan()
+
+    def _show_plan(self) -> None:
+        if self.launching or self.launched_run:
+            return
+        total = sum(e.count for e in entries_from(self.counts))
+        self.query_one("#new-run-plan", Static).update(start_plan(self.launcher, total))
 
     def _highlighted_config(self) -> str | None:
         options = self.query_one("#configs", OptionList)

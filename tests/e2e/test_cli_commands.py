@@ -12,10 +12,12 @@ import json
 import shutil
 import sys
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from cascade_tui.formatting import human_duration
 from tests.conftest import TOKEN, free_port, ready_trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,8 +149,13 @@ async def test_lists_show_and_delete(live, tmp_path):
                             "--wait", url=url, home=tmp_path)).out.strip()
     listed = await cascade("runs", url=url, home=tmp_path)
     header, row = listed.out.splitlines()
-    assert header.split() == ["run", "state", "trace", "sims", "configs", "age", "note"]
+    assert header.split() == ["run", "state", "trace", "sims", "configs", "time", "age", "note"]
     assert row.split()[:6] == [run_id, "✔", "succeeded", "tinyformer-step-sm70", "1/1", "succeeded"]
+    async with live.client() as http:
+        api_run = (await http.get(f"/api/runs/{run_id}")).json()
+    finished = datetime.fromisoformat(api_run["finished_at"])
+    took = human_duration((finished - datetime.fromisoformat(api_run["created_at"])).total_seconds())
+    assert row.split()[7] == took  # how long the run took, not its age
     assert json.loads((await cascade("runs", "--json", "--state", "succeeded", url=url, home=tmp_path)).out)[0]["id"] == run_id
     assert (await cascade("runs", "--state", "failed", url=url, home=tmp_path)).err == "no runs in state failed\n"
 
@@ -156,6 +163,9 @@ async def test_lists_show_and_delete(live, tmp_path):
     lines = shown.out.splitlines()
     assert lines[0].startswith(f"run      {run_id}  ✔ succeeded")
     assert "note     numbers from the stand-in simulator" in shown.out
+    assert f"time     took {took} (finished {finished:%Y-%m-%d %H:%M:%S} UTC)" in lines
+    started = datetime.fromisoformat(api_run["started_at"])
+    assert any(line.startswith(f"started  {started:%Y-%m-%d %H:%M:%S} UTC (the first sim, ") for line in lines)
     sims_header = lines.index("") + 1
     assert lines[sims_header].split()[:4] == ["config", "#", "state", "kernels"]
     assert lines[sims_header + 1].split()[:5] == ["SM7_QV100", "0", "✔", "succeeded", "15/15"]

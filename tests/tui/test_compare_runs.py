@@ -73,3 +73,36 @@ def test_kernels_view_orders_by_time_or_spread_with_share_and_delta():
                                          False, 100, order="time"))
     assert text.index("#1 b") < text.index("#0 a")
     assert "share 90.0%  Δ +11.1%" in text and "share 23.1%  Δ +200.0%" in text
+
+
+async def test_o_orders_the_kernels_view_by_time_then_spread_with_share_and_delta(srv, http, tmp_path):  # noqa: F811
+    """On a real run of two configs (recorded Accel-Sim logs): `o` cycles as traced → longest
+    first → largest spread first, and each kernel line shows its share and Δ."""
+    from cascade_tui.widgets.kernel_chart import KernelChart
+
+    from .test_seen_wrong import open_run_screen
+
+    run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
+    for s in run["sims"]:
+        await play(http, s["id"], recorded_log(s["gpu_config"]))
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(pilot, run["id"])
+        await pilot.press("k")
+        chart = screen.query_one(KernelChart)
+
+        def kernel_order() -> list[str]:
+            text = "\n".join("".join(t for t, _ in line) for line in chart.lines)
+            return [line.split()[0] for line in text.splitlines() if line.lstrip().startswith("#")]
+
+        await wait_until(pilot, lambda: len(kernel_order()) == 15, "15 kernels in the chart")
+        assert kernel_order() == [f"#{i}" for i in range(15)]  # as traced
+        for order in ("time", "spread"):
+            await pilot.press("o")
+            await wait_until(pilot, lambda order=order: f"by {order}, o: order" in screen_text(app), f"by {order}")
+            await wait_until(pilot, lambda: kernel_order() != [f"#{i}" for i in range(15)],
+                             f"the kernels reordered by {order}")
+        text = "\n".join("".join(t for t, _ in line) for line in chart.lines)
+        assert "share " in text and "Δ +" in text
+        spreads = [float(part.split("Δ ")[1].split("%")[0]) for part in text.splitlines() if "Δ " in part]
+        assert spreads == sorted(spreads, reverse=True)  # largest spread first

@@ -167,3 +167,29 @@ async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path): 
         await wait_until(pilot, lambda: table.size.height == 2 and table.has_focus, "the table back")
         await pilot.press("w")
         await wait_until(pilot, lambda: "THE-END" not in screen_text(app), "lines cut again")
+
+
+async def test_slash_filters_the_traces_list_and_s_sorts_the_runs_list(srv, http, tmp_path):  # noqa: F811
+    done = await create_run(http, [("SM7_QV100", 1)])
+    await Simulator(http, done["sims"][0]["id"]).beat("succeeded", exit_code=0)
+    going = await create_run(http, [("SM7_TITANV", 1)])  # newest first: this one on top
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await on_list(pilot, RunsScreen, [done["id"], going["id"]])
+        runs = app.screen
+        assert list(runs.items) == [going["id"], done["id"]]
+        await pilot.press("s", "s", "s")  # run, trace, then state
+        await wait_until(pilot, lambda: "by state▲" in screen_text(app), "sorted by state")
+        assert list(runs.items) == [going["id"], done["id"]]  # ● active before ✔ succeeded
+        await pilot.press("S")
+        await wait_until(pilot, lambda: list(runs.items) == [done["id"], going["id"]], "reversed")
+        assert "by state▼" in screen_text(app)
+
+        await pilot.press("t")
+        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
+        traces = app.screen
+        await pilot.press("slash", *"failed")
+        await wait_until(pilot, lambda: list(traces.items) == ["broken-upload"], "only the failed trace")
+        assert "filter 'failed': 1 of 2" in screen_text(app)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: len(traces.items) == 2, "both traces again")

@@ -87,3 +87,66 @@ def test_run_duration_until_the_last_sim_ended_or_so_far():
     assert simrows.run_duration(T0, ended, now) == "took 4m12s"
     going = ended + [sim("c", state="running")]
     assert simrows.run_duration(T0, going, T0 + timedelta(seconds=30)) == "30s so far"
+
+
+def _run(state, created, finished=None, started=None, counts=None, **flags):
+    from cascade_server.models import RunEntry, RunSummary
+
+    return RunSummary(id="run-0123456789ab", trace_id="tinyformer-step-sm70", created_at=created,
+                      state=state, entries=[RunEntry(gpu_config="SM7_QV100", count=2)],
+                      sim_counts=counts or {"succeeded": 2}, started_at=started,
+                      finished_at=finished, **flags)
+
+
+def test_the_runs_list_shows_how_long_a_run_took_or_has_run_so_far():
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from cascade_tui.formatting import run_took
+    from cascade_tui.screens.lists import RunsScreen, run_time
+
+    now = T0 + timedelta(hours=2)
+    done = _run("succeeded", T0, finished=T0 + timedelta(seconds=252), started=T0 + timedelta(seconds=3))
+    going = _run("active", now - timedelta(seconds=65), started=now - timedelta(seconds=60),
+                 counts={"running": 1, "succeeded": 1})
+    assert run_time(done, now) == "4m12s"  # created to the last sim's end, not to now
+    assert run_time(going, now) == "1m05s"  # so far
+    assert run_took(done.created_at, done.finished_at, now) == "took 4m12s"
+    assert run_took(going.created_at, None, now) == "1m05s so far"
+    screen = SimpleNamespace(marked=set(), services=SimpleNamespace(now=lambda: now))
+    titles = [c.title for c in RunsScreen.COLUMNS]
+    rows = [RunsScreen.row_cells(screen, run, now) for run in (done, going)]
+    assert dict(zip(titles, (text for text, _ in rows[0])))["time"] == "4m12s"
+    # `s` on the time column sorts by seconds, not by the text ("1m05s" < "4m12s" < "59s")
+    assert RunsScreen.sort_value(screen, done, "time") == 252.0
+    assert RunsScreen.sort_value(screen, going, "time") == 65.0
+    assert "(took 4m12s) on" in RunsScreen.detail_text(screen, done)
+    assert "(1m05s so far) on" in RunsScreen.detail_text(screen, going)
+    waiting = _run("active", now - timedelta(seconds=5), counts={"pending": 2})
+    assert "(5s so far, no sim started yet)" in RunsScreen.detail_text(screen, waiting)
+
+
+@pytest.mark.parametrize("width", [78, 80])  # 78: beside the list's scrollbar
+def test_at_80_columns_the_runs_list_keeps_the_time_and_cuts_no_state(width):
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from cascade_tui.columns import fit
+    from cascade_tui.screens.lists import RunsScreen
+
+    now = T0 + timedelta(days=3)
+    runs = [_run("succeeded", T0, finished=T0 + timedelta(hours=26)),
+            _run("partial", T0, finished=T0 + timedelta(seconds=9), counts={"succeeded": 12, "failed": 52}),
+            _run("active", T0, counts={"running": 1}, replay=True)]
+    screen = SimpleNamespace(marked={runs[0].id}, services=SimpleNamespace(now=lambda: now))
+    rows = [[text for text, _ in RunsScreen.row_cells(screen, run, now)] for run in runs]
+    widths = dict(zip([c.title for c in RunsScreen.COLUMNS], fit(RunsScreen.COLUMNS, rows, width)))
+    assert widths["age"] is None  # the least useful goes first
+    kept = {title: w for title, w in widths.items() if w is not None}
+    assert list(kept) == ["run", "trace", "state", "ok", "time", "sims"]
+    assert sum(w + 2 for w in kept.values()) == width
+    for row in rows:
+        cells = dict(zip(widths, row))
+        for title in ("run", "trace", "ok", "time"):
+            assert len(cells[title]) <= kept[title], (title, cells[title])  # never cut
+    assert kept["sims"] >= len("replay · ")  # the marker whole

@@ -358,10 +358,9 @@ def test_one_config_names_no_fastest_and_identical_replicas_show_one_value():
 def test_run_progress_counts_succeeded_sims_so_a_cancelled_run_never_looks_done():
     from cascade_tui.screens.lists import run_progress
 
-    assert run_progress({"cancelled": 2}).startswith("0/2 ")
-    assert "█" not in run_progress({"cancelled": 2})
-    assert run_progress({"succeeded": 1, "failed": 1}).startswith("1/2 ")
-    assert run_progress({"succeeded": 2}) == "2/2 ████"
+    assert run_progress({"cancelled": 2}) == "0/2"
+    assert run_progress({"succeeded": 1, "failed": 1}) == "1/2"
+    assert run_progress({"succeeded": 2}) == "2/2"
 
 
 def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_ones():

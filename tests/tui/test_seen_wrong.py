@@ -257,8 +257,9 @@ def test_at_80_columns_the_runs_list_keeps_the_replay_and_sample_markers():
     last = len(RunsScreen.COLUMNS) - 1
     assert widths[1] is not None and widths[1] >= len("tinyformer-step-sm70")
     assert widths[last] is not None
-    assert rows[0][last][0][:widths[last]].startswith("replay · 1 run")
-    assert rows[1][last][0][:widths[last]].startswith("sample · 1 run")
+    # The marker and the first count whole (the rest of the column went to the run's `time`).
+    assert rows[0][last][0][:widths[last]].startswith("replay · 1 ")
+    assert rows[1][last][0][:widths[last]].startswith("sample · 1 ")
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])

@@ -1,0 +1,135 @@
+"""Compare the traces of one sample_set (issue 13, "Compare runs ... and the same for traces of one
+`sample_set` (sm70 against sm75)"): the pure maths on made-up numbers, then the screen on a real
+server with the demo traces' own metadata.json and their real recorded Accel-Sim logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cascade_server.models import RunSummary
+from cascade_server.traces.metadata import parse_metadata
+from cascade_tui import tracecompare
+from cascade_tui.runcompare import RunData
+from cascade_tui.screens.compare_runs import CompareTracesScreen
+from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from tests.conftest import ready_trace
+
+from .factories import T0, kstat, run, sim, trace
+from .helpers import recorded_log, wait_until
+from .test_seen_wrong import http, make_app, on_list, play  # noqa: F401
+
+DEMO = Path(__file__).resolve().parents[2] / "samples" / "accelsim-traces"
+SM70, SM75 = "tinyformer-step-sm70", "tinyformer-step-sm75"
+
+
+def _member(trace_id: str, arch: str, suggested: str, ns: dict[str, list[float]],
+            names: list[str] | None = None) -> tracecompare.TraceRun:
+    sims = [sim(f"{trace_id}-{cfg}", run_id=f"run-{trace_id}", gpu_config=cfg, state="succeeded")
+            for cfg in ns]
+    kernels = [kstat(f"{trace_id}-{cfg}", i, v, name=(names or [])[i] if names else f"_Z1kv{i}")
+               for cfg, values in ns.items() for i, v in enumerate(values)]
+    t = trace(id=trace_id, trace_gpu_arch=arch, suggested_sim_config=suggested, sample_set="set")
+    return tracecompare.TraceRun(t, RunData(run(sims, id=f"run-{trace_id}", trace_id=trace_id), kernels))
+
+
+def test_configs_side_by_side_with_the_ratio_over_the_first_trace_on_its_own_gpu():
+    sm70 = _member("a-sm70", "sm_70", "SM7_QV100", {"SM7_QV100": [100.0, 100.0], "SM7_TITANV": [50.0, 50.0]})
+    sm75 = _member("a-sm75", "sm_75", "SM75_RTX2060", {"SM75_RTX2060": [100.0, 500.0]})
+    assert tracecompare.reference_config(sm70) == "SM7_QV100"
+    assert tracecompare.baseline([sm70, sm75]) == ("a-sm70 on SM7_QV100", 200.0)
+    assert tracecompare.config_rows([sm70, sm75]) == [
+        ("SM7_QV100", (200.0, None), 1.0), ("SM7_TITANV", (100.0, None), 0.5),
+        ("SM75_RTX2060", (None, 600.0), 3.0)]
+    diffs = tracecompare.kernel_differences([sm70, sm75])
+    assert [(d.occurrence, d.values, d.spread_pct) for d in diffs] == [(0, (100.0, 500.0), 400.0),
+                                                                       (0, (100.0, 100.0), 0.0)]
+    text = "\n".join(tracecompare.lines("set", [sm70, sm75]))
+    assert "ratio: over a-sm70 on SM7_QV100" in text and "3.000x" in text
+    assert "5.000x  +400.0%" in text  # the kernel 5 times slower on the sm75 trace
+
+
+def test_a_shared_config_compares_the_traces_directly_and_kernels_match_by_name_and_order():
+    # Two traces of one arch: the second launches an extra kernel first, so positions differ;
+    # names (demangled) and their order still pair them up.
+    names_a = ["_Z4gemmv", "_Z4gemmv", "_Z7softmaxv"]
+    names_b = ["_Z4initv", "_Z4gemmv", "_Z4gemmv", "_Z7softmaxv"]
+    a = _member("b-v1", "sm_70", "SM7_QV100", {"SM7_QV100": [10.0, 20.0, 30.0]}, names_a)
+    b = _member("b-v2", "sm_70", "SM7_QV100", {"SM7_QV100": [5.0, 10.0, 40.0, 30.0]}, names_b)
+    assert tracecompare.config_rows([a, b]) == [("SM7_QV100", (60.0, 85.0), 85.0 / 60.0)]
+    diffs = {(d.name, d.occurrence): d for d in tracecompare.kernel_differences([a, b])}
+    assert diffs[("gemm()", 1)].values == (20.0, 40.0) and diffs[("gemm()", 1)].spread_pct == 100.0
+    assert diffs[("gemm()", 0)].spread_pct == 0.0 and ("init()", 0) not in diffs  # in one trace only
+    assert list(diffs)[0] == ("gemm()", 1)  # largest first
+
+
+def test_the_newest_run_with_succeeded_sims_of_each_trace_and_the_set_members():
+    def summary(run_id, trace_id, counts):
+        return RunSummary(id=run_id, trace_id=trace_id, created_at=T0, state="active", entries=[],
+                          sim_counts=counts)
+
+    runs = [summary("run-3", SM70, {"running": 2}), summary("run-2", SM70, {"succeeded": 1, "failed": 1}),
+            summary("run-1", SM70, {"succeeded": 2}), summary("run-0", SM75, {"failed": 1})]
+    assert tracecompare.newest_runs_with_successes([SM70, SM75], runs) == {SM70: "run-2"}
+    traces = [trace(id=SM75, sample_set="s"), trace(id=SM70, sample_set="s"), trace(id="other"),
+              trace(id="broken", sample_set="s", state="failed")]
+    assert [t.id for t in tracecompare.set_members(traces, "s")] == [SM70, SM75]
+    lonely = tracecompare.lines("s", [tracecompare.TraceRun(traces[1], None)])
+    assert any("no run with succeeded sims yet" in line for line in lonely)
+    assert lonely[-1] == "Two traces of the set need a run with succeeded sims to be compared."
+
+
+@pytest.fixture
+async def demo(make_server):
+    """The two demo traces as their own metadata.json describes them (sample_set, arch, configs)."""
+    server = await make_server()
+    for trace_id in (SM70, SM75):
+        meta = parse_metadata((DEMO / trace_id / "metadata.json").read_bytes(), trace_id)
+        await server.store.put_trace(ready_trace(trace_id, **meta.trace_fields()))
+    return server
+
+
+@pytest.fixture
+async def srv(demo):
+    return demo
+
+
+async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path):  # noqa: F811
+    runs = {}
+    for trace_id, configs in ((SM70, ["SM7_QV100", "SM7_TITANV"]), (SM75, ["SM75_RTX2060"])):
+        resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": [
+            {"gpu_config": c, "count": 1} for c in configs]})
+        assert resp.status_code == 201, resp.text
+        runs[trace_id] = resp.json()
+        for s in runs[trace_id]["sims"]:  # the real Accel-Sim output of this very trace
+            await play(http, s["id"], recorded_log(s["gpu_config"]))
+    totals = {}
+    for created in runs.values():
+        for stat in (await http.get(f"/api/runs/{created['id']}/kernels")).json():
+            config = next(s["gpu_config"] for s in created["sims"] if s["id"] == stat["sim_id"])
+            totals[config] = totals.get(config, 0.0) + stat["sim_time_ns"]
+
+    app = make_app(demo, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await on_list(pilot, RunsScreen, [r["id"] for r in runs.values()])
+        await pilot.press("t")
+        await on_list(pilot, TracesScreen, [SM70, SM75])
+        screen = app.screen
+        screen.select(SM75)
+        await wait_until(pilot, lambda: screen.selected_id() == SM75, "the cursor on the sm75 trace")
+        assert "sample set tinyformer-step (c compares its traces)" in screen.detail_text(screen.selected())
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareTracesScreen)
+                         and "Total simulated time" in app.screen.text, "the comparison")
+        text = app.screen.text
+        assert "sample set 'tinyformer-step'" in text
+        assert f"{SM70}  sm_70  {runs[SM70]['id']}  compared on SM7_QV100" in text
+        assert f"{SM75}  sm_75  {runs[SM75]['id']}  compared on SM75_RTX2060" in text
+        rtx = next(line for line in text.splitlines() if line.startswith("SM75_RTX2060 "))
+        assert rtx.split()[-1] == f"{totals['SM75_RTX2060'] / totals['SM7_QV100']:.3f}x"
+        kernel_lines = text.split("ratio: last over first)\n", 1)[1].splitlines()
+        spreads = [float(line.rsplit(" ", 1)[1].rstrip("%")) for line in kernel_lines]
+        assert len(spreads) == 15 and spreads == sorted(spreads, reverse=True)  # every kernel matched
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen, "back on Traces")
