@@ -65,7 +65,7 @@ class RunStore(TraceStore):
             sims = [sim_from_row(sim) for sim in await cur.fetchall()]
         return RunDetail(
             **_summary(row, [s.state for s in sims]),
-            trace=await self._trace_summary(row["trace_id"]),
+            trace=await self._trace_summary(row),
             sims=sims,
         )
 
