@@ -6,13 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from cascade_server.cli_usage import OneLineErrorParser
+
 from .exit_guard import ExitGuard
 from .quit_outcome import QuitOutcome, tui_quit_message
 from .config import ConfigError, TuiSettings, default_config_path, load_settings, save_config
 
 
 def build_parser(prog: str = "cascade tui") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog=prog,
         description="Open the Cascade terminal UI. Settings come from these flags, then the "
         "CASCADE_URL / CASCADE_TOKEN environment variables, then the config file "

@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from cascade_server.cli_usage import OneLineErrorParser
+
 from .cli import add_ui_arguments, run_app, settings_from
 from .ports import choose_free_ports
 from .serve_log import cause_from_log
@@ -185,7 +187,7 @@ def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cascade up",
         description="Quick start: use the Cascade server at CASCADE_URL (default "
         f"{DEFAULT_URL}) or start one there with the embedded defaults, open the terminal UI, "

@@ -55,7 +55,7 @@ async def test_a_killed_embedded_endpoint_is_restarted_and_ingestion_goes_on(tmp
                 first = rclone_of(proc.pid)
                 assert first is not None
                 os.kill(first, signal.SIGKILL)
-                second = await wait_until(lambda: (pid := rclone_of(proc.pid)) not in (None, first) and pid)
+                second = await wait_until(lambda old=first: (pid := rclone_of(proc.pid)) not in (None, old) and pid)
                 await wait_until(lambda: s3_answers(info))  # same port, same credentials
                 line = RESTART_LINE.format(port=s3_port, pid=first, n=n)
                 assert stderr_of(proc).count(line) == 1, stderr_of(proc)
