@@ -220,8 +220,9 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
             ConfirmScreen(f"Delete trace {trace.id}?",
                           f"Its {plural(trace.kernel_count, 'kernel')} and files "
                           f"({human_bytes(trace.bytes)}) are removed from the server; runs of it "
-                          "keep their results. The server refuses while an active run uses it. "
-                          "This cannot be undone."),
+                          "keep their results and a record of this trace (one uploaded later "
+                          "under the same id is another trace). The server refuses while an "
+                          "active run uses it. This cannot be undone."),
             partial(self._manage_if, "delete_trace", trace.id))
 
     def _manage_if(self, action: str, target: str, yes: bool | None) -> None:
