@@ -4,10 +4,11 @@ as `/agent-prompt.md`, as a skill at `/cascade-skill/SKILL.md`, and printed by
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from importlib import resources
+
+from .cli_usage import OneLineErrorParser
 
 URL_MARK = "{{APP_URL}}"
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -32,7 +33,7 @@ def skill_text(app_url: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cascade agent-prompt",
         description="Print the prompt that lets an AI agent work this Cascade app (paste it into "
         "the agent, or save it where the agent reads instructions). A running server serves the "

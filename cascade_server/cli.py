@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in SUBCOMMANDS:
-        print(f"cascade: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        print(f"cascade: unknown command {name!r} (commands: {', '.join(SUBCOMMANDS)}; "
+              "cascade --help says what each does)", file=sys.stderr)
         return 2
     module = importlib.import_module(SUBCOMMANDS[name][0])
     return int(module.main(rest) or 0)

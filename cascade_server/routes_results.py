@@ -30,10 +30,13 @@ def attachment(filename: str) -> dict[str, str]:
 async def _comparison(request: web.Request, run: RunDetail):
     store = request.app[STORE_KEY]
     kernels = await store.run_kernels(run.id)
-    # The same rule as the trace's has_real_timing: where its metadata.json lists the file.
-    trace = await store.get_trace(run.trace_id)
-    trace_dir = request.app[SETTINGS_KEY].traces_dir / run.trace_id
-    real = await asyncio.to_thread(load_real_timing, trace_dir, trace.metadata if trace else None)
+    # The same rule as the trace's has_real_timing: where its metadata.json lists the file. A
+    # deleted trace has none, even if a trace of the same id was uploaded since.
+    trace = await store.live_trace_of_run(run.id)
+    real = None
+    if trace is not None:
+        trace_dir = request.app[SETTINGS_KEY].traces_dir / run.trace_id
+        real = await asyncio.to_thread(load_real_timing, trace_dir, trace.metadata)
     return comparison(run, kernels, real)
 
 
@@ -80,7 +83,7 @@ async def run_results(request: web.Request) -> web.StreamResponse:
     """RunResults, streamed a sim at a time: a run's full stats can be hundreds of megabytes."""
     store = request.app[STORE_KEY]
     run = await store.require_run(request.match_info["run_id"])
-    trace = await store.get_trace(run.trace_id)
+    trace = await store.live_trace_of_run(run.id)
     trace_json = trace.model_dump_json() if trace else run.trace.model_dump_json()
     # Everything but the sims' stats is small: built before the status goes out, so a failure
     # there (an unreadable real_timing.json, say) is a plain error response.

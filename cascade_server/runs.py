@@ -105,16 +105,26 @@ class RunService:
             self._background(self.launcher.cancel(sim.id, sim.launcher_ref))
         return run
 
+    async def _require_run_with_its_trace(self, run_id: str) -> RunDetail:
+        """A run to start again: refused (409) when its trace was deleted, for a trace uploaded
+        since under that id is another trace, not the one the run simulated."""
+        run = await self.store.require_run(run_id)
+        if run.trace_id and await self.store.live_trace_of_run(run_id) is None \
+                and await self.store.get_trace(run.trace_id) is not None:
+            raise ApiError(409, f"run {run_id}'s trace {run.trace_id} was deleted; the trace now "
+                           "under that id is another upload: start a new run on it")
+        return run
+
     async def rerun(self, run_id: str) -> RunDetail:
         """A new run of the same trace with the same entries (the old run stays as it is)."""
-        run = await self.store.require_run(run_id)
+        run = await self._require_run_with_its_trace(run_id)
         return await self.create(RunCreate(trace_id=run.trace_id, entries=run.entries))
 
     async def retry(self, run_id: str) -> RunDetail:
         """A new run of the same trace with one sim for each sim of this run that `failed`, on the
         same configs, in entry order. Sims stay terminal (SIM_TRANSITIONS), so a failed sim is
         never restarted in place; cancelled sims were stopped on purpose and are not retried."""
-        run = await self.store.require_run(run_id)
+        run = await self._require_run_with_its_trace(run_id)
         failed = Counter(sim.gpu_config for sim in run.sims if sim.state == "failed")
         if not failed:
             raise ApiError(409, f"run {run_id} has no failed sims to retry")

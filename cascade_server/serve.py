@@ -19,6 +19,7 @@ from .datadir import PRIVATE_UMASK
 from .dbfile import corrupt_database_message, database_problem
 from .faults import is_corrupt_database
 from .runner import ApiRunner
+from .cli_usage import OneLineErrorParser
 from .settings import Settings
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
@@ -49,7 +50,7 @@ slurm launcher settings (environment):
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cascade serve",
         description="Run the Cascade API server. Every option also reads a CASCADE_* variable "
         "(CASCADE_HOST, CASCADE_PORT, CASCADE_DATA_DIR, CASCADE_TOKEN, CASCADE_LAUNCHER, ...).",

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .demangle import demangle
+from .cli_usage import OneLineErrorParser
 from .timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
 from .timeline.importer import ImportResult, import_profile
 from .timeline.kineto import DEFAULT_STEP_PATTERN, ProfileError, decode_profile
@@ -23,7 +24,7 @@ class ImportFailed(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cascade timeline", description="Step timelines and real timing.")
+    parser = OneLineErrorParser(prog="cascade timeline", description="Step timelines and real timing.")
     commands = parser.add_subparsers(dest="command", required=True)
     imp = commands.add_parser(
         "import", prog="cascade timeline import",

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cli_usage import OneLineErrorParser
 from .traces import TRACES_PREFIX
 from .traces.completeness import trace_id_problem
 from .traces.postprocess import layout_problem
@@ -41,7 +42,7 @@ class UploadError(Exception):
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cascade upload",
         description="Upload a trace directory to the S3 endpoint the Cascade server scans "
         "(CASCADE_S3_ENDPOINT, or the embedded one `cascade serve` started on this machine).",

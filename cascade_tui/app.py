@@ -37,6 +37,7 @@ from .messages import (
     ReportsWorkerErrors,
     WorkerFailed,
 )
+from .quit_outcome import QuitOutcome
 from .screens.connect import ConnectScreen
 from .screens.lists import RunsScreen, TracesScreen, unfinished_sims
 from .screens.modals import ConfirmScreen, HelpScreen, QuitScreen, binding_rows
@@ -85,6 +86,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         self._guard = guard
         self._open_run_at_start = open_run
         self.errors: list[str] = []  # every error shown, newest last (tests and the log)
+        # What `q` did to unfinished sims, for the line printed after the UI is gone.
+        self.quit_outcome: QuitOutcome | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -217,8 +220,9 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
             ConfirmScreen(f"Delete trace {trace.id}?",
                           f"Its {plural(trace.kernel_count, 'kernel')} and files "
                           f"({human_bytes(trace.bytes)}) are removed from the server; runs of it "
-                          "keep their results. The server refuses while an active run uses it. "
-                          "This cannot be undone."),
+                          "keep their results and a record of this trace (one uploaded later "
+                          "under the same id is another trace). The server refuses while an "
+                          "active run uses it. This cannot be undone."),
             partial(self._manage_if, "delete_trace", trace.id))
 
     def _manage_if(self, action: str, target: str, yes: bool | None) -> None:
@@ -255,13 +259,16 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
     @work(group="quit", exclusive=True, exit_on_error=False)
     async def _quit_or_ask(self) -> None:
         active: list[RunSummary] = []
+        asked = False
         if self.is_connected:
             try:
                 runs = await asyncio.wait_for(self.client.runs(), QUIT_CHECK_TIMEOUT_S)
+                asked = True
             except Exception:  # noqa: BLE001 - an unreachable server has nothing to ask about
                 runs = []
             active = [r for r in runs if not r.sample and unfinished_sims(r)]
         if not active:
+            self.quit_outcome = QuitOutcome("none" if asked else "unknown")
             self.exit()
             return
         sims = sum(unfinished_sims(r) for r in active)
@@ -277,6 +284,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
                 except Exception as exc:  # noqa: BLE001 - said, and the operator stays
                     self.report_error(exc, "Cancel failed")
                     return
+        self.quit_outcome = QuitOutcome("cancelled" if answer == "cancel" else "kept",
+                                        tuple(r.id for r in active), sims)
         self.exit()
 
     # --- errors and commands -----------------------------------------------------------------

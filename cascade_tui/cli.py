@@ -6,12 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from cascade_server.cli_usage import OneLineErrorParser
+
 from .exit_guard import ExitGuard
+from .quit_outcome import QuitOutcome, tui_quit_message
 from .config import ConfigError, TuiSettings, default_config_path, load_settings, save_config
 
 
 def build_parser(prog: str = "cascade tui") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog=prog,
         description="Open the Cascade terminal UI. Settings come from these flags, then the "
         "CASCADE_URL / CASCADE_TOKEN environment variables, then the config file "
@@ -44,8 +47,10 @@ def settings_from(args: argparse.Namespace, **overrides: object) -> TuiSettings:
     )
 
 
-def run_app(settings: TuiSettings, guard: ExitGuard, open_run: str | None = None) -> int:
-    """Run the UI under a started `guard` (SIGHUP/SIGTERM or a gone terminal always exit)."""
+def run_app(settings: TuiSettings, guard: ExitGuard,
+            open_run: str | None = None) -> tuple[int, QuitOutcome | None]:
+    """Run the UI under a started `guard` (SIGHUP/SIGTERM or a gone terminal always exit); its
+    exit code, and what quitting did to unfinished sims (None: it did not quit with `q`)."""
     from .app import CascadeApp  # Textual is imported only when the UI really starts
 
     app = CascadeApp(settings, guard=guard, open_run=open_run)
@@ -53,7 +58,7 @@ def run_app(settings: TuiSettings, guard: ExitGuard, open_run: str | None = None
         result = app.run()
     finally:
         guard.ui_returned()
-    return int(result or 0)
+    return int(result or 0), app.quit_outcome
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     guard = ExitGuard.for_this_terminal().start()
     try:
-        return run_app(settings, guard, open_run=args.run)
+        code, outcome = run_app(settings, guard, open_run=args.run)
+        if message := tui_quit_message(outcome, url=settings.url):
+            print(message, file=sys.stderr)
+        return code
     finally:
         guard.finished()
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from cascade_server.comparison import RealTiming
 from cascade_server.comparison import config_order as ordered_configs
 from cascade_server.comparison import kernel_rows as comparison_rows
-from cascade_server.models import ComparisonRow, KernelStat, RunSummary, SimSummary
+from cascade_server.models import ComparisonRow, KernelStat, RunDetail, RunSummary, SimSummary
 
 from .formatting import plural
 
@@ -196,6 +196,15 @@ def sample_note(run: RunSummary | None) -> str | None:
         return None
     return ("sample run: real Accel-Sim results of the sample trace, recorded elsewhere and "
             "replayed here; cancelling it changes nothing")
+
+
+def trace_note(run: RunDetail | None) -> str | None:
+    """What happened to a run's trace, when it is gone: a run starts on a ready trace only, so a
+    failed one is a deleted trace (the server's record says when, and that a trace uploaded since
+    under the same id is another trace)."""
+    if run is None or run.trace.state != "failed":
+        return None
+    return f"Trace: {run.trace.error or 'no longer exists'}."
 
 
 KERNEL_ORDERS = ("trace", "time", "spread")  # the kernels view's orders, as `o` cycles them

@@ -210,3 +210,14 @@ def saved_message(paths: list[Path], home: Path | None = None) -> str:
             continue
     head = paths[0].name if len(paths) == 1 else plural(len(paths), "file")
     return f"{head}\nin {shown}"
+
+
+def s3_problem(health: dict) -> str | None:
+    """What the Traces screen says while the server's S3 endpoint fails (`s3_error` in
+    /api/health: its last scan failed), else None."""
+    error = health.get("s3_error")
+    if not error:
+        return None
+    endpoint = health.get("s3_endpoint") or "the S3 endpoint"
+    return (f"⚠ S3 endpoint {endpoint} is failing, so new uploads are not seen until it answers "
+            f"again: {error}")

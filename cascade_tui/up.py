@@ -20,11 +20,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from cascade_server.cli_usage import OneLineErrorParser
+
 from .cli import add_ui_arguments, run_app, settings_from
 from .ports import choose_free_ports
 from .serve_log import cause_from_log
 from .config import DEFAULT_URL, ConfigError
 from .exit_guard import ExitGuard, block_stop_signals, exit_on_signal
+from .quit_outcome import QuitOutcome, up_quit_message
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
@@ -184,7 +187,7 @@ def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cascade up",
         description="Quick start: use the Cascade server at CASCADE_URL (default "
         f"{DEFAULT_URL}) or start one there with the embedded defaults, open the terminal UI, "
@@ -212,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"cascade up: looking for a server at {settings.url} …")
     server: Server | None = None
     guard: ExitGuard | None = None
+    outcome: QuitOutcome | None = None
     try:
         try:
             server = find_or_start_server(settings.url, settings.token_value(), args.data_dir,
@@ -228,11 +232,13 @@ def main(argv: list[str] | None = None) -> int:
             say(f"cascade up: started `cascade serve` at {server.url} (log: {server.log_path})")
         guard.start()
         settings = settings_from(args, url=server.url, token=server.token)
-        return run_app(settings, guard, open_run=args.run)
+        code, outcome = run_app(settings, guard, open_run=args.run)
+        return code
     finally:
         if server is not None and server.started_here:
             server.stop()  # first: telling the terminal may fail if it is gone
-            say("cascade up: stopped the server it started")
+        if server is not None and (server.started_here or outcome is not None):
+            say(up_quit_message(outcome, url=server.url, started_here=server.started_here))
         if guard is not None:
             guard.finished()
 

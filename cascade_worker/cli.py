@@ -17,6 +17,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from cascade_server.cli_usage import OneLineErrorParser
+
 from . import accelsim, replay
 from .client import SimClient
 from .runner import EXIT_SETUP, Worker, WorkerPlan, make_scratch
@@ -31,7 +33,7 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cascade worker",
         description=(
             "Run one sim: Accel-Sim when installed (CASCADE_ACCELSIM_DIR), otherwise the stand-in "

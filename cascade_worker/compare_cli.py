@@ -8,13 +8,14 @@ import json
 import sys
 from pathlib import Path
 
+from cascade_server.cli_usage import OneLineErrorParser
 from cascade_server.timeline.compare import compare
 
 from .timeline_files import TimelineFileError, read_json, read_step_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cascade compare",
         description="Per step and per request: real against simulated wall and GPU busy time, with "
         "the error summary.",

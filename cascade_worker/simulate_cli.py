@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cascade_server.models import SimResults
+from cascade_server.cli_usage import OneLineErrorParser
 from cascade_server.timeline.formats import CorrectedTimeline, KernelMapping
 from cascade_server.timeline.replay import sim_kernel_times, simulate
 
@@ -18,7 +19,7 @@ from .timeline_files import TimelineFileError, read_model, read_step_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cascade simulate",
         description="Predict the trace's steps on a simulated GPU: each measured step replayed with every "
         "mapped kernel's time replaced by the sim's (stream overlap and host gaps kept).",

@@ -66,7 +66,7 @@ class RunStore(TraceStore):
         sims = [sim_from_row(sim) for sim in sim_rows]
         return RunDetail(
             **_summary(row, [(s["state"], s["started_at"], s["finished_at"]) for s in sim_rows]),
-            trace=await self._trace_summary(row["trace_id"]),
+            trace=await self._trace_summary(row),
             sims=sims,
         )
 

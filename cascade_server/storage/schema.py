@@ -82,6 +82,15 @@ MIGRATIONS: list[str] = [
     """,
     # 2: what a scheduler (Slurm) says of a sim's job: "PENDING (Resources)", "RUNNING"
     "ALTER TABLE sims ADD COLUMN launcher_state TEXT",
+    # 3: a run whose trace was deleted keeps that trace's record (trace_deleted_at set, the
+    # TraceSummary it had in trace_record), so a trace uploaded later under the same id is never
+    # taken for its trace. Runs whose trace was already gone are marked deleted, with no record.
+    """
+    ALTER TABLE runs ADD COLUMN trace_deleted_at TEXT;
+    ALTER TABLE runs ADD COLUMN trace_record TEXT;
+    UPDATE runs SET trace_deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+        WHERE trace_id NOT IN (SELECT id FROM traces);
+    """,
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,6 +21,19 @@ def trace_in_use(trace_id: str, run_ids: list[str]) -> str:
     one = len(run_ids) == 1
     return (f"trace {trace_id} is used by active {'run' if one else 'runs'} {', '.join(run_ids)}: "
             f"cancel {'it' if one else 'them'} or wait until {'it finishes' if one else 'they finish'}")
+
+
+def deleted_trace_record(trace: TraceSummary | None, trace_id: str, deleted_at: datetime) -> TraceSummary:
+    """What a run shows of its trace once that trace is deleted: the trace as it was (id, model,
+    arch, kernels), failed with an error saying so, and without the real timing that went with
+    its files. `trace` None: a run whose trace was gone before deletes kept a record."""
+    error = (f"trace {trace_id} was deleted at {iso(deleted_at)}; "
+             "a trace uploaded since under this id is another trace")
+    if trace is None:
+        return TraceSummary(id=trace_id, state="failed", error=error,
+                            created_at=deleted_at, updated_at=deleted_at)
+    return trace.model_copy(update={"state": "failed", "error": error, "updated_at": deleted_at,
+                                    "has_real_timing": False})
 
 
 def pick(items: Iterable[_Listed], states: Iterable[str], limit: int | None) -> list[_Listed]:
@@ -83,16 +97,24 @@ class TraceStore(StoreCore):
         return trace_id in self._deleting_traces
 
     async def delete_trace(self, trace_id: str) -> None:
-        """Remove a trace that no active run uses (its runs stay, naming a trace that no longer
-        exists), ending a delete `reserve_trace_delete` began. Raises NotFound, or Conflict
-        when an active run uses it."""
+        """Remove a trace that no active run uses, ending a delete `reserve_trace_delete` began.
+        Its runs stay, keeping the trace's record (`deleted_trace_record`) in the same write: a
+        trace uploaded later under the same id is another trace, never joined to them.
+        Raises NotFound, or Conflict when an active run uses it."""
         async with self.write() as tx:
             self._deleting_traces.discard(trace_id)
-            async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace_id,)) as cur:
-                if await cur.fetchone() is None:
-                    raise NotFound(f"trace {trace_id} not found")
+            async with tx.conn.execute("SELECT doc FROM traces WHERE id=?", (trace_id,)) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"trace {trace_id} not found")
             if active := await self.active_runs_of(trace_id, tx.conn):
                 raise Conflict(trace_in_use(trace_id, active))
+            now = utcnow()
+            record = deleted_trace_record(TraceDetail.model_validate_json(row[0]).summary(), trace_id, now)
+            await tx.conn.execute(
+                "UPDATE runs SET trace_deleted_at=?, trace_record=? WHERE trace_id=? AND trace_deleted_at IS NULL",
+                (iso(now), record.model_dump_json(), trace_id),
+            )
             await tx.conn.execute("DELETE FROM traces WHERE id=?", (trace_id,))
 
     async def active_runs_of(self, trace_id: str, conn: aiosqlite.Connection | None = None) -> list[str]:
@@ -105,10 +127,24 @@ class TraceStore(StoreCore):
         ) as cur:
             return [row[0] for row in await cur.fetchall()]
 
-    async def _trace_summary(self, trace_id: str) -> TraceSummary:
-        detail = await self.get_trace(trace_id)
+    async def _trace_summary(self, run: aiosqlite.Row) -> TraceSummary:
+        """The trace of a run (its `runs` row): the live trace, or the record of a deleted one."""
+        if run["trace_record"] is not None:
+            return TraceSummary.model_validate_json(run["trace_record"])
+        if run["trace_deleted_at"] is not None:  # gone before deletes kept a record
+            return deleted_trace_record(None, run["trace_id"], datetime.fromisoformat(run["trace_deleted_at"]))
+        detail = await self.get_trace(run["trace_id"])
         if detail is None:  # a run's trace was removed by hand: keep the run readable
             now = utcnow()
-            return TraceSummary(id=trace_id, state="failed", error="trace no longer exists",
+            return TraceSummary(id=run["trace_id"], state="failed", error="trace no longer exists",
                                 created_at=now, updated_at=now)
         return detail.summary()
+
+    async def live_trace_of_run(self, run_id: str) -> TraceDetail | None:
+        """The trace a run was made on, if it still exists: None once it was deleted, even if a
+        trace of the same id was uploaded since (that one is another trace)."""
+        async with self.r.execute("SELECT trace_id, trace_deleted_at FROM runs WHERE id=?", (run_id,)) as cur:
+            row = await cur.fetchone()
+        if row is None or row[1] is not None:
+            return None
+        return await self.get_trace(row[0])

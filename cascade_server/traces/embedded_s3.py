@@ -11,13 +11,14 @@ as plain files under `CASCADE_DATA_DIR/s3/<bucket>/`, with generated credentials
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import shutil
 import signal
 import sys
 import sysconfig
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -104,17 +105,9 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
-@asynccontextmanager
-async def embedded_s3(settings: Settings, port: int | None = None) -> AsyncIterator[S3Info]:
-    """Run `rclone serve s3` for the duration of the block; yields its endpoint, bucket and
-    credentials (also written to `data_dir/s3-credentials.json` for `cascade upload`)."""
-    port = port or settings.s3_port
-    data_dir = settings.data_dir
-    root = data_dir / "s3"
-    (root / settings.s3_bucket).mkdir(parents=True, exist_ok=True)  # a bucket is a top-level dir
-    access_key, secret_key = _keys(data_dir)
-    info = S3Info(f"http://127.0.0.1:{port}", settings.s3_bucket, access_key, secret_key)
-    log_path = data_dir / LOG_NAME
+async def _start_rclone(port: int, root: Path, data_dir: Path, info: S3Info,
+                        log_path: Path) -> asyncio.subprocess.Process:
+    """Start `rclone serve s3` on 127.0.0.1:`port` over `root`; return once it listens."""
     if await _listening(port):  # do not mistake another server (an older Cascade?) for ours
         raise EmbeddedS3Error(
             f"cannot start the embedded S3 endpoint: 127.0.0.1:{port} is already in use "
@@ -125,7 +118,7 @@ async def embedded_s3(settings: Settings, port: int | None = None) -> AsyncItera
             str(rclone_binary()), "serve", "s3", "--addr", f"127.0.0.1:{port}", str(root),
             # Through the environment, not argv, so the secret is not in `ps` output. rclone reads
             # list flags from the environment as CSV, hence the quotes around "id,secret".
-            env={"RCLONE_AUTH_KEY": f'"{access_key},{secret_key}"', "RCLONE_CONFIG": "/dev/null",
+            env={"RCLONE_AUTH_KEY": f'"{info.access_key},{info.secret_key}"', "RCLONE_CONFIG": "/dev/null",
                  "HOME": str(data_dir)},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log_file,
@@ -136,11 +129,98 @@ async def embedded_s3(settings: Settings, port: int | None = None) -> AsyncItera
         )
     try:
         await _wait_until_serving(proc, port, log_path)
-        write_credentials_file(data_dir, info)
-        log.info("embedded S3 endpoint %s, bucket %s (rclone pid %s)", info.endpoint, info.bucket, proc.pid)
-        yield info
-    finally:
+    except BaseException:
         await _stop(proc)
+        raise
+    return proc
+
+
+def exit_status(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+class Supervisor:
+    """Keeps `rclone serve s3` running: when it dies (killed, crashed), it is started again on the
+    same port with the same credentials, after a delay that doubles on each restart that did not
+    last (RESTART_DELAYS_S) and is back to the first once one ran for STABLE_S. One log line per
+    restart. Without it the endpoint would stay down and ingestion stop silently; meanwhile the
+    scanner's failed scans are what /api/health and the Traces screen show."""
+
+    RESTART_DELAYS_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+    STABLE_S = 60.0
+
+    def __init__(self, start: Callable[[], Awaitable[asyncio.subprocess.Process]],
+                 proc: asyncio.subprocess.Process, info: S3Info) -> None:
+        self._start = start
+        self.proc = proc
+        self.info = info
+        self.restarts = 0  # restarts done (tests and the log line count them)
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        failures = 0  # restarts in a row that did not last STABLE_S
+        while True:
+            started = loop.time()
+            await self.proc.wait()
+            failures = 0 if loop.time() - started >= self.STABLE_S else failures
+            why = f"rclone (pid {self.proc.pid}) exited, {exit_status(self.proc.returncode)}"
+            while True:
+                delay = self.RESTART_DELAYS_S[min(failures, len(self.RESTART_DELAYS_S) - 1)]
+                failures += 1
+                log.warning("embedded S3 endpoint %s is down (%s): restart %d in %.1f s",
+                            self.info.endpoint, why, self.restarts + 1, delay)
+                await asyncio.sleep(delay)
+                self.restarts += 1
+                try:
+                    self.proc = await self._start()
+                    break
+                except Exception as exc:  # noqa: BLE001 - the port taken, rclone gone: try again
+                    why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+    async def stop(self) -> None:
+        await _stop(self.proc)
+
+
+@asynccontextmanager
+async def embedded_s3(settings: Settings, port: int | None = None) -> AsyncIterator[S3Info]:
+    """Run `rclone serve s3` for the duration of the block, restarted whenever it dies
+    (`Supervisor`); yields its endpoint, bucket and credentials (also written to
+    `data_dir/s3-credentials.json` for `cascade upload`)."""
+    async with supervised_s3(settings, port) as supervisor:
+        yield supervisor.info
+
+
+@asynccontextmanager
+async def supervised_s3(settings: Settings, port: int | None = None) -> AsyncIterator[Supervisor]:
+    """`embedded_s3`, yielding the supervisor itself (its `info`, the current `proc`, `restarts`)."""
+    port = port or settings.s3_port
+    data_dir = settings.data_dir
+    root = data_dir / "s3"
+    (root / settings.s3_bucket).mkdir(parents=True, exist_ok=True)  # a bucket is a top-level dir
+    access_key, secret_key = _keys(data_dir)
+    info = S3Info(f"http://127.0.0.1:{port}", settings.s3_bucket, access_key, secret_key)
+    log_path = data_dir / LOG_NAME
+
+    def start() -> Awaitable[asyncio.subprocess.Process]:
+        return _start_rclone(port, root, data_dir, info, log_path)
+
+    supervisor = Supervisor(start, await start(), info)
+    task = asyncio.create_task(supervisor.run(), name="embedded S3 supervisor")
+    try:
+        write_credentials_file(data_dir, info)
+        log.info("embedded S3 endpoint %s, bucket %s (rclone pid %s)", info.endpoint, info.bucket,
+                 supervisor.proc.pid)
+        yield supervisor
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await supervisor.stop()
 
 
 def bucket_has_traces(info: S3Info) -> bool:

@@ -368,6 +368,7 @@ class TraceScanner:
             self._processing[trace_id] = task
 
     async def _process(self, trace_id: str) -> None:
+        free_then: int | None = None  # set when it failed for lack of disk space
         try:
             async with self._process_slots:
                 error, no_space = await run_postprocessor(self._mirror_dir(trace_id), self.settings)
@@ -375,7 +376,7 @@ class TraceScanner:
                 if error is not None:
                     fields = {"state": "failed", "error": f"post-processing failed: {error}"}
                     if no_space:
-                        self._no_space[trace_id] = self._free_bytes()
+                        free_then = self._free_bytes()
                 else:
                     try:
                         fields = await asyncio.to_thread(
@@ -388,6 +389,10 @@ class TraceScanner:
             await self._save(trace.model_copy(update={**fields, "updated_at": utcnow()}))
         finally:
             self._processing.pop(trace_id, None)
+        if free_then is not None:
+            # Only now, saved as failed and no longer processing: a scan during the save saw it
+            # still `processing`, and `_retry_when_space_is_back` drops such an entry for good.
+            self._no_space[trace_id] = free_then
 
     def _free_bytes(self) -> int:
         try:

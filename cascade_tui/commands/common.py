@@ -14,8 +14,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TextIO
 from urllib.parse import quote
+
+from cascade_server.cli_usage import EXIT_USAGE, OneLineErrorParser
 
 from ..client import ApiError, CascadeClient
 from ..config import ConfigError, default_config_path, load_settings
@@ -23,7 +25,6 @@ from .output import printable
 
 EXIT_OK = 0
 EXIT_NOT_SUCCEEDED = 1
-EXIT_USAGE = 2
 EXIT_SERVER = 3
 
 EXIT_CODES_HELP = ("exit codes: 0 done, 1 the run did not succeed (with --wait), 2 bad usage or "
@@ -48,15 +49,6 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
                        "prefer the variable or the config file)")
     # Not `--config` as in `cascade tui`: `cascade run start --config` names GPU configs.
     group.add_argument("--config-file", type=Path, help="TOML config file, like `cascade tui --config` (CASCADE_CONFIG)")
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """Usage errors as one line (`cascade runs: argument --state: invalid choice: ...`), exit 2,
-    like every other error of these commands; `--help` still shows the whole usage. Sub-command
-    parsers inherit the class."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, printable(f"{self.prog}: {message} (--help for usage)") + "\n")
 
 
 def new_parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -11,10 +11,11 @@ import csv
 import io
 import json
 import math
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from cascade_server.cli_usage import spelled_out as printable  # one spelling for every command
 
 FORMATS = ("table", "json", "csv")
 
@@ -28,15 +29,6 @@ class Column:
     text: Callable[[Any], str] = str  # how the table shows a value (None is always "-")
     right: bool = False  # numbers align right
     in_table: bool = True  # False: JSON and CSV only (ids and raw names a person need not read)
-
-
-def printable(text: str) -> str:
-    """`text` with every control character spelled out (`\\x1b`, `\\n`): a server's string (an id,
-    a model, an error) must not move the cursor, recolour or clear the operator's terminal, nor
-    break a table row. For people only: JSON and CSV keep the exact text."""
-    if text.isprintable():
-        return text
-    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" else ch for ch in text)
 
 
 def cell(column: Column, value: Any) -> str:

@@ -183,6 +183,7 @@ def run_header(run: RunDetail, now: datetime) -> list[str]:
         f"run      {run.id}  {state_label(run.state)}  ({sims_text(run.sim_counts)})",
         f"trace    {run.trace_id}  {run.trace.trace_gpu_arch}"
         + (f"  {run.trace.model}" if run.trace.model else ""),
+        *([f"         {run.trace.error}"] if run.trace.state == "failed" and run.trace.error else []),
         f"configs  {entries_text(run.entries)}",
         f"created  {run.created_at:%Y-%m-%d %H:%M:%S} UTC ({age(run.created_at, now)} ago)",
         f"started  {_started_text(run)}",

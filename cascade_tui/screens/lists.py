@@ -33,6 +33,7 @@ from ..formatting import (
     progress_fraction,
     run_seconds,
     run_took,
+    s3_problem,
     state_label,
 )
 from ..listview import next_column, shown
@@ -178,8 +179,12 @@ class PolledTable(ReportsWorkerErrors, Screen):
             (lambda item: self.sort_value(item, column)) if column else None, self.sort_reverse))
         self._update_title()
 
+    def title_notes(self) -> list[str]:
+        """What the title says after the heading, besides the filter and sort (subclasses)."""
+        return []
+
     def _update_title(self) -> None:
-        parts = [self.HEADING]
+        parts = [self.HEADING, *self.title_notes()]
         if self.query_text:
             parts.append(f"filter {self.query_text!r}: {len(self.items)} of {len(self.fetched)}")
         if self.sort_column is not None:
@@ -318,8 +323,20 @@ class TracesScreen(PolledTable):
     HEADING = "Cascade · Traces"
     EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see the README)."
 
+    s3_problem: str | None = None  # the server's S3 endpoint failing (its health says why)
+
     async def fetch(self) -> list[TraceSummary]:
-        return await self.services.client.traces()
+        traces = await self.services.client.traces()
+        self.s3_problem = s3_problem(await self.services.client.health())
+        return traces
+
+    def title_notes(self) -> list[str]:
+        return ["⚠ S3 endpoint failing"] if self.s3_problem else []
+
+    def show_items(self) -> None:
+        super().show_items()
+        empty = self.query_one("#list-empty", Static)
+        empty.update(f"{self.EMPTY}\n{self.s3_problem}" if self.s3_problem else self.EMPTY)
 
     def row_cells(self, t: TraceSummary, now: datetime) -> tuple[Cell, ...]:
         if t.state == "failed":
@@ -358,10 +375,11 @@ class TracesScreen(PolledTable):
         head = (f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
                 f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
                 f"traced on {t.source_gpu or 'an unknown GPU'}.{sample_set}{layers}")
+        s3 = f"[b red]{escape(self.s3_problem)}[/]\n" if self.s3_problem else ""
         if t.state == "failed":
-            return f"[b red]{escape(t.error or 'failed, no reason given')}[/] [dim](Enter: all of it)[/]\n{escape(head)}"
+            return f"{s3}[b red]{escape(t.error or 'failed, no reason given')}[/] [dim](Enter: all of it)[/]\n{escape(head)}"
         note = self.row_cells(t, self.services.now())[-1][0]
-        return f"{escape(note)}\n{escape(head)}"
+        return f"{s3}{escape(note)}\n{escape(head)}"
 
     def action_poll(self) -> None:
         self.poll()

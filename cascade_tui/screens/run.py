@@ -245,6 +245,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
             new = f"⚠ Stand-in numbers, not a simulation of this trace: {reason}."
         else:
             new = compare.sample_note(summary) or ""
+        if note := compare.trace_note(model.run):
+            new = f"{new}\n{note}" if new else note
         if new != self._banner_text:
             self._banner_text = new
             banner = self.query_one("#stand-in", Static)

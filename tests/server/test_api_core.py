@@ -45,7 +45,7 @@ async def test_health_is_open_and_reports_auth(server):
     async with server.client(token=None) as http:
         resp = await http.get("/api/health")
     assert resp.status_code == 200
-    assert resp.json() == {"ok": True, "auth": True, "workspace": None, "s3_endpoint": None}
+    assert resp.json() == {"ok": True, "auth": True, "workspace": None, "s3_endpoint": None, "s3_error": None}
 
 
 async def test_health_without_auth_and_with_workspace(make_server):

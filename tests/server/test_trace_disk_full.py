@@ -76,3 +76,30 @@ async def test_a_server_restarted_after_the_disk_filled_retries_at_once(request,
     finally:
         await h.stop()
 
+
+
+async def test_a_scan_while_the_failure_is_being_saved_keeps_the_retry(request, tmp_path, small_traces_dir):
+    """The race behind this file's occasional timeout under load: a scan that ran while the
+    failed state was still being written saw the trace as `processing` and forgot to retry it.
+    Here a whole scan runs inside that write, every time."""
+    h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
+    write = h.store.put_trace
+
+    async def put_trace_with_a_scan_inside(trace):
+        if trace.state == "failed":
+            await h.scanner.wait_for_scan()
+        await write(trace)
+
+    h.store.put_trace = put_trace_with_a_scan_inside
+    try:
+        files = sample_files()
+        for rel, body in files.items():
+            h.put("demo", rel, body)
+        h.put_metadata("demo", files, trace_gpu_arch="sm_70")
+        await h.recorder.wait_state("demo", "failed", "ready")
+        assert _mount("-o", "remount,size=64m", str(small_traces_dir)).returncode == 0
+        ready = await h.recorder.wait_state("demo", "ready")
+        assert h.recorder.states("demo")[-3:] == ["failed", "processing", "ready"]
+        assert ready.error is None
+    finally:
+        await h.stop()

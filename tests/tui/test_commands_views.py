@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, UTC
 import pytest
 
 from cascade_server.models import Comparison, ComparisonRow, SimState, SimSummary
+from cascade_tui.compare import trace_note
 from cascade_tui.commands.output import Column, printable, render, render_table
 from cascade_tui.commands.views import (
     EntryError,
@@ -19,6 +20,7 @@ from cascade_tui.commands.views import (
     entries_text,
     parse_entries,
     progress_line,
+    run_header,
     ranking_sentence,
     sim_records,
     sims_text,
@@ -162,3 +164,13 @@ def test_a_stand_in_run_keeps_its_totals_but_names_no_fastest_config_and_no_mult
     real, kernels = _two_config_run(replay=False)
     assert [r["vs_fastest"] for r in total_records(real, kernels)] == [1.0, 3.0]
     assert ranking_sentence(real, kernels).startswith("SM7_QV100 is fastest.")
+
+
+def test_a_run_whose_trace_was_deleted_says_so_in_the_cli_and_the_ui():
+    error = "trace demo was deleted at 2026-11-30T11:00:00.000000Z; a trace uploaded since under this id is another trace"
+    gone = factories.run([factories.sim(state="succeeded")], state="succeeded",
+                         trace=factories.trace(state="failed", error=error))
+    assert run_header(gone, NOW)[1:3] == ["trace    demo  sm_86  facebook/opt-125m", f"         {error}"]
+    assert trace_note(gone) == f"Trace: {error}."
+    live = factories.run([factories.sim()])
+    assert len(run_header(live, NOW)) == 4 and trace_note(live) is None

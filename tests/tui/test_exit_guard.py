@@ -19,7 +19,7 @@ from .helpers import REPO, poll_until
 pytestmark = pytest.mark.timeout(60)
 
 STUCK_UI = """
-import subprocess, sys, threading
+import signal, subprocess, sys, threading
 from cascade_tui.exit_guard import ExitGuard
 # A stand-in for `cascade serve` in its own session, with a child of its own (like rclone).
 server = subprocess.Popen([sys.executable, "-c",
@@ -31,6 +31,12 @@ guard = ExitGuard.for_this_terminal() if sys.argv[1] == "tty" else ExitGuard()
 guard.grace_s, guard.cleanup_s, guard.kill_grace_s, guard.poll_s = 0.5, 1.0, 2.0, 0.1
 guard.protect(server.pid)
 guard.start()
+# The guard asks the main thread to exit (a SystemExit raised there). A stuck UI never acts on
+# it; but between the line below and `lock.acquire()` this thread still runs Python, and on a
+# loaded machine the request can land there: the script would then exit without the guard
+# killing anything. So the request is ignored from here on, wherever it lands.
+for signum in (signal.SIGHUP, signal.SIGTERM):
+    signal.signal(signum, lambda *_: None)
 print(server.pid, grandchild, flush=True)
 lock = threading.Lock()
 lock.acquire()

@@ -20,6 +20,7 @@ from cascade_server.models import RunEntry, RunSummary
 from cascade_tui.app import CascadeApp
 from cascade_tui.columns import fit
 from cascade_tui.screens.lists import PolledTable, RunsScreen, TracesScreen
+from cascade_tui.quit_outcome import QuitOutcome
 from cascade_tui.screens.modals import HelpScreen, MessageScreen, QuitScreen
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.widgets.kernel_chart import KernelChart
@@ -369,6 +370,7 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
         await pilot.press("c")
         await wait_until(pilot, lambda: not app.is_running, "the app to exit")
     assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"
+    assert app.quit_outcome == QuitOutcome("cancelled", (run["id"],), 2)  # for the line after
 
     other = await create_run(http, [("SM7_QV100", 1)])
     app = make_app(srv, tmp_path)
@@ -379,6 +381,7 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
         await pilot.press("q")
         await wait_until(pilot, lambda: not app.is_running, "the app to exit")
     assert (await http.get(f"/api/runs/{other['id']}")).json()["state"] == "active"
+    assert app.quit_outcome == QuitOutcome("kept", (other["id"],), 1)
 
 
 async def test_q_with_nothing_running_quits_at_once(srv, tmp_path):
@@ -387,6 +390,7 @@ async def test_q_with_nothing_running_quits_at_once(srv, tmp_path):
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
         await pilot.press("q")
         await wait_until(pilot, lambda: not app.is_running, "the app to exit")
+    assert app.quit_outcome == QuitOutcome("none")
 
 
 # --- snapshots --------------------------------------------------------------------------------

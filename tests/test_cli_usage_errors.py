@@ -1,0 +1,61 @@
+"""Every `cascade` subcommand answers a usage error the same way: one line on stderr naming the
+command and the problem, pointing at --help, and exit code 2 (argparse's default is the whole
+usage block, then the error)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cascade_server.cli import SUBCOMMANDS, main
+from cascade_server.cli_usage import OneLineErrorParser, spelled_out
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_an_unknown_flag_is_one_line_and_exit_2(name, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([name, "--no-such-flag"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    assert err.startswith(f"cascade {name}: ") and err.rstrip().endswith("(--help for usage)"), err
+    assert "usage:" not in err  # (a missing required argument is named before the unknown flag)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["upload"], "cascade upload: the following arguments are required: "),
+    (["timeline", "import"], "cascade timeline import: the following arguments are required: "),
+    (["simulate", "only-one"], "cascade simulate: the following arguments are required: "),
+    (["tui", "--refresh-hz", "fast"], "cascade tui: argument --refresh-hz: invalid float value: 'fast'"),
+])
+def test_missing_or_bad_arguments_are_one_line_too(argv, words, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert (exc.value.code, err.count("\n")) == (2, 1), err
+    assert err.startswith(words), err
+
+
+def test_an_unknown_command_is_one_line_naming_the_commands():
+    done = subprocess.run([sys.executable, "-m", "cascade_server.cli", "nope"], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("cascade: unknown command 'nope' (commands: up, serve, tui, ")
+    assert done.stderr.rstrip().endswith("; cascade --help says what each does)")
+
+
+def test_help_still_shows_the_whole_usage(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["upload", "--help"])
+    assert exc.value.code == 0 and capsys.readouterr().out.startswith("usage: cascade upload")
+
+
+def test_control_characters_in_an_error_are_spelled_out(capsys):
+    parser = OneLineErrorParser(prog="cascade x")
+    parser.add_argument("--n", type=int)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--n", "\x1b[2J"])
+    assert "\\x1b[2J" in capsys.readouterr().err
+    assert spelled_out("a\nb") == "a\\nb" and spelled_out("plain") == "plain"

@@ -1,0 +1,51 @@
+"""The Traces screen says so while the server's S3 endpoint fails (a real endpoint killed with
+kill -9 and started again), and stops saying it once the endpoint answers."""
+
+from __future__ import annotations
+
+from cascade_server.traces.s3 import S3Info
+from cascade_tui.app import CascadeApp
+from cascade_tui.formatting import s3_problem
+from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from tests.conftest import TOKEN, ready_trace
+from tests.helpers import free_port
+from tests.server.test_embedded_s3_restart import s3_answers, start_rclone
+
+from .helpers import screen_text, tui_settings, wait_for_text, wait_until
+
+
+def test_s3_problem_names_the_endpoint_and_the_error_or_nothing():
+    assert s3_problem({"ok": True, "s3_endpoint": "http://h:9020", "s3_error": None}) is None
+    assert s3_problem({"ok": True}) is None  # an older server says nothing
+    said = s3_problem({"ok": True, "s3_endpoint": "http://h:9020", "s3_error": "EndpointConnectionError: x"})
+    assert said == ("⚠ S3 endpoint http://h:9020 is failing, so new uploads are not seen until it "
+                    "answers again: EndpointConnectionError: x")
+
+
+async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_server, tmp_path, monkeypatch):
+    port = free_port()
+    info = S3Info(f"http://127.0.0.1:{port}", "cascade", "TESTACCESSKEY0003", "testsecretkey0000000003")
+    (tmp_path / "s3" / "cascade").mkdir(parents=True)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", info.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", info.secret_key)
+    rclone = start_rclone(port, tmp_path / "s3", info)
+    try:
+        server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
+        await server.store.put_trace(ready_trace())
+        app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+            await pilot.press("t")
+            await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
+            await wait_for_text(pilot, "tinyformer-step-sm70")
+            await wait_until(pilot, lambda: s3_answers(info) and app.screen.s3_problem is None and
+                             "S3 endpoint failing" not in screen_text(app), "no S3 warning")
+            rclone.kill()  # kill -9
+            rclone.wait()
+            text = await wait_for_text(pilot, "⚠ S3 endpoint failing")  # in the title
+            assert f"⚠ S3 endpoint {info.endpoint} is failing" in text, text  # under the table
+            rclone = start_rclone(port, tmp_path / "s3", info)
+            await wait_until(pilot, lambda: "S3 endpoint" not in screen_text(app), "the warning gone")
+    finally:
+        rclone.kill()
+        rclone.wait()
