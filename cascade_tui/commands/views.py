@@ -27,7 +27,7 @@ from cascade_server.models import (
     run_state,
 )
 
-from ..compare import config_order, config_totals, rank, stand_in_reason
+from ..compare import ConfigTotal, config_order, config_totals, rank, stand_in_reason
 from ..formatting import (
     age,
     demangle,
@@ -223,20 +223,35 @@ TOTAL_COLUMNS = (
     Column("vs_fastest", "x fastest", lambda v: f"{v:.2f}x", right=True),
     Column("cycles", "cycles", si_number, right=True),
     Column("ipc", "IPC", fixed, right=True),
+    Column("partial_ns", "so far", time_ns, right=True, in_table=False),
+    Column("note", "note"),
 )
+
+
+def _partial_note(total: ConfigTotal) -> str | None:
+    """What the UI's kernels view says of a config with no succeeded replica but finished kernels."""
+    if not total.partial or total.median_ns is None:
+        return None
+    return f"partial: {total.kernels_done}/{total.kernels_total} kernels, {time_ns(total.median_ns)} so far"
 
 
 def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]:
     """Per config: the median total simulated time over succeeded replicas (with the lowest and
-    highest), as a multiple of the fastest config, and the median cycles and IPC."""
+    highest), as a multiple of the fastest config, and the median cycles and IPC.
+
+    A config with no succeeded replica has no total (`total_ns` is None: a script summing or
+    comparing `total_ns` never takes part of a run for all of it); the running total of the
+    kernels its replicas finished is `partial_ns`, and `note` says so, as the UI marks it."""
     sims = {s.id: s for s in run.sims}
     totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
     # Stand-in numbers describe a recording, not each config: no multiples, as in the UI.
     multiples = {} if stand_in_reason(run, run.sims) else rank(totals).multiples
     return [
-        {"config": t.config, "succeeded": t.succeeded, "replicas": t.replicas, "total_ns": t.median_ns,
-         "low_ns": t.low_ns, "high_ns": t.high_ns, "vs_fastest": multiples.get(t.config),
-         "cycles": t.cycles, "ipc": t.ipc}
+        {"config": t.config, "succeeded": t.succeeded, "replicas": t.replicas,
+         **({"total_ns": None, "low_ns": None, "high_ns": None} if t.partial
+            else {"total_ns": t.median_ns, "low_ns": t.low_ns, "high_ns": t.high_ns}),
+         "vs_fastest": multiples.get(t.config), "cycles": t.cycles, "ipc": t.ipc,
+         "partial_ns": t.median_ns if t.partial else None, "note": _partial_note(t)}
         for t in totals
     ]
 

@@ -25,6 +25,7 @@ from cascade_tui.commands.views import (
     sim_records,
     sims_text,
     total_records,
+    TOTAL_COLUMNS,
 )
 from tests.tui import factories
 
@@ -174,3 +175,27 @@ def test_a_run_whose_trace_was_deleted_says_so_in_the_cli_and_the_ui():
     assert trace_note(gone) == f"Trace: {error}."
     live = factories.run([factories.sim()])
     assert len(run_header(live, NOW)) == 4 and trace_note(live) is None
+
+
+def test_a_config_with_no_succeeded_replica_has_no_total_but_a_marked_partial_one():
+    """A run cancelled after 2 of 15 kernels: `total_ns` (what a script reads as the config's
+    total) stays empty, as the README says; the running total is `partial_ns`, marked as the UI
+    marks it, in the table, CSV and JSON alike."""
+    sims = [factories.sim("sim-a", gpu_config="SM7_QV100", state="succeeded", kernels_done=2, kernels_total=2),
+            factories.sim("sim-b", gpu_config="SM7_GV100", state="cancelled", kernels_done=2, kernels_total=15)]
+    run = factories.run(sims, state="cancelled")
+    kernels = [factories.kstat("sim-a", i, 100.0) for i in range(2)] + [factories.kstat("sim-b", i, 4619.5) for i in range(2)]
+    records = {r["config"]: r for r in total_records(run, kernels)}
+    partial = records["SM7_GV100"]
+    assert (partial["total_ns"], partial["low_ns"], partial["high_ns"], partial["vs_fastest"]) == (None,) * 4
+    assert partial["partial_ns"] == 9239.0 and partial["note"] == "partial: 2/15 kernels, 9.24 µs so far"
+    whole = records["SM7_QV100"]
+    assert (whole["total_ns"], whole["partial_ns"], whole["note"]) == (200.0, None, None)
+
+    table = render("table", TOTAL_COLUMNS, list(records.values())).splitlines()
+    assert table[0].split()[-1] == "note"
+    assert table[2].split()[:6] == ["SM7_GV100", "0", "1", "-", "-", "-"]
+    assert table[2].endswith("partial: 2/15 kernels, 9.24 µs so far")
+    row = {r["config"]: r for r in csv.DictReader(io.StringIO(render("csv", TOTAL_COLUMNS, list(records.values()))))}
+    assert (row["SM7_GV100"]["total_ns"], row["SM7_GV100"]["partial_ns"]) == ("", "9239.0")
+    assert json.loads(render("json", TOTAL_COLUMNS, list(records.values())))[1]["total_ns"] is None
