@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("cascade_worker.simulate_cli", "predict a trace's steps from a sim's kernel times"),
     "compare": ("cascade_worker.compare_cli", "compare predicted steps with the measured ones"),
     "traces": ("cascade_tui.commands.traces", "list the traces (or delete one)"),
+    "configs": ("cascade_tui.commands.configs", "list the GPU configs a run can use"),
     "runs": ("cascade_tui.commands.runs", "list the runs"),
     "run": ("cascade_tui.commands.run", "start, follow, show, cancel, re-run, retry or delete a run"),
     "results": ("cascade_tui.commands.results", "a run's results: totals, kernels or comparison"),

@@ -65,16 +65,33 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
         entries = parse_entries(args.config)
     except EntryError as exc:
         raise CommandError(str(exc)) from None
+    suggested = None
     if not entries:
         trace = await client.trace(segment(args.trace))
         if not trace.suggested_sim_config:
-            arch = [c.name for c in await client.gpu_configs() if c.arch == trace.trace_gpu_arch]
             raise CommandError(f"trace {trace.id} suggests no config: give --config NAME[xN] "
-                               f"({trace.trace_gpu_arch}: {', '.join(arch) or 'no config of this arch'})")
-        entries = parse_entries([trace.suggested_sim_config])
-        print(f"config: {trace.suggested_sim_config} (the trace's suggested config; --config to choose)",
-              file=sys.stderr)
-    return await client.create_run(RunCreate(trace_id=args.trace, entries=entries))
+                               f"({await arch_configs(client, trace.trace_gpu_arch)})")
+        suggested = trace.suggested_sim_config
+        entries = parse_entries([suggested])
+    try:
+        run = await client.create_run(RunCreate(trace_id=args.trace, entries=entries))
+    except ApiError as exc:
+        if exc.status != 422 or "unknown gpu_config" not in str(exc):
+            raise
+        # The server's detail points at its HTTP route; a command line user gets the command.
+        trace = await client.trace(segment(args.trace))
+        message = str(exc).split("; GET /api/gpu-configs", 1)[0]
+        raise CommandError(f"{message} ({await arch_configs(client, trace.trace_gpu_arch)}; "
+                           "`cascade configs` lists every config)", EXIT_SERVER) from None
+    if suggested:  # said once the server took it: a refused run used no config
+        print(f"config: {suggested} (the trace's suggested config; --config to choose)", file=sys.stderr)
+    return run
+
+
+async def arch_configs(client: CascadeClient, arch: str) -> str:
+    """`sm_70: SM7_GV100, SM7_QV100`: the configs a trace of `arch` can run on."""
+    names = [c.name for c in await client.gpu_configs() if c.arch == arch]
+    return f"{arch}: {', '.join(names) or 'no config of this arch'}"
 
 
 async def wait(client: CascadeClient, run_id: str) -> int:

@@ -17,6 +17,7 @@ from cascade_server.models import (
     SIM_STATES,
     TERMINAL_SIM_STATES,
     Comparison,
+    GpuConfig,
     KernelStat,
     RunDetail,
     RunEntry,
@@ -133,6 +134,17 @@ def trace_records(traces: Sequence[TraceSummary], now: datetime) -> list[Record]
          "note": t.error or ("sample" if t.sample else "")}
         for t in traces
     ]
+
+
+CONFIG_COLUMNS = (
+    Column("name", "config"),
+    Column("arch", "arch"),
+    Column("core_clock_mhz", "clock", lambda mhz: f"{mhz:g} MHz", right=True),
+)
+
+
+def config_records(configs: Sequence[GpuConfig]) -> list[Record]:
+    return [{"name": c.name, "arch": c.arch, "core_clock_mhz": c.core_clock_mhz} for c in configs]
 
 
 # --- one run ------------------------------------------------------------------------------------

@@ -265,3 +265,39 @@ async def test_control_characters_from_the_server_are_spelled_out_in_tables_but_
     assert r"opt\x1b[2J\x1b[H" in table.out and r"boom\x1b]0;pwned\x07\nfake line" in table.out
     exact = json.loads((await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out)
     assert (exact[0]["model"], exact[0]["error"]) == (model, error)
+
+
+async def test_configs_lists_the_gpu_configs_and_an_unknown_config_names_the_command(live, tmp_path):
+    url = live.url
+    async with live.client() as http:
+        api = (await http.get("/api/gpu-configs")).json()
+    table = await cascade("configs", url=url, home=tmp_path)
+    assert table.code == 0, table.err
+    lines = table.out.splitlines()
+    assert lines[0].split() == ["config", "arch", "clock"]
+    assert [line.split()[0] for line in lines[1:]] == [c["name"] for c in api]
+    sm70 = await cascade("configs", "--arch", "sm_70", url=url, home=tmp_path)
+    assert [line.split()[:2] for line in sm70.out.splitlines()[1:]] == [
+        [c["name"], "sm_70"] for c in api if c["arch"] == "sm_70"]
+    assert json.loads((await cascade("configs", "--json", url=url, home=tmp_path)).out) == api
+    none = await cascade("configs", "--arch", "sm_1", url=url, home=tmp_path)
+    assert (none.code, none.out) == (0, "") and none.err.startswith("no configs of arch sm_1 (archs: ")
+
+    unknown = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "NOPE",
+                            url=url, home=tmp_path)
+    assert (unknown.code, unknown.out) == (3, "")
+    assert unknown.err == ("cascade run start: 422: unknown gpu_config 'NOPE' (sm_70: SM7_GV100, SM7_QV100, "
+                           "SM7_TITANV; `cascade configs` lists every config)\n")
+
+
+async def test_the_suggested_config_is_named_only_once_the_server_took_the_run(live, tmp_path):
+    await live.store.put_trace(ready_trace("suggests-qv100", suggested_sim_config="SM7_QV100"))
+    await live.store.put_trace(ready_trace("a-sample", suggested_sim_config="SM7_QV100", sample=True))
+    refused = await cascade("run", "start", "--trace", "a-sample", url=live.url, home=tmp_path)
+    assert (refused.code, refused.out) == (3, "")
+    assert refused.err == ("cascade run start: 409: trace a-sample is a sample, which has no instruction "
+                           "traces to simulate\n")  # no `config:` line for a run that was never made
+    taken = await cascade("run", "start", "--trace", "suggests-qv100", url=live.url, home=tmp_path)
+    assert taken.code == 0 and taken.out.startswith("run-")
+    assert taken.err == "config: SM7_QV100 (the trace's suggested config; --config to choose)\n"
+    assert (await cascade("run", "cancel", taken.out.strip(), url=live.url, home=tmp_path)).code == 0
