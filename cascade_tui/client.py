@@ -39,6 +39,8 @@ from cascade_server.models import (
     TraceSummary,
 )
 
+from .local_server import default_data_dir
+
 T = TypeVar("T")
 
 # The stream sends a keepalive after 15 s of silence; a read timeout well above that tells a dead
@@ -65,6 +67,10 @@ class Unreachable(ApiError):
 
 class Unauthorized(ApiError):
     """The server refused the token (401)."""
+
+
+class NotCascade(ApiError):
+    """Something answers at the URL, but not a Cascade server (another program on the port)."""
 
 
 def error_title(exc: BaseException, default: str) -> str:
@@ -143,13 +149,11 @@ class CascadeClient:
         if resp.status_code < 400:
             return
         if resp.status_code == 401:
+            if not self.has_token:  # nothing was refused: nothing was sent
+                raise Unauthorized(self._needs_token_message(), status=401)
             raise Unauthorized(
-                "The server refused the token (401 Unauthorized). "
-                + (
-                    "Check CASCADE_TOKEN: it must be the `token:` line `cascade serve` printed."
-                    if self.has_token
-                    else "No token is set: export CASCADE_TOKEN or pass --token."
-                ),
+                "The server refused the token (401 Unauthorized). Check CASCADE_TOKEN: it must be "
+                "the `token:` line `cascade serve` printed.",
                 status=401,
             )
         raise ApiError(f"{resp.status_code}: {_detail(resp)}", status=resp.status_code)
@@ -163,28 +167,49 @@ class CascadeClient:
 
     # --- checks -------------------------------------------------------------------------------
 
+    def _needs_token_message(self) -> str:
+        token_file = default_data_dir() / "token"
+        return (f"the server at {self.base_url} needs a token: export CASCADE_TOKEN (or pass "
+                f"--token) with the `token:` line `cascade serve` printed; a server started on "
+                f"this machine keeps it in {token_file}")
+
     async def health(self) -> dict[str, Any]:
-        resp = await self._request("GET", "/api/health")
+        """The health answer; `NotCascade` when whatever answers is not a Cascade server."""
+        try:
+            resp = await self._http.get("/api/health")
+        except httpx.TransportError as exc:
+            raise Unreachable(self._unreachable_message(exc)) from None
+        if resp.status_code >= 500:  # a server (or a proxy before it) in trouble, not another program
+            self._raise_for_status(resp)
         try:
             body = resp.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
-        if not isinstance(body, dict) or body.get("ok") is not True:
-            raise ApiError(
-                f"{self.base_url} answered /api/health without {{\"ok\": true}}: "
-                "is CASCADE_URL the Cascade app?"
+        if resp.status_code != 200 or not isinstance(body, dict) or body.get("ok") is not True:
+            answer = f"{resp.status_code}" if resp.status_code != 200 else "200 without {\"ok\": true}"
+            raise NotCascade(
+                f"{self.base_url} answers but is not a Cascade server (GET /api/health: {answer}): "
+                "is `cascade up` on another port? Its start line names it; pass it with --url or "
+                "CASCADE_URL",
+                status=resp.status_code,
             )
         return body
+
+    async def not_cascade(self) -> NotCascade | None:
+        """After a failed request: the reason, when the URL is not a Cascade server at all."""
+        try:
+            await self.health()
+        except NotCascade as exc:
+            return exc
+        except ApiError:
+            pass
+        return None
 
     async def check(self) -> dict[str, Any]:
         """Health, then the token (one authenticated call); raises ApiError worded for operators."""
         health = await self.health()
         if health.get("auth", True) and not self.has_token:
-            raise Unauthorized(
-                f"The server at {self.base_url} needs a token. Export CASCADE_TOKEN (the "
-                "`token:` line `cascade serve` printed) or pass --token.",
-                status=401,
-            )
+            raise Unauthorized(self._needs_token_message(), status=401)
         await self._request("GET", "/api/traces")
         return health
 

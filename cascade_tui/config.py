@@ -90,7 +90,7 @@ class TuiSettings(BaseSettings):
     def _url_has_scheme(cls, value: str) -> str:
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
+            raise ValueError(f"must start with http:// or https://: got {value!r}")
         try:
             parts = urlsplit(value)
             parts.port  # noqa: B018 - parsing the port is the check: `:http` or `:99999` raise
@@ -127,17 +127,36 @@ class TuiSettings(BaseSettings):
         return self.token.get_secret_value() if self.token else None
 
 
+# Where each setting comes from, as the operator sets it (the config file holds the field's name).
+SETTING_NAMES = {
+    "url": "CASCADE_URL / --url",
+    "token": "CASCADE_TOKEN / --token",
+    "download_dir": "CASCADE_DOWNLOAD_DIR / --download-dir",
+    "refresh_hz": "CASCADE_REFRESH_HZ / --refresh-hz",
+    "log_max_lines": "CASCADE_LOG_MAX_LINES",
+    "config": "CASCADE_CONFIG / --config",
+}
+
+
 def load_settings(**flags: Any) -> TuiSettings:
     """Settings from flags (None means "not given"), env and the config file, or ConfigError."""
     given = {k: v for k, v in flags.items() if v is not None}
     try:
         return TuiSettings(**given)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
-            for err in exc.errors(include_input=False)
-        )
-        raise ConfigError(f"invalid settings: {problems}") from None
+        raise ConfigError("; ".join(_problem(err) for err in exc.errors(include_input=False))) from None
+
+
+def _problem(err: Any) -> str:
+    """`CASCADE_URL / --url must start with http:// or https://: got 'x'`: the setting as the
+    operator names it, then what is wrong, without pydantic's `Value error, `."""
+    field = ".".join(str(p) for p in err["loc"]) or "settings"
+    name = SETTING_NAMES.get(field, field)
+    if err["type"] == "value_error":
+        reason = str(err["ctx"]["error"])
+        # a sentence that starts with the value itself reads better after a colon
+        return f"{name}: {reason}" if reason.startswith("'") else f"{name} {reason}"
+    return f"{name}: {err['msg']}"
 
 
 def save_config(path: Path, url: str, token: str | None) -> None:

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
 from cascade_server.cli_usage import OneLineErrorParser
 
 from .cli import add_ui_arguments, run_app, settings_from
+from .local_server import default_data_dir, forget_url, health, local_server, read_token_file, record_url
 from .ports import choose_free_ports
 from .serve_log import cause_from_log
 from .config import DEFAULT_URL, ConfigError
@@ -46,6 +45,7 @@ class Server:
     _lines: list[str] = field(default_factory=list)
     log_start: int = 0  # where this start's lines begin in `log_path`
     notes: list[str] = field(default_factory=list)  # what the operator should know (ports swapped)
+    data_dir: Path | None = None  # where its URL is recorded for the other commands (started here)
 
     @property
     def started_here(self) -> bool:
@@ -54,40 +54,18 @@ class Server:
     def stop(self) -> int | None:
         """Stop the server if this command started it (TERM, then KILL after a grace)."""
         proc = self.process
-        if proc is None or proc.poll() is not None:
-            return None if proc is None else proc.returncode
+        if proc is None:
+            return None
+        if self.data_dir is not None:
+            forget_url(self.data_dir, self.url)
+        if proc.poll() is not None:
+            return proc.returncode
         proc.send_signal(signal.SIGTERM)
         try:
             return proc.wait(STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             return proc.wait()
-
-
-def default_data_dir(environ: dict[str, str] | os._Environ[str] | None = None) -> Path:
-    """Where `cascade serve` keeps its data by default (CASCADE_DATA_DIR, else XDG)."""
-    env = os.environ if environ is None else environ
-    if env.get("CASCADE_DATA_DIR"):
-        return Path(env["CASCADE_DATA_DIR"]).expanduser()
-    xdg = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg) / "cascade"
-
-
-def health(url: str, timeout: float = 2.0) -> dict | None:
-    """The health answer of a Cascade server at `url`, or None if nothing (Cascade) answers."""
-    try:
-        resp = httpx.get(f"{url}/api/health", timeout=timeout)
-        body = resp.json()
-    except (httpx.HTTPError, ValueError):
-        return None
-    return body if isinstance(body, dict) and body.get("ok") is True else None
-
-
-def read_token_file(data_dir: Path) -> str | None:
-    try:
-        return (data_dir / "token").read_text().strip() or None
-    except OSError:
-        return None
 
 
 def start_server(url: str, data_dir: Path | None, log_path: Path,
@@ -171,18 +149,22 @@ def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
     """The server at `url` if one answers (token from settings or its token file), else a new one.
     `free_ports`: the ports are the defaults, not the operator's choice, so a taken one (the app's
     or the embedded S3 endpoint's) is swapped for a free one, said in `Server.notes`."""
+    data = data_dir or default_data_dir()
     answer = health(url)
     if answer is not None:
         if token is None and answer.get("auth", True):
-            token = read_token_file(data_dir or default_data_dir())
-        return Server(url=url, token=token)
-    data = data_dir or default_data_dir()
+            token = read_token_file(data)
+        return Server(url=url, token=token, notes=[f"using the server already running at {url} "
+                                                   "(it keeps running when you quit)"])
     notes: list[str] = []
     env: dict[str, str] = {}
     if free_ports:
         url, env, notes = choose_free_ports(url, os.environ)
     server = start_server(url, data_dir, log_path or data / "serve.log", env=env)
     server.notes = notes
+    # Other commands (`cascade runs`, a second `cascade up`) find it there, also on another port.
+    server.data_dir = data
+    record_url(data, server.url)
     return server
 
 
@@ -212,23 +194,27 @@ def main(argv: list[str] | None = None) -> int:
     # server is up (its signal mask inherited clear), the exit guard takes them over.
     for signum in (signal.SIGHUP, signal.SIGTERM):
         signal.signal(signum, exit_on_signal)
-    say(f"cascade up: looking for a server at {settings.url} …")
+    url_given = "url" in settings.model_fields_set
+    # A server an earlier `cascade up` started on another port (8000 was taken) is found by its
+    # record in the data directory: never a second server on the same data.
+    url, _ = local_server(settings.url, url_given, None, args.data_dir)
+    say(f"cascade up: looking for a server at {url} …")
     server: Server | None = None
     guard: ExitGuard | None = None
     outcome: QuitOutcome | None = None
     try:
         try:
-            server = find_or_start_server(settings.url, settings.token_value(), args.data_dir,
-                                          free_ports="url" not in settings.model_fields_set)
+            server = find_or_start_server(url, settings.token_value(), args.data_dir,
+                                          free_ports=not url_given)
         except UpError as exc:
             say(f"cascade up: {exc}")
             return 1
         guard = ExitGuard.for_this_terminal()
+        for note in server.notes:
+            say(f"cascade up: {note}")
         if server.started_here:
             assert server.process is not None
             guard.protect(server.process.pid)  # its own session: the group is serve + rclone
-            for note in server.notes:
-                say(f"cascade up: {note}")
             say(f"cascade up: started `cascade serve` at {server.url} (log: {server.log_path})")
         guard.start()
         settings = settings_from(args, url=server.url, token=server.token)

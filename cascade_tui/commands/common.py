@@ -19,8 +19,9 @@ from urllib.parse import quote
 
 from cascade_server.cli_usage import EXIT_USAGE, OneLineErrorParser
 
-from ..client import ApiError, CascadeClient
+from ..client import ApiError, CascadeClient, Unreachable
 from ..config import ConfigError, default_config_path, load_settings
+from ..local_server import local_server
 from .output import printable
 
 EXIT_OK = 0
@@ -88,10 +89,18 @@ def run_with_client(
         settings = load_settings(url=args.url, token=args.token, config=args.config_file)
     except ConfigError as exc:
         return fail(prog, str(exc), EXIT_USAGE)
+    # Not told where: the server `cascade up` started on this machine (on 8001 if 8000 was taken).
+    url, token = local_server(settings.url, "url" in settings.model_fields_set, settings.token_value())
 
     async def main() -> int:
-        async with CascadeClient(settings.url, settings.token_value()) as client:
-            return await body(client)
+        async with CascadeClient(url, token) as client:
+            try:
+                return await body(client)
+            except ApiError as exc:
+                if isinstance(exc, Unreachable):
+                    raise
+                # "404: File not found" from another program says nothing: say what answers.
+                raise await client.not_cascade() or exc from None
 
     try:
         return asyncio.run(main())

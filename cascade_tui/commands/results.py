@@ -61,7 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.kernels:
             emit(render(args.format, KERNEL_COLUMNS, kernel_records(run, kernels)))
             return 0
-        emit(render(args.format, TOTAL_COLUMNS, total_records(run, kernels)))
+        records = total_records(run, kernels)
+        columns = TOTAL_COLUMNS
+        if args.format == "table" and not any(r["note"] for r in records):
+            columns = tuple(c for c in columns if c.key != "note")  # shown only with something to say
+        emit(render(args.format, columns, records))
         if args.format == "table":
             emit(printable(ranking_sentence(run, kernels)), sys.stderr)
         return 0

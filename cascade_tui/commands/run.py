@@ -116,8 +116,19 @@ def show(run: RunDetail, as_json: bool) -> None:
     emit("\n".join(run_header(run, moment)) + "\n\n" + render_table(SIM_COLUMNS, sim_records(run.sims, moment)))
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Like `parse_args`, but a flag no command knows (`--confg`) is reported by the command it
+    was given to (`cascade run start: unrecognized arguments: --confg`), with its own --help."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    args = parse(sys.argv[1:] if argv is None else argv)
 
     async def body(client: CascadeClient) -> int:
         run_id = segment(args.run_id) if getattr(args, "run_id", None) else None

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from cascade_tui.formatting import human_duration
 from tests.conftest import TOKEN, free_port, ready_trace
@@ -187,7 +188,7 @@ async def test_errors_are_one_line_with_an_exit_code(live, tmp_path):
     cases = [
         (["runs"], {"url": nobody}, 3, f"cascade runs: No Cascade server answers at {nobody} (ConnectError)"),
         (["traces"], {"token": "wrong"}, 3, "cascade traces: The server refused the token (401 Unauthorized)"),
-        (["runs"], {"token": None}, 3, "cascade runs: The server refused the token (401 Unauthorized). No token is set"),
+        (["runs"], {"token": None}, 3, "cascade runs: the server at http://127.0.0.1:"),
         (["run", "show", "run-000000000000"], {}, 3, "cascade run show: 404: run run-000000000000 not found"),
         (["results", "nope/../x"], {}, 3, "cascade results: 404: run nope/../x not found"),
         (["run", "start", "--trace", "missing", "--config", "SM7_QV100"], {}, 3,
@@ -199,12 +200,18 @@ async def test_errors_are_one_line_with_an_exit_code(live, tmp_path):
         (["run", "start", "--trace", "tinyformer-step-sm70"], {}, 2,
          "cascade run start: trace tinyformer-step-sm70 suggests no config: give --config NAME[xN] "
          "(sm_70: SM7_GV100, SM7_QV100, SM7_TITANV)"),
-        (["runs"], {"url": "localhost:8000"}, 2, "cascade runs: invalid settings: url: Value error, must start with http"),
+        (["runs"], {"url": "localhost:8000"}, 2,
+         "cascade runs: CASCADE_URL / --url must start with http:// or https://: got 'localhost:8000'\n"),
     ]
     for args, overrides, code, message in cases:
         result = await cascade(*args, **{"url": url, "home": tmp_path, **overrides})
         assert (result.code, result.out) == (code, ""), (args, result)
         assert result.err.startswith(message) and result.err.count("\n") == 1, (args, result.err)
+    # No token sent: the server needs one, and the line says where it is (not that it was refused).
+    tokenless = await cascade("runs", url=url, token=None, home=tmp_path)
+    assert "refused" not in tokenless.err and "CASCADE_TOKEN" in tokenless.err
+    assert tokenless.err.startswith(f"cascade runs: the server at {url} needs a token: ")
+    assert str(tmp_path / ".local/share/cascade/token") in tokenless.err
     usage = await cascade("runs", "--state", "done", url=url, home=tmp_path)
     assert usage.code == 2 and "invalid choice: 'done'" in usage.err
 
@@ -225,11 +232,14 @@ async def test_bad_ids_urls_and_tokens_are_one_line_and_exit_2(live, tmp_path):
           for command in ("show", "wait", "cancel", "rerun", "retry", "delete")),
         (["results", " "], {}, "cascade results: argument RUN_ID: must not be empty"),
         (["traces", "--delete", ""], {}, "cascade traces: argument --delete: must not be empty"),
-        (["runs"], {"url": "http://[::1"}, "cascade runs: invalid settings: url: Value error, 'http://[::1' is not a valid URL"),
-        (["runs"], {"token": "é"}, "cascade runs: invalid settings: token: Value error, must be printable ASCII"),
-        (["runs"], {"token": "a\nb"}, "cascade runs: invalid settings: token: Value error, must be printable ASCII"),
+        (["runs"], {"url": "http://[::1"}, "cascade runs: CASCADE_URL / --url: 'http://[::1' is not a valid URL"),
+        (["runs"], {"token": "é"}, "cascade runs: CASCADE_TOKEN / --token must be printable ASCII"),
+        (["runs"], {"token": "a\nb"}, "cascade runs: CASCADE_TOKEN / --token must be printable ASCII"),
         (["runs", "--state", "bogus"], {}, "cascade runs: argument --state: invalid choice: 'bogus' (choose from "),
         (["run"], {}, "cascade run: the following arguments are required: COMMAND"),
+        (["run", "start", "--trace", "t", "--confg", "SM7_QV100"], {},
+         "cascade run start: unrecognized arguments: --confg SM7_QV100 (--help for usage)"),
+        (["run", "show", "run-1", "--jsn"], {}, "cascade run show: unrecognized arguments: --jsn"),
     ]
     for args, overrides, message in cases:
         result = await cascade(*args, **{"url": url, "home": tmp_path, **overrides})
@@ -238,7 +248,7 @@ async def test_bad_ids_urls_and_tokens_are_one_line_and_exit_2(live, tmp_path):
         assert "é" not in result.err  # the token is never echoed
     # The flag reaches the same check as the variable.
     flag = await cascade("runs", "--token", "é", url=url, token=None, home=tmp_path)
-    assert flag.code == 2 and flag.err.startswith("cascade runs: invalid settings: token:")
+    assert flag.code == 2 and flag.err.startswith("cascade runs: CASCADE_TOKEN / --token must")
     assert (await cascade("traces", url=url, home=tmp_path)).code == 0  # a listing still works
 
 
@@ -301,3 +311,43 @@ async def test_the_suggested_config_is_named_only_once_the_server_took_the_run(l
     assert taken.code == 0 and taken.out.startswith("run-")
     assert taken.err == "config: SM7_QV100 (the trace's suggested config; --config to choose)\n"
     assert (await cascade("run", "cancel", taken.out.strip(), url=live.url, home=tmp_path)).code == 0
+
+
+@pytest.fixture
+async def not_cascade():
+    """Another program's web server on a port: it answers every path with a 404 page."""
+    app = web.Application()
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+async def test_a_server_that_is_not_cascade_is_named_as_such(not_cascade, tmp_path):
+    for args in (["runs"], ["results", "run-1"], ["run", "show", "run-1"], ["configs"]):
+        result = await cascade(*args, url=not_cascade, home=tmp_path)
+        assert (result.code, result.out) == (3, ""), (args, result)
+        assert result.err == (f"cascade {' '.join(args[:2] if args[0] == 'run' else args[:1])}: {not_cascade} answers "
+                              "but is not a Cascade server (GET /api/health: 404): is `cascade up` on another "
+                              "port? Its start line names it; pass it with --url or CASCADE_URL\n"), args
+
+
+async def test_commands_find_the_server_cascade_up_started_on_another_port(live, not_cascade, tmp_path):
+    """`cascade up` records the URL it started a server at (8001 when 8000 was taken) in the data
+    directory, next to the token: a command with no URL and no token given finds both there."""
+    data = tmp_path / ".local" / "share" / "cascade"
+    data.mkdir(parents=True)
+    (data / "url").write_text(live.url + "\n")
+    (data / "token").write_text(TOKEN + "\n")
+    found = await cascade("runs", url=None, token=None, home=tmp_path)
+    assert (found.code, found.err) == (0, "no runs\n"), found
+    # A URL given explicitly wins (and its server gets no token from a file meant for another).
+    given = await cascade("runs", url=not_cascade, token=None, home=tmp_path)
+    assert given.code == 3 and "is not a Cascade server" in given.err
+    # A record left by a server that is gone is passed over for the default URL.
+    gone = f"http://127.0.0.1:{free_port()}"
+    (data / "url").write_text(gone + "\n")
+    stale = await cascade("runs", url=None, token=None, home=tmp_path)
+    assert gone not in stale.err, stale  # whatever answers at the default URL (8000), not the record

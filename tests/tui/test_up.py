@@ -8,7 +8,8 @@ import socket
 import httpx
 import pytest
 
-from cascade_tui import up
+from cascade_tui import local_server, up
+from cascade_tui.config import DEFAULT_URL
 from tests.conftest import free_port
 
 from .helpers import ServeProcess
@@ -61,3 +62,25 @@ async def test_a_port_taken_by_something_else_is_explained(tmp_path):
 def test_only_local_http_urls_are_started(tmp_path):
     with pytest.raises(up.UpError, match="local http servers only"):
         up.start_server("https://cascade.example.com", None, tmp_path / "serve.log")
+
+
+async def test_a_started_server_is_recorded_for_other_commands_and_a_reused_one_is_said(tmp_path):
+    """`cascade up` notes the URL it started a server at in the data directory (it may be 8001:
+    8000 was taken), so a second `cascade up` or `cascade runs` with no URL finds that server, and
+    says it uses it; the record goes when the server it started stops."""
+    data = tmp_path / "data"
+    url = f"http://127.0.0.1:{free_port()}"
+    server = await asyncio.to_thread(up.find_or_start_server, url, None, data)
+    try:
+        assert (data / "url").read_text() == url + "\n"
+        found = await asyncio.to_thread(local_server.local_server, DEFAULT_URL, False, None, data)
+        assert found == (url, server.token)
+        # a URL the operator gave wins, and gets no token from this machine's file
+        given = f"http://127.0.0.1:{free_port()}"
+        assert local_server.local_server(given, True, None, data) == (given, None)
+        again = await asyncio.to_thread(up.find_or_start_server, url, None, data)
+        assert not again.started_here and again.token == server.token
+        assert again.notes == [f"using the server already running at {url} (it keeps running when you quit)"]
+    finally:
+        await asyncio.to_thread(server.stop)
+    assert not (data / "url").exists()
