@@ -9,6 +9,7 @@ from pathlib import Path
 from cascade_server.cli_usage import OneLineErrorParser
 
 from .exit_guard import ExitGuard
+from .local_server import local_server
 from .quit_outcome import QuitOutcome, tui_quit_message
 from .config import ConfigError, TuiSettings, default_config_path, load_settings, save_config
 
@@ -65,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         settings = settings_from(args)
+        if not args.save_config:  # saves what it was given, never what it found
+            # Not told where: the server `cascade up` started on this machine, like the commands.
+            url, token = local_server(settings.url, "url" in settings.model_fields_set, settings.token_value())
+            settings = settings_from(args, url=url, token=token)
     except ConfigError as exc:
         print(f"cascade tui: {exc}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ import sys
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, identifier, new_parser, run_with_client, segment
-from .output import FORMATS, printable, render
+from .output import FORMATS, Column, printable, render
 from .views import (
     KERNEL_COLUMNS,
     TOTAL_COLUMNS,
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             emit(render(args.format, KERNEL_COLUMNS, kernel_records(run, kernels)))
             return 0
         records = total_records(run, kernels)
-        columns = TOTAL_COLUMNS
+        columns: tuple[Column, ...] = TOTAL_COLUMNS
         if args.format == "table" and not any(r["note"] for r in records):
             columns = tuple(c for c in columns if c.key != "note")  # shown only with something to say
         emit(render(args.format, columns, records))
