@@ -35,6 +35,7 @@ class Dialog(ModalScreen[DialogResult]):
         border: thick $warning; background: $panel; padding: 1 2;
     }
     Dialog .dialog-keys { margin-top: 1; color: $text-muted; }
+    Dialog .dialog-scroll { height: auto; max-height: 1fr; }
     """
     KEYS = ""  # markup
 
@@ -46,7 +47,9 @@ class Dialog(ModalScreen[DialogResult]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
-            yield Static(self.body, classes="dialog-body", markup=False)
+            # A long body (a sim's log tail at 24 rows) scrolls; the title and keys stay.
+            with VerticalScroll(classes="dialog-scroll"):
+                yield Static(self.body, classes="dialog-body", markup=False)
             yield Static(self.KEYS, classes="dialog-keys")
 
     def action_answer(self, answer: DialogResult) -> None:

@@ -1,0 +1,73 @@
+"""What a new-user tester found in the terminal UI at 80x24 and 160x45, each played with Pilot
+against a real server (real port, real SQLite, the real event stream)."""
+
+from __future__ import annotations
+
+from cascade_tui.screens.modals import MessageScreen
+from cascade_tui.screens.run import RunScreen
+from cascade_tui.widgets.sim_table import SimTable
+
+from .helpers import Simulator, recorded_log, screen_text, wait_for_text, wait_until
+from .test_app_server import (  # noqa: F401  (srv and http are fixtures)
+    create_run,
+    http,
+    make_app,
+    open_run_screen,
+    play_to_success,
+    srv,
+)
+
+LONG_ERROR = ("accel-sim.out killed by SIGKILL (out of memory: the node's cgroup limit of 4 GiB "
+              "was reached while loading the trace)")
+
+
+async def fail(http, sim_id: str) -> None:
+    sim = Simulator(http, sim_id)
+    await sim.beat("running")
+    await sim.log(["GPGPU-Sim: loading the trace", "last words of the simulator"])
+    await sim.beat("failed", exit_code=137, error=LONG_ERROR)
+
+
+async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
+    by_config = {s["gpu_config"]: s["id"] for s in run["sims"]}
+    await play_to_success(http, by_config["SM7_QV100"], recorded_log("SM7_QV100")[:200])
+    await fail(http, by_config["SM7_TITANV"])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        text = await wait_for_text(pilot, "failed")
+        header = next(line for line in text.splitlines() if "partial" in line)
+        assert "1 succeeded" in header and "1 failed" in header, header  # every state's count
+        assert LONG_ERROR not in text  # the row cuts it
+
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        table = screen.query_one(SimTable)
+        table.move_cursor_to(table.order.index(by_config["SM7_TITANV"]))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details")
+        text = await wait_for_text(pilot, "exit code: 137")
+        assert f"error: {LONG_ERROR}" in app.screen.body
+        assert "reached while loading the trace)" in text, text  # whole, wrapped in the dialog
+        assert "last words of the simulator" in text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is screen, "back on the run screen")
+        # `i` does the same from any pane.
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details by i")
+
+
+async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    sim = Simulator(http, run["sims"][0]["id"])
+    await sim.beat("running")
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        await pilot.press("f")
+        await wait_for_text(pilot, "(this sim has uploaded no files yet)")
+        await sim.put_file("kernel-stats.csv", b"kernel,cycles\n1,2\n")
+        await sim.beat("succeeded", exit_code=0)
+        text = await wait_for_text(pilot, "kernel-stats.csv")
+        assert "uploaded no files" not in text
