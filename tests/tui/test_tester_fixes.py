@@ -7,7 +7,7 @@ from cascade_tui.screens.modals import MessageScreen
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.widgets.sim_table import SimTable
 
-from .helpers import Simulator, recorded_log, screen_text, wait_for_text, wait_until
+from .helpers import Simulator, recorded_log, wait_for_text, wait_until
 from .test_app_server import (  # noqa: F401  (srv and http are fixtures)
     create_run,
     http,
@@ -21,14 +21,14 @@ LONG_ERROR = ("accel-sim.out killed by SIGKILL (out of memory: the node's cgroup
               "was reached while loading the trace)")
 
 
-async def fail(http, sim_id: str) -> None:
-    sim = Simulator(http, sim_id)
+async def fail(client, sim_id: str) -> None:
+    sim = Simulator(client, sim_id)
     await sim.beat("running")
     await sim.log(["GPGPU-Sim: loading the trace", "last words of the simulator"])
     await sim.beat("failed", exit_code=137, error=LONG_ERROR)
 
 
-async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(srv, http, tmp_path):
+async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(srv, http, tmp_path):  # noqa: F811
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     by_config = {s["gpu_config"]: s["id"] for s in run["sims"]}
     await play_to_success(http, by_config["SM7_QV100"], recorded_log("SM7_QV100")[:200])
@@ -58,7 +58,7 @@ async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and
         await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details by i")
 
 
-async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(srv, http, tmp_path):
+async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(srv, http, tmp_path):  # noqa: F811
     run = await create_run(http, [("SM7_QV100", 1)])
     sim = Simulator(http, run["sims"][0]["id"])
     await sim.beat("running")
