@@ -3,7 +3,8 @@ against a real server (real port, real SQLite, the real event stream)."""
 
 from __future__ import annotations
 
-from cascade_tui.screens.modals import MessageScreen
+from cascade_tui.screens.modals import MessageScreen, help_text, screen_title
+from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.widgets.sim_table import SimTable
 
@@ -71,3 +72,24 @@ async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(srv, ht
         await sim.beat("succeeded", exit_code=0)
         text = await wait_for_text(pilot, "kernel-stats.csv")
         assert "uploaded no files" not in text
+
+
+async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(srv, http, tmp_path):  # noqa: F811
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        body = str(help_text(app.screen))
+        assert "Kernels by trace/time/spread run.kernel_order" in body, body
+        assert screen_title(app.screen) == "Run"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, RunScreen), "back on Runs")
+        await pilot.press("t")
+        await wait_for_text(pilot, "tinyformer-step-sm70")
+        traces = app.screen
+        traces.select("tinyformer-step-sm70")
+        await wait_until(pilot, lambda: traces.selected_id() == "tinyformer-step-sm70", "the cursor")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: isinstance(app.screen, NewRunScreen), "New run")
+        await pilot.press("question_mark")
+        await wait_for_text(pilot, "Help: New run (Esc to close")
