@@ -3,12 +3,15 @@ against a real server (real port, real SQLite, the real event stream)."""
 
 from __future__ import annotations
 
+from textual.widgets import DataTable
+
+from cascade_tui.screens.lists import FilterInput, RunsScreen
 from cascade_tui.screens.modals import MessageScreen, help_text, screen_title
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.widgets.sim_table import SimTable
 
-from .helpers import Simulator, recorded_log, wait_for_text, wait_until
+from .helpers import Simulator, recorded_log, screen_text, wait_for_text, wait_until
 from .test_app_server import (  # noqa: F401  (srv and http are fixtures)
     create_run,
     http,
@@ -93,3 +96,19 @@ async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(srv, http
         await wait_until(pilot, lambda: isinstance(app.screen, NewRunScreen), "New run")
         await pilot.press("question_mark")
         await wait_for_text(pilot, "Help: New run (Esc to close")
+
+
+async def test_escape_on_a_list_clears_a_filter_kept_with_enter(srv, http, tmp_path):  # noqa: F811
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await wait_for_text(pilot, run["id"])
+        runs = app.screen
+        await pilot.press("slash", *"nothing-matches", "enter")
+        await wait_until(pilot, lambda: run["id"] not in screen_text(app), "the run filtered out")
+        assert runs.query_one(DataTable).has_focus  # Enter kept the filter, back on the list
+        await pilot.press("escape")
+        await wait_for_text(pilot, run["id"])
+        assert app.screen is runs and runs.query_text == ""
+        assert not runs.query_one(FilterInput).display
