@@ -240,7 +240,9 @@ class RunScreen(ReportsWorkerErrors, Screen):
             # in the title bar) last.
             shown = self.query_one(SimTable).state_filter
             only = f"  [reverse]showing {shown}[/]" if shown != "all" else ""
-            took = run_duration(model.run.created_at, model.sims.values(), self.services.now())
+            # A sample run's sims replay recorded results: their times here mean nothing.
+            took = ("recorded results" if model.run.sample else
+                    run_duration(model.run.created_at, model.sims.values(), self.services.now()))
             text = (f"{badge}  {state_label(model.state())}  {count_text}{only}  {took}  trace "
                     f"[b]{escape(model.run.trace_id)}[/]  [b]{model.run.id}[/]")
         if text != self._header_text:

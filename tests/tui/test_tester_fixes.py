@@ -11,7 +11,7 @@ from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.widgets.sim_table import SimTable
 
-from .helpers import Simulator, recorded_log, screen_text, wait_for_text, wait_until
+from .helpers import Simulator, record_notifications, recorded_log, screen_text, wait_for_text, wait_until
 from .test_app_server import (  # noqa: F401  (srv and http are fixtures)
     create_run,
     http,
@@ -112,3 +112,21 @@ async def test_escape_on_a_list_clears_a_filter_kept_with_enter(srv, http, tmp_p
         await wait_for_text(pilot, run["id"])
         assert app.screen is runs and runs.query_text == ""
         assert not runs.query_one(FilterInput).display
+
+
+async def test_the_sample_run_says_its_times_are_recorded_and_cannot_be_re_run(make_server, tmp_path):
+    server = await make_server(samples=True)
+    async with server.client() as client:
+        runs = (await client.get("/api/runs")).json()
+    sample = next(r for r in runs if r["sample"])
+    app = make_app(server, tmp_path)
+    async with app.run_test(size=(160, 45), notifications=True) as pilot:
+        notes = record_notifications(app)
+        await open_run_screen(pilot, sample["id"])
+        text = await wait_for_text(pilot, "recorded results")
+        assert "took 0s" not in text
+        assert "sample run: real Accel-Sim results" in text
+        assert "cancelling it changes nothing" not in text  # it has finished
+        await pilot.press("R")
+        await wait_until(pilot, lambda: any("cannot be re-run" in n for n in notes()), "the refusal")
+        assert isinstance(app.screen, RunScreen)  # no question asked
