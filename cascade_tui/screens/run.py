@@ -63,7 +63,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("L", "download('log')", "Save sim log", show=False, id="run.save_log"),
         Binding("F", "download('files')", "Save sim files", show=False, id="run.save_files"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
-        Binding("i", "sim_details", "Sim details", show=False, id="run.sim_details"),
+        # The selected sim's error, exit code and log tail whole (a row cuts them at 80 columns).
+        Binding("enter,i", "sim_details", "Sim details", show=False, id="run.sim_details"),
         Binding("z", "zoom", "Zoom pane", show=False, id="run.zoom"),
         Binding("o", "kernel_order", "Kernels by trace/time/spread", show=False,
                 id="run.kernel_order"),

@@ -73,8 +73,6 @@ class SimTable(ScrollView, can_focus=True):
         # j only: k is the kernels view on the run screen
         Binding("j", "cursor(1)", "Down (vim)", show=False, id="sims.down_vim"),
         # End belongs to the log pane below ("follow the log again"), not to table scrolling.
-        # Enter shows the sim's error, exit code and log tail whole (the row cuts them).
-        Binding("enter", "screen.sim_details", "Sim details", show=False, id="sims.details"),
         Binding("end", "screen.follow", "Follow log", show=False, id="sims.follow_log"),
     ]
     COMPONENT_CLASSES = {"simtable--header", "simtable--cursor"}

@@ -40,10 +40,12 @@ async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
-        text = await wait_for_text(pilot, "failed")
-        header = next(line for line in text.splitlines() if "partial" in line)
-        assert "1 succeeded" in header and "1 failed" in header, header  # every state's count
-        assert LONG_ERROR not in text  # the row cuts it
+        # The header keeps the count of every state at 80 columns.
+        await wait_until(pilot, lambda: any("partial" in line and "1 succeeded" in line
+                                            and "1 failed" in line
+                                            for line in screen_text(app).splitlines()),
+                         "the header with both counts")
+        assert LONG_ERROR not in screen_text(app)  # the row cuts it
 
         screen = app.screen
         assert isinstance(screen, RunScreen)
