@@ -132,3 +132,22 @@ async def test_the_sample_run_says_its_times_are_recorded_and_cannot_be_re_run(m
         await pilot.press("R")
         await wait_until(pilot, lambda: any("cannot be re-run" in n for n in notes()), "the refusal")
         assert isinstance(app.screen, RunScreen)  # no question asked
+
+
+async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer(srv, http, tmp_path):  # noqa: F811
+    run = await create_run(http, [("SM7_QV100", 1)])
+    long_line = "stats " + "x" * 200 + " END"
+    lines = [f"line {i}" for i in range(60)] + [long_line, "last line"]
+    await play_to_success(http, run["sims"][0]["id"], lines)
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        await wait_for_text(pilot, "last line")
+        above_footer = screen_text(app).splitlines()[-2]
+        assert above_footer.strip() not in ("▏", "▕", "▁"), repr(above_footer)  # no stray thumb
+        assert above_footer.strip() == "last line", "the log's last line sits on the footer"
+        view = app.screen.log_pane.view
+        await pilot.press("tab")
+        assert view.has_focus
+        await pilot.press("end", *["right"] * 150)
+        await wait_for_text(pilot, " END")  # Right still scrolls the long line sideways
