@@ -267,6 +267,10 @@ class RunScreen(ReportsWorkerErrors, Screen):
 
     @on(SimTable.Highlighted)
     def _sim_highlighted(self, message: SimTable.Highlighted) -> None:
+        if message.sim_id is None and self.selected_sim is not None:
+            # The state filter hides every sim: the log of one no longer listed would mislead.
+            self.selected_sim = None
+            self.log_pane.unload(f"no sim is {self.query_one(SimTable).state_filter}")
         if message.sim_id and message.sim_id != self.selected_sim:
             self.selected_sim = message.sim_id
             self.log_pane.load(message.sim_id)
@@ -364,7 +368,11 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table = self.query_one(SimTable)
         table.set_state_filter(next_state_filter(table.state_filter))
         self._update_header()
-        self.notify(f"Sims shown: {table.state_filter}", timeout=2)
+        if table.sims and not table.order:
+            self.notify(f"Sims shown: {table.state_filter}: no sim is {table.state_filter}",
+                        timeout=3)
+        else:
+            self.notify(f"Sims shown: {table.state_filter}", timeout=2)
 
     def action_reverse_sort(self) -> None:
         table = self.query_one(SimTable)

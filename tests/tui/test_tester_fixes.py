@@ -151,3 +151,31 @@ async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer
         assert view.has_focus
         await pilot.press("end", *["right"] * 150)
         await wait_for_text(pilot, " END")  # Right still scrolls the long line sideways
+
+
+async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(srv, http, tmp_path):  # noqa: F811
+    run = await create_run(http, [("SM7_QV100", 1)])
+    await play_to_success(http, run["sims"][0]["id"], ["only line of a good sim"])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        await wait_for_text(pilot, "only line of a good sim")
+        await pilot.press("v")  # running: none
+        text = await wait_for_text(pilot, "no sim is running (v: show other sims)")
+        assert "only line of a good sim" not in text
+        assert "log: no sim is running" in text
+        await pilot.press("v", "v", "v")  # back to all: the sim and its log again
+        await wait_for_text(pilot, "only line of a good sim")
+
+
+async def test_zoomed_the_log_title_does_not_offer_the_hidden_table(srv, http, tmp_path):  # noqa: F811
+    run = await create_run(http, [("SM7_QV100", 1)])
+    await play_to_success(http, run["sims"][0]["id"], ["a line"])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        await pilot.press("tab")
+        await wait_for_text(pilot, "Tab: sims")
+        await pilot.press("z")
+        text = await wait_for_text(pilot, "z: sims")
+        assert "Tab: sims" not in text
