@@ -179,3 +179,19 @@ async def test_zoomed_the_log_title_does_not_offer_the_hidden_table(srv, http, t
         await pilot.press("z")
         text = await wait_for_text(pilot, "z: sims")
         assert "Tab: sims" not in text
+
+
+def test_the_kernels_view_shows_no_spread_between_configs_of_stand_in_numbers():
+    from cascade_server.models import ComparisonRow
+    from cascade_tui import chart, compare
+
+    rows = [ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0})]
+    totals = [compare.ConfigTotal("A", 10.0, 10.0, 10.0, 1, 1),
+              compare.ConfigTotal("B", 30.0, 30.0, 30.0, 1, 1)]
+    text = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
+                                         False, 100, stand_in="a replayed log", order="spread"))
+    assert "configs cannot be compared" in text
+    assert "Δ +" not in text and "Δ between configs not shown: stand-in numbers" in text
+    real = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
+                                         False, 100, order="spread"))
+    assert "Δ +200.0%" in real
