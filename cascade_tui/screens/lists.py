@@ -354,9 +354,10 @@ class TracesScreen(PolledTable):
         if t.state == "failed":
             note: Cell = (t.error or "failed", "red")
         elif t.sample:
-            note = ("sample trace: no instruction traces, cannot start a run", "dim")
+            # Short, so a narrow note column keeps it whole (the line under the table says more).
+            note = ("sample: no instruction traces to run", "dim")
         elif t.state == "ready":
-            note = (f"n: new run (suggested {t.suggested_sim_config})" if t.suggested_sim_config
+            note = (f"n: run on {t.suggested_sim_config}" if t.suggested_sim_config
                     else "n: new run", "dim")
         else:
             note = ("upload in progress" if t.state == "uploading" else "post-processing", "cyan")

@@ -195,3 +195,25 @@ def test_the_kernels_view_shows_no_spread_between_configs_of_stand_in_numbers():
     real = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
                                          False, 100, order="spread"))
     assert "Δ +200.0%" in real
+
+
+async def test_the_step_timeline_pane_uses_the_whole_width(srv, http, tmp_path):  # noqa: F811
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        await pilot.press("T")
+        await wait_for_text(pilot, "This trace has no step timeline")
+        chart = app.screen.steps_pane.chart
+        widest = max(sum(len(text) for text, _ in line) for line in chart.lines)
+        assert widest > 120, chart.lines  # wrapped to the pane, not to 60 columns
+
+
+async def test_at_80_columns_a_ready_trace_keeps_its_note_whole(srv, http, tmp_path):  # noqa: F811
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await pilot.press("t")
+        text = await wait_for_text(pilot, "tinyformer-step-sm70")
+        row = next(line for line in text.splitlines() if line.startswith(" tinyformer-step-sm70"))
+        assert row.rstrip().endswith("n: run on SM7_QV100"), row
