@@ -217,3 +217,39 @@ async def test_at_80_columns_a_ready_trace_keeps_its_note_whole(srv, http, tmp_p
         text = await wait_for_text(pilot, "tinyformer-step-sm70")
         row = next(line for line in text.splitlines() if line.startswith(" tinyformer-step-sm70"))
         assert row.rstrip().endswith("n: run on SM7_QV100"), row
+
+
+def test_text_tables_shorten_the_name_column_first_and_never_a_value():
+    from cascade_tui.texttable import table
+
+    rows = [["layernorm_kernel<128> #2", "6.26 µs", "7.19 µs", "1.148x"]]
+    heads = ["kernel", "tinyformer-step-sm70", "tinyformer-step-sm75", "ratio"]
+    fitted = table(heads, rows, 70)
+    assert max(map(len, fitted)) <= 70
+    assert fitted[0].split() == heads  # every column headed, ids whole
+    assert fitted[1].startswith("layernorm_k") and "…" in fitted[1]
+    assert fitted[1].split()[-4:] == ["µs", "7.19", "µs", "1.148x"]
+    # Too narrow even with the name at its least: nothing is cut, the screen scrolls sideways.
+    wide = table(heads, rows, 40)
+    assert max(map(len, wide)) > 40 and wide[0].split() == heads and "1.148x" in wide[1]
+
+
+async def test_a_comparison_wider_than_the_terminal_scrolls_sideways(srv, http, tmp_path):  # noqa: F811
+    from cascade_tui.screens.compare_runs import CompareRunsScreen
+
+    ids = []
+    for _ in range(2):
+        created = await create_run(http, [("SM7_QV100", 1)])
+        await play_to_success(http, created["sims"][0]["id"], recorded_log("SM7_QV100"))
+        ids.append(created["id"])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(50, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await wait_for_text(pilot, ids[0][-6:])
+        app.push_screen(CompareRunsScreen(ids, app.screen.services))
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareRunsScreen)
+                         and "ratio" in app.screen.text, "the comparison")
+        scroll = app.screen.query_one("#compare-scroll")
+        assert max(map(len, app.screen.text.splitlines())) > 47  # ids whole: wider than 50
+        await pilot.press(*["right"] * 20)
+        await wait_until(pilot, lambda: scroll.scroll_x > 0, "the table scrolled sideways")
