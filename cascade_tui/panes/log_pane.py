@@ -75,6 +75,7 @@ class LogPane(ReportsWorkerErrors, Vertical):
     def load(self, sim_id: str) -> None:
         """Show `sim_id`'s log: the lines the snapshot has at once, then its full tail."""
         self.sim_id = sim_id
+        self._empty_title = "select a sim"
         self.model.watch(sim_id)
         self.loading = True
         self._stash = []

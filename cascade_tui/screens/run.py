@@ -24,7 +24,6 @@ from cascade_server.models import TERMINAL_SIM_STATES
 from .. import compare
 from ..formatting import STATE_DISPLAY_ORDER, state_label
 from ..messages import ConfirmCancel, ManageRun, ReportsWorkerErrors
-from .modals import MessageScreen
 from ..panes.files_pane import FilesPane
 from ..panes.kernels_pane import KernelsPane
 from ..panes.log_pane import LogPane, LogSearch
@@ -33,6 +32,7 @@ from ..reducer import RunModel
 from ..services import Services
 from ..simrows import next_sort_key, next_state_filter, run_duration, sim_details
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
+from .modals import MessageScreen
 
 CONNECTION_BADGES = {
     "live": "[b green]● LIVE[/]",
