@@ -192,6 +192,11 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         entries = ", ".join(f"{e.gpu_config} × {e.count}" for e in run.entries)
         sims = sum(run.sim_counts.values())
         failed = run.sim_counts.get("failed", 0)
+        if action in ("rerun", "retry") and run.sample:
+            # The server refuses (409): say so at once rather than after a question.
+            self.notify(f"{run.id} is a sample run: its results are recorded, it cannot be re-run.",
+                        severity="warning")
+            return
         if action == "retry" and not failed:
             self.notify(f"{run.id} has no failed sims to retry.", severity="warning")
             return

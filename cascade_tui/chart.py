@@ -118,14 +118,19 @@ def chart_lines(
     if not rows:
         lines.append([("No kernel has finished yet.", "dim")])
         return lines
+    # A spread between configs of stand-in numbers compares placeholders, as the banner says:
+    # no Δ then (the order by spread still works, and says what it sorts on).
     lines.append([("Simulated time per kernel", "title"),
                   (f"  (median over replicas; by {order}, o: order)", "dim")])
+    if stand_in:
+        for text in textwrap.wrap("No Δ between configs: stand-in numbers.", max(20, width - 1)):
+            lines.append([(text, "dim")])
     config_ns = {t.config: t.median_ns for t in totals if t.median_ns}
     for row in order_kernel_rows(rows, order):
         name = short_kernel_name(row.kernel_name) or "?"
         share, spread = kernel_share(row, config_ns), kernel_spread(row)
         facts = ((f"  share {share:.1f}%" if share is not None else "")
-                 + (f"  Δ {spread:+.1f}%" if spread is not None else ""))
+                 + (f"  Δ {spread:+.1f}%" if spread is not None and not stand_in else ""))
         lines.append([(f"#{row.kernel_index} ", "dim"),
                       (ellipsize(name, max(10, width - 8 - len(facts))), "name"), (facts, "dim")])
         values = [v for v in row.sim_ns.values() if v is not None]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from cascade_server.models import KernelStat, RunDetail
 
 from . import compare
-from .formatting import ellipsize, short_kernel_name, time_ns
+from .formatting import short_kernel_name, time_ns
+from .texttable import prose, table
 
 
 @dataclass(frozen=True)
@@ -84,27 +85,25 @@ def kernel_differences(runs: Sequence[RunData], limit: int = 20) -> list[KernelD
     return out[:limit]
 
 
-def lines(runs: Sequence[RunData], limit: int = 20) -> list[str]:
-    """The comparison as text lines (the screen shows them as they are)."""
+def lines(runs: Sequence[RunData], limit: int = 20, width: int = 100) -> list[str]:
+    """The comparison as text lines fitted to `width` cells (the screen shows them as they are)."""
     ids = [data.run.id for data in runs]
-    col = 12
-    label = max([len("config")] + [len(cfg) for cfg, _ in config_totals(runs)])
-    head = "config".ljust(label) + "".join(i[-col + 1:].rjust(col) for i in ids) + "ratio".rjust(9)
-    out = [f"Comparing {len(runs)} runs: " + ", ".join(
-        f"{data.run.id} ({data.run.trace_id})" for data in runs), "",
-        "Total simulated time per config (median over succeeded replicas); ratio: last run / first",
-        head]
+    out = prose(f"Comparing {len(runs)} runs: " + ", ".join(
+        f"{data.run.id} ({data.run.trace_id})" for data in runs), width)
+    out += [""] + prose("Total simulated time per config (median over succeeded replicas); "
+                        "ratio: last run / first", width)
+    rows = []
     for cfg, values in config_totals(runs):
         r = ratio(values)
-        out.append(cfg.ljust(label) + "".join(time_ns(v).rjust(col) for v in values)
-                   + (f"{r:.3f}x" if r is not None else "-").rjust(9))
-    out += ["", f"Kernels that differ most between the runs (largest spread first, top {limit})"]
+        rows.append([cfg, *(time_ns(v) for v in values), f"{r:.3f}x" if r is not None else "-"])
+    out += table(["config", *ids, "ratio"], rows, width)
+    out += [""] + prose(f"Kernels that differ most between the runs (largest spread first, top "
+                        f"{limit})", width)
     diffs = kernel_differences(runs, limit)
     if not diffs:
         out.append("No kernel finished in two of these runs on the same config.")
-    for d in diffs:
-        name = ellipsize(short_kernel_name(d.kernel_name) or "?", 40)
-        cells = "".join(time_ns(v).rjust(col) for v in d.values)
-        out.append(f"#{d.kernel_index:<3} {name:<40} {d.config:<{label}}{cells}  "
-                   f"{d.spread_pct:+.1f}%")
+        return out
+    rows = [[f"#{d.kernel_index:<3} {short_kernel_name(d.kernel_name) or '?'}", d.config,
+             *(time_ns(v) for v in d.values), f"{d.spread_pct:+.1f}%"] for d in diffs]
+    out += table(["kernel", "config", *ids, "spread"], rows, width, left=2)
     return out

@@ -258,3 +258,23 @@ def next_state_filter(current: str) -> str:
 
 def next_sort_key(current: str, keys: Sequence[str] = SORT_KEYS) -> str:
     return keys[(keys.index(current) + 1) % len(keys)] if current in keys else keys[0]
+
+
+DETAILS_TAIL_LINES = 12  # of the log, in the sim details dialog (the log pane has the rest)
+
+
+def sim_details(sim: SimSummary, log_tail: Sequence[str], now: datetime) -> str:
+    """Everything about one sim that a table row cuts at 80 columns, shown whole by Enter on it:
+    its state, exit code, error and the end of its log."""
+    out = [f"{sim.gpu_config} #{sim.replica}  {state_label(sim.state)}  ({sim.id})",
+           f"exit code: {'-' if sim.exit_code is None else sim.exit_code}"
+           f"   ran: {human_duration(elapsed_seconds(sim, now))}"
+           f"   kernels: {sim.kernels_done}/{sim.kernels_total}"]
+    if sim.launcher_ref or sim.launcher_state:
+        out.append(f"launcher: {queued_text(sim)}")
+    out.append(f"error: {sim.error}" if sim.error else "error: none")
+    tail = list(log_tail)[-DETAILS_TAIL_LINES:]
+    out += ["", f"Last {len(tail)} log lines (l: the whole log, L saves it):" if tail
+            else "No log lines yet."]
+    out += tail
+    return "\n".join(out)

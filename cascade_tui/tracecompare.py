@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from cascade_server.models import RunSummary, TraceSummary
 
 from . import compare
-from .formatting import demangle, ellipsize, short_kernel_name, time_ns
+from .formatting import demangle, short_kernel_name, time_ns
 from .runcompare import RunData
+from .texttable import prose, table
 
 
 @dataclass(frozen=True)
@@ -136,43 +137,44 @@ def kernel_differences(members: Sequence[TraceRun], limit: int = 20) -> list[Ker
     return out[:limit]
 
 
-def lines(sample_set: str, members: Sequence[TraceRun], limit: int = 20) -> list[str]:
-    """The comparison as text lines (the screen shows them as they are)."""
-    out = [f"Comparing the traces of sample set {sample_set!r}: the newest run with succeeded "
-           "sims of each", ""]
+def lines(sample_set: str, members: Sequence[TraceRun], limit: int = 20, width: int = 100) -> list[str]:
+    """The comparison as text lines fitted to `width` cells (the screen shows them as they are)."""
+    out = prose(f"Comparing the traces of sample set {sample_set!r}: the newest run with succeeded "
+                "sims of each", width) + [""]
     for m in members:
         if m.data is None:
-            out.append(f"  {m.trace.id}  {m.trace.trace_gpu_arch}  no run with succeeded sims yet "
-                       "(n on the trace starts one)")
+            out += prose(f"{m.trace.id}  {m.trace.trace_gpu_arch}  no run with succeeded sims yet "
+                         "(n on the trace starts one)", width, "  ")
         else:
-            out.append(f"  {m.trace.id}  {m.trace.trace_gpu_arch}  {m.data.run.id}  compared on "
-                       f"{reference_config(m) or '-'}")
+            out += prose(f"{m.trace.id}  {m.trace.trace_gpu_arch}  {m.data.run.id}  compared on "
+                         f"{reference_config(m) or '-'}", width, "  ")
             if reason := compare.stand_in_reason(m.data.run, m.data.run.sims):
-                out.append(f"    stand-in numbers ({reason}): a recording, not this trace")
+                out += prose(f"stand-in numbers ({reason}): a recording, not this trace", width,
+                             "    ")
     compared = [m for m in members if m.data is not None]
     if len(compared) < 2:
         out += ["", "Two traces of the set need a run with succeeded sims to be compared."]
         return out
-    col = max(12, *(len(m.trace.id) + 2 for m in compared))
-    rows = config_rows(compared)
-    label = max([len("config")] + [len(cfg) for cfg, _, _ in rows])
+    ids = [m.trace.id for m in compared]
     base = baseline(compared)
-    out += ["", "Total simulated time per config (median over succeeded replicas)",
-            "ratio: over " + (base[0] if base else "-")
-            + "; on a config two traces share, the last over the first",
-            "config".ljust(label) + "".join(m.trace.id.rjust(col) for m in compared) + "ratio".rjust(9)]
-    for cfg, values, ratio in rows:
-        out.append(cfg.ljust(label) + "".join(time_ns(v).rjust(col) for v in values)
-                   + (f"{ratio:.3f}x" if ratio is not None else "-").rjust(9))
-    out += ["", "Kernels that differ most between the traces, each on its compared config",
-            f"(matched by name and order; largest spread first, top {limit}; ratio: last over first)"]
+    out += [""] + prose("Total simulated time per config (median over succeeded replicas)", width)
+    out += prose("ratio: over " + (base[0] if base else "-")
+                 + "; on a config two traces share, the last over the first", width)
+    rows = [[cfg, *(time_ns(v) for v in values), f"{ratio:.3f}x" if ratio is not None else "-"]
+            for cfg, values, ratio in config_rows(compared)]
+    out += table(["config", *ids, "ratio"], rows, width)
+    out += [""] + prose("Kernels that differ most between the traces, each on its compared config "
+                        f"(matched by name and order; largest spread first, top {limit}; ratio: "
+                        "last over first)", width)
     diffs = kernel_differences(compared, limit)
     if not diffs:
         out.append("No kernel of one trace matches a kernel of another by name.")
+        return out
+    rows = []
     for d in diffs:
         nth = f" #{d.occurrence + 1}" if d.occurrence else ""
-        name = ellipsize((short_kernel_name(d.name) or "?") + nth, 40)
-        cells = "".join(time_ns(v).rjust(col) for v in d.values)
         have = [v for v in d.values if v is not None]
-        out.append(f"{name:<40}{cells}{have[-1] / have[0]:8.3f}x  {d.spread_pct:+.1f}%")
+        rows.append([(short_kernel_name(d.name) or "?") + nth, *(time_ns(v) for v in d.values),
+                     f"{have[-1] / have[0]:.3f}x", f"{d.spread_pct:+.1f}%"])
+    out += table(["kernel", *ids, "ratio", "spread"], rows, width)
     return out

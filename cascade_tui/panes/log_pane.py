@@ -56,6 +56,7 @@ class LogPane(ReportsWorkerErrors, Vertical):
         self.loading = False
         self._stash: list[list[str]] = []  # live chunks that came while the tail loads
         self._title = ""
+        self._empty_title = "select a sim"  # what the title says while no sim's log is shown
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-title")
@@ -74,6 +75,7 @@ class LogPane(ReportsWorkerErrors, Vertical):
     def load(self, sim_id: str) -> None:
         """Show `sim_id`'s log: the lines the snapshot has at once, then its full tail."""
         self.sim_id = sim_id
+        self._empty_title = "select a sim"
         self.model.watch(sim_id)
         self.loading = True
         self._stash = []
@@ -104,6 +106,16 @@ class LogPane(ReportsWorkerErrors, Vertical):
         self._stash = []
         self.refresh_title()
 
+    def unload(self, why: str) -> None:
+        """Show no sim's log (the table shows no sim), saying `why` in the title."""
+        self.sim_id = None
+        self.model.watch(None)
+        self.loading = False
+        self._stash = []
+        self.view.clear()
+        self._empty_title = why
+        self.refresh_title()
+
     def add(self, changes: Changes) -> None:
         """The watched sim's new lines from a render tick (stashed while the tail loads)."""
         if not changes.log_chunks:
@@ -118,9 +130,11 @@ class LogPane(ReportsWorkerErrors, Vertical):
     def refresh_title(self) -> None:
         view = self.view
         sim = self.model.sims.get(self.sim_id or "")
-        focus = " · Tab: sims" if view.has_focus else ""  # the keys scroll the log, not the table
+        # The keys scroll the log, not the table; zoomed (`z`) the table is hidden.
+        zoomed = self.screen.has_class("-zoomed")
+        focus = (" · z: sims" if zoomed else " · Tab: sims") if view.has_focus else ""
         if sim is None:
-            title = f"log: select a sim{focus}"
+            title = f"log: {self._empty_title}{focus}"
         else:
             # Most useful first, so 80 columns cut only the sim id: following or paused (with
             # the key that resumes), the line count, whose log it is.

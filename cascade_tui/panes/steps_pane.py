@@ -44,15 +44,20 @@ class StepsPane(ReportsWorkerErrors, Vertical):
     def chart(self) -> KernelChart:
         return self.query_one(KernelChart)
 
+    def on_resize(self) -> None:
+        self.dirty = True  # the lines are built to the width
+        self.call_after_refresh(self.draw)
+
     def draw(self) -> None:
         model = self.model
+        width = self.chart.scrollable_content_region.width
+        if model.run is None or width <= 0:
+            return  # not laid out yet (hidden): drawn when shown, at its real width
         self.dirty = False
-        if model.run is None:
-            return
         configs = compare.config_order((e.gpu_config for e in model.run.entries), model.sims.values())
         has_timeline = model.run.trace.has_step_timeline
         self.chart.set_lines(step_chart.step_lines(
-            self.timelines, configs, max(60, self.chart.size.width), has_step_timeline=has_timeline,
+            self.timelines, configs, max(40, width), has_step_timeline=has_timeline,
             stand_in=compare.stand_in_reason(model.summary(), model.sims.values()),
         ))
         succeeded = sum(sim.state == "succeeded" for sim in model.sims.values())

@@ -1,15 +1,18 @@
 """Runs compared side by side (marked with `space` on the Runs list, opened with `c`), and the
 traces of one sample set (`c` on the Traces list): one scrollable text of `runcompare` /
-`tracecompare` lines."""
+`tracecompare` lines, fitted to the width (again on resize) and scrolling sideways when a table
+still does not fit."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual import events
+from textual.containers import ScrollableContainer
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
@@ -22,7 +25,7 @@ from ..services import Services
 class CompareRunsScreen(ReportsWorkerErrors, Screen):
     BINDINGS = [Binding("escape", "back", "Back", id="compare.back")]
     DEFAULT_CSS = """
-    CompareRunsScreen VerticalScroll { height: 1fr; padding: 0 1; }
+    CompareRunsScreen #compare-scroll { height: 1fr; padding: 0 1; }
     CompareRunsScreen #compare-body { width: auto; }
     """
     ERROR_TITLES = {"compare": "Compare failed"}
@@ -32,10 +35,11 @@ class CompareRunsScreen(ReportsWorkerErrors, Screen):
         self.run_ids = run_ids
         self.services = services
         self.text = ""
+        self._lines_for: Callable[[int], list[str]] | None = None  # width -> lines, once loaded
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with VerticalScroll():
+        with ScrollableContainer(id="compare-scroll"):  # the Footer is one too: by id
             yield Static(self.loading_text(), id="compare-body", markup=False)
         yield Footer(compact=True)
 
@@ -47,7 +51,7 @@ class CompareRunsScreen(ReportsWorkerErrors, Screen):
 
     def on_mount(self) -> None:
         self.title = self.heading()
-        self.query_one(VerticalScroll).focus()
+        self.query_one("#compare-scroll", ScrollableContainer).focus()
         self._load()
 
     async def run_data(self, run_id: str) -> RunData:
@@ -55,13 +59,26 @@ class CompareRunsScreen(ReportsWorkerErrors, Screen):
         run, kernels = await asyncio.gather(client.run(run_id), client.kernels(run_id))
         return RunData(run, kernels)
 
-    async def build(self) -> list[str]:
-        return lines(await asyncio.gather(*(self.run_data(run_id) for run_id in self.run_ids)))
+    async def build(self) -> Callable[[int], list[str]]:
+        """Fetch what is compared; the lines for a width."""
+        datas = await asyncio.gather(*(self.run_data(run_id) for run_id in self.run_ids))
+        return lambda width: lines(datas, width=width)
 
     @work(exclusive=True, group="compare", exit_on_error=False)
     async def _load(self) -> None:
-        self.text = "\n".join(await self.build())
+        self._lines_for = await self.build()
+        self._draw()
+
+    def _draw(self) -> None:
+        if self._lines_for is None:
+            return
+        # The padding and a vertical scrollbar's cells are not the text's.
+        width = max(40, self.query_one("#compare-scroll", ScrollableContainer).size.width - 3)
+        self.text = "\n".join(self._lines_for(width))
         self.query_one("#compare-body", Static).update(self.text)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._draw()
 
     def action_back(self) -> None:
         self.app.pop_screen()
@@ -81,12 +98,12 @@ class CompareTracesScreen(CompareRunsScreen):
     def heading(self) -> str:
         return f"Cascade · Compare sample set {self.sample_set}"
 
-    async def build(self) -> list[str]:
+    async def build(self) -> Callable[[int], list[str]]:
         client = self.services.client
         traces, runs = await asyncio.gather(client.traces(), client.runs())
         members = tracecompare.set_members(traces, self.sample_set)
         chosen = tracecompare.newest_runs_with_successes([t.id for t in members], runs)
         datas = await asyncio.gather(*(self.run_data(chosen[t.id]) for t in members if t.id in chosen))
         by_trace = {data.run.trace_id: data for data in datas}
-        return tracecompare.lines(self.sample_set, [tracecompare.TraceRun(t, by_trace.get(t.id))
-                                                    for t in members])
+        pairs = [tracecompare.TraceRun(t, by_trace.get(t.id)) for t in members]
+        return lambda width: tracecompare.lines(self.sample_set, pairs, width=width)

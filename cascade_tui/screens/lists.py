@@ -91,6 +91,8 @@ class PolledTable(ReportsWorkerErrors, Screen):
 
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="list.filter"),
+        # A filter kept with Enter is cleared by Esc on the list too (not only in its box).
+        Binding("escape", "clear_filter", "Clear the filter", id="list.clear_kept_filter"),
         Binding("s", "sort", "Sort", show=False, id="list.sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="list.reverse_sort"),
     ]
@@ -197,10 +199,19 @@ class PolledTable(ReportsWorkerErrors, Screen):
         box.display = True
         box.focus()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":
+            return bool(self.query_text)  # no filter: no such key in the footer or `?`
+        return True
+
+    def action_clear_filter(self) -> None:
+        self.query_one(FilterInput).action_clear()
+
     @on(Input.Changed, "#list-filter")
     def _filter_changed(self, message: Input.Changed) -> None:
         self.query_text = message.value.strip()
         self.show_items()
+        self.refresh_bindings()
 
     @on(Input.Submitted, "#list-filter")
     def _filter_kept(self) -> None:
@@ -211,6 +222,7 @@ class PolledTable(ReportsWorkerErrors, Screen):
     def _filter_cleared(self) -> None:
         self.query_text = ""
         self.show_items()
+        self.refresh_bindings()
         self.query_one(DataTable).focus()
 
     def action_sort(self) -> None:
@@ -342,9 +354,10 @@ class TracesScreen(PolledTable):
         if t.state == "failed":
             note: Cell = (t.error or "failed", "red")
         elif t.sample:
-            note = ("sample trace: no instruction traces, cannot start a run", "dim")
+            # Short, so a narrow note column keeps it whole (the line under the table says more).
+            note = ("sample: no instruction traces to run", "dim")
         elif t.state == "ready":
-            note = (f"n: new run (suggested {t.suggested_sim_config})" if t.suggested_sim_config
+            note = (f"n: run on {t.suggested_sim_config}" if t.suggested_sim_config
                     else "n: new run", "dim")
         else:
             note = ("upload in progress" if t.state == "uploading" else "post-processing", "cyan")

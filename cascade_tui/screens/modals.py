@@ -3,6 +3,7 @@ help listing every key binding."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -35,6 +36,7 @@ class Dialog(ModalScreen[DialogResult]):
         border: thick $warning; background: $panel; padding: 1 2;
     }
     Dialog .dialog-keys { margin-top: 1; color: $text-muted; }
+    Dialog .dialog-scroll { height: auto; max-height: 1fr; }
     """
     KEYS = ""  # markup
 
@@ -46,7 +48,9 @@ class Dialog(ModalScreen[DialogResult]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
-            yield Static(self.body, classes="dialog-body", markup=False)
+            # A long body (a sim's log tail at 24 rows) scrolls; the title and keys stay.
+            with VerticalScroll(classes="dialog-scroll"):
+                yield Static(self.body, classes="dialog-body", markup=False)
             yield Static(self.KEYS, classes="dialog-keys")
 
     def action_answer(self, answer: DialogResult) -> None:
@@ -110,7 +114,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Help: {self.below.__class__.__name__.removesuffix('Screen')} "
+            yield Static(f"Help: {screen_title(self.below)} "
                          "(Esc to close; Ctrl+P searches every command)", id="help-title")
             with VerticalScroll():
                 yield Static(help_text(self.below), id="help-body")
@@ -122,6 +126,13 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+def screen_title(screen: Screen) -> str:
+    """A screen's name for people: NewRunScreen -> `New run`, CompareTracesScreen -> `Compare
+    traces`."""
+    words = re.findall(r"[A-Z][a-z]*", type(screen).__name__.removesuffix("Screen"))
+    return " ".join([words[0], *(w.lower() for w in words[1:])]) if words else "Cascade"
+
+
 def help_text(screen: Screen) -> Text:
     text = Text()
     text.append("Keys\n", style="bold underline")
@@ -129,7 +140,7 @@ def help_text(screen: Screen) -> Text:
         if not binding_id:
             continue
         text.append(f"  {key:<12}", style="bold")
-        text.append(f"{description:<28}")
+        text.append(f"{description:<27} ")  # a space even after a long description
         text.append(f"{binding_id}\n", style="dim")
     for heading, rows in screen.help_sections() if isinstance(screen, HasHelpSections) else ():
         text.append(f"\n{heading}\n", style="bold underline")

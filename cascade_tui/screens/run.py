@@ -30,8 +30,9 @@ from ..panes.log_pane import LogPane, LogSearch
 from ..panes.steps_pane import StepsPane
 from ..reducer import RunModel
 from ..services import Services
-from ..simrows import next_sort_key, next_state_filter, run_duration
+from ..simrows import next_sort_key, next_state_filter, run_duration, sim_details
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
+from .modals import MessageScreen
 
 CONNECTION_BADGES = {
     "live": "[b green]● LIVE[/]",
@@ -62,6 +63,8 @@ class RunScreen(ReportsWorkerErrors, Screen):
         Binding("L", "download('log')", "Save sim log", show=False, id="run.save_log"),
         Binding("F", "download('files')", "Save sim files", show=False, id="run.save_files"),
         Binding("x", "cancel_run", "Cancel", id="run.cancel"),
+        # The selected sim's error, exit code and log tail whole (a row cuts them at 80 columns).
+        Binding("enter,i", "sim_details", "Sim details", show=False, id="run.sim_details"),
         Binding("z", "zoom", "Zoom pane", show=False, id="run.zoom"),
         Binding("o", "kernel_order", "Kernels by trace/time/spread", show=False,
                 id="run.kernel_order"),
@@ -198,6 +201,10 @@ class RunScreen(ReportsWorkerErrors, Screen):
         if self.view == "steps" and steps.dirty:
             steps.draw()
         self._announce(changes.sims, changes.reset)
+        if self.view == "files" and self.selected_sim and (
+                changes.reset or self.selected_sim in changes.sims):
+            # Its state or progress changed: it may have uploaded files since the list was fetched.
+            self.files_pane.show(self.model.sims.get(self.selected_sim))
         if self.view == "kernels" and kernels.dirty:
             kernels.draw()
         self._update_header()
@@ -230,12 +237,15 @@ class RunScreen(ReportsWorkerErrors, Screen):
             counts = model.sim_counts()
             count_text = " · ".join(f"{counts[s]} {s}" for s in STATE_DISPLAY_ORDER if counts.get(s))
             # Most important first, so an 80-column terminal cuts the least useful part: the
-            # trace id before the counts, the run id (also in the title bar) last.
+            # count of every state before how long it took, the trace id after, the run id (also
+            # in the title bar) last.
             shown = self.query_one(SimTable).state_filter
             only = f"  [reverse]showing {shown}[/]" if shown != "all" else ""
-            took = run_duration(model.run.created_at, model.sims.values(), self.services.now())
-            text = (f"{badge}  {state_label(model.state())}{only}  {took}  trace "
-                    f"[b]{escape(model.run.trace_id)}[/]  {count_text}  [b]{model.run.id}[/]")
+            # A sample run's sims replay recorded results: their times here mean nothing.
+            took = ("recorded results" if model.run.sample else
+                    run_duration(model.run.created_at, model.sims.values(), self.services.now()))
+            text = (f"{badge}  {state_label(model.state())}  {count_text}{only}  {took}  trace "
+                    f"[b]{escape(model.run.trace_id)}[/]  [b]{model.run.id}[/]")
         if text != self._header_text:
             self._header_text = text
             self.query_one("#run-header", Static).update(text)
@@ -257,6 +267,10 @@ class RunScreen(ReportsWorkerErrors, Screen):
 
     @on(SimTable.Highlighted)
     def _sim_highlighted(self, message: SimTable.Highlighted) -> None:
+        if message.sim_id is None and self.selected_sim is not None:
+            # The state filter hides every sim: the log of one no longer listed would mislead.
+            self.selected_sim = None
+            self.log_pane.unload(f"no sim is {self.query_one(SimTable).state_filter}")
         if message.sim_id and message.sim_id != self.selected_sim:
             self.selected_sim = message.sim_id
             self.log_pane.load(message.sim_id)
@@ -318,6 +332,17 @@ class RunScreen(ReportsWorkerErrors, Screen):
         if summary is not None:
             self.post_message(ManageRun(action, summary))
 
+    def action_sim_details(self) -> None:
+        """The selected sim's state, exit code, error and log tail, whole (a row cuts them)."""
+        sim = self.model.sims.get(self.selected_sim or "")
+        if sim is None:
+            self.notify("Select a sim first.", severity="warning")
+            return
+        log = self.log_pane
+        tail = log.view.store.lines[-20:] if log.sim_id == sim.id and not log.loading else sim.log_tail
+        self.app.push_screen(MessageScreen(f"Sim {sim.gpu_config} #{sim.replica}",
+                                           sim_details(sim, tail, self.services.now())))
+
     def action_kernel_order(self) -> None:
         if self.view != "kernels":
             self.action_show("kernels")
@@ -343,7 +368,11 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table = self.query_one(SimTable)
         table.set_state_filter(next_state_filter(table.state_filter))
         self._update_header()
-        self.notify(f"Sims shown: {table.state_filter}", timeout=2)
+        if table.sims and not table.order:
+            self.notify(f"Sims shown: {table.state_filter}: no sim is {table.state_filter}",
+                        timeout=3)
+        else:
+            self.notify(f"Sims shown: {table.state_filter}", timeout=2)
 
     def action_reverse_sort(self) -> None:
         table = self.query_one(SimTable)

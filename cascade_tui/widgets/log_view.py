@@ -41,6 +41,9 @@ class LogView(ScrollView, can_focus=True):
         background: $surface;
         overflow-x: auto;
         overflow-y: scroll;
+        /* Left/Right scroll long lines sideways (`w` wraps them); a scrollbar row for that
+           showed as a stray thumb on an otherwise empty line above the footer. */
+        scrollbar-size-horizontal: 0;
     }
     """
 

@@ -53,6 +53,11 @@ async def test_mark_two_runs_and_compare_them(srv, http, tmp_path):  # noqa: F81
         text = app.screen.text
         assert f"Comparing 2 runs: {runs[0]['id']}" in text  # oldest first
         assert "SM7_QV100" in text and "+0.0%" in text
+        ids = [r["id"] for r in runs]
+        headings = [line.split() for line in text.splitlines()]
+        assert ["config", *ids, "ratio"] in headings  # run ids whole, every column headed
+        assert ["kernel", "config", *ids, "spread"] in headings
+        assert max(map(len, text.splitlines())) <= 117  # fitted to the width
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is screen, "back on Runs")
 

@@ -17,7 +17,7 @@ from cascade_tui.screens.lists import RunsScreen, TracesScreen
 from tests.conftest import ready_trace
 
 from .factories import T0, kstat, run, sim, trace
-from .helpers import recorded_log, wait_until
+from .helpers import recorded_log, wait_for_text, wait_until
 from .test_seen_wrong import http, make_app, on_list, play  # noqa: F401
 
 DEMO = Path(__file__).resolve().parents[2] / "samples" / "accelsim-traces"
@@ -80,6 +80,14 @@ def test_the_newest_run_with_succeeded_sims_of_each_trace_and_the_set_members():
     assert lonely[-1] == "Two traces of the set need a run with succeeded sims to be compared."
 
 
+def after_heading(text: str, headings: list[str]) -> list[str]:
+    """The lines of the table under the heading line made of `headings` (up to a blank line)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split() == headings) + 1
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
 @pytest.fixture
 async def demo(make_server):
     """The two demo traces as their own metadata.json describes them (sample_set, arch, configs)."""
@@ -128,8 +136,29 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path
         assert f"{SM75}  sm_75  {runs[SM75]['id']}  compared on SM75_RTX2060" in text
         rtx = next(line for line in text.splitlines() if line.startswith("SM75_RTX2060 "))
         assert rtx.split()[-1] == f"{totals['SM75_RTX2060'] / totals['SM7_QV100']:.3f}x"
-        kernel_lines = text.split("ratio: last over first)\n", 1)[1].splitlines()
+        kernel_lines = after_heading(text, ["kernel", SM70, SM75, "ratio", "spread"])
         spreads = [float(line.rsplit(" ", 1)[1].rstrip("%")) for line in kernel_lines]
         assert len(spreads) == 15 and spreads == sorted(spreads, reverse=True)  # every kernel matched
+
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is screen, "back on Traces")
+
+    # At 80 columns every number and heading still shows: the kernel names give way.
+    narrow = make_app(demo, tmp_path)
+    async with narrow.run_test(size=(80, 24)) as pilot:
+        await on_list(pilot, RunsScreen, [r["id"] for r in runs.values()])
+        await pilot.press("t")
+        await on_list(pilot, TracesScreen, [SM70, SM75])
+        narrow.screen.select(SM75)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(narrow.screen, CompareTracesScreen)
+                         and "Total simulated time" in narrow.screen.text, "the comparison")
+        text = narrow.screen.text
+        assert max(map(len, text.splitlines())) <= 77, text
+        assert after_heading(text, ["config", SM70, SM75, "ratio"])
+        kernel_lines = after_heading(text, ["kernel", SM70, SM75, "ratio", "spread"])
+        assert [float(line.rsplit(" ", 1)[1].rstrip("%")) for line in kernel_lines] == spreads
+        assert all(line.count(" µs") + line.count(" ns") + line.count(" ms") == 2
+                   for line in kernel_lines), text
+        await pilot.press("end")
+        await wait_for_text(pilot, kernel_lines[-1].strip())  # on screen whole, not just in the text
