@@ -91,6 +91,10 @@ MIGRATIONS: list[str] = [
     UPDATE runs SET trace_deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
         WHERE trace_id NOT IN (SELECT id FROM traces);
     """,
+    # 4: the journal of trace deletes under way: a row is written in the transaction that reserves
+    # the trace, before any object or file goes, and removed once the bucket objects, the trace
+    # row and the mirror are all gone; a delete a crash interrupted is finished from it on startup.
+    "CREATE TABLE trace_deletes (trace_id TEXT PRIMARY KEY, started_at TEXT NOT NULL)",
 ]
 
 

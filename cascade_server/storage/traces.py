@@ -54,6 +54,8 @@ class TraceStore(StoreCore):
         # Traces whose delete has begun (their bucket objects may be going): create_run refuses
         # them, so the delete can no longer meet an active run once it has passed its checks.
         self._deleting_traces: set[str] = set()
+        # Journaled deletes a caller is carrying out now (a resumption leaves them to it).
+        self.deletes_under_way: set[str] = set()
 
     async def put_trace(self, detail: TraceDetail) -> None:
         """Insert or replace a trace (ingestion registers and updates traces through this)."""
@@ -76,22 +78,44 @@ class TraceStore(StoreCore):
 
     async def reserve_trace_delete(self, trace_id: str) -> None:
         """Begin deleting a trace: check, under the writer lock, that it exists and no active run
-        uses it, and mark it so no run starts on it until `delete_trace` or
+        uses it, and journal the delete (`trace_deletes`) in the same transaction, so a crash from
+        here on leaves a delete to finish (`trace_deletes_in_progress`), never a half-deleted
+        trace that looks whole. No run starts on it until `end_trace_delete` or
         `release_trace_delete`. Raises NotFound, or Conflict (an active run, or a delete already
         under way) having changed nothing."""
         async with self.write() as tx:
             async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace_id,)) as cur:
                 if await cur.fetchone() is None:
                     raise NotFound(f"trace {trace_id} not found")
-            if trace_id in self._deleting_traces:
+            async with tx.conn.execute("SELECT 1 FROM trace_deletes WHERE trace_id=?", (trace_id,)) as cur:
+                journaled = await cur.fetchone() is not None
+            if journaled or trace_id in self._deleting_traces:
                 raise Conflict(f"trace {trace_id} is being deleted")
             if active := await self.active_runs_of(trace_id, tx.conn):
                 raise Conflict(trace_in_use(trace_id, active))
+            await tx.conn.execute("INSERT INTO trace_deletes(trace_id, started_at) VALUES (?, ?)",
+                                  (trace_id, iso(utcnow())))
             self._deleting_traces.add(trace_id)
 
-    def release_trace_delete(self, trace_id: str) -> None:
+    async def release_trace_delete(self, trace_id: str) -> None:
         """A delete that could not finish (the bucket refused it): the trace is usable again."""
-        self._deleting_traces.discard(trace_id)
+        async with self.write() as tx:
+            await tx.conn.execute("DELETE FROM trace_deletes WHERE trace_id=?", (trace_id,))
+            self._deleting_traces.discard(trace_id)
+
+    async def end_trace_delete(self, trace_id: str) -> None:
+        """A delete is complete (objects, row and mirror gone): drop it from the journal."""
+        async with self.write() as tx:
+            await tx.conn.execute("DELETE FROM trace_deletes WHERE trace_id=?", (trace_id,))
+            self._deleting_traces.discard(trace_id)
+
+    async def trace_deletes_in_progress(self) -> list[str]:
+        """The journaled deletes not yet complete (interrupted by a crash, or under way); their
+        traces take no new run."""
+        async with self.r.execute("SELECT trace_id FROM trace_deletes ORDER BY started_at, trace_id") as cur:
+            trace_ids = [row[0] for row in await cur.fetchall()]
+        self._deleting_traces.update(trace_ids)
+        return trace_ids
 
     def trace_being_deleted(self, trace_id: str) -> bool:
         return trace_id in self._deleting_traces
@@ -102,7 +126,6 @@ class TraceStore(StoreCore):
         trace uploaded later under the same id is another trace, never joined to them.
         Raises NotFound, or Conflict when an active run uses it."""
         async with self.write() as tx:
-            self._deleting_traces.discard(trace_id)
             async with tx.conn.execute("SELECT doc FROM traces WHERE id=?", (trace_id,)) as cur:
                 row = await cur.fetchone()
             if row is None:
