@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -10,7 +11,8 @@ from typing import TypeVar
 import aiosqlite
 
 from ..events import Broker
-from ..models import TERMINAL_SIM_STATES, RunSummary, TraceDetail, TraceSummary, utcnow
+from ..gpu_configs import arch_from_name
+from ..models import TERMINAL_SIM_STATES, RunEntry, RunSummary, TraceDetail, TraceSummary, utcnow
 from .codecs import iso
 from .core import Conflict, NotFound, StoreCore
 
@@ -23,17 +25,29 @@ def trace_in_use(trace_id: str, run_ids: list[str]) -> str:
             f"cancel {'it' if one else 'them'} or wait until {'it finishes' if one else 'they finish'}")
 
 
-def deleted_trace_record(trace: TraceSummary | None, trace_id: str, deleted_at: datetime) -> TraceSummary:
+def deleted_trace_record(trace: TraceSummary, trace_id: str, deleted_at: datetime) -> TraceSummary:
     """What a run shows of its trace once that trace is deleted: the trace as it was (id, model,
     arch, kernels), failed with an error saying so, and without the real timing that went with
-    its files. `trace` None: a run whose trace was gone before deletes kept a record."""
+    its files."""
     error = (f"trace {trace_id} was deleted at {iso(deleted_at)}; "
              "a trace uploaded since under this id is another trace")
-    if trace is None:
-        return TraceSummary(id=trace_id, state="failed", error=error,
-                            created_at=deleted_at, updated_at=deleted_at)
     return trace.model_copy(update={"state": "failed", "error": error, "updated_at": deleted_at,
                                     "has_real_timing": False})
+
+
+def unrecorded_trace(trace_id: str, run_created_at: datetime, entries: list[RunEntry]) -> TraceSummary:
+    """What a run shows of a trace deleted before deletes kept a record: only what is known. When
+    it was deleted is not. Its arch is that of the run's configs (a run's configs match its
+    trace's arch), the model's default only when their names disagree; its times are the run's,
+    the one moment the trace is known to have existed (TraceSummary's times cannot be null)."""
+    arches = {arch_from_name(entry.gpu_config) for entry in entries}
+    error = (f"trace {trace_id} was deleted before this server kept records of deleted traces "
+             "(when is not known); a trace uploaded since under this id is another trace")
+    trace = TraceSummary(id=trace_id, state="failed", error=error, created_at=run_created_at,
+                         updated_at=run_created_at)
+    if len(arches) == 1 and (arch := arches.pop()) is not None:
+        trace.trace_gpu_arch = arch
+    return trace
 
 
 def pick(items: Iterable[_Listed], states: Iterable[str], limit: int | None) -> list[_Listed]:
@@ -154,8 +168,9 @@ class TraceStore(StoreCore):
         """The trace of a run (its `runs` row): the live trace, or the record of a deleted one."""
         if run["trace_record"] is not None:
             return TraceSummary.model_validate_json(run["trace_record"])
-        if run["trace_deleted_at"] is not None:  # gone before deletes kept a record
-            return deleted_trace_record(None, run["trace_id"], datetime.fromisoformat(run["trace_deleted_at"]))
+        if run["trace_deleted_at"] is not None:  # gone before deletes kept a record (migration 5)
+            entries = [RunEntry.model_validate(e) for e in json.loads(run["entries"])]
+            return unrecorded_trace(run["trace_id"], datetime.fromisoformat(run["created_at"]), entries)
         detail = await self.get_trace(run["trace_id"])
         if detail is None:  # a run's trace was removed by hand: keep the run readable
             now = utcnow()
