@@ -8,7 +8,7 @@ from aiohttp import web
 from .appkeys import RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .http import ApiError, ok
 from .storage import Conflict, NotFound
-from .traces.deletion import BucketDeleteError, carry_out
+from .traces.deletion import BucketDeleteError, finish_trace_delete
 from .traces.ingest import TRACE_SCANNER_KEY
 
 routes = web.RouteTableDef()
@@ -49,8 +49,10 @@ async def delete_trace(request: web.Request) -> web.Response:
     await store.reserve_trace_delete(trace_id)
     scanner = request.app.get(TRACE_SCANNER_KEY)
     try:
-        await carry_out(store, settings, scanner, trace_id, in_bucket=not trace.sample)
+        await finish_trace_delete(store, settings, scanner, trace_id, in_bucket=not trace.sample)
     except BucketDeleteError as exc:  # the endpoint is down or refused: the trace stays, usable again
         await store.release_trace_delete(trace_id)
         raise ApiError(502, f"could not delete trace {trace_id} from the S3 bucket: {exc}") from None
+    finally:  # whatever else stopped it (the disk, a cancelled request) is finished by the scan
+        store.deletes_under_way.discard(trace_id)
     return web.Response(status=204)

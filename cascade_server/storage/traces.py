@@ -68,7 +68,8 @@ class TraceStore(StoreCore):
         # Traces whose delete has begun (their bucket objects may be going): create_run refuses
         # them, so the delete can no longer meet an active run once it has passed its checks.
         self._deleting_traces: set[str] = set()
-        # Journaled deletes a caller is carrying out now (a resumption leaves them to it).
+        # Journaled deletes being carried out in this process (by a request from
+        # `reserve_trace_delete` on, or by a resumption): no second one starts on them.
         self.deletes_under_way: set[str] = set()
 
     async def put_trace(self, detail: TraceDetail) -> None:
@@ -110,18 +111,21 @@ class TraceStore(StoreCore):
             await tx.conn.execute("INSERT INTO trace_deletes(trace_id, started_at) VALUES (?, ?)",
                                   (trace_id, iso(utcnow())))
             self._deleting_traces.add(trace_id)
+            self.deletes_under_way.add(trace_id)  # the caller carries it out: no resumption does
 
     async def release_trace_delete(self, trace_id: str) -> None:
         """A delete that could not finish (the bucket refused it): the trace is usable again."""
         async with self.write() as tx:
             await tx.conn.execute("DELETE FROM trace_deletes WHERE trace_id=?", (trace_id,))
             self._deleting_traces.discard(trace_id)
+            self.deletes_under_way.discard(trace_id)
 
     async def end_trace_delete(self, trace_id: str) -> None:
         """A delete is complete (objects, row and mirror gone): drop it from the journal."""
         async with self.write() as tx:
             await tx.conn.execute("DELETE FROM trace_deletes WHERE trace_id=?", (trace_id,))
             self._deleting_traces.discard(trace_id)
+            self.deletes_under_way.discard(trace_id)
 
     async def trace_deletes_in_progress(self) -> list[str]:
         """The journaled deletes not yet complete (interrupted by a crash, or under way); their

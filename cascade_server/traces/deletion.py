@@ -1,8 +1,8 @@
 """Deleting a trace everywhere, resumably: its bucket objects (so no scan brings it back and its id
 can be uploaded again), its row (the runs keep its record), then its mirror and scan book (so a new
 upload under the id starts from no file of the old one). `reserve_trace_delete` journals the delete
-before any of it; `finish_trace_delete` does every step idempotently and then ends the journal
-entry, so a delete a crash interrupted is finished by `resume_trace_deletes` on startup and on
+before any of it (and marks it under way in this process); `finish_trace_delete` does every step
+idempotently and then ends the journal entry, so a delete a crash interrupted is finished by `resume_trace_deletes` on startup and on
 every scan."""
 
 from __future__ import annotations
@@ -51,23 +51,20 @@ async def resume_trace_deletes(store: Store, settings: Settings, scanner: TraceS
     for trace_id in await store.trace_deletes_in_progress():
         if trace_id in store.deletes_under_way:
             continue
-        trace = await store.get_trace(trace_id)
+        store.deletes_under_way.add(trace_id)
         try:
-            await carry_out(store, settings, scanner, trace_id, in_bucket=trace is None or not trace.sample)
+            trace = await store.get_trace(trace_id)
+            await finish_trace_delete(store, settings, scanner, trace_id, in_bucket=trace is None or not trace.sample)
         except Exception as exc:  # noqa: BLE001 - the bucket refused: the next scan tries again
-            log.warning("could not finish deleting trace %s yet: %s", trace_id, one_line(exc))
+            message = f"could not finish deleting trace {trace_id} yet: {one_line(exc)}"
+            if scanner is not None:
+                scanner.warn_once(f"{trace_id}\0{message}", "%s", message)
+            else:
+                log.warning("%s", message)
         else:
             log.info("finished deleting trace %s (a delete interrupted by a restart)", trace_id)
-
-
-async def carry_out(store: Store, settings: Settings, scanner: TraceScanner | None,
-                    trace_id: str, *, in_bucket: bool) -> None:
-    """`finish_trace_delete`, marked under way so a resumption leaves it to this caller."""
-    store.deletes_under_way.add(trace_id)
-    try:
-        await finish_trace_delete(store, settings, scanner, trace_id, in_bucket=in_bucket)
-    finally:
-        store.deletes_under_way.discard(trace_id)
+        finally:
+            store.deletes_under_way.discard(trace_id)
 
 
 def remove_trace_files(settings: Settings, trace_id: str) -> None:

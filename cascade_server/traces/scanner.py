@@ -195,12 +195,12 @@ class TraceScanner:
                         continue
                     rel = parts[1]
                     if not is_safe_relative_path(rel):
-                        self._warn_once(obj["Key"], "ignoring object %s: its path leaves the trace directory")
+                        self.warn_once(obj["Key"], "ignoring object %s: its path leaves the trace directory")
                         continue
                     traces.setdefault(trace_id, {})[rel] = (int(obj["Size"]), obj["LastModified"].isoformat())
         return traces
 
-    def _warn_once(self, key: str, message: str, *args: object) -> None:
+    def warn_once(self, key: str, message: str, *args: object) -> None:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(message, *(args or (key,)))
@@ -215,7 +215,7 @@ class TraceScanner:
         except Exception as exc:  # noqa: BLE001 - any failure reading one trace stays with it
             # A full data dir (the scan's own bookkeeping) is not the trace's fault either.
             if isinstance(exc, TraceRetryLater) or (isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS):
-                self._warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
+                self.warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
             elif isinstance(exc, TraceReadError):
                 await self._fail(trace_id, str(exc))
             else:
