@@ -34,7 +34,7 @@ from .completeness import (
 from .deletion import remove_trace_files, resume_trace_deletes
 from .kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
-from .postprocess import NO_SPACE_ERRNOS, NO_SPACE_REASON
+from .postprocess import LOCK_NAME, NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
 from .scan_errors import TraceReadError, TraceRetryLater, mirror_error, one_line
 from .s3 import S3Info, make_client
@@ -334,9 +334,21 @@ class TraceScanner:
         return self.book_dir / f"{trace_id}.json"
 
     def _clear_files(self, trace_id: str) -> None:
-        """Remove the mirror and book of a trace id that has no trace (yet)."""
+        """Remove the mirror's files and the book of a trace id that has no trace (yet). The
+        post-processing lock file stays: a post-processor of a server going away may hold it, and
+        the new one must wait for that same lock, not take a fresh file's."""
         self._books.pop(trace_id, None)
-        remove_trace_files(self.settings, trace_id)
+        self._book_path(trace_id).unlink(missing_ok=True)
+        directory = self._mirror_dir(trace_id)
+        if not directory.is_dir():
+            return
+        for entry in directory.iterdir():
+            if entry.name == LOCK_NAME:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                _unlink_quietly(entry)
 
     def _remove_leftovers(self, known: set[str]) -> None:
         """Remove every mirror directory and book of a trace id that has no trace."""
