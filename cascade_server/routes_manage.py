@@ -3,16 +3,12 @@ sims. Not in the spec's route table; built in its style (RunDetail bodies, `deta
 
 from __future__ import annotations
 
-import asyncio
-import shutil
-
 from aiohttp import web
 
 from .appkeys import RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .http import ApiError, ok
-from .settings import Settings
 from .storage import Conflict, NotFound
-from .traces.completeness import trace_id_problem
+from .traces.deletion import BucketDeleteError, finish_trace_delete
 from .traces.ingest import TRACE_SCANNER_KEY
 
 routes = web.RouteTableDef()
@@ -39,9 +35,10 @@ async def retry(request: web.Request) -> web.Response:
 
 @routes.delete("/api/traces/{trace_id}")
 async def delete_trace(request: web.Request) -> web.Response:
-    """Checked and reserved first (no run can start on it from then on, so a 409 has changed
-    nothing), then the bucket's objects go (while the scanner still knows the trace, so no scan
-    can register it again half-deleted), then the row, then the mirror."""
+    """Checked and reserved first (journaled: no run can start on it from then on, so a 409 has
+    changed nothing, and a crash leaves a delete the server finishes on restart), then the
+    bucket's objects go (while the scanner still knows the trace, so no scan can register it
+    again half-deleted), then the row, then the mirror."""
     store, settings = request.app[STORE_KEY], request.app[SETTINGS_KEY]
     trace_id = request.match_info["trace_id"]
     trace = await store.get_trace(trace_id)
@@ -52,23 +49,10 @@ async def delete_trace(request: web.Request) -> web.Response:
     await store.reserve_trace_delete(trace_id)
     scanner = request.app.get(TRACE_SCANNER_KEY)
     try:
-        if scanner is not None and not trace.sample:
-            try:
-                await scanner.delete_objects(trace_id)
-            except Exception as exc:  # the endpoint is down or refused: nothing was changed here
-                message = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                raise ApiError(502, f"could not delete trace {trace_id} from the S3 bucket: {message}") from None
-        await store.delete_trace(trace_id)
-    finally:
-        store.release_trace_delete(trace_id)  # a delete that did not finish leaves the trace usable
-    if scanner is not None:
-        scanner.forget(trace_id)
-    await asyncio.to_thread(_remove_trace_files, settings, trace_id)
+        await finish_trace_delete(store, settings, scanner, trace_id, in_bucket=not trace.sample)
+    except BucketDeleteError as exc:  # the endpoint is down or refused: the trace stays, usable again
+        await store.release_trace_delete(trace_id)
+        raise ApiError(502, f"could not delete trace {trace_id} from the S3 bucket: {exc}") from None
+    finally:  # whatever else stopped it (the disk, a cancelled request) is finished by the scan
+        store.deletes_under_way.discard(trace_id)
     return web.Response(status=204)
-
-
-def _remove_trace_files(settings: Settings, trace_id: str) -> None:
-    if trace_id_problem(trace_id):  # a trace refused for its id (say `..`) never had a mirror
-        return
-    shutil.rmtree(settings.traces_dir / trace_id, ignore_errors=True)
-    (settings.trace_books_dir / f"{trace_id}.json").unlink(missing_ok=True)

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import aiosqlite
 
+# runs.trace_deleted_at of a run whose trace was deleted before Cascade kept records of deleted
+# traces: when is not known.
+DELETED_AT_UNKNOWN = "unknown"
+
 MIGRATIONS: list[str] = [
     # 1: the first schema
     """
@@ -90,6 +94,22 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN trace_record TEXT;
     UPDATE runs SET trace_deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
         WHERE trace_id NOT IN (SELECT id FROM traces);
+    """,
+    # 4: the journal of trace deletes under way: a row is written in the transaction that reserves
+    # the trace, before any object or file goes, and removed once the bucket objects, the trace
+    # row and the mirror are all gone; a delete a crash interrupted is finished from it on startup.
+    "CREATE TABLE trace_deletes (trace_id TEXT PRIMARY KEY, started_at TEXT NOT NULL)",
+    # 5: what 3 got wrong about runs from before deletes kept a record. Their trace may have been
+    # deleted and uploaded again (a trace created after the run is not the run's trace), and when
+    # their trace was deleted is not known (3 wrote its own time): such runs are marked with
+    # DELETED_AT_UNKNOWN and no record, and show only what is known of their trace.
+    f"""
+    UPDATE runs SET trace_deleted_at = '{DELETED_AT_UNKNOWN}'
+        WHERE trace_record IS NULL AND (
+            trace_deleted_at IS NOT NULL
+            OR trace_id NOT IN (SELECT id FROM traces)
+            OR (sample = 0 AND EXISTS (SELECT 1 FROM traces WHERE traces.id = runs.trace_id
+                                       AND julianday(traces.created_at) > julianday(runs.created_at))));
     """,
 ]
 

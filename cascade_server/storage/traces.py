@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -10,7 +11,8 @@ from typing import TypeVar
 import aiosqlite
 
 from ..events import Broker
-from ..models import TERMINAL_SIM_STATES, RunSummary, TraceDetail, TraceSummary, utcnow
+from ..gpu_configs import arch_from_name
+from ..models import TERMINAL_SIM_STATES, RunEntry, RunSummary, TraceDetail, TraceSummary, utcnow
 from .codecs import iso
 from .core import Conflict, NotFound, StoreCore
 
@@ -23,17 +25,29 @@ def trace_in_use(trace_id: str, run_ids: list[str]) -> str:
             f"cancel {'it' if one else 'them'} or wait until {'it finishes' if one else 'they finish'}")
 
 
-def deleted_trace_record(trace: TraceSummary | None, trace_id: str, deleted_at: datetime) -> TraceSummary:
+def deleted_trace_record(trace: TraceSummary, trace_id: str, deleted_at: datetime) -> TraceSummary:
     """What a run shows of its trace once that trace is deleted: the trace as it was (id, model,
     arch, kernels), failed with an error saying so, and without the real timing that went with
-    its files. `trace` None: a run whose trace was gone before deletes kept a record."""
+    its files."""
     error = (f"trace {trace_id} was deleted at {iso(deleted_at)}; "
              "a trace uploaded since under this id is another trace")
-    if trace is None:
-        return TraceSummary(id=trace_id, state="failed", error=error,
-                            created_at=deleted_at, updated_at=deleted_at)
     return trace.model_copy(update={"state": "failed", "error": error, "updated_at": deleted_at,
                                     "has_real_timing": False})
+
+
+def unrecorded_trace(trace_id: str, run_created_at: datetime, entries: list[RunEntry]) -> TraceSummary:
+    """What a run shows of a trace deleted before deletes kept a record: only what is known. When
+    it was deleted is not. Its arch is that of the run's configs (a run's configs match its
+    trace's arch), the model's default only when their names disagree; its times are the run's,
+    the one moment the trace is known to have existed (TraceSummary's times cannot be null)."""
+    arches = {arch_from_name(entry.gpu_config) for entry in entries}
+    error = (f"trace {trace_id} was deleted before this server kept records of deleted traces "
+             "(when is not known); a trace uploaded since under this id is another trace")
+    trace = TraceSummary(id=trace_id, state="failed", error=error, created_at=run_created_at,
+                         updated_at=run_created_at)
+    if len(arches) == 1 and (arch := arches.pop()) is not None:
+        trace.trace_gpu_arch = arch
+    return trace
 
 
 def pick(items: Iterable[_Listed], states: Iterable[str], limit: int | None) -> list[_Listed]:
@@ -54,6 +68,9 @@ class TraceStore(StoreCore):
         # Traces whose delete has begun (their bucket objects may be going): create_run refuses
         # them, so the delete can no longer meet an active run once it has passed its checks.
         self._deleting_traces: set[str] = set()
+        # Journaled deletes being carried out in this process (by a request from
+        # `reserve_trace_delete` on, or by a resumption): no second one starts on them.
+        self.deletes_under_way: set[str] = set()
 
     async def put_trace(self, detail: TraceDetail) -> None:
         """Insert or replace a trace (ingestion registers and updates traces through this)."""
@@ -76,22 +93,47 @@ class TraceStore(StoreCore):
 
     async def reserve_trace_delete(self, trace_id: str) -> None:
         """Begin deleting a trace: check, under the writer lock, that it exists and no active run
-        uses it, and mark it so no run starts on it until `delete_trace` or
+        uses it, and journal the delete (`trace_deletes`) in the same transaction, so a crash from
+        here on leaves a delete to finish (`trace_deletes_in_progress`), never a half-deleted
+        trace that looks whole. No run starts on it until `end_trace_delete` or
         `release_trace_delete`. Raises NotFound, or Conflict (an active run, or a delete already
         under way) having changed nothing."""
         async with self.write() as tx:
             async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace_id,)) as cur:
                 if await cur.fetchone() is None:
                     raise NotFound(f"trace {trace_id} not found")
-            if trace_id in self._deleting_traces:
+            async with tx.conn.execute("SELECT 1 FROM trace_deletes WHERE trace_id=?", (trace_id,)) as cur:
+                journaled = await cur.fetchone() is not None
+            if journaled or trace_id in self._deleting_traces:
                 raise Conflict(f"trace {trace_id} is being deleted")
             if active := await self.active_runs_of(trace_id, tx.conn):
                 raise Conflict(trace_in_use(trace_id, active))
+            await tx.conn.execute("INSERT INTO trace_deletes(trace_id, started_at) VALUES (?, ?)",
+                                  (trace_id, iso(utcnow())))
             self._deleting_traces.add(trace_id)
+            self.deletes_under_way.add(trace_id)  # the caller carries it out: no resumption does
 
-    def release_trace_delete(self, trace_id: str) -> None:
+    async def release_trace_delete(self, trace_id: str) -> None:
         """A delete that could not finish (the bucket refused it): the trace is usable again."""
-        self._deleting_traces.discard(trace_id)
+        async with self.write() as tx:
+            await tx.conn.execute("DELETE FROM trace_deletes WHERE trace_id=?", (trace_id,))
+            self._deleting_traces.discard(trace_id)
+            self.deletes_under_way.discard(trace_id)
+
+    async def end_trace_delete(self, trace_id: str) -> None:
+        """A delete is complete (objects, row and mirror gone): drop it from the journal."""
+        async with self.write() as tx:
+            await tx.conn.execute("DELETE FROM trace_deletes WHERE trace_id=?", (trace_id,))
+            self._deleting_traces.discard(trace_id)
+            self.deletes_under_way.discard(trace_id)
+
+    async def trace_deletes_in_progress(self) -> list[str]:
+        """The journaled deletes not yet complete (interrupted by a crash, or under way); their
+        traces take no new run."""
+        async with self.r.execute("SELECT trace_id FROM trace_deletes ORDER BY started_at, trace_id") as cur:
+            trace_ids = [row[0] for row in await cur.fetchall()]
+        self._deleting_traces.update(trace_ids)
+        return trace_ids
 
     def trace_being_deleted(self, trace_id: str) -> bool:
         return trace_id in self._deleting_traces
@@ -102,7 +144,6 @@ class TraceStore(StoreCore):
         trace uploaded later under the same id is another trace, never joined to them.
         Raises NotFound, or Conflict when an active run uses it."""
         async with self.write() as tx:
-            self._deleting_traces.discard(trace_id)
             async with tx.conn.execute("SELECT doc FROM traces WHERE id=?", (trace_id,)) as cur:
                 row = await cur.fetchone()
             if row is None:
@@ -131,8 +172,9 @@ class TraceStore(StoreCore):
         """The trace of a run (its `runs` row): the live trace, or the record of a deleted one."""
         if run["trace_record"] is not None:
             return TraceSummary.model_validate_json(run["trace_record"])
-        if run["trace_deleted_at"] is not None:  # gone before deletes kept a record
-            return deleted_trace_record(None, run["trace_id"], datetime.fromisoformat(run["trace_deleted_at"]))
+        if run["trace_deleted_at"] is not None:  # gone before deletes kept a record (migration 5)
+            entries = [RunEntry.model_validate(e) for e in json.loads(run["entries"])]
+            return unrecorded_trace(run["trace_id"], datetime.fromisoformat(run["created_at"]), entries)
         detail = await self.get_trace(run["trace_id"])
         if detail is None:  # a run's trace was removed by hand: keep the run readable
             now = utcnow()

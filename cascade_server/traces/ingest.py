@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from ..appkeys import SETTINGS_KEY, STORE_KEY
+from .deletion import resume_trace_deletes
 from .s3 import resolve_s3_info
 from .scanner import TraceScanner
 
@@ -26,6 +27,7 @@ async def trace_ingest_ctx(app: web.Application) -> AsyncIterator[None]:
     if s3 is None:
         log.warning("no S3 endpoint: set CASCADE_S3_ENDPOINT or start the embedded one with `cascade serve`; "
                     "traces will not be ingested")
+        await resume_trace_deletes(app[STORE_KEY], settings, None)  # samples: no bucket objects
         yield
         return
     scanner = TraceScanner(app[STORE_KEY], settings, s3)

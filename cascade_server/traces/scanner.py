@@ -31,9 +31,10 @@ from .completeness import (
     split_key,
     trace_id_problem,
 )
+from .deletion import remove_trace_files, resume_trace_deletes
 from .kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
-from .postprocess import NO_SPACE_ERRNOS, NO_SPACE_REASON
+from .postprocess import LOCK_NAME, NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
 from .scan_errors import TraceReadError, TraceRetryLater, mirror_error, one_line
 from .s3 import S3Info, make_client
@@ -97,6 +98,9 @@ class TraceScanner:
         self._no_space: dict[str, int] = {}
         # Called with every trace the scanner stores, in order (tests and events hook in here).
         self.listeners: list[Callable[[TraceDetail], None]] = []
+        # Trace ids whose leftover files (from a deleted trace of the same id) were cleared before
+        # this process first mirrored them.
+        self._cleared: set[str] = set()
         self._scans_started = 0
         self._scans_done = 0
         self._scan_cond = asyncio.Condition()
@@ -105,11 +109,15 @@ class TraceScanner:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def load(self) -> None:
-        """Read the known traces from the store; resume post-processing interrupted by a restart."""
+        """Read the known traces from the store; remove files left of traces that have no row (a
+        crash after a delete committed); resume post-processing interrupted by a restart. Deletes
+        a crash interrupted take no run from now on, and are finished by the first scan."""
+        await self.store.trace_deletes_in_progress()
         for summary in await self.store.list_traces():
             detail = await self.store.get_trace(summary.id)
             if detail is not None:
                 self.traces[detail.id] = detail
+        await asyncio.to_thread(self._remove_leftovers, set(self.traces))
         for detail in self.traces.values():
             if detail.state == "processing" and not detail.sample:
                 self._start_processing(detail.id)
@@ -150,6 +158,7 @@ class TraceScanner:
         async with self._scan_cond:
             self._scans_started += 1
         try:
+            await resume_trace_deletes(self.store, self.settings, self)
             await self._retry_when_space_is_back()
             listing = await asyncio.to_thread(self._list_bucket, self._settled())
             self.last_error = None
@@ -186,12 +195,12 @@ class TraceScanner:
                         continue
                     rel = parts[1]
                     if not is_safe_relative_path(rel):
-                        self._warn_once(obj["Key"], "ignoring object %s: its path leaves the trace directory")
+                        self.warn_once(obj["Key"], "ignoring object %s: its path leaves the trace directory")
                         continue
                     traces.setdefault(trace_id, {})[rel] = (int(obj["Size"]), obj["LastModified"].isoformat())
         return traces
 
-    def _warn_once(self, key: str, message: str, *args: object) -> None:
+    def warn_once(self, key: str, message: str, *args: object) -> None:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(message, *(args or (key,)))
@@ -206,7 +215,7 @@ class TraceScanner:
         except Exception as exc:  # noqa: BLE001 - any failure reading one trace stays with it
             # A full data dir (the scan's own bookkeeping) is not the trace's fault either.
             if isinstance(exc, TraceRetryLater) or (isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS):
-                self._warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
+                self.warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
             elif isinstance(exc, TraceReadError):
                 await self._fail(trace_id, str(exc))
             else:
@@ -231,6 +240,9 @@ class TraceScanner:
             if problem := trace_id_problem(trace_id):
                 await self._save(trace.model_copy(update={"state": "failed", "error": problem}))
                 return
+            if trace_id not in self._cleared:  # a new trace never reuses a deleted one's files
+                await asyncio.to_thread(self._clear_files, trace_id)
+                self._cleared.add(trace_id)
         if trace.state == "processing":  # stored as processing, task not running (cannot happen
             self._start_processing(trace_id)  # after load(), but never leave a trace stuck)
             return
@@ -311,6 +323,7 @@ class TraceScanner:
         self.traces.pop(trace_id, None)
         self._books.pop(trace_id, None)
         self._last_progress.pop(trace_id, None)
+        self._cleared.discard(trace_id)
 
     # --- mirroring (blocking, in a thread) ---------------------------------------------------
 
@@ -319,6 +332,33 @@ class TraceScanner:
 
     def _book_path(self, trace_id: str) -> Path:
         return self.book_dir / f"{trace_id}.json"
+
+    def _clear_files(self, trace_id: str) -> None:
+        """Remove the mirror's files and the book of a trace id that has no trace (yet). The
+        post-processing lock file stays: a post-processor of a server going away may hold it, and
+        the new one must wait for that same lock, not take a fresh file's."""
+        self._books.pop(trace_id, None)
+        self._book_path(trace_id).unlink(missing_ok=True)
+        directory = self._mirror_dir(trace_id)
+        if not directory.is_dir():
+            return
+        for entry in directory.iterdir():
+            if entry.name == LOCK_NAME:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                _unlink_quietly(entry)
+
+    def _remove_leftovers(self, known: set[str]) -> None:
+        """Remove every mirror directory and book of a trace id that has no trace."""
+        names = set()
+        for root, suffix in ((self.mirror_root, ""), (self.book_dir, ".json")):
+            if root.is_dir():
+                names |= {p.name.removesuffix(suffix) for p in root.iterdir() if p.name.endswith(suffix)}
+        for trace_id in sorted(names - known):
+            log.info("removing the files left of deleted trace %s", trace_id)
+            remove_trace_files(self.settings, trace_id)
 
     def _book(self, trace_id: str) -> Listing:
         if trace_id not in self._books:

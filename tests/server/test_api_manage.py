@@ -334,7 +334,7 @@ async def test_a_trace_being_deleted_takes_no_new_run(core):
         resp = await http.delete(f"/api/traces/{trace_id}")
         assert (resp.status_code, resp.json()) == (409, {"detail": f"trace {trace_id} is being deleted"})
         assert (await http.get("/api/runs")).json() == []
-        core.store.release_trace_delete(trace_id)
+        await core.store.release_trace_delete(trace_id)
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         # With an active run the delete is refused before the reservation: nothing changed.
         resp = await http.delete(f"/api/traces/{trace_id}")

@@ -4,9 +4,12 @@ another trace, and is never joined to them (their trace summary, comparison, res
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import aiosqlite
 
+from cascade_server.storage import Store
+from cascade_server.storage.codecs import iso
 from cascade_server.storage.schema import MIGRATIONS, migrate
 
 from tests.conftest import ready_trace
@@ -104,3 +107,37 @@ async def test_the_migration_marks_runs_whose_trace_was_already_gone(tmp_path):
         await migrate(conn, path)
         async with conn.execute("SELECT id, trace_deleted_at IS NOT NULL FROM runs ORDER BY id") as cur:
             assert await cur.fetchall() == [("run-gone", 1), ("run-here", 0)]
+
+
+async def test_the_migration_records_only_what_is_known_of_traces_deleted_before_it(tmp_path):
+    """Runs from before deletes kept a record: one whose trace row is gone, one whose trace was
+    deleted and uploaded again (the trace row is newer than the run: not its trace). Both show
+    their trace as deleted at an unknown time, with the arch of their configs and no made-up
+    dates; a run of a trace older than it stays joined to it."""
+    path = tmp_path / "old.db"
+    async with aiosqlite.connect(path) as conn:
+        for number, script in enumerate(MIGRATIONS[:2], start=1):
+            await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
+        for trace_id, created in (("again", "2026-03-01T00:00:00.000000Z"), ("here", "2026-01-01T00:00:00.000000Z")):
+            when = datetime.fromisoformat(created)
+            doc = ready_trace(trace_id).model_copy(update={"created_at": when, "updated_at": when})
+            await conn.execute("INSERT INTO traces(id, created_at, doc) VALUES (?, ?, ?)",
+                               (trace_id, created, doc.model_dump_json()))
+        entries = json.dumps([{"gpu_config": "SM7_QV100", "count": 1}])
+        for run_id, trace_id in (("run-gone", "gone"), ("run-again", "again"), ("run-here", "here")):
+            await conn.execute("INSERT INTO runs(id, trace_id, created_at, entries) VALUES (?, ?, ?, ?)",
+                               (run_id, trace_id, "2026-02-01T00:00:00.000000Z", entries))
+        await conn.commit()
+    store = await Store(path).open()
+    try:
+        for run_id, trace_id in (("run-gone", "gone"), ("run-again", "again")):
+            trace = (await store.get_run(run_id)).trace
+            assert (trace.id, trace.state, trace.trace_gpu_arch) == (trace_id, "failed", "sm_70")
+            assert trace.error == (f"trace {trace_id} was deleted before this server kept records of deleted "
+                                   "traces (when is not known); a trace uploaded since under this id is another trace")
+            assert iso(trace.created_at) == iso(trace.updated_at) == "2026-02-01T00:00:00.000000Z"  # the run's
+            assert await store.live_trace_of_run(run_id) is None
+        here = (await store.get_run("run-here")).trace
+        assert (here.id, here.state, here.error) == ("here", "ready", None)
+    finally:
+        await store.close()
