@@ -99,12 +99,14 @@ def _mb(n: int) -> str:
 
 
 def _s3_info(args: argparse.Namespace) -> S3Info:
-    from .settings import Settings
+    from pydantic import ValidationError
+
+    from .settings import Settings, settings_problem
 
     try:
         settings = Settings()
-    except ValueError as exc:
-        raise UploadError(f"invalid CASCADE_* settings: {str(exc).splitlines()[0]}", 2) from None
+    except ValidationError as exc:
+        raise UploadError(f"invalid settings: {settings_problem(exc)}", 2) from None
     overrides = {k: v for k, v in {"s3_endpoint": args.endpoint, "s3_bucket": args.bucket}.items() if v}
     if overrides:
         settings = settings.model_copy(update=overrides)
