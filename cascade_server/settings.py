@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .packaged import samples_dir
@@ -86,6 +86,16 @@ class Settings(BaseSettings):
     max_json_bytes: int = 32 * 1024 * 1024
     max_file_bytes: int = 64 * 1024 * 1024
     max_sim_files_bytes: int = 256 * 1024 * 1024
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_can_be_a_directory(cls, path: Path) -> Path:
+        # Found here, before anything starts: later the database would claim it "cannot be read"
+        # and suggest restoring a backup of a file that never was a database.
+        if blocker := _non_directory_on(path):
+            raise ValueError(f"{path} is not a directory" if blocker == path
+                             else f"{path} cannot be a directory: {blocker} is a file")
+        return path
 
     @property
     def monitor_interval_s(self) -> float:
@@ -168,6 +178,17 @@ def settings_problem(exc: ValidationError) -> str:
         reason = range_problem(Settings, err) or str(err["msg"]).removeprefix("Value error, ")
         problems.append(f"{name}: {reason}")
     return "; ".join(problems)
+
+
+def _non_directory_on(path: Path) -> Path | None:
+    """The first existing path of `path` and its parents, when that is not a directory."""
+    for candidate in (path, *path.parents):
+        try:
+            if candidate.exists():
+                return None if candidate.is_dir() else candidate
+        except OSError:  # unreadable: the server says so when it opens it
+            return None
+    return None
 
 
 def _is_loopback(host: str) -> bool:

@@ -44,3 +44,16 @@ def test_upload_names_a_wrong_setting_in_one_line(tmp_path: Path):
     done = cascade("upload", str(tmp_path), "--trace-id", "t1", env={"CASCADE_S3_PORT": "x"})
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("cascade upload: invalid settings: CASCADE_S3_PORT: ") and done.stderr.count("\n") == 1
+
+
+def test_serve_says_a_data_dir_that_is_a_file_is_not_a_directory(tmp_path: Path):
+    a_file = tmp_path / "passwd"
+    a_file.write_text("root:x:0:0::/root:/bin/sh\n")
+    done = cascade("serve", "--data-dir", str(a_file))
+    assert (done.returncode, done.stderr) == (
+        2, f"cascade serve: invalid settings: CASCADE_DATA_DIR / --data-dir: {a_file} is not a directory\n")
+    below = cascade("serve", "--data-dir", str(a_file / "cascade"))
+    assert (below.returncode, below.stderr) == (
+        2, f"cascade serve: invalid settings: CASCADE_DATA_DIR / --data-dir: {a_file / 'cascade'} cannot be "
+        f"a directory: {a_file} is a file\n")
+    assert a_file.read_text() == "root:x:0:0::/root:/bin/sh\n"
