@@ -92,9 +92,8 @@ class Settings(BaseSettings):
     def _data_dir_can_be_a_directory(cls, path: Path) -> Path:
         # Found here, before anything starts: later the database would claim it "cannot be read"
         # and suggest restoring a backup of a file that never was a database.
-        if blocker := _non_directory_on(path):
-            raise ValueError(f"{path} is not a directory" if blocker == path
-                             else f"{path} cannot be a directory: {blocker} is a file")
+        if problem := data_dir_problem(path):
+            raise ValueError(problem)
         return path
 
     @property
@@ -178,6 +177,14 @@ def settings_problem(exc: ValidationError) -> str:
         reason = range_problem(Settings, err) or str(err["msg"]).removeprefix("Value error, ")
         problems.append(f"{name}: {reason}")
     return "; ".join(problems)
+
+
+def data_dir_problem(path: Path) -> str | None:
+    """Why `path` cannot be a data directory (it, or a parent, is a file), or None."""
+    blocker = _non_directory_on(path)
+    if blocker is None:
+        return None
+    return f"{path} is not a directory" if blocker == path else f"{path} cannot be a directory: {blocker} is a file"
 
 
 def _non_directory_on(path: Path) -> Path | None:

@@ -57,3 +57,11 @@ def test_serve_says_a_data_dir_that_is_a_file_is_not_a_directory(tmp_path: Path)
         2, f"cascade serve: invalid settings: CASCADE_DATA_DIR / --data-dir: {a_file / 'cascade'} cannot be "
         f"a directory: {a_file} is a file\n")
     assert a_file.read_text() == "root:x:0:0::/root:/bin/sh\n"
+
+
+def test_up_refuses_a_data_dir_that_is_a_file_before_starting_a_server(tmp_path: Path):
+    a_file = tmp_path / "passwd"
+    a_file.write_text("x\n")
+    done = cascade("up", "--data-dir", str(a_file))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"cascade up: argument --data-dir: {a_file} is not a directory (--help for usage)\n"
