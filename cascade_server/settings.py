@@ -28,7 +28,7 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default_factory=default_data_dir)
     host: str = "127.0.0.1"
-    port: int = Field(8000, ge=1, le=65535)
+    port: int = Field(default=8000, ge=1, le=65535)
     # The token every client sends; generated and stored in data_dir/token when unset.
     token: str | None = None
     no_auth: bool = False
@@ -63,7 +63,7 @@ class Settings(BaseSettings):
     s3_bucket: str = "cascade"
     scan_interval_s: float = 2.0
     # The embedded `rclone serve s3` (used when s3_endpoint is unset) listens on 127.0.0.1:s3_port.
-    s3_port: int = Field(9020, ge=1, le=65535)
+    s3_port: int = Field(default=9020, ge=1, le=65535)
     # A trace whose metadata.json lists files that stay missing or short this long fails.
     trace_upload_timeout_s: float = 600.0
     # Post-processing limits: a compressed trace file may expand to this many times its size, a
