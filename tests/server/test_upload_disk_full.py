@@ -26,7 +26,8 @@ def full_bucket(rclone_s3):
     """A bucket whose directory is a 64 KiB tmpfs: room for nothing the size of a trace."""
     name = "full-disk"
     directory = rclone_s3.root / name
-    directory.mkdir(exist_ok=True)
+    # Through the S3 API, not mkdir: rclone caches its listing of buckets.
+    rclone_s3.client().create_bucket(Bucket=name)
     if shutil.which("mount") is None:
         pytest.skip("no mount command to make a small tmpfs")
     result = _mount("-t", "tmpfs", "-o", "size=64k", "tmpfs", str(directory))
