@@ -7,6 +7,8 @@ import importlib
 import importlib.metadata
 import sys
 
+from .cli_usage import EXIT_USAGE, not_utf8_problem
+
 # subcommand -> (module with `main(argv: list[str]) -> int`, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "up": ("cascade_tui.up", "start a server with embedded defaults and open the UI on it"),
@@ -42,9 +44,16 @@ def usage() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help", "help"):
+    if not args:  # a usage error like any other: on stderr, so `cascade | ...` pipes nothing
+        print(usage(), file=sys.stderr)
+        return EXIT_USAGE
+    if problem := not_utf8_problem(args):
+        command = f"cascade {args[0]}" if args[0] in SUBCOMMANDS else "cascade"
+        print(f"{command}: {problem} (--help for usage)", file=sys.stderr)
+        return EXIT_USAGE
+    if args[0] in ("-h", "--help", "help"):
         print(usage())
-        return 0 if args else 2
+        return 0
     if args[0] in ("--version", "-V"):
         print(f"cascade {version()}")
         return 0
@@ -52,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in SUBCOMMANDS:
         print(f"cascade: unknown command {name!r} (commands: {', '.join(SUBCOMMANDS)}; "
               "cascade --help says what each does)", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     module = importlib.import_module(SUBCOMMANDS[name][0])
     return int(module.main(rest) or 0)
 

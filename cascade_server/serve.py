@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from aiohttp import web
+from pydantic import ValidationError
 
 from .app import create_app
 from .appkeys import SETTINGS_KEY
@@ -20,7 +21,7 @@ from .dbfile import corrupt_database_message, database_problem
 from .faults import is_corrupt_database
 from .runner import ApiRunner
 from .cli_usage import OneLineErrorParser
-from .settings import Settings
+from .settings import Settings, settings_problem
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
 
@@ -141,8 +142,8 @@ def main(argv: list[str]) -> int:
                         stream=sys.stderr)
     try:
         settings = build_settings(args)
-    except ValueError as exc:
-        print(f"cascade serve: invalid settings: {exc}", file=sys.stderr)
+    except ValidationError as exc:  # before anything starts: no rclone, no database yet
+        print(f"cascade serve: invalid settings: {settings_problem(exc)}", file=sys.stderr)
         return 2
     problem = settings.launcher_problem()
     if problem:

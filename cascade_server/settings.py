@@ -11,10 +11,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .packaged import samples_dir
+from .setting_errors import range_problem
 
 
 def default_data_dir() -> Path:
@@ -27,7 +28,7 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default_factory=default_data_dir)
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(default=8000, ge=1, le=65535)
     # The token every client sends; generated and stored in data_dir/token when unset.
     token: str | None = None
     no_auth: bool = False
@@ -62,7 +63,7 @@ class Settings(BaseSettings):
     s3_bucket: str = "cascade"
     scan_interval_s: float = 2.0
     # The embedded `rclone serve s3` (used when s3_endpoint is unset) listens on 127.0.0.1:s3_port.
-    s3_port: int = 9020
+    s3_port: int = Field(default=9020, ge=1, le=65535)
     # A trace whose metadata.json lists files that stay missing or short this long fails.
     trace_upload_timeout_s: float = 600.0
     # Post-processing limits: a compressed trace file may expand to this many times its size, a
@@ -85,6 +86,15 @@ class Settings(BaseSettings):
     max_json_bytes: int = 32 * 1024 * 1024
     max_file_bytes: int = 64 * 1024 * 1024
     max_sim_files_bytes: int = 256 * 1024 * 1024
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_can_be_a_directory(cls, path: Path) -> Path:
+        # Found here, before anything starts: later the database would claim it "cannot be read"
+        # and suggest restoring a backup of a file that never was a database.
+        if problem := data_dir_problem(path):
+            raise ValueError(problem)
+        return path
 
     @property
     def monitor_interval_s(self) -> float:
@@ -150,6 +160,42 @@ class Settings(BaseSettings):
             return self.public_url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
+
+
+# The settings `cascade serve` also takes as flags.
+_FLAGS = {"host": "--host", "port": "--port", "data_dir": "--data-dir", "web": "--web"}
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """`CASCADE_PORT / --port must be a number from 1 to 65535 (got 99999)`: every wrong setting
+    on one line, named as the operator sets it (pydantic's own text is one line per field, and a
+    header line that names the class)."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        field = str(err["loc"][0]) if err["loc"] else ""
+        name = f"CASCADE_{field.upper()}" + (f" / {_FLAGS[field]}" if field in _FLAGS else "")
+        reason = range_problem(Settings, err) or str(err["msg"]).removeprefix("Value error, ")
+        problems.append(f"{name}: {reason}")
+    return "; ".join(problems)
+
+
+def data_dir_problem(path: Path) -> str | None:
+    """Why `path` cannot be a data directory (it, or a parent, is a file), or None."""
+    blocker = _non_directory_on(path)
+    if blocker is None:
+        return None
+    return f"{path} is not a directory" if blocker == path else f"{path} cannot be a directory: {blocker} is a file"
+
+
+def _non_directory_on(path: Path) -> Path | None:
+    """The first existing path of `path` and its parents, when that is not a directory."""
+    for candidate in (path, *path.parents):
+        try:
+            if candidate.exists():
+                return None if candidate.is_dir() else candidate
+        except OSError:  # unreadable: the server says so when it opens it
+            return None
+    return None
 
 
 def _is_loopback(host: str) -> bool:

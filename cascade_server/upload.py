@@ -99,12 +99,14 @@ def _mb(n: int) -> str:
 
 
 def _s3_info(args: argparse.Namespace) -> S3Info:
-    from .settings import Settings
+    from pydantic import ValidationError
+
+    from .settings import Settings, settings_problem
 
     try:
         settings = Settings()
-    except ValueError as exc:
-        raise UploadError(f"invalid CASCADE_* settings: {str(exc).splitlines()[0]}", 2) from None
+    except ValidationError as exc:
+        raise UploadError(f"invalid settings: {settings_problem(exc)}", 2) from None
     overrides = {k: v for k, v in {"s3_endpoint": args.endpoint, "s3_bucket": args.bucket}.items() if v}
     if overrides:
         settings = settings.model_copy(update=overrides)
@@ -134,22 +136,41 @@ def _check_files(directory: Path) -> list[LocalFile]:
     return files
 
 
-def _describe_client_error(exc: Exception, info: S3Info) -> str:
+# What an S3 endpoint answers when it has no room: MinIO's code, the HTTP status for it, quotas.
+_NO_SPACE_CODES = {"XMinioStorageFull", "InsufficientStorage", "507", "QuotaExceeded", "XMinioAdminBucketQuotaExceeded"}
+
+
+def _describe_client_error(exc: Exception, info: S3Info, *, storing: bool = False) -> str:
+    """One line for any error boto3 raises; `storing`: while the trace's objects went up."""
+    from boto3.exceptions import S3UploadFailedError
     from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
     where = info.endpoint or "AWS S3"
+    if isinstance(exc, S3UploadFailedError) and isinstance(exc.__context__, ClientError):
+        exc = exc.__context__  # boto3 wraps the endpoint's answer in a line naming a local path
     if isinstance(exc, EndpointConnectionError):
         return f"cannot reach the S3 endpoint {where}"
     if isinstance(exc, NoCredentialsError):
         return "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
     if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "?")
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", "?"))
+        said = f"{code}: {error['Message']}" if error.get("Message") else code
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if code in ("404", "NoSuchBucket"):
             return f"bucket {info.bucket!r} does not exist at {where}"
         if code in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied"):
             return f"{where} refused the credentials ({code})"
-        return f"S3 error from {where}: {code}"
-    return f"S3 error from {where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        refused = f"bucket {info.bucket!r} at {where} refused the trace's files"
+        if code in _NO_SPACE_CODES or status == 507:
+            return f"{refused}: no space left on the S3 endpoint ({said})"
+        if storing and (status or 500) >= 500:
+            # rclone answers a full disk with a bare 500 InternalError: the reason is in its log.
+            return (f"{refused}: the endpoint failed to store them ({said}), e.g. its disk is full; "
+                    "its log says why")
+        return f"{refused}: {said}" if storing else f"S3 error from {where}: {said}"
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    return f"S3 error from {where}: {type(exc).__name__}" + (f": {detail}" if detail else "")
 
 
 def _import_profile(args: argparse.Namespace) -> None:
@@ -179,6 +200,7 @@ def upload(args: argparse.Namespace) -> str:
         raise UploadError(str(exc), 2) from None
     info = _s3_info(args)
 
+    from boto3.exceptions import Boto3Error
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
@@ -188,7 +210,7 @@ def upload(args: argparse.Namespace) -> str:
     try:
         client.head_bucket(Bucket=info.bucket)
         existing = client.list_objects_v2(Bucket=info.bucket, Prefix=f"{TRACES_PREFIX}{args.trace_id}/", MaxKeys=1)
-    except (BotoCoreError, ClientError) as exc:
+    except (BotoCoreError, ClientError, Boto3Error) as exc:
         raise UploadError(_describe_client_error(exc, info)) from None
     if existing.get("KeyCount", 0):
         raise UploadError(f"trace {args.trace_id!r} already exists in bucket {info.bucket!r}: choose another --trace-id")
@@ -213,8 +235,10 @@ def upload(args: argparse.Namespace) -> str:
     bar = ProgressBar(total)
     try:
         upload_trace(client, info.bucket, args.trace_id, files, metadata, progress=bar)
-    except (BotoCoreError, ClientError, OSError) as exc:
-        raise UploadError(_describe_client_error(exc, info) if not isinstance(exc, OSError) else str(exc)) from None
+    except (BotoCoreError, ClientError, Boto3Error) as exc:
+        raise UploadError(_describe_client_error(exc, info, storing=True)) from None
+    except OSError as exc:  # a local file went away or became unreadable mid-upload
+        raise UploadError(str(exc)) from None
     bar.finish()
     return args.trace_id
 

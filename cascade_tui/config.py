@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from cascade_server.setting_errors import range_problem
+
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
@@ -144,7 +146,7 @@ def load_settings(**flags: Any) -> TuiSettings:
     try:
         return TuiSettings(**given)
     except ValidationError as exc:
-        raise ConfigError("; ".join(_problem(err) for err in exc.errors(include_input=False))) from None
+        raise ConfigError("; ".join(_problem(err) for err in exc.errors(include_url=False))) from None
 
 
 def _problem(err: Any) -> str:
@@ -152,6 +154,8 @@ def _problem(err: Any) -> str:
     operator names it, then what is wrong, without pydantic's `Value error, `."""
     field = ".".join(str(p) for p in err["loc"]) or "settings"
     name = SETTING_NAMES.get(field, field)
+    if bounded := range_problem(TuiSettings, err):  # only numbers: never quotes the token
+        return f"{name} {bounded}"
     if err["type"] == "value_error":
         reason = str(err["ctx"]["error"])
         # a sentence that starts with the value itself reads better after a colon

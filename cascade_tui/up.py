@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from cascade_server.cli_usage import OneLineErrorParser
+from cascade_server.settings import data_dir_problem
 
 from .cli import add_ui_arguments, run_app, settings_from
 from .local_server import default_data_dir, forget_url, health, local_server, read_token_file, record_url
@@ -177,9 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_ui_arguments(parser)
     parser.add_argument("--url", help=f"where the server is or will be (default {DEFAULT_URL})")
-    parser.add_argument("--data-dir", type=Path,
+    parser.add_argument("--data-dir", type=data_dir,
                         help="data directory for a server this command starts (CASCADE_DATA_DIR)")
     return parser
+
+
+def data_dir(text: str) -> Path:
+    """--data-dir's type: refused here, before a server starts and fails on it in its log."""
+    path = Path(text)
+    if problem := data_dir_problem(path):
+        raise argparse.ArgumentTypeError(problem)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cascade_server.cli_usage import OneLineErrorParser
+from cascade_server.cli_usage import EXIT_USAGE, OneLineErrorParser, usage_error_line
 
 from . import accelsim, replay
 from .client import SimClient
-from .runner import EXIT_SETUP, Worker, WorkerPlan, make_scratch
+from .runner import Worker, WorkerPlan, make_scratch
 from .settings import NAMES, Options
 from .trace_fetch import FetchError, NodeTrace, cache_root, has_trace
 
@@ -151,7 +151,6 @@ def main(argv: list[str]) -> int:
     try:
         options = resolve_options(args)
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"cascade worker: error: {exc}", file=sys.stderr)
-        return EXIT_SETUP
+        print(usage_error_line(parser.prog, str(exc)), file=sys.stderr)
+        return EXIT_USAGE
     return asyncio.run(run(options))

@@ -32,11 +32,11 @@ class Options(BaseSettings):
     replay: Path | None = None
     wall_seconds: float | None = None
     keep_scratch: bool = False
-    speed: float = Field(1.0, gt=0, validation_alias="CASCADE_REPLAY_SPEED")
+    speed: float = Field(1.0, gt=0, allow_inf_nan=False, validation_alias="CASCADE_REPLAY_SPEED")
     scratch_parent: Path | None = Field(None, validation_alias="CASCADE_SCRATCH_DIR")
-    heartbeat_interval: float = Field(5.0, gt=0, validation_alias="CASCADE_HEARTBEAT_INTERVAL_S")
-    kill_grace: float = Field(10.0, gt=0, validation_alias="CASCADE_KILL_GRACE_S")
-    give_up_after: float = Field(6 * 3600.0, gt=0, validation_alias="CASCADE_GIVE_UP_S")
+    heartbeat_interval: float = Field(5.0, gt=0, allow_inf_nan=False, validation_alias="CASCADE_HEARTBEAT_INTERVAL_S")
+    kill_grace: float = Field(10.0, gt=0, allow_inf_nan=False, validation_alias="CASCADE_KILL_GRACE_S")
+    give_up_after: float = Field(6 * 3600.0, gt=0, allow_inf_nan=False, validation_alias="CASCADE_GIVE_UP_S")
 
     @field_validator("url")
     @classmethod

@@ -4,6 +4,7 @@ usage block, then the error)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -59,3 +60,45 @@ def test_control_characters_in_an_error_are_spelled_out(capsys):
         parser.parse_args(["--n", "\x1b[2J"])
     assert "\\x1b[2J" in capsys.readouterr().err
     assert spelled_out("a\nb") == "a\\nb" and spelled_out("plain") == "plain"
+
+
+def cascade(*argv: str | bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`cascade ARGV...` as a real process; bytes arguments go to it as they are (a shell's $'\\xff')."""
+    return subprocess.run([sys.executable, "-m", "cascade_server.cli", *argv], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("argv, where", [
+    ([b"run", b"show", b"\xff"], "cascade run: argument '\\xff'"),
+    ([b"run", b"delete", b"\xff"], "cascade run: argument '\\xff'"),
+    ([b"results", b"\xff"], "cascade results: argument '\\xff'"),
+    ([b"traces", b"--delete", b"\xff"], "cascade traces: argument of --delete '\\xff'"),
+    ([b"run", b"start", b"--trace", b"t\xfe", b"--config", b"SM7_QV100"], "cascade run: argument of --trace 't\\xfe'"),
+    ([b"run", b"start", b"--trace", b"t", b"--config", b"\xff"], "cascade run: argument of --config '\\xff'"),
+    ([b"runs", b"--url", b"http://127.0.0.1:1/\xff"], "cascade runs: argument of --url 'http://127.0.0.1:1/\\xff'"),
+    ([b"runs", b"--url=http://127.0.0.1:1/\xff\x1b[2J"], "cascade runs: argument '--url=http://127.0.0.1:1/\\xff\\x1b[2J'"),
+    ([b"\xff"], "cascade: argument '\\xff'"),
+])
+def test_an_argument_that_is_not_utf8_is_refused_in_one_line_naming_it(argv, where):
+    done = cascade(*argv)
+    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), done.stderr
+    assert done.stderr == f"{where} is not valid UTF-8 (--help for usage)\n"
+
+
+def test_cascade_without_a_command_prints_usage_on_stderr_and_exits_2():
+    done = cascade()
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("usage: cascade <command>")
+
+
+@pytest.mark.parametrize("argv, line", [
+    ([], "cascade worker: missing --url/CASCADE_URL and --sim-id/CASCADE_SIM_ID (--help for usage)"),
+    (["--url", "http://127.0.0.1:1", "--sim-id", "s", "--speed", "nan"],
+     "cascade worker: --speed/CASCADE_REPLAY_SPEED: Input should be a finite number (--help for usage)"),
+    (["--url", "http://127.0.0.1:1", "--sim-id", "s", "--speed", "-1"],
+     "cascade worker: --speed/CASCADE_REPLAY_SPEED: Input should be greater than 0 (--help for usage)"),
+])
+def test_worker_setting_errors_are_one_line_and_exit_2(argv, line):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
+    done = cascade("worker", *argv, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", line + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import get_args
 
 from pydantic import TypeAdapter
@@ -19,10 +20,25 @@ PROG = "cascade runs"
 
 
 def add_list_arguments(parser: argparse.ArgumentParser, states: tuple[str, ...], what: str) -> None:
-    parser.add_argument("--state", action="append", choices=states, metavar="STATE",
-                        help=f"only {what} in this state ({', '.join(states)}); repeat for several")
+    parser.add_argument("--state", action="extend", type=state_list(states), metavar="STATE",
+                        help=f"only {what} in this state ({', '.join(states)}); several comma-separated "
+                        "(ready,failed), as the API takes them, or --state repeated")
     parser.add_argument("--limit", type=positive, metavar="N", help=f"the newest N {what} only")
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
+
+
+def state_list(states: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """`--state`'s type: one state or a comma-separated list of them (the API's own form)."""
+
+    def parse(text: str) -> list[str]:
+        given = [part.strip() for part in text.split(",")]
+        for state in given:
+            if state not in states:
+                raise argparse.ArgumentTypeError(
+                    f"invalid choice: {state!r} (choose from {', '.join(map(repr, states))})")
+        return given
+
+    return parse
 
 
 def positive(text: str) -> int:

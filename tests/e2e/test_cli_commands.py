@@ -351,3 +351,11 @@ async def test_commands_find_the_server_cascade_up_started_on_another_port(live,
     (data / "url").write_text(gone + "\n")
     stale = await cascade("runs", url=None, token=None, home=tmp_path)
     assert gone not in stale.err, stale  # whatever answers at the default URL (8000), not the record
+
+
+async def test_traces_state_takes_a_comma_list_like_the_api(live, tmp_path):
+    await live.store.put_trace(ready_trace("broken-trace", state="failed", error="bad header"))
+    both = json.loads((await cascade("traces", "--json", "--state", "ready,failed", url=live.url, home=tmp_path)).out)
+    assert {t["state"] for t in both} == {"ready", "failed"} and "broken-trace" in {t["id"] for t in both}
+    only_failed = json.loads((await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out)
+    assert [t["id"] for t in only_failed] == ["broken-trace"]

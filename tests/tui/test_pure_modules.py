@@ -39,7 +39,8 @@ def test_non_ui_modules_never_import_textual(name):
     assert not any(m.split(".")[0] == "textual" for m in _imports(PKG / name))
 
 
-SHARED_SERVER_MODULES = {"cascade_server.models", "cascade_server.comparison", "cascade_server.cli_usage"}
+SHARED_SERVER_MODULES = {"cascade_server.models", "cascade_server.comparison", "cascade_server.cli_usage",
+                         "cascade_server.setting_errors", "cascade_server.settings"}
 
 
 def test_package_imports_only_models_and_shared_pure_modules_from_the_server():

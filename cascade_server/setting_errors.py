@@ -1,0 +1,36 @@
+"""One line per wrong setting, shared by `cascade serve`, `cascade upload` and the UI's settings.
+
+Pure (pydantic only). pydantic's own words for a bounded number name one bound at a time (a NaN
+"should be less than or equal to 4"); a setting with both bounds says the whole range instead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import annotated_types
+from pydantic import BaseModel
+
+# pydantic's error types for a number outside its bounds, or not a finite number at all.
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number",
+                 "int_parsing", "float_parsing", "int_from_float"}
+
+
+def number_range(model: type[BaseModel], field: str) -> tuple[Any, Any] | None:
+    """The field's (lowest, highest) allowed values, when it has both inclusive bounds."""
+    info = model.model_fields.get(field)
+    if info is None:
+        return None
+    low = next((m.ge for m in info.metadata if isinstance(m, annotated_types.Ge)), None)
+    high = next((m.le for m in info.metadata if isinstance(m, annotated_types.Le)), None)
+    return None if low is None or high is None else (low, high)
+
+
+def range_problem(model: type[BaseModel], err: Any) -> str | None:
+    """`must be a number from 0.5 to 4 (got nan)` for a bounded field's error, else None."""
+    field = str(err["loc"][0]) if err["loc"] else ""
+    bounds = number_range(model, field)
+    if bounds is None or err["type"] not in _RANGE_ERRORS:
+        return None
+    low, high = bounds
+    got = f" (got {err['input']!r})" if "input" in err else ""
+    return f"must be a number from {low:g} to {high:g}{got}"
