@@ -26,6 +26,7 @@ from pathlib import Path
 
 import httpx
 
+from bench_local_runs import register_trace  # benchmarks/bench_local_runs.py
 from procstats import free_port  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,17 +58,6 @@ def squeue_shim(directory: Path, calls: Path) -> None:
     shim = directory / "squeue"
     shim.write_text(f'#!/bin/sh\ndate +%s.%N >> "{calls}"\nexec "{real}" "$@"\n')
     shim.chmod(0o755)
-
-
-async def register_trace(data_dir: Path) -> None:
-    from cascade_server.events import Broker
-    from cascade_server.samples import sample_trace
-    from cascade_server.storage import Store
-
-    trace = sample_trace(ROOT / "samples").model_copy(update={"id": "bench-sm70", "sample": False})
-    store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.put_trace(trace)
-    await store.close()
 
 
 async def main(sims: int, watch: float) -> None:

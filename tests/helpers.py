@@ -1,13 +1,19 @@
-"""The test suite's two waiting-and-wiring helpers, one copy each (fixtures live in conftest.py)."""
+"""The test suite's waiting-and-wiring helpers, one copy each (fixtures live in conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import shutil
 import socket
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 def free_port() -> int:
@@ -31,3 +37,25 @@ async def wait_until(check: Callable[[], Any], timeout: float = 90.0, interval: 
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s; last: {result!r}")
         await asyncio.sleep(interval)
+
+
+@contextlib.contextmanager
+def small_tmpfs(directory: Path, options: str) -> Iterator[Path]:
+    """`directory` as a tmpfs mounted with `options` (`size=3m`, ...) for the duration: a
+    small real disk to fill. Skips the test where it cannot be mounted (needs root)."""
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command to make a small tmpfs")
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(directory)],
+                            capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): {result.stderr.strip()}")
+    try:
+        yield directory
+    finally:
+        subprocess.run(["umount", "-l", str(directory)], capture_output=True, timeout=30)
+
+
+def remount_tmpfs(directory: Path, options: str) -> subprocess.CompletedProcess:
+    """Change a `small_tmpfs` in place (`size=64m`: space is back)."""
+    return subprocess.run(["mount", "-o", f"remount,{options}", str(directory)],
+                          capture_output=True, text=True, timeout=30)

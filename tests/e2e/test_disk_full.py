@@ -8,7 +8,6 @@ import contextlib
 import errno
 import logging
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from cascade_server.faults import DISK_FULL_DETAIL
 from tests.conftest import ready_trace
+from tests.helpers import small_tmpfs
 
 pytestmark = pytest.mark.timeout(120)
 STEP_TIMELINE: dict[str, object] = {"simulated": {"steps": [], "summary": {}}, "compare": None}
@@ -26,14 +26,8 @@ OCTETS = {"Content-Type": "application/octet-stream"}
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "disk"
     mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(mount)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {result.stderr.strip()}")
-    try:
+    with small_tmpfs(mount, "size=16m,mode=0700"):
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def fill(disk: Path) -> Path:

@@ -4,18 +4,13 @@ mount; skipped with the reason otherwise)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
+
+from tests.helpers import remount_tmpfs, small_tmpfs
 
 from .test_trace_ingest import Harness, sample_files
 
 MiB = 1024 * 1024
-
-
-def _mount(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
 
 
 @pytest.fixture
@@ -24,13 +19,8 @@ def small_traces_dir(tmp_path):
     objects, not for its 14 MB of decompressed kernels."""
     traces = tmp_path / "data" / "traces"
     traces.mkdir(parents=True)
-    if shutil.which("mount") is None:
-        pytest.skip("no mount command to make a small tmpfs")
-    result = _mount("-t", "tmpfs", "-o", "size=3m", "tmpfs", str(traces))
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs (needs root): {result.stderr.strip()}")
-    yield traces
-    subprocess.run(["umount", "-l", str(traces)], capture_output=True, timeout=30)
+    with small_tmpfs(traces, "size=3m"):
+        yield traces
 
 
 async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_back(request, tmp_path, small_traces_dir):
@@ -51,7 +41,7 @@ async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_ba
         await h.scanner.wait_for_scan()
         assert (await h.store.get_trace("demo")).state == "failed"
 
-        assert _mount("-o", "remount,size=64m", str(small_traces_dir)).returncode == 0
+        assert remount_tmpfs(small_traces_dir, "size=64m").returncode == 0
         ready = await h.recorder.wait_state("demo", "ready")
         assert h.recorder.states("demo")[-3:] == ["failed", "processing", "ready"]
         assert ready.error is None and len(ready.kernels) == 15
@@ -69,7 +59,7 @@ async def test_a_server_restarted_after_the_disk_filled_retries_at_once(request,
         h.put_metadata("demo", files, trace_gpu_arch="sm_70")
         await h.recorder.wait_state("demo", "failed", "ready")
         await h.stop()
-        assert _mount("-o", "remount,size=64m", str(small_traces_dir)).returncode == 0
+        assert remount_tmpfs(small_traces_dir, "size=64m").returncode == 0
         await h.start()
         ready = await h.recorder.wait_state("demo", "ready")
         assert ready.error is None and len(ready.kernels) == 15
@@ -97,7 +87,7 @@ async def test_a_scan_while_the_failure_is_being_saved_keeps_the_retry(request, 
             h.put("demo", rel, body)
         h.put_metadata("demo", files, trace_gpu_arch="sm_70")
         await h.recorder.wait_state("demo", "failed", "ready")
-        assert _mount("-o", "remount,size=64m", str(small_traces_dir)).returncode == 0
+        assert remount_tmpfs(small_traces_dir, "size=64m").returncode == 0
         ready = await h.recorder.wait_state("demo", "ready")
         assert h.recorder.states("demo")[-3:] == ["failed", "processing", "ready"]
         assert ready.error is None

@@ -6,7 +6,6 @@ skipped with the reason otherwise)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -15,10 +14,7 @@ from botocore.exceptions import ClientError
 
 from cascade_server.traces.s3 import S3Info
 from cascade_server.upload import _describe_client_error
-
-
-def _mount(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+from tests.helpers import small_tmpfs
 
 
 @pytest.fixture
@@ -28,13 +24,8 @@ def full_bucket(rclone_s3):
     directory = rclone_s3.root / name
     # Through the S3 API, not mkdir: rclone caches its listing of buckets.
     rclone_s3.client().create_bucket(Bucket=name)
-    if shutil.which("mount") is None:
-        pytest.skip("no mount command to make a small tmpfs")
-    result = _mount("-t", "tmpfs", "-o", "size=64k", "tmpfs", str(directory))
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs (needs root): {result.stderr.strip()}")
-    yield name
-    subprocess.run(["umount", "-l", str(directory)], capture_output=True, timeout=30)
+    with small_tmpfs(directory, "size=64k"):
+        yield name
 
 
 def test_upload_to_a_full_endpoint_is_one_line_saying_the_bucket_refused_it(rclone_s3, full_bucket, tmp_path):
