@@ -203,8 +203,12 @@ class RunScreen(ReportsWorkerErrors, Screen):
         self._announce(changes.sims, changes.reset)
         if self.view == "files" and self.selected_sim and (
                 changes.reset or self.selected_sim in changes.sims):
-            # Its state or progress changed: it may have uploaded files since the list was fetched.
-            self.files_pane.show(self.model.sims.get(self.selected_sim))
+            # A worker uploads its files before its final heartbeat: refetch when the shown sim's
+            # state changes, not on every progress heartbeat.
+            sim = self.model.sims.get(self.selected_sim)
+            shown = self.files_pane.sim
+            if changes.reset or sim is None or shown is None or sim.state != shown.state:
+                self.files_pane.show(sim)
         if self.view == "kernels" and kernels.dirty:
             kernels.draw()
         self._update_header()
