@@ -78,6 +78,12 @@ def main() -> int:
                                  check=True).stdout.strip()
         if not version.startswith("cascade 0") and not version.startswith("cascade 1"):
             sys.exit(f"wheel smoke: cascade --version printed {version!r}")
+        # .ci/run installs a C compiler, so the wheel must carry the log parser's compiled loop.
+        loop = subprocess.run([venv / "bin" / "python", "-c", "from cascade_server import accelsim_log as m; "
+                               "print('compiled' if m.NATIVE else 'python')"], cwd=workdir, env=env,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        if loop != "compiled":
+            sys.exit(f"wheel smoke: the wheel's log parser runs its {loop} block loop, not the compiled one")
 
         log = tmp_dir / "serve.log"
         with open(log, "wb") as out:
@@ -106,7 +112,7 @@ def main() -> int:
         finally:
             serve.send_signal(signal.SIGTERM)
             serve.wait(timeout=30)
-        print(f"wheel smoke: {wheel.name} from {workdir}: {version}, {len(configs)} GPU configs, "
+        print(f"wheel smoke: {wheel.name} from {workdir}: {version}, {loop} log parser, {len(configs)} GPU configs, "
               f"demo traces ready, sample run {runs[0]['id']}, agent prompt and browser UI served")
     return 0
 

@@ -41,30 +41,36 @@ Chunks are lists of whole lines without their newlines. Anything else in them (c
 thread-block lines, binary junk, error messages) is skipped without raising.
 
 Speed: about 97% of a real log is stats-block lines, and Python's `re` is several times slower
-per character than `str` methods, so the hot path is built from C-level string and dict
-operations. A chunk is joined once; block boundaries, launch, rate and exit lines are found with
-`str.find`/`rfind` on newline-prefixed markers. Inside a block, lines with "=" are split with
-`str.partition`, and values are converted through a memo (values repeat a lot). Only the few
-`key=value` candidates meet a regex.
+per character than `str` methods, so block boundaries, launch, rate and exit lines are found
+with `str.find`/`rfind` on newline-prefixed markers in the chunk joined once. The lines inside
+a block go to `merge_block_lines`, compiled from `_accelsim_merge.c` when the package was built
+with a C compiler (setup.py), else run as the Python below: every line is kept, so each one
+costs a dict entry, and what each line holds is cached (lines repeat from kernel to kernel).
+`benchmarks/bench_parser_vs.py` compares the speed with the parser that kept first values only.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cascade_server.models import KernelStat
 
-__all__ = ["LogParser", "ParsedKernel", "STATE_VERSION", "TAIL_LINES", "MAX_BLOCK_KEYS"]
+__all__ = [
+    "LogParser", "ParsedKernel", "STATE_VERSION", "TAIL_LINES", "MAX_BLOCK_KEYS", "NATIVE", "clear_caches",
+]
 
 STATE_VERSION = 1
 TAIL_LINES = 20
 # A block that never closes (a corrupt stream) must not grow the saved state without bound;
 # real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
 MAX_BLOCK_KEYS = 50_000
-# The value memo only saves time; it is cleared when it grows past this many entries.
-_VALUE_MEMO_LIMIT = 100_000
+# merge_block_lines' caches, shared by every parser in the process (what a line holds depends on
+# the line alone), so their memory is bounded however many sims are parsed: they are cleared
+# when they hold more lines than this (about 10 MB).
+_LINE_CACHE_LIMIT = 50_000
 
 # Markers, each with the newline that starts its line (the chunk text starts with "\n").
 _BLOCK_START = "\nkernel_name = "
@@ -97,6 +103,107 @@ def parse_value(raw: str) -> float | str:
         return float(s[:-1] if s[-1] == "%" else s)
     except ValueError:
         return s
+
+
+def _key_eq_value(line: str) -> tuple[str, str] | None:
+    """The key and raw value of a stripped `key=value` line, else None."""
+    m = _KEY_EQ_VALUE_RE.fullmatch(line)
+    return None if m is None else (m[1], m[2])
+
+
+# What a block line holds: its value and key, or None for a line of neither form.
+LineEntry = tuple[float | str, str] | None
+
+
+def _names_of(names_cache: dict[str, list[str]], key: str) -> list[str]:
+    names = names_cache.get(key)  # [key, key#2, key#3, ...], each made once
+    if names is None:
+        names = names_cache[key] = [key]
+    return names
+
+
+def _line_entry(
+    line: str, names_cache: dict[str, list[str]],
+    key_eq_value: Callable[[str], tuple[str, str] | None],
+) -> LineEntry:
+    key, sep, raw = line.partition(_SEP)
+    if sep:
+        key = key.strip()
+    else:  # no " = ": maybe a `key=value` line (a few per block)
+        line = key.strip()
+        if " " in line or "\t" in line:
+            return None
+        pair = key_eq_value(line)
+        if pair is None:
+            return None
+        key, raw = pair
+    if not key:
+        return None
+    # Lines with the same key share one key object (and its hash), the first of its names.
+    return parse_value(raw), _names_of(names_cache, key)[0]
+
+
+def _add_to_block(
+    block: dict[str, float | str], repeats: dict[str, int], names_cache: dict[str, list[str]],
+    key: str, value: float | str,
+) -> None:
+    if key not in block:
+        block[key] = value
+        return
+    names = _names_of(names_cache, key)
+    n = repeats.get(key, 1)
+    while True:  # a key of that name exists, or `repeats` is cold
+        n += 1
+        while len(names) < n:
+            names.append(f"{key}#{len(names) + 1}")
+        if names[n - 1] not in block:
+            break
+    repeats[key] = n
+    block[names[n - 1]] = value
+
+
+def merge_block_lines(
+    block: dict[str, float | str], lines: list[str], repeats: dict[str, int],
+    line_cache: dict[str, LineEntry], names_cache: dict[str, list[str]],
+    key_eq_value: Callable[[str], tuple[str, str] | None],
+) -> None:
+    """Add the key/value lines among `lines` to `block`: the first occurrence of a key under its
+    name, the n-th under `<key>#<n>` (the next number not taken).
+
+    `repeats` remembers each key's latest number in the block (only a cache: empty, the numbers
+    found are the same). `line_cache` maps a line to what it holds and `names_cache` a key to
+    its names `[key, key#2, key#3, ...]`: both only save time (lines repeat from kernel to
+    kernel, keys within a block), and the caller clears them when they grow. `key_eq_value`
+    reads the `key=value` form.
+
+    This is the specification of the compiled `_accelsim_merge.merge_block_lines`, which the
+    parser uses when it was built (see setup.py)."""
+    for line in lines:
+        if "=" not in line:  # neither form
+            continue
+        if line in line_cache:
+            entry = line_cache[line]
+        else:
+            entry = line_cache[line] = _line_entry(line, names_cache, key_eq_value)
+        if entry is not None:
+            _add_to_block(block, repeats, names_cache, entry[1], entry[0])
+
+
+try:
+    from cascade_server._accelsim_merge import merge_block_lines as _merge_block_lines
+    NATIVE = True
+except ImportError:  # built without a C compiler: the same function, in Python
+    _merge_block_lines = merge_block_lines
+    NATIVE = False
+
+_line_cache: dict[str, LineEntry] = {}
+_names_cache: dict[str, list[str]] = {}
+
+
+def clear_caches() -> None:
+    """Empty the caches every parser shares (benchmarks time a cold start with this)."""
+    _line_cache.clear()
+    _names_cache.clear()
 
 
 def _finite(value: float | str | None) -> float | None:
@@ -147,12 +254,11 @@ class LogParser:
 
     __slots__ = (
         "_clock_mhz", "_kernels_done", "_current_kernel", "_latest", "_tail", "_exit_detected",
-        "_block", "_block_ended", "_memo", "_repeats",
+        "_block", "_block_ended", "_repeats",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
         self._clock_mhz = float(core_clock_mhz)
-        self._memo: dict[str, float | str] = {}
         # key -> the number of its latest occurrence in the current block (see _merge). Only a
         # cache: a restored parser starts it empty and finds the next free number in the block.
         self._repeats: dict[str, int] = {}
@@ -342,44 +448,14 @@ class LogParser:
             i = text.rfind(_RATE, 0, i)
 
     def _merge(self, lines: list[str]) -> None:
-        """Add the key/value lines among `lines` (all inside the current block) to it: the
-        first occurrence of a key under its name, the n-th under `<key>#<n>`."""
+        """Add the key/value lines among `lines` (all inside the current block) to it."""
         block = self._block
         assert block is not None, "called inside a block only"
         if len(block) >= MAX_BLOCK_KEYS:
             return
-        # Lines without "=" are neither form; the filter runs at C speed.
-        parts = [x.partition(_SEP) for x in lines if "=" in x]
-        memo = self._memo
-        if len(memo) > _VALUE_MEMO_LIMIT:
-            memo.clear()
-        get = memo.get
-        repeats = self._repeats
-        for key, sep, raw in parts:
-            if sep:
-                key = key.strip()
-            else:  # no " = ": maybe a `key=value` line (a few per block)
-                line = key.strip()
-                if " " in line or "\t" in line:
-                    continue
-                m = _KEY_EQ_VALUE_RE.fullmatch(line)
-                if m is None:
-                    continue
-                key, raw = m.groups()
-            if not key:
-                continue
-            value = get(raw)
-            if value is None:
-                value = memo[raw] = parse_value(raw)
-            if key in block:
-                n = repeats.get(key, 1) + 1
-                name = f"{key}#{n}"
-                while name in block:  # a key of that name exists, or the cache is cold
-                    n += 1
-                    name = f"{key}#{n}"
-                repeats[key] = n
-                key = name
-            block[key] = value
+        if len(_line_cache) > _LINE_CACHE_LIMIT:
+            clear_caches()
+        _merge_block_lines(block, lines, self._repeats, _line_cache, _names_cache, _key_eq_value)
         if len(block) > MAX_BLOCK_KEYS:
             self._block = dict(list(block.items())[:MAX_BLOCK_KEYS])
 

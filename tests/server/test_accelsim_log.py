@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cascade_server import accelsim_log
 from cascade_server.accelsim_log import (
     MAX_BLOCK_KEYS, TAIL_LINES, LogParser, ParsedKernel, parse_value,
 )
@@ -70,13 +71,26 @@ EXPECTED_NAMES = [
 ]
 
 
-@cache
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def block_loop(request, monkeypatch):
+    """Every test here runs on both implementations of the stats-block loop, from cold caches
+    (hypothesis' examples share them, as the sims of one server do)."""
+    if request.param == "compiled" and not accelsim_log.NATIVE:
+        pytest.skip("the compiled block loop is not built here (no C compiler, see setup.py)")
+    if request.param == "python":
+        monkeypatch.setattr(accelsim_log, "_merge_block_lines", accelsim_log.merge_block_lines)
+    accelsim_log.clear_caches()
+    yield request.param
+    accelsim_log.clear_caches()
+
+
 def num(value: float | str | None) -> float:
     """A stat or field that must be a number (NaN and infinities included)."""
     assert isinstance(value, float | int), value
     return float(value)
 
 
+@cache
 def real_log(config: str) -> tuple[str, ...]:
     """The log's lines without newlines, loaded once per test session."""
     shared = SHARED_RUNS / config / "run.log"
@@ -249,7 +263,8 @@ def split_at(lines, cuts: list[int]) -> list[list[str]]:
 cut_lists = st.lists(st.integers(min_value=0, max_value=len(property_slice())), max_size=40)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, 
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(cuts=cut_lists)
 def test_any_chunking_gives_the_same_result(cuts: list[int]) -> None:
     parser = LogParser(1365)
@@ -260,7 +275,8 @@ def test_any_chunking_gives_the_same_result(cuts: list[int]) -> None:
     assert snapshot(parser, kernels) == property_expected()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, 
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(cuts=cut_lists, data=st.data())
 def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -> None:
     chunks = split_at(property_slice(), cuts)
@@ -276,9 +292,9 @@ def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -
 
 # Blocks built from a few keys that repeat, the way Accel-Sim's per-partition sections do, some
 # carrying data (`chip skew: 96/48`), some literally `<key>#<n>`, `key=value` lines and junk;
-# consecutive blocks mostly alike, as in a real log, so the parser's template of the previous
-# block is used, patched and dropped. Any such log, in any chunking, with a restore anywhere,
-# gives the line-by-line reference's stats.
+# consecutive blocks mostly alike, as in a real log, so most lines come from the parser's cache.
+# Any such log, in any chunking, with a restore anywhere, gives the line-by-line reference's
+# stats.
 _common_line = st.sampled_from(["a", "b", "c", " a "]).map(lambda key: f"{key} = 1")
 _data_line = st.one_of(st.integers(0, 3).map(lambda n: f"chip skew: {n}/2 = 0.5"),
                        st.just("kernel_name=y"))
@@ -303,7 +319,8 @@ def alike_blocks(draw) -> list[str]:
     return lines
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, 
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(lines=alike_blocks(), data=st.data())
 def test_alike_blocks_in_any_chunking_and_resume_match_the_reference(lines, data) -> None:
     cuts = data.draw(st.lists(st.integers(0, len(lines)), max_size=12))

@@ -1,0 +1,187 @@
+"""The compiled stats-block loop (cascade_server/_accelsim_merge.c) against its specification,
+the Python `merge_block_lines` and `parse_value` in accelsim_log.py, on generated input: same
+stats, same order, same types, for any lines, any chunking, caches cleared anywhere; bad
+arguments are a TypeError, never a crash; nothing leaks.
+
+tests/server/test_accelsim_log.py runs the whole parser on both implementations too.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sysconfig
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from cascade_server import accelsim_log
+
+try:
+    from cascade_server import _accelsim_merge as compiled
+except ImportError:
+    compiled = None  # type: ignore[assignment]
+
+
+def _can_compile() -> bool:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc) is not None and (Path(sysconfig.get_paths()["include"]) / "Python.h").exists()
+
+
+def test_the_compiled_loop_is_built_wherever_it_can_be() -> None:
+    # setup.py makes the extension optional, so a broken build would only show as a slower
+    # parser: fail here instead, wherever a C compiler and Python's headers are present.
+    if compiled is None and not _can_compile():
+        pytest.skip("no C compiler or Python headers here: the parser runs its Python loop")
+    assert compiled is not None, "a C compiler is here, yet cascade_server._accelsim_merge was not built"
+    assert accelsim_log.NATIVE and accelsim_log._merge_block_lines is compiled.merge_block_lines
+
+
+needs_compiled = pytest.mark.skipif(compiled is None, reason="the compiled block loop is not built here")
+
+
+def same(a: object, b: object) -> bool:
+    """Equal, of the same type, NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+def same_items(a: dict, b: dict) -> bool:
+    return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+
+
+# Lines made of the pieces the rules turn on: keys that repeat, that look numbered (`a#2`),
+# blanks of every kind (str.strip's Unicode ones, float()'s ASCII ones), " = " and bare "=",
+# numbers with %, nan/inf spellings, separators float() refuses, non-ASCII digits and letters,
+# NUL, lone surrogates (logs are decoded with surrogateescape); and arbitrary text.
+_blank = st.sampled_from(["", " ", "  ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\u3000"])
+_key = st.sampled_from(["a", "b", "a#2", "a#3", "b#2#2", "kernel_name", "gpu_sim_cycle", "k.x[1]",
+                        "é", "\udcff", "chip skew: 9/4", "", "x y"])
+_value = st.one_of(
+    st.sampled_from(["1", "-2.5", "+.5", "1e5", "1E-3", "1e999", "95.6%", "-nan%", "nan", "-NaN",
+                     "inf", "-Infinity", "iNF", "none", "12 (inst/sec)", "1,2", "1_0", "0x10",
+                     "1.9742 GB/Sec", "15000000x", "%", "5\t%", "5\x1f", "\x1c5", "５", "1\x002",
+                     "", "=", " = ", "\udc80", "Nan"]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers().map(str),
+    st.text(max_size=6),
+)
+_kv_line = st.builds(lambda b1, k, b2, sep, b3, v, b4: f"{b1}{k}{b2}{sep}{b3}{v}{b4}",
+                     _blank, _key, _blank, st.sampled_from([" = ", "=", " =", "= ", " = = "]),
+                     _blank, _value, _blank)
+_line = st.one_of(_kv_line, _kv_line, _kv_line, st.text(max_size=30),
+                  st.sampled_from(["n_cmd=1 n_nop=2", "rate=7", "b=2", "==== x ====", "x", ""]))
+
+
+def run(merge, chunks: list[list[str]], clear_after: list[bool], cold_after: list[bool]) -> dict:
+    block: dict = {"kernel_name": "k"}
+    repeats: dict = {}
+    line_cache: dict = {}
+    names_cache: dict = {}
+    for chunk, clear, cold in zip(chunks, clear_after, cold_after):
+        merge(block, chunk, repeats, line_cache, names_cache, accelsim_log._key_eq_value)
+        if clear:  # what the parser does when the caches grow
+            line_cache.clear()
+            names_cache.clear()
+        if cold:  # what a restore does
+            repeats.clear()
+    return block
+
+
+@needs_compiled
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(_line, max_size=60), data=st.data())
+def test_the_compiled_loop_does_what_the_python_one_does(lines: list[str], data) -> None:
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(lines)), max_size=6)))
+    bounds = [0, *cuts, len(lines)]
+    chunks = [lines[a:b] for a, b in zip(bounds, bounds[1:])]
+    clear = data.draw(st.lists(st.booleans(), min_size=len(chunks), max_size=len(chunks)))
+    cold = data.draw(st.lists(st.booleans(), min_size=len(chunks), max_size=len(chunks)))
+    expected = run(accelsim_log.merge_block_lines, chunks, clear, cold)
+    got = run(compiled.merge_block_lines, chunks, clear, cold)
+    assert same_items(got, expected), (got, expected)
+
+
+@needs_compiled
+@settings(max_examples=1000, deadline=None)
+@given(raw=st.one_of(_value, st.text(), st.builds("".join, st.lists(st.one_of(_blank, _value)))))
+@example(raw="  1e-3% ")
+@example(raw="\u3000-inf\u3000")
+@example(raw="5\x1f%")  # str.strip's blanks are not all float()'s
+@example(raw="5\x0b%")
+@example(raw="-５%")  # non-ASCII digits: float() reads them
+def test_the_compiled_parse_value_is_python_s(raw: str) -> None:
+    assert same(compiled.parse_value(raw), accelsim_log.parse_value(raw))
+
+
+@needs_compiled
+@pytest.mark.parametrize("args, match", [
+    (({}, ("a = 1",), {}, {}, {}), "lines is a list"),
+    (({}, ["a = 1", 5], {}, {}, {}), r"lines\[1\] is not a str"),
+    (([], ["a = 1"], {}, {}, {}), "lines is a list"),
+    (({}, ["a = 1"], {}, None, {}), "lines is a list"),
+])
+def test_bad_arguments_are_a_type_error(args, match: str) -> None:
+    with pytest.raises(TypeError, match=match):
+        compiled.merge_block_lines(*args, accelsim_log._key_eq_value)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="merge_block_lines"):
+        compiled.merge_block_lines({}, [])  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="parse_value expects a str"):
+        compiled.parse_value(b"1")  # type: ignore[arg-type]
+
+
+@needs_compiled
+def test_a_failing_or_wrong_key_value_reader_is_an_error_not_a_crash() -> None:
+    def fails(line: str) -> tuple[str, str] | None:
+        raise RuntimeError("reader failed")
+
+    block: dict = {}
+    with pytest.raises(RuntimeError, match="reader failed"):
+        compiled.merge_block_lines(block, ["a = 1", "b=2"], {}, {}, {}, fails)
+    assert block == {"a": 1.0}  # what came before the failing line stays
+    for wrong in (lambda line: ("k",), lambda line: (1, "v"), lambda line: "kv"):
+        with pytest.raises(TypeError, match="key_eq_value must return None or"):
+            compiled.merge_block_lines({}, ["b=2"], {}, {}, {}, wrong)  # type: ignore[arg-type]
+    # An empty key from the reader is no key, as in Python.
+    block = {}
+    compiled.merge_block_lines(block, ["b=2"], {}, {}, {}, lambda line: ("", "2"))
+    assert block == {}
+
+
+@needs_compiled
+def test_repeats_are_numbered_past_names_already_taken() -> None:
+    block: dict = {"kernel_name": "k"}
+    lines = ["a = 1", "a#2 = x", "a = 2", "a = 3", " kernel_name = again", "a#2 = y"]
+    compiled.merge_block_lines(block, lines, {}, {}, {}, accelsim_log._key_eq_value)
+    assert list(block.items()) == [
+        ("kernel_name", "k"), ("a", 1.0), ("a#2", "x"), ("a#3", 2.0), ("a#4", 3.0),
+        ("kernel_name#2", "again"), ("a#2#2", "y"),
+    ]
+
+
+@needs_compiled
+def test_no_memory_is_kept_beyond_the_caches() -> None:
+    # Keys repeated past the small ints Python keeps; ASCII and non-ASCII values, both forms.
+    lines = [f"key_{i % 2} = {i}" for i in range(2000)] + [f"é = {i}%\u3000" for i in range(300)]
+    lines += ["n_cmd=1 n_nop=2", "rate=7", "x = 1%", "y = none", "z = \udc80"]
+
+    def once() -> None:
+        compiled.merge_block_lines({"kernel_name": "k"}, lines, {}, {}, {}, accelsim_log._key_eq_value)
+
+    once()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(200):
+            once()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # 200 passes over 2,305 lines: a reference leaked per line would be megabytes.
+    assert grown < 64 * 1024, grown
