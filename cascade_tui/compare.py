@@ -211,10 +211,16 @@ def trace_note(run: RunDetail | None) -> str | None:
 KERNEL_ORDERS = ("trace", "time", "spread")  # the kernels view's orders, as `o` cycles them
 
 
+def spread_pct(times: Iterable[float | None]) -> float | None:
+    """How much times of one kernel disagree: (slowest - fastest) / fastest, in %, over the
+    times that are there and above zero (a zero time is no measurement); None below two."""
+    have = [t for t in times if t is not None and t > 0]
+    return (max(have) - min(have)) / min(have) * 100.0 if len(have) > 1 else None
+
+
 def kernel_spread(row: ComparisonRow) -> float | None:
-    """How much the configs disagree on a kernel: (slowest - fastest) / fastest, in %."""
-    values = [v for v in row.sim_ns.values() if v is not None and v > 0]
-    return (max(values) - min(values)) / min(values) * 100.0 if len(values) > 1 else None
+    """How much the configs disagree on a kernel (spread_pct of its times)."""
+    return spread_pct(row.sim_ns.values())
 
 
 def kernel_share(row: ComparisonRow, totals: Mapping[str, float]) -> float | None:

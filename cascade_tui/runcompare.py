@@ -30,7 +30,7 @@ class KernelDifference:
     kernel_name: str
     config: str
     values: tuple[float | None, ...]  # one per run, in the order compared
-    spread_pct: float  # (largest - smallest) / smallest, over the runs that have it
+    spread_pct: float  # compare.spread_pct over the runs that have it
 
 
 def _configs(runs: Sequence[RunData]) -> list[str]:
@@ -76,11 +76,9 @@ def kernel_differences(runs: Sequence[RunData], limit: int = 20) -> list[KernelD
     for key in keys:
         for cfg in configs:
             values = tuple(rows.get(key, {}).get(cfg) for rows in per_run)
-            have = [v for v in values if v is not None]
-            if len(have) < 2 or min(have) <= 0:
-                continue
-            out.append(KernelDifference(key[0], key[1], cfg, values,
-                                        (max(have) - min(have)) / min(have) * 100.0))
+            spread = compare.spread_pct(values)
+            if spread is not None:
+                out.append(KernelDifference(key[0], key[1], cfg, values, spread))
     out.sort(key=lambda d: (-d.spread_pct, d.kernel_index, d.config))
     return out[:limit]
 

@@ -38,7 +38,7 @@ class KernelDifference:
     name: str  # demangled
     occurrence: int  # 0 for its first launch in the trace, 1 for the second, ...
     values: tuple[float | None, ...]  # one per trace, in the order compared
-    spread_pct: float  # (largest - smallest) / smallest, over the traces that have it
+    spread_pct: float  # compare.spread_pct over the traces that have it
 
 
 def set_members(traces: Sequence[TraceSummary], sample_set: str) -> list[TraceSummary]:
@@ -129,10 +129,9 @@ def kernel_differences(members: Sequence[TraceRun], limit: int = 20) -> list[Ker
     out = []
     for name, occurrence in keys:
         values = tuple(times.get((name, occurrence)) for times in per_trace)
-        have = [v for v in values if v is not None]
-        if len(have) < 2 or min(have) <= 0:
-            continue
-        out.append(KernelDifference(name, occurrence, values, (max(have) - min(have)) / min(have) * 100.0))
+        spread = compare.spread_pct(values)
+        if spread is not None:
+            out.append(KernelDifference(name, occurrence, values, spread))
     out.sort(key=lambda d: (-d.spread_pct, d.name, d.occurrence))
     return out[:limit]
 
@@ -173,7 +172,7 @@ def lines(sample_set: str, members: Sequence[TraceRun], limit: int = 20, width: 
     rows = []
     for d in diffs:
         nth = f" #{d.occurrence + 1}" if d.occurrence else ""
-        have = [v for v in d.values if v is not None]
+        have = [v for v in d.values if v is not None and v > 0]  # those spread_pct counted
         rows.append([(short_kernel_name(d.name) or "?") + nth, *(time_ns(v) for v in d.values),
                      f"{have[-1] / have[0]:.3f}x", f"{d.spread_pct:+.1f}%"])
     out += table(["kernel", *ids, "ratio", "spread"], rows, width)

@@ -10,7 +10,7 @@ import pytest
 
 from cascade_server.models import RunSummary
 from cascade_server.traces.metadata import parse_metadata
-from cascade_tui import tracecompare
+from cascade_tui import compare, tracecompare
 from cascade_tui.runcompare import RunData
 from cascade_tui.screens.compare_runs import CompareTracesScreen
 from cascade_tui.screens.lists import RunsScreen, TracesScreen
@@ -62,6 +62,18 @@ def test_a_shared_config_compares_the_traces_directly_and_kernels_match_by_name_
     assert diffs[("gemm()", 1)].values == (20.0, 40.0) and diffs[("gemm()", 1)].spread_pct == 100.0
     assert diffs[("gemm()", 0)].spread_pct == 0.0 and ("init()", 0) not in diffs  # in one trace only
     assert list(diffs)[0] == ("gemm()", 1)  # largest first
+
+
+def test_a_zero_time_is_no_measurement_in_every_spread():
+    # One spread rule for runs, traces and configs (compare.spread_pct): a zero time is left
+    # out, and a kernel with two real times still compares; the ratio skips the zero too.
+    members = [_member(f"z-{n}", "sm_70", "SM7_QV100", {"SM7_QV100": [t]}) for n, t in
+               enumerate([0.0, 10.0, 30.0])]
+    [diff] = tracecompare.kernel_differences(members)
+    assert diff.values == (0.0, 10.0, 30.0) and diff.spread_pct == 200.0
+    assert "3.000x  +200.0%" in "\n".join(tracecompare.lines("set", members))
+    assert tracecompare.kernel_differences(members[:2]) == []  # one real time: nothing to compare
+    assert compare.spread_pct([0.0, None, 5.0]) is None and compare.spread_pct([4.0, 6.0]) == 50.0
 
 
 def test_the_newest_run_with_succeeded_sims_of_each_trace_and_the_set_members():
