@@ -210,6 +210,9 @@ def run_header(run: RunDetail, now: datetime) -> list[str]:
 def _started_text(run: RunSummary) -> str:
     """When the first sim started, and how long the run waited for it (a slot, the cluster)."""
     if run.started_at is None:
+        if any(run.sim_counts.get(state) for state in ("succeeded", "failed", "lost")):
+            # started_at is a sim's first `running` heartbeat; these sims ran but sent none.
+            return "not reported (the sims ended without a `running` heartbeat)"
         return "no sim started" + (" yet" if run.state == "active" else "")
     waited = age(run.created_at, run.started_at)
     return f"{run.started_at:%Y-%m-%d %H:%M:%S} UTC (the first sim, {waited} after the run was created)"

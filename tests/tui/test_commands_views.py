@@ -177,6 +177,16 @@ def test_a_run_whose_trace_was_deleted_says_so_in_the_cli_and_the_ui():
     assert not any(line.startswith("         ") for line in run_header(live, NOW)) and trace_note(live) is None
 
 
+
+def test_a_run_whose_sims_never_said_running_does_not_claim_none_started():
+    # A sim's started_at is its first `running` heartbeat; a sim may end without one.
+    ran = factories.run([factories.sim(state="succeeded")], state="succeeded")
+    assert "started  not reported (the sims ended without a `running` heartbeat)" in run_header(ran, NOW)
+    waiting = factories.run([factories.sim(state="pending")])
+    assert "started  no sim started yet" in run_header(waiting, NOW)
+    never = factories.run([factories.sim(state="cancelled")], state="cancelled")
+    assert "started  no sim started" in run_header(never, NOW)
+
 def test_a_config_with_no_succeeded_replica_has_no_total_but_a_marked_partial_one():
     """A run cancelled after 2 of 15 kernels: `total_ns` (what a script reads as the config's
     total) stays empty, as the README says; the running total is `partial_ns`, marked as the UI
