@@ -22,9 +22,9 @@ async def health(request: web.Request) -> web.Response:
         "auth": not settings.no_auth,
         "workspace": settings.workspace,
         "s3_endpoint": scanner.s3.endpoint if scanner else settings.s3_endpoint,
-        # Why the last scan of the endpoint failed (unreachable, refused), null once one works:
-        # what the scanner saw, not a check made here, so health stays a liveness answer.
-        "s3_error": scanner.last_error if scanner else None,
+        # Why the endpoint is not answering (unreachable, refused, silent), null once a scan
+        # works: what the scanner sees, not a check made here, so health stays a liveness answer.
+        "s3_error": scanner.health_error() if scanner else None,
     })
 
 

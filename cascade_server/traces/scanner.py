@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TERMINAL_STATES = ("ready", "failed")
+# A listing of the bucket still unanswered after this long (twice the client's connect timeout)
+# is reported as the endpoint's problem while it lasts: a stopped or wedged endpoint accepts the
+# connection and never answers, and the client's own timeouts and retries take minutes.
+STALLED_AFTER_S = 10.0
 # (size, LastModified ISO) per path inside the trace
 Listing = dict[str, tuple[int, str]]
 
@@ -105,6 +109,7 @@ class TraceScanner:
         self._scans_done = 0
         self._scan_cond = asyncio.Condition()
         self.last_error: str | None = None
+        self._listing_since: float | None = None  # monotonic start of the listing in progress
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -145,6 +150,15 @@ class TraceScanner:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def health_error(self) -> str | None:
+        """Why the endpoint is not answering now, for /api/health: a listing waiting longer than
+        STALLED_AFTER_S, else why the last scan failed (None once one worked)."""
+        if self._listing_since is not None:
+            waited = time.monotonic() - self._listing_since
+            if waited > STALLED_AFTER_S:
+                return f"no answer from {self.s3.endpoint or 'S3'} for {waited:.0f} s (listing the bucket)"
+        return self.last_error
+
     async def wait_for_scan(self, timeout: float = 30.0) -> None:
         """Wait until a scan that started after this call has finished (it saw the bucket as it
         is now)."""
@@ -160,7 +174,11 @@ class TraceScanner:
         try:
             await resume_trace_deletes(self.store, self.settings, self)
             await self._retry_when_space_is_back()
-            listing = await asyncio.to_thread(self._list_bucket, self._settled())
+            self._listing_since = time.monotonic()
+            try:
+                listing = await asyncio.to_thread(self._list_bucket, self._settled())
+            finally:
+                self._listing_since = None
             self.last_error = None
             for trace_id, objects in sorted(listing.items()):
                 await self._scan_trace_isolated(trace_id, objects)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from cascade_server.traces import scanner as scanner_module
 from cascade_server.traces.embedded_s3 import rclone_binary
 from cascade_server.traces.s3 import S3Info, make_client
 from tests.helpers import free_port, wait_until
@@ -115,3 +116,33 @@ async def test_health_says_why_the_endpoint_is_unreachable_while_it_is(make_serv
 
 async def _is_none(value) -> bool:
     return await value is None
+
+
+async def test_health_says_an_endpoint_that_stopped_answering_is_silent(make_server, tmp_path, monkeypatch):
+    # A stopped endpoint (SIGSTOP) still accepts connections and never answers: the client's
+    # timeouts and retries take minutes, so health reports a listing waiting that long instead.
+    monkeypatch.setattr(scanner_module, "STALLED_AFTER_S", 0.5)
+    port = free_port()
+    info = S3Info(f"http://127.0.0.1:{port}", "cascade", "TESTACCESSKEY0003", "testsecretkey0000000003")
+    (tmp_path / "s3" / "cascade").mkdir(parents=True)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", info.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", info.secret_key)
+    rclone = start_rclone(port, tmp_path / "s3", info)
+    try:
+        await wait_until(lambda: s3_answers(info))
+        server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
+        async with server.client(token=None) as http:
+            async def s3_error() -> str | None:
+                return (await http.get("/api/health")).json()["s3_error"]
+
+            assert await s3_error() is None
+            rclone.send_signal(signal.SIGSTOP)
+            error = await wait_until(s3_error)
+            assert error.startswith(f"no answer from {info.endpoint} for ") and error.endswith(
+                " s (listing the bucket)"), error
+            rclone.send_signal(signal.SIGCONT)  # the waiting listing gets its answer
+            await wait_until(lambda: _is_none(s3_error()))
+    finally:
+        rclone.send_signal(signal.SIGCONT)
+        rclone.kill()
+        rclone.wait()
