@@ -1,7 +1,7 @@
 /* The hot loop of cascade_server/accelsim_log.py, compiled: reading a stats block's lines into
  * the block's dict.
  *
- * `merge_block_lines` and `parse_value` do exactly what the functions of the same names in
+ * `read_block_lines` and `parse_value` do exactly what the functions of the same names in
  * accelsim_log.py do: those are the specification (their docstrings say the rules), and
  * tests/server/test_accelsim_merge.py runs both on the same generated input. Why C: every stats
  * line is kept, so each of a block's ~2,000 lines costs a dict entry, most of them under a
@@ -229,34 +229,65 @@ add_to_block(PyObject *block, PyObject *repeats, PyObject *names_cache, PyObject
     return failed ? -1 : 0;
 }
 
-static PyObject *
-merge_block_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* 1 when the line starts with the ASCII prefix of that length. */
+static int
+starts_with(PyObject *line, const char *prefix, Py_ssize_t length)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "merge_block_lines(block, lines, repeats, line_cache, "
-                                         "names_cache, key_eq_value)");
+    if (PyUnicode_GET_LENGTH(line) < length)
+        return 0;
+    int kind = PyUnicode_KIND(line);
+    const void *data = PyUnicode_DATA(line);
+    if (kind == PyUnicode_1BYTE_KIND)
+        return memcmp(data, prefix, (size_t)length) == 0;
+    for (Py_ssize_t i = 0; i < length; i++)
+        if (PyUnicode_READ(kind, data, i) != (Py_UCS4)(unsigned char)prefix[i])
+            return 0;
+    return 1;
+}
+
+static PyObject *
+read_block_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "read_block_lines(block, lines, start, max_keys, repeats, "
+                                         "line_cache, names_cache, key_eq_value)");
         return NULL;
     }
-    PyObject *block = args[0], *lines = args[1], *repeats = args[2], *line_cache = args[3];
-    PyObject *names_cache = args[4], *key_eq_value = args[5];
+    PyObject *block = args[0], *lines = args[1], *repeats = args[4], *line_cache = args[5];
+    PyObject *names_cache = args[6], *key_eq_value = args[7];
     if (!PyDict_Check(block) || !PyList_Check(lines) || !PyDict_Check(repeats)
             || !PyDict_Check(line_cache) || !PyDict_Check(names_cache)) {
-        PyErr_SetString(PyExc_TypeError, "lines is a list, the others dicts");
+        PyErr_SetString(PyExc_TypeError, "lines is a list, start and max_keys ints, the others dicts");
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
+    Py_ssize_t start = PyLong_AsSsize_t(args[2]), max_keys = PyLong_AsSsize_t(args[3]);
+    if ((start == -1 || max_keys == -1) && PyErr_Occurred())
+        return NULL;
+    /* As Python's range(start, len(lines)) runs for a start past the end; the parser never
+     * passes a negative one. */
+    start = start < 0 ? 0 : start > PyList_GET_SIZE(lines) ? PyList_GET_SIZE(lines) : start;
+    static const char first[] = "kernel_name = ", last[] = "gpgpu_silicon_slowdown = ";
+    Py_ssize_t i = start;
+    int ended = 0;
+    for (; i < PyList_GET_SIZE(lines) && !ended; i++) {
         PyObject *line = PyList_GET_ITEM(lines, i);
         if (!PyUnicode_Check(line)) {
             PyErr_Format(PyExc_TypeError, "lines[%zd] is not a str", i);
             return NULL;
         }
-        /* Lines without "=" are neither form: skip them before hashing them. */
+        /* Lines without "=" are neither form (nor a block's first or last line): skip them
+         * before hashing them. */
         Py_ssize_t found = PyUnicode_FindChar(line, '=', 0, PyUnicode_GET_LENGTH(line), 1);
         if (found < 0) {
             if (found == -1)
                 continue;
             return NULL;
         }
+        if (starts_with(line, first, sizeof first - 1))
+            break; /* the next block's first line: this block was cut off */
+        ended = starts_with(line, last, sizeof last - 1);
+        if (PyDict_GET_SIZE(block) >= max_keys)
+            continue;
         Py_INCREF(line); /* the callback in entry_of could drop the list's reference */
         PyObject *entry = PyDict_GetItemWithError(line_cache, line);
         if (entry != NULL)
@@ -276,13 +307,13 @@ merge_block_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (failed)
             return NULL;
     }
-    Py_RETURN_NONE;
+    return Py_BuildValue("(nO)", i, ended ? Py_True : Py_False);
 }
 
 static PyMethodDef methods[] = {
-    {"merge_block_lines", (PyCFunction)(void (*)(void))merge_block_lines, METH_FASTCALL,
-     "merge_block_lines(block, lines, repeats, line_cache, names_cache, key_eq_value): "
-     "see accelsim_log.py."},
+    {"read_block_lines", (PyCFunction)(void (*)(void))read_block_lines, METH_FASTCALL,
+     "read_block_lines(block, lines, start, max_keys, repeats, line_cache, names_cache, "
+     "key_eq_value): see accelsim_log.py."},
     {"parse_value", parse_value, METH_O, "parse_value(raw): see accelsim_log.py."},
     {NULL, NULL, 0, NULL},
 };

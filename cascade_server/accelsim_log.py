@@ -40,13 +40,13 @@ What is recognised (see shared/reference/accelsim-formats.md, section 1):
 Chunks are lists of whole lines without their newlines. Anything else in them (config echo,
 thread-block lines, binary junk, error messages) is skipped without raising.
 
-Speed: about 97% of a real log is stats-block lines, and Python's `re` is several times slower
-per character than `str` methods, so block boundaries, launch, rate and exit lines are found
-with `str.find`/`rfind` on newline-prefixed markers in the chunk joined once. The lines inside
-a block go to `merge_block_lines`, compiled from `_accelsim_merge.c` when the package was built
-with a C compiler (setup.py), else run as the Python below: every line is kept, so each one
-costs a dict entry, and what each line holds is cached (lines repeat from kernel to kernel).
-`benchmarks/bench_parser_vs.py` compares the speed with the parser that kept first values only.
+Speed: about 97% of a real log is stats-block lines. They are read by `read_block_lines`,
+compiled from `_accelsim_merge.c` when the package was built with a C compiler (setup.py), else
+run as the Python below: every line is kept, so each one costs a dict entry, and what each line
+holds is cached (lines repeat from kernel to kernel). Launch, rate and exit lines are found with
+`str.rfind`/`in` on newline-prefixed markers in the chunk joined once (Python's `re` is several
+times slower per character than `str` methods). `benchmarks/bench_parser_vs.py` compares the
+speed with the parser that kept first values only.
 """
 
 from __future__ import annotations
@@ -67,14 +67,14 @@ TAIL_LINES = 20
 # A block that never closes (a corrupt stream) must not grow the saved state without bound;
 # real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
 MAX_BLOCK_KEYS = 50_000
-# merge_block_lines' caches, shared by every parser in the process (what a line holds depends on
+# read_block_lines' caches, shared by every parser in the process (what a line holds depends on
 # the line alone), so their memory is bounded however many sims are parsed: they are cleared
 # when they hold more lines than this (about 10 MB).
 _LINE_CACHE_LIMIT = 50_000
 
 # Markers, each with the newline that starts its line (the chunk text starts with "\n").
-_BLOCK_START = "\nkernel_name = "
-_BLOCK_END = "\ngpgpu_silicon_slowdown = "
+_FIRST_LINE = "kernel_name = "  # a stats block's first line starts so ...
+_BLOCK_MARKERS = (_FIRST_LINE, "gpgpu_silicon_slowdown = ")  # ... and its last line so
 _LAUNCH = "\nlaunching kernel name: "
 _RATE = "\ngpgpu_simulation_rate = "
 _EXIT = "\nGPGPU-Sim: *** exit detected ***"
@@ -162,38 +162,50 @@ def _add_to_block(
     block[names[n - 1]] = value
 
 
-def merge_block_lines(
-    block: dict[str, float | str], lines: list[str], repeats: dict[str, int],
-    line_cache: dict[str, LineEntry], names_cache: dict[str, list[str]],
+def read_block_lines(
+    block: dict[str, float | str], lines: list[str], start: int, max_keys: int,
+    repeats: dict[str, int], line_cache: dict[str, LineEntry], names_cache: dict[str, list[str]],
     key_eq_value: Callable[[str], tuple[str, str] | None],
-) -> None:
-    """Add the key/value lines among `lines` to `block`: the first occurrence of a key under its
-    name, the n-th under `<key>#<n>` (the next number not taken).
+) -> tuple[int, bool]:
+    """Read the lines of the block being read, from `lines[start]` on, into `block`: up to its
+    last line (the one starting `gpgpu_silicon_slowdown = `, read too) or the next block's first
+    line (starting `kernel_name = `, not read), or the end of `lines`. Return the index of the
+    first line not read and whether the block's last line was read.
 
+    The key/value lines go in the first occurrence of a key under its name, the n-th under
+    `<key>#<n>` (the next number not taken), while the block has fewer than `max_keys` keys.
     `repeats` remembers each key's latest number in the block (only a cache: empty, the numbers
     found are the same). `line_cache` maps a line to what it holds and `names_cache` a key to
     its names `[key, key#2, key#3, ...]`: both only save time (lines repeat from kernel to
     kernel, keys within a block), and the caller clears them when they grow. `key_eq_value`
     reads the `key=value` form.
 
-    This is the specification of the compiled `_accelsim_merge.merge_block_lines`, which the
+    This is the specification of the compiled `_accelsim_merge.read_block_lines`, which the
     parser uses when it was built (see setup.py)."""
-    for line in lines:
-        if "=" not in line:  # neither form
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if "=" not in line:  # neither form, nor a block's first or last line
             continue
-        if line in line_cache:
-            entry = line_cache[line]
-        else:
-            entry = line_cache[line] = _line_entry(line, names_cache, key_eq_value)
-        if entry is not None:
-            _add_to_block(block, repeats, names_cache, entry[1], entry[0])
+        ended = line.startswith(_BLOCK_MARKERS)
+        if ended and line.startswith(_FIRST_LINE):
+            return i, False  # the next block's first line: this block was cut off
+        if len(block) < max_keys:
+            if line in line_cache:
+                entry = line_cache[line]
+            else:
+                entry = line_cache[line] = _line_entry(line, names_cache, key_eq_value)
+            if entry is not None:
+                _add_to_block(block, repeats, names_cache, entry[1], entry[0])
+        if ended:
+            return i + 1, True
+    return len(lines), False
 
 
 try:
-    from cascade_server._accelsim_merge import merge_block_lines as _merge_block_lines
+    from cascade_server._accelsim_merge import read_block_lines as _read_block_lines
     NATIVE = True
 except ImportError:  # built without a C compiler: the same function, in Python
-    _merge_block_lines = merge_block_lines
+    _read_block_lines = read_block_lines
     NATIVE = False
 
 _line_cache: dict[str, LineEntry] = {}
@@ -259,8 +271,8 @@ class LogParser:
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
         self._clock_mhz = float(core_clock_mhz)
-        # key -> the number of its latest occurrence in the current block (see _merge). Only a
-        # cache: a restored parser starts it empty and finds the next free number in the block.
+        # key -> the number of its latest occurrence in the current block (read_block_lines).
+        # Only a cache: a restored parser starts it empty and finds the next free number.
         self._repeats: dict[str, int] = {}
         self._kernels_done = 0
         self._current_kernel: str | None = None
@@ -389,44 +401,31 @@ class LogParser:
         done: list[ParsedKernel] = []
         if self._block_ended:
             done.append(self._finish_block())
-        size = len(text)
-        i = 0  # index of the first unread line ...
-        at = 0  # ... and of the "\n" in text that starts it
+        i = 0  # index of the first unread line
         while i < n:
             if self._block is None:
-                start = text.find(_BLOCK_START, at)
-                if start < 0:
+                # Outside blocks (a few dozen lines between kernels): find the next one.
+                i = next((j for j in range(i, n) if lines[j].startswith(_FIRST_LINE)), n)
+                if i == n:
                     break
-                i += text.count("\n", at, start)
                 # kernel_name is taken raw here, so it always stays a string.
-                self._block = {"kernel_name": lines[i][len(_BLOCK_START) - 1:].strip()}
+                self._block = {"kernel_name": lines[i][len(_FIRST_LINE):].strip()}
                 self._repeats = {}
                 i += 1
-                at = text.find("\n", start + 1)
-                if at < 0:
-                    break
-            end = text.find(_BLOCK_END, at)
-            restart = text.find(_BLOCK_START, at, size if end < 0 else end)
-            if restart >= 0:
-                # A new block began before this one ended, so this one was cut off: drop it.
-                self._block = None
-                i += text.count("\n", at, restart)
-                at = restart
+            if len(_line_cache) > _LINE_CACHE_LIMIT:
+                clear_caches()
+            i, ended = _read_block_lines(
+                self._block, lines, i, MAX_BLOCK_KEYS, self._repeats, _line_cache, _names_cache,
+                _key_eq_value)
+            if not ended:
+                if i < n:  # a new block began before this one ended: it was cut off, drop it
+                    self._block = None
                 continue
-            if end < 0:
-                self._merge(lines[i:])
-                break
-            last = i + text.count("\n", at, end)  # the gpgpu_silicon_slowdown line
-            self._merge(lines[i:last + 1])
-            if last == n - 1 and not _SLOWDOWN_LINE_RE.fullmatch(lines[last]):
+            if i == n and not _SLOWDOWN_LINE_RE.fullmatch(lines[-1]):
                 # Possibly cut mid-line (a killed simulator): wait for the next line.
                 self._block_ended = True
                 break
             done.append(self._finish_block())
-            i = last + 1
-            at = text.find("\n", end + 1)
-            if at < 0:
-                break
         return done
 
     def _scan_launch(self, text: str) -> None:
@@ -446,18 +445,6 @@ class LogParser:
                 self._latest["sim_rate_ips"] = float(m.group(1))
                 return
             i = text.rfind(_RATE, 0, i)
-
-    def _merge(self, lines: list[str]) -> None:
-        """Add the key/value lines among `lines` (all inside the current block) to it."""
-        block = self._block
-        assert block is not None, "called inside a block only"
-        if len(block) >= MAX_BLOCK_KEYS:
-            return
-        if len(_line_cache) > _LINE_CACHE_LIMIT:
-            clear_caches()
-        _merge_block_lines(block, lines, self._repeats, _line_cache, _names_cache, _key_eq_value)
-        if len(block) > MAX_BLOCK_KEYS:
-            self._block = dict(list(block.items())[:MAX_BLOCK_KEYS])
 
     def _finish_block(self) -> ParsedKernel:
         stats = self._block

@@ -78,7 +78,7 @@ def block_loop(request, monkeypatch):
     if request.param == "compiled" and not accelsim_log.NATIVE:
         pytest.skip("the compiled block loop is not built here (no C compiler, see setup.py)")
     if request.param == "python":
-        monkeypatch.setattr(accelsim_log, "_merge_block_lines", accelsim_log.merge_block_lines)
+        monkeypatch.setattr(accelsim_log, "_read_block_lines", accelsim_log.read_block_lines)
     accelsim_log.clear_caches()
     yield request.param
     accelsim_log.clear_caches()

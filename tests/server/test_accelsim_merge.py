@@ -1,7 +1,7 @@
 """The compiled stats-block loop (cascade_server/_accelsim_merge.c) against its specification,
-the Python `merge_block_lines` and `parse_value` in accelsim_log.py, on generated input: same
-stats, same order, same types, for any lines, any chunking, caches cleared anywhere; bad
-arguments are a TypeError, never a crash; nothing leaks.
+the Python `read_block_lines` and `parse_value` in accelsim_log.py, on generated input: same
+stats, same order, same types, same stopping line, for any lines, any chunking, any key limit,
+caches cleared anywhere; bad arguments are a TypeError, never a crash; nothing leaks.
 
 tests/server/test_accelsim_log.py runs the whole parser on both implementations too.
 """
@@ -37,7 +37,7 @@ def test_the_compiled_loop_is_built_wherever_it_can_be() -> None:
     if compiled is None and not _can_compile():
         pytest.skip("no C compiler or Python headers here: the parser runs its Python loop")
     assert compiled is not None, "a C compiler is here, yet cascade_server._accelsim_merge was not built"
-    assert accelsim_log.NATIVE and accelsim_log._merge_block_lines is compiled.merge_block_lines
+    assert accelsim_log.NATIVE and accelsim_log._read_block_lines is compiled.read_block_lines
 
 
 needs_compiled = pytest.mark.skipif(compiled is None, reason="the compiled block loop is not built here")
@@ -75,23 +75,31 @@ _value = st.one_of(
 _kv_line = st.builds(lambda b1, k, b2, sep, b3, v, b4: f"{b1}{k}{b2}{sep}{b3}{v}{b4}",
                      _blank, _key, _blank, st.sampled_from([" = ", "=", " =", "= ", " = = "]),
                      _blank, _value, _blank)
-_line = st.one_of(_kv_line, _kv_line, _kv_line, st.text(max_size=30),
+# A block's first and last lines (and lines that only look like them) end a read.
+_marker_line = st.builds(lambda marker, rest: marker + rest, st.sampled_from([
+    "kernel_name = ", "gpgpu_silicon_slowdown = ", " kernel_name = ", "kernel_name=",
+    "gpgpu_silicon_slowdown =", "kernel_name", "gpgpu_silicon_slowdown = é"]), _value)
+_line = st.one_of(_kv_line, _kv_line, _kv_line, _kv_line, st.text(max_size=30), _marker_line,
                   st.sampled_from(["n_cmd=1 n_nop=2", "rate=7", "b=2", "==== x ====", "x", ""]))
 
 
-def run(merge, chunks: list[list[str]], clear_after: list[bool], cold_after: list[bool]) -> dict:
+def run(read, chunks: list[list[str]], starts: list[int], max_keys: int, clear_after: list[bool],
+        cold_after: list[bool]) -> tuple[dict, list[tuple[int, bool]]]:
+    """Each chunk read from its start, as the parser does, with what each read returned."""
     block: dict = {"kernel_name": "k"}
     repeats: dict = {}
     line_cache: dict = {}
     names_cache: dict = {}
-    for chunk, clear, cold in zip(chunks, clear_after, cold_after):
-        merge(block, chunk, repeats, line_cache, names_cache, accelsim_log._key_eq_value)
+    stops = []
+    for chunk, start, clear, cold in zip(chunks, starts, clear_after, cold_after):
+        stops.append(read(block, chunk, start, max_keys, repeats, line_cache, names_cache,
+                          accelsim_log._key_eq_value))
         if clear:  # what the parser does when the caches grow
             line_cache.clear()
             names_cache.clear()
         if cold:  # what a restore does
             repeats.clear()
-    return block
+    return block, stops
 
 
 @needs_compiled
@@ -101,11 +109,14 @@ def test_the_compiled_loop_does_what_the_python_one_does(lines: list[str], data)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(lines)), max_size=6)))
     bounds = [0, *cuts, len(lines)]
     chunks = [lines[a:b] for a, b in zip(bounds, bounds[1:])]
-    clear = data.draw(st.lists(st.booleans(), min_size=len(chunks), max_size=len(chunks)))
-    cold = data.draw(st.lists(st.booleans(), min_size=len(chunks), max_size=len(chunks)))
-    expected = run(accelsim_log.merge_block_lines, chunks, clear, cold)
-    got = run(compiled.merge_block_lines, chunks, clear, cold)
-    assert same_items(got, expected), (got, expected)
+    n = len(chunks)
+    starts = [data.draw(st.integers(0, len(chunk) + 1)) for chunk in chunks]
+    max_keys = data.draw(st.sampled_from([50_000, 3, 1]))
+    clear = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    cold = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    expected = run(accelsim_log.read_block_lines, chunks, starts, max_keys, clear, cold)
+    got = run(compiled.read_block_lines, chunks, starts, max_keys, clear, cold)
+    assert got[1] == expected[1] and same_items(got[0], expected[0]), (got, expected)
 
 
 @needs_compiled
@@ -122,16 +133,20 @@ def test_the_compiled_parse_value_is_python_s(raw: str) -> None:
 
 @needs_compiled
 @pytest.mark.parametrize("args, match", [
-    (({}, ("a = 1",), {}, {}, {}), "lines is a list"),
-    (({}, ["a = 1", 5], {}, {}, {}), r"lines\[1\] is not a str"),
-    (([], ["a = 1"], {}, {}, {}), "lines is a list"),
-    (({}, ["a = 1"], {}, None, {}), "lines is a list"),
+    (({}, ("a = 1",), 0, 9, {}, {}, {}), "lines is a list"),
+    (({}, ["a = 1", 5], 0, 9, {}, {}, {}), r"lines\[1\] is not a str"),
+    (([], ["a = 1"], 0, 9, {}, {}, {}), "lines is a list"),
+    (({}, ["a = 1"], 0, 9, {}, None, {}), "lines is a list"),
+    (({}, ["a = 1"], "0", 9, {}, {}, {}), "an integer is required"),
+    (({}, ["a = 1"], 0, None, {}, {}, {}), "an integer is required"),
 ])
 def test_bad_arguments_are_a_type_error(args, match: str) -> None:
     with pytest.raises(TypeError, match=match):
-        compiled.merge_block_lines(*args, accelsim_log._key_eq_value)  # type: ignore[call-arg]
-    with pytest.raises(TypeError, match="merge_block_lines"):
-        compiled.merge_block_lines({}, [])  # type: ignore[call-arg]
+        compiled.read_block_lines(*args, accelsim_log._key_eq_value)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="read_block_lines"):
+        compiled.read_block_lines({}, [])  # type: ignore[call-arg]
+    with pytest.raises(OverflowError):
+        compiled.read_block_lines({}, [], 1 << 70, 9, {}, {}, {}, accelsim_log._key_eq_value)
     with pytest.raises(TypeError, match="parse_value expects a str"):
         compiled.parse_value(b"1")  # type: ignore[arg-type]
 
@@ -143,26 +158,33 @@ def test_a_failing_or_wrong_key_value_reader_is_an_error_not_a_crash() -> None:
 
     block: dict = {}
     with pytest.raises(RuntimeError, match="reader failed"):
-        compiled.merge_block_lines(block, ["a = 1", "b=2"], {}, {}, {}, fails)
+        compiled.read_block_lines(block, ["a = 1", "b=2"], 0, 9, {}, {}, {}, fails)
     assert block == {"a": 1.0}  # what came before the failing line stays
     for wrong in (lambda line: ("k",), lambda line: (1, "v"), lambda line: "kv"):
         with pytest.raises(TypeError, match="key_eq_value must return None or"):
-            compiled.merge_block_lines({}, ["b=2"], {}, {}, {}, wrong)  # type: ignore[arg-type]
+            compiled.read_block_lines({}, ["b=2"], 0, 9, {}, {}, {}, wrong)  # type: ignore[arg-type]
     # An empty key from the reader is no key, as in Python.
     block = {}
-    compiled.merge_block_lines(block, ["b=2"], {}, {}, {}, lambda line: ("", "2"))
+    compiled.read_block_lines(block, ["b=2"], 0, 9, {}, {}, {}, lambda line: ("", "2"))
     assert block == {}
 
 
 @needs_compiled
 def test_repeats_are_numbered_past_names_already_taken() -> None:
     block: dict = {"kernel_name": "k"}
-    lines = ["a = 1", "a#2 = x", "a = 2", "a = 3", " kernel_name = again", "a#2 = y"]
-    compiled.merge_block_lines(block, lines, {}, {}, {}, accelsim_log._key_eq_value)
+    lines = ["a = 1", "a#2 = x", "a = 2", "a = 3", " kernel_name = again", "a#2 = y",
+             "gpgpu_silicon_slowdown = 9x", "after = 1"]
+    stop = compiled.read_block_lines(block, lines, 0, 50_000, {}, {}, {}, accelsim_log._key_eq_value)
+    assert stop == (7, True)  # the block's last line read, not what follows it
     assert list(block.items()) == [
         ("kernel_name", "k"), ("a", 1.0), ("a#2", "x"), ("a#3", 2.0), ("a#4", 3.0),
-        ("kernel_name#2", "again"), ("a#2#2", "y"),
+        ("kernel_name#2", "again"), ("a#2#2", "y"), ("gpgpu_silicon_slowdown", "9x"),
     ]
+    # A next block's first line stops the read before it; a full block takes no more keys.
+    full: dict = {"kernel_name": "k"}
+    assert compiled.read_block_lines(full, ["b = 1", "c = 2", "kernel_name = next", "d = 3"], 0, 2,
+                                     {}, {}, {}, accelsim_log._key_eq_value) == (2, False)
+    assert full == {"kernel_name": "k", "b": 1.0}
 
 
 @needs_compiled
@@ -172,7 +194,7 @@ def test_no_memory_is_kept_beyond_the_caches() -> None:
     lines += ["n_cmd=1 n_nop=2", "rate=7", "x = 1%", "y = none", "z = \udc80"]
 
     def once() -> None:
-        compiled.merge_block_lines({"kernel_name": "k"}, lines, {}, {}, {}, accelsim_log._key_eq_value)
+        compiled.read_block_lines({"kernel_name": "k"}, lines, 0, 50_000, {}, {}, {}, accelsim_log._key_eq_value)
 
     once()
     tracemalloc.start()
