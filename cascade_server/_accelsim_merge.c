@@ -182,6 +182,29 @@ entry_of(PyObject *line, PyObject *names_cache, PyObject *key_eq_value, int *cac
     return entry;
 }
 
+/* A key's names are cached up to `<key>#64` (real blocks repeat a key a few dozen times, once
+ * per memory partition or DRAM channel): past that they are made each time, so a log repeating
+ * one key without end cannot grow the cache without end. Mirrors accelsim_log's constant. */
+#define NAMES_CACHED_PER_KEY 64
+
+/* `<key>#<n>` (the key itself for n = 1), from the key's names when cached: a new reference. */
+static PyObject *
+nth_name(PyObject *names, PyObject *key, Py_ssize_t n)
+{
+    if (n <= PyList_GET_SIZE(names))
+        return Py_NewRef(PyList_GET_ITEM(names, n - 1));
+    if (n > NAMES_CACHED_PER_KEY)
+        return PyUnicode_FromFormat("%U#%zd", key, n);
+    while (PyList_GET_SIZE(names) < n) { /* lags `repeats` when the cache was cleared */
+        PyObject *made = PyUnicode_FromFormat("%U#%zd", key, PyList_GET_SIZE(names) + 1);
+        int failed = made == NULL || PyList_Append(names, made) < 0;
+        Py_XDECREF(made);
+        if (failed)
+            return NULL;
+    }
+    return Py_NewRef(PyList_GET_ITEM(names, n - 1));
+}
+
 /* Put value in the block under key the first time, else under `<key>#<n>` with the next
  * number not taken, remembered in `repeats`; each key's names are made once, in names_cache.
  * 0, or -1 on error. */
@@ -197,35 +220,23 @@ add_to_block(PyObject *block, PyObject *repeats, PyObject *names_cache, PyObject
     PyObject *names = names_of(names_cache, key);
     if (names == NULL)
         return -1;
+    Py_INCREF(names); /* held while dict lookups (which may run code) go on */
     Py_ssize_t n = 1;
-    PyObject *last = PyDict_GetItemWithError(repeats, key);
-    if (last != NULL) {
+    PyObject *last = PyDict_GetItemWithError(repeats, key), *name = NULL;
+    if (last != NULL)
         n = PyLong_AsSsize_t(last);
-        if (n == -1 && PyErr_Occurred())
-            return -1;
+    int taken = last == NULL ? (PyErr_Occurred() ? -1 : 1) : (n == -1 && PyErr_Occurred() ? -1 : 1);
+    while (taken == 1) { /* a key of that name exists, or `repeats` is cold */
+        Py_XDECREF(name);
+        name = nth_name(names, key, ++n);
+        taken = name == NULL ? -1 : PyDict_Contains(block, name);
     }
-    else if (PyErr_Occurred())
-        return -1;
-    PyObject *name;
-    int taken;
-    do { /* a key of that name exists, or `repeats` is cold */
-        n++;
-        while (PyList_GET_SIZE(names) < n) {
-            PyObject *made = PyUnicode_FromFormat("%U#%zd", key, PyList_GET_SIZE(names) + 1);
-            int failed = made == NULL || PyList_Append(names, made) < 0;
-            Py_XDECREF(made);
-            if (failed)
-                return -1;
-        }
-        name = PyList_GET_ITEM(names, n - 1);
-        taken = PyDict_Contains(block, name);
-        if (taken < 0)
-            return -1;
-    } while (taken);
-    PyObject *count = PyLong_FromSsize_t(n);
+    PyObject *count = taken < 0 ? NULL : PyLong_FromSsize_t(n);
     int failed = count == NULL || PyDict_SetItem(repeats, key, count) < 0
         || PyDict_SetItem(block, name, value) < 0;
     Py_XDECREF(count);
+    Py_XDECREF(name);
+    Py_DECREF(names);
     return failed ? -1 : 0;
 }
 

@@ -69,8 +69,12 @@ TAIL_LINES = 20
 MAX_BLOCK_KEYS = 50_000
 # read_block_lines' caches, shared by every parser in the process (what a line holds depends on
 # the line alone), so their memory is bounded however many sims are parsed: they are cleared
-# when they hold more lines than this (about 10 MB).
+# when they hold more lines or keys than these (about 10 MB and 20 MB at most); a key's names
+# are cached up to `<key>#64` (real blocks repeat a key a few dozen times), made each time past
+# that (the same constant is in _accelsim_merge.c).
 _LINE_CACHE_LIMIT = 50_000
+_KEYS_CACHED_LIMIT = 5_000
+_NAMES_CACHED_PER_KEY = 64
 
 # Markers, each with the newline that starts its line (the chunk text starts with "\n").
 _FIRST_LINE = "kernel_name = "  # a stats block's first line starts so ...
@@ -151,15 +155,22 @@ def _add_to_block(
         block[key] = value
         return
     names = _names_of(names_cache, key)
-    n = repeats.get(key, 1)
-    while True:  # a key of that name exists, or `repeats` is cold
+    n = repeats.get(key, 1) + 1
+    while (name := _nth_name(names, key, n)) in block:  # taken, or `repeats` is cold
         n += 1
-        while len(names) < n:
-            names.append(f"{key}#{len(names) + 1}")
-        if names[n - 1] not in block:
-            break
     repeats[key] = n
-    block[names[n - 1]] = value
+    block[name] = value
+
+
+def _nth_name(names: list[str], key: str, n: int) -> str:
+    """`<key>#<n>`, from the key's names when cached (up to _NAMES_CACHED_PER_KEY)."""
+    if n <= len(names):
+        return names[n - 1]
+    if n > _NAMES_CACHED_PER_KEY:
+        return f"{key}#{n}"
+    while len(names) < n:  # lags `repeats` when the cache was cleared within a block
+        names.append(f"{key}#{len(names) + 1}")
+    return names[n - 1]
 
 
 def read_block_lines(
@@ -412,7 +423,7 @@ class LogParser:
                 self._block = {"kernel_name": lines[i][len(_FIRST_LINE):].strip()}
                 self._repeats = {}
                 i += 1
-            if len(_line_cache) > _LINE_CACHE_LIMIT:
+            if len(_line_cache) > _LINE_CACHE_LIMIT or len(_names_cache) > _KEYS_CACHED_LIMIT:
                 clear_caches()
             i, ended = _read_block_lines(
                 self._block, lines, i, MAX_BLOCK_KEYS, self._repeats, _line_cache, _names_cache,

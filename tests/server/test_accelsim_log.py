@@ -650,3 +650,11 @@ def test_parse_value() -> None:
     assert parse_value(" 12 ") == 12.0 and math.isnan(num(parse_value("-nan%")))
     assert parse_value("none") == "none" and parse_value("") == ""
     assert parse_value("12 (inst/sec)") == "12 (inst/sec)"
+
+
+def test_the_shared_caches_stay_bounded_however_many_lines_and_keys() -> None:
+    parser = LogParser(1000)
+    for n in range(3):  # blocks of 20,000 distinct lines and keys each
+        parser.feed(block("_Z1kv", str(n), *(f"key_{n}_{i} = {i}" for i in range(20_000))))
+    assert len(accelsim_log._line_cache) <= accelsim_log._LINE_CACHE_LIMIT + 20_003
+    assert len(accelsim_log._names_cache) <= accelsim_log._KEYS_CACHED_LIMIT + 20_003

@@ -207,3 +207,18 @@ def test_no_memory_is_kept_beyond_the_caches() -> None:
         tracemalloc.stop()
     # 200 passes over 2,305 lines: a reference leaked per line would be megabytes.
     assert grown < 64 * 1024, grown
+
+
+@needs_compiled
+@pytest.mark.parametrize("read", ["compiled", "python"])
+def test_a_key_repeated_without_end_is_numbered_on_and_caches_few_names(read: str) -> None:
+    function = compiled.read_block_lines if read == "compiled" else accelsim_log.read_block_lines
+    block: dict = {"kernel_name": "k"}
+    names_cache: dict = {}
+    lines = [f"a = {i}" for i in range(300)]
+    function(block, lines[:100], 0, 50_000, {}, {}, names_cache, accelsim_log._key_eq_value)
+    names_cache.clear()  # the caches cleared mid-block, `repeats` cold: the numbers go on
+    function(block, lines[100:], 0, 50_000, {}, {}, names_cache, accelsim_log._key_eq_value)
+    assert list(block) == ["kernel_name", "a", *(f"a#{n}" for n in range(2, 301))]
+    assert list(block.values())[1:] == [float(i) for i in range(300)]
+    assert names_cache["a"][:2] == ["a", "a#2"] and len(names_cache["a"]) <= 64
