@@ -35,15 +35,17 @@ def free_port_after(host: str, port: int) -> int:
         return sock.getsockname()[1]
 
 
-def choose_free_ports(url: str, environ: Mapping[str, str]) -> tuple[str, dict[str, str], list[str]]:
-    """For a server to start at the default `url`: the URL to use, the environment `cascade serve`
-    needs for it (CASCADE_S3_PORT), and a sentence per port that changed. The embedded S3 port is
-    left alone when the operator chose it or an external endpoint (CASCADE_S3_PORT / _ENDPOINT)."""
+def choose_free_ports(url: str, environ: Mapping[str, str], *, url_chosen: bool = False,
+                      ) -> tuple[str, dict[str, str], list[str]]:
+    """For a server to start at `url`: the URL to use, the environment `cascade serve` needs for it
+    (CASCADE_S3_PORT), and a sentence per port that changed. A port the operator chose is left
+    alone: the app's when `url_chosen`, the embedded S3 endpoint's when CASCADE_S3_PORT or an
+    external endpoint (CASCADE_S3_ENDPOINT) is set."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     env: dict[str, str] = {}
     notes: list[str] = []
-    if port_taken(host, port):
+    if not url_chosen and port_taken(host, port):
         new = free_port_after(host, port)
         url = urlunsplit(parts._replace(netloc=f"{host}:{new}"))
         notes.append(f"port {port} is taken by another program: the server listens on {new} instead "

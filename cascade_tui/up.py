@@ -148,8 +148,9 @@ def _read_from(path: Path, offset: int) -> str:
 def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
                          log_path: Path | None = None, *, free_ports: bool = False) -> Server:
     """The server at `url` if one answers (token from settings or its token file), else a new one.
-    `free_ports`: the ports are the defaults, not the operator's choice, so a taken one (the app's
-    or the embedded S3 endpoint's) is swapped for a free one, said in `Server.notes`."""
+    `free_ports`: the URL is the default, not the operator's choice, so a taken app port is
+    swapped for a free one; so is a taken embedded S3 port the operator did not choose. Each
+    swap is said in `Server.notes`."""
     data = data_dir or default_data_dir()
     answer = health(url)
     if answer is not None:
@@ -157,10 +158,7 @@ def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
             token = read_token_file(data)
         return Server(url=url, token=token, notes=[f"using the server already running at {url} "
                                                    "(it keeps running when you quit)"])
-    notes: list[str] = []
-    env: dict[str, str] = {}
-    if free_ports:
-        url, env, notes = choose_free_ports(url, os.environ)
+    url, env, notes = choose_free_ports(url, os.environ, url_chosen=not free_ports)
     server = start_server(url, data_dir, log_path or data / "serve.log", env=env)
     server.notes = notes
     # Other commands (`cascade runs`, a second `cascade up`) find it there, also on another port.

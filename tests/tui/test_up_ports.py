@@ -68,6 +68,16 @@ def test_a_taken_default_s3_port_moves_unless_the_operator_chose_one(monkeypatch
             assert ports.choose_free_ports(app, chosen) == (app, {}, [])
 
 
+def test_a_chosen_url_keeps_its_port_but_an_unchosen_s3_port_still_moves(monkeypatch):
+    # `cascade up --url http://127.0.0.1:8001` beside another server: 8001 is the operator's,
+    # the embedded S3 endpoint's 9020 is not, and another server holds it.
+    with listening() as taken_app, listening() as taken_s3:
+        monkeypatch.setattr(ports, "DEFAULT_S3_PORT", taken_s3)
+        app = f"http://127.0.0.1:{taken_app}"
+        url, env, notes = ports.choose_free_ports(app, {}, url_chosen=True)
+        assert url == app and int(env["CASCADE_S3_PORT"]) > taken_s3 and len(notes) == 1
+
+
 async def test_a_failed_start_names_its_cause_from_the_log(tmp_path, monkeypatch):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "serve.log").write_text("cascade serve: an older failure, not this one\n")
