@@ -32,6 +32,7 @@ from cascade_server.models import (
     RunDetail,
     RunEvent,
     RunFile,
+    RunResults,
     RunSummary,
     SimFile,
     SimStepTimeline,
@@ -262,6 +263,10 @@ class CascadeClient:
 
     async def kernels(self, run_id: str) -> list[KernelStat]:
         return await self._get_model(f"/api/runs/{run_id}/kernels", TypeAdapter(list[KernelStat]))
+
+    async def results(self, run_id: str) -> RunResults:
+        """The run's whole results, every kernel's full stats map (about 30 KB per kernel)."""
+        return await self._get_model(f"/api/runs/{run_id}/results", TypeAdapter(RunResults))
 
     async def comparison(self, run_id: str) -> Comparison:
         return await self._get_model(f"/api/runs/{run_id}/comparison", TypeAdapter(Comparison))

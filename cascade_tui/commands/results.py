@@ -1,10 +1,11 @@
-"""`cascade results RUN_ID [--kernels | --comparison] [--format table|json|csv]`: a run's
-numbers with demangled kernel names.
+"""`cascade results RUN_ID [--kernels | --stats [--key GLOB] | --comparison] [--format
+table|json|csv]`: a run's numbers with demangled kernel names.
 
 Default: per config, the median total simulated time over succeeded replicas, as a multiple of
-the fastest. `--kernels`: every kernel every sim finished. `--comparison`: per kernel, real time
-against each config's median simulated time. JSON and CSV carry raw values (times in ns) and
-both the demangled (`kernel`) and the reported (`kernel_name`) name.
+the fastest. `--kernels`: every kernel every sim finished. `--stats`: every stats line of every
+kernel, one row per kernel and key (`--key` keeps the keys matching a glob). `--comparison`: per
+kernel, real time against each config's median simulated time. JSON and CSV carry raw values
+(times in ns) and both the demangled (`kernel`) and the reported (`kernel_name`) name.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from .common import add_connection_arguments, emit, identifier, new_parser, run_
 from .output import FORMATS, Column, printable, render
 from .views import (
     KERNEL_COLUMNS,
+    STAT_COLUMNS,
     TOTAL_COLUMNS,
     comparison_columns,
     comparison_records,
     kernel_records,
     ranking_sentence,
     stand_in_note,
+    stat_records,
     total_records,
 )
 
@@ -35,8 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("run_id", metavar="RUN_ID", type=identifier)
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--kernels", action="store_true", help="every kernel every sim finished")
+    view.add_argument("--stats", action="store_true",
+                      help="every stats line of every kernel, one row per kernel and key")
     view.add_argument("--comparison", action="store_true",
                       help="per kernel: real time and each config's median simulated time")
+    parser.add_argument("--key", metavar="GLOB",
+                        help="with --stats: only the keys matching GLOB (e.g. 'Bank_Level_Parallism*')")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="table (default, for reading), json or csv (raw values, times in ns)")
     add_connection_arguments(parser)
@@ -44,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.key is not None and not args.stats:
+        parser.error("--key goes with --stats")
 
     async def body(client: CascadeClient) -> int:
         run = await client.run(segment(args.run_id))
@@ -53,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             print(printable(f"note: {note}"), file=sys.stderr)
         if run.state == "active":
             print(f"note: {run.id} is still active: these are the numbers so far", file=sys.stderr)
+        if args.stats:
+            results = await client.results(run.id)
+            emit(render(args.format, STAT_COLUMNS, stat_records(results, args.key)))
+            return 0
         if args.comparison:
             comparison = await client.comparison(run.id)
             emit(render(args.format, comparison_columns(comparison), comparison_records(comparison)))

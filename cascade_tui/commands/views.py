@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from fnmatch import fnmatchcase
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
@@ -21,6 +22,7 @@ from cascade_server.models import (
     KernelStat,
     RunDetail,
     RunEntry,
+    RunResults,
     RunSummary,
     SimState,
     SimSummary,
@@ -308,6 +310,34 @@ def kernel_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record
             "sim_time_ns": stat.sim_time_ns, "gpu_sim_cycle": stat.gpu_sim_cycle,
             "gpu_sim_insn": stat.gpu_sim_insn, "gpu_ipc": stat.gpu_ipc,
         })
+    return records
+
+
+STAT_COLUMNS = (
+    Column("gpu_config", "config"),
+    Column("replica", "#", right=True),
+    Column("sim_id", "sim", in_table=False),
+    Column("kernel_index", "k", right=True),
+    Column("kernel", "kernel", short_kernel_name),
+    Column("key", "key"),
+    Column("value", "value"),
+)
+
+
+def stat_records(results: RunResults, key_glob: str | None = None) -> list[Record]:
+    """Every stats line of every kernel every sim finished, one record per kernel and key (in
+    the block's order; repeats under `<key>#<n>`), only keys matching `key_glob` if given."""
+    records = []
+    for sim in results.sims:
+        for stat in sim.kernels:
+            kernel = demangle(stat.kernel_name)
+            for key, value in stat.stats.items():
+                if key_glob is None or fnmatchcase(key, key_glob):
+                    records.append({
+                        "gpu_config": sim.gpu_config.name, "replica": sim.sim.replica,
+                        "sim_id": sim.sim.id, "kernel_index": stat.kernel_index, "kernel": kernel,
+                        "key": key, "value": value,
+                    })
     return records
 
 

@@ -100,7 +100,7 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
     assert rows[0]["kernel"] == "embedding_kernel(int const*, float4 const*, float4 const*, float4*, int, int)"
 
     # The same records as JSON and as CSV, for every view.
-    for view in ([], ["--kernels"], ["--comparison"]):
+    for view in ([], ["--kernels"], ["--comparison"], ["--stats", "--key", "L2_*"]):
         as_json = await cascade("results", run_id, *view, "--format", "json", url=url, home=tmp_path)
         as_csv = await cascade("results", run_id, *view, "--format", "csv", url=url, home=tmp_path)
         records = json.loads(as_json.out)
@@ -109,6 +109,22 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
     comparison_rows = json.loads((await cascade("results", run_id, "--comparison", "--format", "json",
                                                 url=url, home=tmp_path)).out)
     assert [r["SM7_QV100"] for r in comparison_rows] == [r["sim_ns"]["SM7_QV100"] for r in comparison["rows"]]
+
+    # --stats: every stats line, a row per kernel and key, repeats numbered as in /results;
+    # --key keeps the keys matching a glob.
+    async with live.client() as http:
+        results = (await http.get(f"/api/runs/{run_id}/results")).json()
+    stats = json.loads((await cascade("results", run_id, "--stats", "--format", "json", url=url, home=tmp_path)).out)
+    assert len(stats) == sum(len(k["stats"]) for sim in results["sims"] for k in sim["kernels"])
+    blp = await cascade("results", run_id, "--stats", "--key", "Bank_Level_Parallism*", "--format", "json",
+                        url=url, home=tmp_path)
+    first = results["sims"][0]["kernels"][0]
+    expected = [(k, v) for k, v in first["stats"].items() if k.startswith("Bank_Level_Parallism")]
+    assert [(r["key"], r["value"]) for r in json.loads(blp.out)
+            if (r["sim_id"], r["kernel_index"]) == (first["sim_id"], first["kernel_index"])] == expected
+    assert len(expected) > 2 and ("Bank_Level_Parallism#2", first["stats"]["Bank_Level_Parallism#2"]) in expected
+    misuse = await cascade("results", run_id, "--key", "x*", url=url, home=tmp_path)
+    assert (misuse.code, misuse.err) == (2, "cascade results: --key goes with --stats (--help for usage)\n")
 
     table = await cascade("results", run_id, url=url, home=tmp_path)
     assert table.code == 0
