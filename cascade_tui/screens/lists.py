@@ -479,6 +479,7 @@ class RunsScreen(PolledTable):
     def __init__(self, services: Services) -> None:
         super().__init__(services)
         self.marked: set[str] = set()  # runs marked for comparison
+        self._could_cancel: bool | None = True  # as the footer was composed (x offered)
 
     async def fetch(self) -> list[RunSummary]:
         return await self.services.client.runs()
@@ -561,6 +562,20 @@ class RunsScreen(PolledTable):
         run = self.selected()
         if run is not None:
             self.post_message(ManageRun(action, run))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_run":
+            run = self.selected()  # a finished run has nothing to cancel: no such key offered
+            return run is not None and run.state == "active"
+        return super().check_action(action, parameters)
+
+    def _show_detail(self) -> None:
+        super()._show_detail()
+        # The footer is rebuilt only when what it offers changes (it runs on every poll).
+        can_cancel = self.check_action("cancel_run", ())
+        if can_cancel != self._could_cancel:
+            self._could_cancel = can_cancel
+            self.refresh_bindings()
 
     def action_cancel_run(self) -> None:
         run = self.selected()

@@ -228,7 +228,14 @@ class RunScreen(ReportsWorkerErrors, Screen):
             if self._seen_run_state == "active" and run_state not in (None, "active"):
                 self.notify(f"{self.run_id} finished: {run_state}", title="Run finished", timeout=6)
         self._seen_states = states
-        self._seen_run_state = run_state
+        if run_state != self._seen_run_state:
+            self._seen_run_state = run_state
+            self.refresh_bindings()  # x (cancel) is offered while the run is active only
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_run":
+            return self._seen_run_state in (None, "active")  # a finished run: nothing to cancel
+        return True
 
     def _update_header(self) -> None:
         model = self.model

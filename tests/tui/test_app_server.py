@@ -524,3 +524,24 @@ async def test_run_screen_text_is_never_drawn_in_its_own_background_colour(srv, 
             widget = app.screen.query_one(selector)
             style = widget.rich_style
             assert style.color is not None and style.color != style.bgcolor, (selector, style)
+
+
+async def test_cancel_is_offered_while_a_run_is_active_only(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        run_screen = app.screen
+        await wait_for_text(pilot, "Cancel")  # in the footer, the run being active
+        assert "run.cancel" in help_text(run_screen).plain
+        sim_id = run["sims"][0]["id"]
+        await play_to_success(http, sim_id, ["done"])
+        await wait_until(pilot, lambda: "Cancel" not in screen_text(app), "x to leave the footer")
+        assert "run.cancel" not in help_text(run_screen).plain
+        await pilot.press("x")  # nothing to cancel: no dialog
+        await pilot.pause()
+        assert app.screen is run_screen
+        await pilot.press("escape")  # the runs list: the same for the finished run selected
+        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await wait_for_text(pilot, run["id"])
+        assert "Cancel run" not in screen_text(app)

@@ -416,6 +416,7 @@ async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tm
 
         await on_list(pilot, RunsScreen, [run["id"]])
         await wait_for_text(pilot, "◐ partial")
+        await wait_for_text(pilot, "? Help")  # the footer, rebuilt once the finished run is selected
         snap("runs")
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
@@ -429,6 +430,7 @@ async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tm
         await wait_until(pilot, lambda: view.store.lines[-1:] == ["GPGPU-Sim: *** exit detected ***"],
                          "the log tail")
         await wait_until(pilot, lambda: view.show_horizontal_scrollbar, "the log's scrollbar")
+        await wait_for_text(pilot, "? Help")  # the footer, rebuilt once the run is seen finished
         await pilot.pause()
         snap("run")
         await pilot.press("k")
