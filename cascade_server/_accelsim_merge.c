@@ -107,31 +107,52 @@ parse_value(PyObject *module, PyObject *raw)
     return value_of(raw, 0);
 }
 
-/* The key's names [key, key#2, key#3, ...] in names_cache (borrowed), made there the first
- * time. NULL on error. */
+/* The caches' bounds, the same as accelsim_log's (tests/server/test_accelsim_merge.py checks):
+ * lines cached, keys whose names are cached, the longest line cached (real stats lines are
+ * under 150 characters; a longer one is read each time, so the cache's bytes are bounded too),
+ * and a key's names cached up to `<key>#64` (real blocks repeat a key a few dozen times, once
+ * per memory partition or DRAM channel; past that they are made each time). A full cache takes
+ * nothing more until the parser clears it. */
+#define LINE_CACHE_LIMIT 50000
+#define KEYS_CACHED_LIMIT 5000
+#define CACHED_LINE_MAX 200
+#define NAMES_CACHED_PER_KEY 64
+
+/* The key's names [key, key#2, key#3, ...] (a new reference): from names_cache, else made and
+ * kept there while it has room. NULL on error. */
 static PyObject *
 names_of(PyObject *names_cache, PyObject *key)
 {
     PyObject *names = PyDict_GetItemWithError(names_cache, key);
-    if (names != NULL || PyErr_Occurred())
-        return names;
+    if (names != NULL) {
+        if (!PyList_CheckExact(names) || PyList_GET_SIZE(names) == 0
+                || !PyUnicode_Check(PyList_GET_ITEM(names, 0))) {
+            PyErr_SetString(PyExc_TypeError, "names_cache values must be lists of names");
+            return NULL;
+        }
+        return Py_NewRef(names);
+    }
+    if (PyErr_Occurred())
+        return NULL;
     names = PyList_New(1);
     if (names == NULL)
         return NULL;
     PyList_SET_ITEM(names, 0, Py_NewRef(key));
-    int failed = PyDict_SetItem(names_cache, key, names);
-    Py_DECREF(names); /* names_cache holds it */
-    return failed ? NULL : names;
+    if (PyDict_GET_SIZE(names_cache) < KEYS_CACHED_LIMIT
+            && PyDict_SetItem(names_cache, key, names) < 0)
+        Py_CLEAR(names);
+    return names;
 }
 
 /* What a line with "=" holds, as a new reference: a tuple (value, key), or Py_None when it is
  * neither form or its key is empty. *cacheable is set to 0 for lines so cheap to tell apart
- * that caching them would cost more than reading them again (they often differ every time). */
+ * that caching them would cost more than reading them again (they often differ every time),
+ * and for lines too long to cache. */
 static PyObject *
 entry_of(PyObject *line, PyObject *names_cache, PyObject *key_eq_value, int *cacheable)
 {
-    *cacheable = 1;
     Py_ssize_t length = PyUnicode_GET_LENGTH(line);
+    *cacheable = length <= CACHED_LINE_MAX;
     Py_ssize_t sep = PyUnicode_Find(line, SEP, 0, length, 1);
     if (sep == -2)
         return NULL;
@@ -177,15 +198,11 @@ entry_of(PyObject *line, PyObject *names_cache, PyObject *key_eq_value, int *cac
     /* Lines with the same key share one key object (and its hash), the first of its names. */
     PyObject *names = value == NULL ? NULL : names_of(names_cache, key);
     PyObject *entry = names == NULL ? NULL : PyTuple_Pack(2, value, PyList_GET_ITEM(names, 0));
+    Py_XDECREF(names);
     Py_XDECREF(key);
     Py_XDECREF(value);
     return entry;
 }
-
-/* A key's names are cached up to `<key>#64` (real blocks repeat a key a few dozen times, once
- * per memory partition or DRAM channel): past that they are made each time, so a log repeating
- * one key without end cannot grow the cache without end. Mirrors accelsim_log's constant. */
-#define NAMES_CACHED_PER_KEY 64
 
 /* `<key>#<n>` (the key itself for n = 1), from the key's names when cached: a new reference. */
 static PyObject *
@@ -217,15 +234,16 @@ add_to_block(PyObject *block, PyObject *repeats, PyObject *names_cache, PyObject
         return -1;
     if (PyDict_GET_SIZE(block) != size) /* the key's first time */
         return 0;
-    PyObject *names = names_of(names_cache, key);
+    PyObject *names = names_of(names_cache, key); /* held: dict lookups may run code */
     if (names == NULL)
         return -1;
-    Py_INCREF(names); /* held while dict lookups (which may run code) go on */
     Py_ssize_t n = 1;
     PyObject *last = PyDict_GetItemWithError(repeats, key), *name = NULL;
     if (last != NULL)
         n = PyLong_AsSsize_t(last);
     int taken = last == NULL ? (PyErr_Occurred() ? -1 : 1) : (n == -1 && PyErr_Occurred() ? -1 : 1);
+    if (n < 1)
+        n = 1; /* no count: `repeats` is only a cache, and the search below finds the number */
     while (taken == 1) { /* a key of that name exists, or `repeats` is cold */
         Py_XDECREF(name);
         name = nth_name(names, key, ++n);
@@ -266,8 +284,9 @@ read_block_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *block = args[0], *lines = args[1], *repeats = args[4], *line_cache = args[5];
     PyObject *names_cache = args[6], *key_eq_value = args[7];
-    if (!PyDict_Check(block) || !PyList_Check(lines) || !PyDict_Check(repeats)
-            || !PyDict_Check(line_cache) || !PyDict_Check(names_cache)) {
+    /* Exactly these types: their C API is what is used (a subclass's methods would not run). */
+    if (!PyDict_CheckExact(block) || !PyList_CheckExact(lines) || !PyDict_CheckExact(repeats)
+            || !PyDict_CheckExact(line_cache) || !PyDict_CheckExact(names_cache)) {
         PyErr_SetString(PyExc_TypeError, "lines is a list, start and max_keys ints, the others dicts");
         return NULL;
     }
@@ -301,12 +320,19 @@ read_block_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             continue;
         Py_INCREF(line); /* the callback in entry_of could drop the list's reference */
         PyObject *entry = PyDict_GetItemWithError(line_cache, line);
-        if (entry != NULL)
+        if (entry != NULL) {
             Py_INCREF(entry);
+            if (entry != Py_None && !(PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2
+                                      && PyUnicode_Check(PyTuple_GET_ITEM(entry, 1)))) {
+                PyErr_SetString(PyExc_TypeError, "line_cache values must be None or (value, key)");
+                Py_CLEAR(entry);
+            }
+        }
         else if (!PyErr_Occurred()) {
             int cacheable;
             entry = entry_of(line, names_cache, key_eq_value, &cacheable);
-            if (entry != NULL && cacheable && PyDict_SetItem(line_cache, line, entry) < 0)
+            if (entry != NULL && cacheable && PyDict_GET_SIZE(line_cache) < LINE_CACHE_LIMIT
+                    && PyDict_SetItem(line_cache, line, entry) < 0)
                 Py_CLEAR(entry);
         }
         Py_DECREF(line);
@@ -340,5 +366,13 @@ PyInit__accelsim_merge(void)
     SEP = PyUnicode_InternFromString(" = ");
     if (SEP == NULL)
         return NULL;
-    return PyModule_Create(&module_def);
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL || PyModule_AddIntConstant(module, "LINE_CACHE_LIMIT", LINE_CACHE_LIMIT) < 0
+            || PyModule_AddIntConstant(module, "KEYS_CACHED_LIMIT", KEYS_CACHED_LIMIT) < 0
+            || PyModule_AddIntConstant(module, "CACHED_LINE_MAX", CACHED_LINE_MAX) < 0
+            || PyModule_AddIntConstant(module, "NAMES_CACHED_PER_KEY", NAMES_CACHED_PER_KEY) < 0) {
+        Py_XDECREF(module);
+        return NULL;
+    }
+    return module;
 }

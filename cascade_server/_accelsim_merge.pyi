@@ -7,3 +7,8 @@ def read_block_lines(
     names_cache: dict[str, list[str]], key_eq_value: Callable[[str], tuple[str, str] | None], /,
 ) -> tuple[int, bool]: ...
 def parse_value(raw: str, /) -> float | str: ...
+
+LINE_CACHE_LIMIT: int
+KEYS_CACHED_LIMIT: int
+CACHED_LINE_MAX: int
+NAMES_CACHED_PER_KEY: int

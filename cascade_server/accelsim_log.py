@@ -67,13 +67,16 @@ TAIL_LINES = 20
 # A block that never closes (a corrupt stream) must not grow the saved state without bound;
 # real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
 MAX_BLOCK_KEYS = 50_000
-# read_block_lines' caches, shared by every parser in the process (what a line holds depends on
-# the line alone), so their memory is bounded however many sims are parsed: they are cleared
-# when they hold more lines or keys than these (about 10 MB and 20 MB at most); a key's names
-# are cached up to `<key>#64` (real blocks repeat a key a few dozen times), made each time past
-# that (the same constant is in _accelsim_merge.c).
+# read_block_lines' caches are shared by every parser in the process (what a line holds depends
+# on the line alone), so their memory is bounded however many sims are parsed: at most this many
+# lines (of up to _CACHED_LINE_MAX characters: real stats lines are under 150; a longer one is
+# read each time) and keys (with their names up to `<key>#64`: real blocks repeat a key a few
+# dozen times; past that a name is made each time), about 30 MB in all. A full cache takes
+# nothing more, and the parser clears it before its next read. The same bounds are in
+# _accelsim_merge.c.
 _LINE_CACHE_LIMIT = 50_000
 _KEYS_CACHED_LIMIT = 5_000
+_CACHED_LINE_MAX = 200
 _NAMES_CACHED_PER_KEY = 64
 
 # Markers, each with the newline that starts its line (the chunk text starts with "\n").
@@ -122,7 +125,9 @@ LineEntry = tuple[float | str, str] | None
 def _names_of(names_cache: dict[str, list[str]], key: str) -> list[str]:
     names = names_cache.get(key)  # [key, key#2, key#3, ...], each made once
     if names is None:
-        names = names_cache[key] = [key]
+        names = [key]
+        if len(names_cache) < _KEYS_CACHED_LIMIT:
+            names_cache[key] = names
     return names
 
 
@@ -204,7 +209,9 @@ def read_block_lines(
             if line in line_cache:
                 entry = line_cache[line]
             else:
-                entry = line_cache[line] = _line_entry(line, names_cache, key_eq_value)
+                entry = _line_entry(line, names_cache, key_eq_value)
+                if len(line) <= _CACHED_LINE_MAX and len(line_cache) < _LINE_CACHE_LIMIT:
+                    line_cache[line] = entry
             if entry is not None:
                 _add_to_block(block, repeats, names_cache, entry[1], entry[0])
         if ended:
@@ -423,7 +430,7 @@ class LogParser:
                 self._block = {"kernel_name": lines[i][len(_FIRST_LINE):].strip()}
                 self._repeats = {}
                 i += 1
-            if len(_line_cache) > _LINE_CACHE_LIMIT or len(_names_cache) > _KEYS_CACHED_LIMIT:
+            if len(_line_cache) >= _LINE_CACHE_LIMIT or len(_names_cache) >= _KEYS_CACHED_LIMIT:
                 clear_caches()
             i, ended = _read_block_lines(
                 self._block, lines, i, MAX_BLOCK_KEYS, self._repeats, _line_cache, _names_cache,

@@ -656,5 +656,5 @@ def test_the_shared_caches_stay_bounded_however_many_lines_and_keys() -> None:
     parser = LogParser(1000)
     for n in range(3):  # blocks of 20,000 distinct lines and keys each
         parser.feed(block("_Z1kv", str(n), *(f"key_{n}_{i} = {i}" for i in range(20_000))))
-    assert len(accelsim_log._line_cache) <= accelsim_log._LINE_CACHE_LIMIT + 20_003
-    assert len(accelsim_log._names_cache) <= accelsim_log._KEYS_CACHED_LIMIT + 20_003
+    assert 0 < len(accelsim_log._line_cache) <= accelsim_log._LINE_CACHE_LIMIT
+    assert 0 < len(accelsim_log._names_cache) <= accelsim_log._KEYS_CACHED_LIMIT

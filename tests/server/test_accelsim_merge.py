@@ -222,3 +222,68 @@ def test_a_key_repeated_without_end_is_numbered_on_and_caches_few_names(read: st
     assert list(block) == ["kernel_name", "a", *(f"a#{n}" for n in range(2, 301))]
     assert list(block.values())[1:] == [float(i) for i in range(300)]
     assert names_cache["a"][:2] == ["a", "a#2"] and len(names_cache["a"]) <= 64
+
+
+@needs_compiled
+def test_the_compiled_caches_have_the_python_bounds() -> None:
+    assert (compiled.LINE_CACHE_LIMIT, compiled.KEYS_CACHED_LIMIT, compiled.CACHED_LINE_MAX,
+            compiled.NAMES_CACHED_PER_KEY) == (
+        accelsim_log._LINE_CACHE_LIMIT, accelsim_log._KEYS_CACHED_LIMIT, accelsim_log._CACHED_LINE_MAX,
+        accelsim_log._NAMES_CACHED_PER_KEY)
+
+
+@pytest.mark.parametrize("read", ["compiled", "python"])
+def test_the_caches_never_pass_their_bounds_within_one_read(read: str) -> None:
+    if read == "compiled" and compiled is None:
+        pytest.skip("the compiled block loop is not built here")
+    function = compiled.read_block_lines if read == "compiled" else accelsim_log.read_block_lines
+    limit = accelsim_log._LINE_CACHE_LIMIT
+    lines = [f"k{i} = {i}" for i in range(limit + 100)] + ["long = " + "9" * 300]
+    line_cache: dict = {}
+    names_cache: dict = {}
+    block: dict = {}
+    function(block, lines, 0, 10**9, {}, line_cache, names_cache, accelsim_log._key_eq_value)
+    assert len(block) == limit + 101 and block["long"] == float("9" * 300)  # every line read
+    assert len(line_cache) == limit and lines[-1] not in line_cache  # a long line is not kept
+    assert len(names_cache) == accelsim_log._KEYS_CACHED_LIMIT
+
+
+@needs_compiled
+@pytest.mark.parametrize("repeats, line_cache, names_cache, error", [
+    ({"a": -5}, {}, {}, None),  # a count below 1 is no count: numbered from the block
+    ({"a": 0}, {}, {}, None),
+    ({"a": "x"}, {}, {}, TypeError),
+    ({}, {}, {"a": []}, TypeError),
+    ({}, {}, {"a": "zzz"}, TypeError),
+    ({}, {}, {"a": 5}, TypeError),
+    ({}, {}, {"a": [5]}, TypeError),
+    ({}, {"a = 2": 5}, {}, TypeError),
+    ({}, {"a = 2": ("x",)}, {}, TypeError),
+    ({}, {"a = 2": ()}, {}, TypeError),
+    ({}, {"a = 2": (1.0, 7)}, {}, TypeError),
+])
+def test_bad_cache_contents_are_an_error_never_a_crash(repeats, line_cache, names_cache, error) -> None:
+    block: dict = {"kernel_name": "k", "a": 1.0}
+
+    def read() -> None:
+        compiled.read_block_lines(block, ["a = 2"], 0, 100, repeats, line_cache, names_cache,
+                                  accelsim_log._key_eq_value)
+
+    if error is None:
+        read()
+        assert block == {"kernel_name": "k", "a": 1.0, "a#2": 2.0}
+    else:
+        with pytest.raises(error):
+            read()
+
+
+@needs_compiled
+def test_subclasses_are_refused_since_their_methods_would_not_run() -> None:
+    class Noisy(dict):
+        def __setitem__(self, key, value):
+            raise AssertionError("would be bypassed")
+
+    calls: list[tuple] = [(Noisy(), ["a = 1"], 0, 9, {}, {}, {}), ({}, ["a = 1"], 0, 9, {}, Noisy(), {})]
+    for args in calls:
+        with pytest.raises(TypeError, match="the others dicts"):
+            compiled.read_block_lines(*args, accelsim_log._key_eq_value)  # type: ignore[call-arg]
