@@ -282,12 +282,16 @@ def ranking_sentence(run: RunDetail, kernels: Sequence[KernelStat]) -> str:
     return rank(totals).sentence(finished=run.state != "active")
 
 
-KERNEL_COLUMNS = (
+# Which kernel of which sim a row is about: the first columns of --kernels and --stats.
+_KERNEL_OF_A_SIM = (
     Column("gpu_config", "config"),
     Column("replica", "#", right=True),
     Column("sim_id", "sim", in_table=False),
     Column("kernel_index", "k", right=True),
     Column("kernel", "kernel", short_kernel_name),
+)
+KERNEL_COLUMNS = (
+    *_KERNEL_OF_A_SIM,
     Column("kernel_name", "mangled", in_table=False),
     Column("sim_time_ns", "simulated", time_ns, right=True),
     Column("gpu_sim_cycle", "cycles", si_number, right=True),
@@ -314,11 +318,7 @@ def kernel_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record
 
 
 STAT_COLUMNS = (
-    Column("gpu_config", "config"),
-    Column("replica", "#", right=True),
-    Column("sim_id", "sim", in_table=False),
-    Column("kernel_index", "k", right=True),
-    Column("kernel", "kernel", short_kernel_name),
+    *_KERNEL_OF_A_SIM,
     Column("key", "key"),
     Column("value", "value"),
 )

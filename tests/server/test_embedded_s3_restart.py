@@ -87,12 +87,19 @@ def start_rclone(port: int, root: Path, info: S3Info) -> subprocess.Popen:
     )
 
 
-async def test_health_says_why_the_endpoint_is_unreachable_while_it_is(make_server, tmp_path, monkeypatch):
+def own_endpoint(tmp_path: Path, monkeypatch, n: int) -> tuple[S3Info, int]:
+    """The settings of an S3 endpoint of the test's own on a free port (credentials number `n`),
+    its bucket made and its credentials in the environment, where the scanner reads them."""
     port = free_port()
-    info = S3Info(f"http://127.0.0.1:{port}", "cascade", "TESTACCESSKEY0002", "testsecretkey0000000002")
+    info = S3Info(f"http://127.0.0.1:{port}", "cascade", f"TESTACCESSKEY000{n}", f"testsecretkey000000000{n}")
     (tmp_path / "s3" / "cascade").mkdir(parents=True)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", info.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", info.secret_key)
+    return info, port
+
+
+async def test_health_says_why_the_endpoint_is_unreachable_while_it_is(make_server, tmp_path, monkeypatch):
+    info, port = own_endpoint(tmp_path, monkeypatch, 2)
     rclone = start_rclone(port, tmp_path / "s3", info)
     try:
         await wait_until(lambda: s3_answers(info))
@@ -122,11 +129,7 @@ async def test_health_says_an_endpoint_that_stopped_answering_is_silent(make_ser
     # A stopped endpoint (SIGSTOP) still accepts connections and never answers: the client's
     # timeouts and retries take minutes, so health reports a listing waiting that long instead.
     monkeypatch.setattr(scanner_module, "STALLED_AFTER_S", 0.5)
-    port = free_port()
-    info = S3Info(f"http://127.0.0.1:{port}", "cascade", "TESTACCESSKEY0003", "testsecretkey0000000003")
-    (tmp_path / "s3" / "cascade").mkdir(parents=True)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", info.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", info.secret_key)
+    info, port = own_endpoint(tmp_path, monkeypatch, 4)
     rclone = start_rclone(port, tmp_path / "s3", info)
     try:
         await wait_until(lambda: s3_answers(info))

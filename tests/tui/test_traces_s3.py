@@ -3,13 +3,11 @@ kill -9 and started again), and stops saying it once the endpoint answers."""
 
 from __future__ import annotations
 
-from cascade_server.traces.s3 import S3Info
 from cascade_tui.app import CascadeApp
 from cascade_tui.formatting import s3_problem
 from cascade_tui.screens.lists import RunsScreen, TracesScreen
 from tests.conftest import TOKEN, ready_trace
-from tests.helpers import free_port
-from tests.server.test_embedded_s3_restart import s3_answers, start_rclone
+from tests.server.test_embedded_s3_restart import own_endpoint, s3_answers, start_rclone
 
 from .helpers import screen_text, tui_settings, wait_for_text, wait_until
 
@@ -23,11 +21,7 @@ def test_s3_problem_names_the_endpoint_and_the_error_or_nothing():
 
 
 async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_server, tmp_path, monkeypatch):
-    port = free_port()
-    info = S3Info(f"http://127.0.0.1:{port}", "cascade", "TESTACCESSKEY0003", "testsecretkey0000000003")
-    (tmp_path / "s3" / "cascade").mkdir(parents=True)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", info.access_key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", info.secret_key)
+    info, port = own_endpoint(tmp_path, monkeypatch, 3)
     rclone = start_rclone(port, tmp_path / "s3", info)
     try:
         server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
