@@ -410,6 +410,8 @@ class LogParser:
         if "\n" in "".join(lines):
             lines = text[1:].split("\n")
             n = len(lines)
+        elif type(lines) is not list:  # the compiled reader takes a list (a tuple, a subclass)
+            lines = list(lines)
         self._tail = (self._tail + list(lines[-TAIL_LINES:]))[-TAIL_LINES:]
         self._scan_launch(text)
         self._scan_rate(text)

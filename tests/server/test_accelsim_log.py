@@ -658,3 +658,10 @@ def test_the_shared_caches_stay_bounded_however_many_lines_and_keys() -> None:
         parser.feed(block("_Z1kv", str(n), *(f"key_{n}_{i} = {i}" for i in range(20_000))))
     assert 0 < len(accelsim_log._line_cache) <= accelsim_log._LINE_CACHE_LIMIT
     assert 0 < len(accelsim_log._names_cache) <= accelsim_log._KEYS_CACHED_LIMIT
+
+
+def test_a_chunk_may_be_any_sequence_of_lines() -> None:
+    lines = block("_Z1kv", "1", "a = 1", "a = 2")
+    [from_tuple] = LogParser(1000).feed(tuple(lines))  # type: ignore[arg-type]
+    [from_list] = LogParser(1000).feed(lines)
+    assert from_tuple.stats == from_list.stats and from_list.stats["a#2"] == 2.0
