@@ -110,16 +110,20 @@ parse_value(PyObject *module, PyObject *raw)
 /* The caches' bounds, the same as accelsim_log's (tests/server/test_accelsim_merge.py checks):
  * lines cached, keys whose names are cached, the longest line cached (real stats lines are
  * under 150 characters; a longer one is read each time, so the cache's bytes are bounded too),
- * and a key's names cached up to `<key>#64` (real blocks repeat a key a few dozen times, once
- * per memory partition or DRAM channel; past that they are made each time). A full cache takes
- * nothing more until the parser clears it. */
+ * the longest key whose names are cached, and a key's names cached up to `<key>#64` (real
+ * blocks repeat a key a few dozen times, once per memory partition or DRAM channel; past that
+ * they are made each time). A full cache takes nothing more until the parser clears it. */
 #define LINE_CACHE_LIMIT 50000
-#define KEYS_CACHED_LIMIT 5000
+#define KEYS_CACHED_LIMIT 2000
 #define CACHED_LINE_MAX 200
+#define CACHED_KEY_MAX 100
 #define NAMES_CACHED_PER_KEY 64
+/* A longer line is no stats line (real ones are under 150 characters): it is not read, so an
+ * open block's bytes are bounded as well as its keys. The same as accelsim_log's. */
+#define STATS_LINE_MAX 1024
 
 /* The key's names [key, key#2, key#3, ...] (a new reference): from names_cache, else made and
- * kept there while it has room. NULL on error. */
+ * kept there while it has room (for a key up to CACHED_KEY_MAX characters). NULL on error. */
 static PyObject *
 names_of(PyObject *names_cache, PyObject *key)
 {
@@ -139,6 +143,7 @@ names_of(PyObject *names_cache, PyObject *key)
         return NULL;
     PyList_SET_ITEM(names, 0, Py_NewRef(key));
     if (PyDict_GET_SIZE(names_cache) < KEYS_CACHED_LIMIT
+            && PyUnicode_GET_LENGTH(key) <= CACHED_KEY_MAX
             && PyDict_SetItem(names_cache, key, names) < 0)
         Py_CLEAR(names);
     return names;
@@ -242,8 +247,9 @@ add_to_block(PyObject *block, PyObject *repeats, PyObject *names_cache, PyObject
     if (last != NULL)
         n = PyLong_AsSsize_t(last);
     int taken = last == NULL ? (PyErr_Occurred() ? -1 : 1) : (n == -1 && PyErr_Occurred() ? -1 : 1);
-    if (n < 1)
-        n = 1; /* no count: `repeats` is only a cache, and the search below finds the number */
+    if (n < 1 || n > PyDict_GET_SIZE(block))
+        n = 1; /* no count (a number is never past the block's size): `repeats` is only a cache,
+                * and the search below finds the number */
     while (taken == 1) { /* a key of that name exists, or `repeats` is cold */
         Py_XDECREF(name);
         name = nth_name(names, key, ++n);
@@ -306,7 +312,7 @@ read_block_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
         /* Lines without "=" are neither form (nor a block's first or last line): skip them
-         * before hashing them. */
+         * before hashing them. So are lines too long to be stats lines, except a block end. */
         Py_ssize_t found = PyUnicode_FindChar(line, '=', 0, PyUnicode_GET_LENGTH(line), 1);
         if (found < 0) {
             if (found == -1)
@@ -316,7 +322,7 @@ read_block_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (starts_with(line, first, sizeof first - 1))
             break; /* the next block's first line: this block was cut off */
         ended = starts_with(line, last, sizeof last - 1);
-        if (PyDict_GET_SIZE(block) >= max_keys)
+        if (PyDict_GET_SIZE(block) >= max_keys || PyUnicode_GET_LENGTH(line) > STATS_LINE_MAX)
             continue;
         Py_INCREF(line); /* the callback in entry_of could drop the list's reference */
         PyObject *entry = PyDict_GetItemWithError(line_cache, line);
@@ -370,6 +376,8 @@ PyInit__accelsim_merge(void)
     if (module == NULL || PyModule_AddIntConstant(module, "LINE_CACHE_LIMIT", LINE_CACHE_LIMIT) < 0
             || PyModule_AddIntConstant(module, "KEYS_CACHED_LIMIT", KEYS_CACHED_LIMIT) < 0
             || PyModule_AddIntConstant(module, "CACHED_LINE_MAX", CACHED_LINE_MAX) < 0
+            || PyModule_AddIntConstant(module, "CACHED_KEY_MAX", CACHED_KEY_MAX) < 0
+            || PyModule_AddIntConstant(module, "STATS_LINE_MAX", STATS_LINE_MAX) < 0
             || PyModule_AddIntConstant(module, "NAMES_CACHED_PER_KEY", NAMES_CACHED_PER_KEY) < 0) {
         Py_XDECREF(module);
         return NULL;

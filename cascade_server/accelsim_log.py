@@ -59,24 +59,33 @@ from dataclasses import dataclass, field
 from cascade_server.models import KernelStat
 
 __all__ = [
-    "LogParser", "ParsedKernel", "STATE_VERSION", "TAIL_LINES", "MAX_BLOCK_KEYS", "NATIVE", "clear_caches",
+    "LogParser", "ParsedKernel", "STATE_VERSION", "TAIL_LINES", "TAIL_LINE_MAX", "MAX_BLOCK_KEYS",
+    "STATS_LINE_MAX", "NATIVE", "clear_caches",
 ]
 
 STATE_VERSION = 1
 TAIL_LINES = 20
+# A line of the tail is cut to this many characters (the whole line stays in the log): the tail
+# travels in every sim summary.
+TAIL_LINE_MAX = 1000
+# A line longer than this is no stats line (real ones are under 150 characters): not read into a
+# block, so an open block's bytes are bounded as well as its keys. In _accelsim_merge.c too.
+STATS_LINE_MAX = 1024
 # A block that never closes (a corrupt stream) must not grow the saved state without bound;
 # real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
 MAX_BLOCK_KEYS = 50_000
 # read_block_lines' caches are shared by every parser in the process (what a line holds depends
 # on the line alone), so their memory is bounded however many sims are parsed: at most this many
 # lines (of up to _CACHED_LINE_MAX characters: real stats lines are under 150; a longer one is
-# read each time) and keys (with their names up to `<key>#64`: real blocks repeat a key a few
-# dozen times; past that a name is made each time), about 30 MB in all. A full cache takes
+# read each time) and keys of up to _CACHED_KEY_MAX characters (with their names up to `<key>#64`:
+# real blocks repeat a key a few dozen times; past that a name is made each time), about 50 MB
+# at most. A full cache takes
 # nothing more, and the parser clears it before its next read. The same bounds are in
 # _accelsim_merge.c.
 _LINE_CACHE_LIMIT = 50_000
-_KEYS_CACHED_LIMIT = 5_000
+_KEYS_CACHED_LIMIT = 2_000
 _CACHED_LINE_MAX = 200
+_CACHED_KEY_MAX = 100
 _NAMES_CACHED_PER_KEY = 64
 
 # Markers, each with the newline that starts its line (the chunk text starts with "\n").
@@ -126,7 +135,7 @@ def _names_of(names_cache: dict[str, list[str]], key: str) -> list[str]:
     names = names_cache.get(key)  # [key, key#2, key#3, ...], each made once
     if names is None:
         names = [key]
-        if len(names_cache) < _KEYS_CACHED_LIMIT:
+        if len(names_cache) < _KEYS_CACHED_LIMIT and len(key) <= _CACHED_KEY_MAX:
             names_cache[key] = names
     return names
 
@@ -160,7 +169,10 @@ def _add_to_block(
         block[key] = value
         return
     names = _names_of(names_cache, key)
-    n = repeats.get(key, 1) + 1
+    n = repeats.get(key, 1)
+    if not 1 <= n <= len(block):  # no count: a number is never past the block's size
+        n = 1
+    n += 1
     while (name := _nth_name(names, key, n)) in block:  # taken, or `repeats` is cold
         n += 1
     repeats[key] = n
@@ -205,7 +217,7 @@ def read_block_lines(
         ended = line.startswith(_BLOCK_MARKERS)
         if ended and line.startswith(_FIRST_LINE):
             return i, False  # the next block's first line: this block was cut off
-        if len(block) < max_keys:
+        if len(block) < max_keys and len(line) <= STATS_LINE_MAX:
             if line in line_cache:
                 entry = line_cache[line]
             else:
@@ -234,6 +246,15 @@ def clear_caches() -> None:
     """Empty the caches every parser shares (benchmarks time a cold start with this)."""
     _line_cache.clear()
     _names_cache.clear()
+
+
+def _tail_line(line: str) -> str:
+    """The line cut to TAIL_LINE_MAX characters, saying how long it was (a cut line is not cut
+    again when a restored parser reads its saved tail)."""
+    if len(line) <= TAIL_LINE_MAX:
+        return line
+    said = f"… ({len(line):,} characters)"
+    return line[:TAIL_LINE_MAX - len(said)] + said
 
 
 def _finite(value: float | str | None) -> float | None:
@@ -389,7 +410,7 @@ class LogParser:
         self._kernels_done = kernels_done
         self._current_kernel = current
         self._latest = {k: (None if v is None else float(v)) for k, v in latest.items()}
-        self._tail = tail[-TAIL_LINES:]
+        self._tail = [_tail_line(x) for x in tail[-TAIL_LINES:]]
         self._exit_detected = exit_detected
         self._block = None if block is None else dict(block)
         self._repeats = {}
@@ -412,7 +433,7 @@ class LogParser:
             n = len(lines)
         elif type(lines) is not list:  # the compiled reader takes a list (a tuple, a subclass)
             lines = list(lines)
-        self._tail = (self._tail + list(lines[-TAIL_LINES:]))[-TAIL_LINES:]
+        self._tail = (self._tail + [_tail_line(x) for x in lines[-TAIL_LINES:]])[-TAIL_LINES:]
         self._scan_launch(text)
         self._scan_rate(text)
         if not self._exit_detected and _EXIT in text:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from cascade_server import accelsim_log
 from cascade_server.accelsim_log import (
-    MAX_BLOCK_KEYS, TAIL_LINES, LogParser, ParsedKernel, parse_value,
+    MAX_BLOCK_KEYS, STATS_LINE_MAX, TAIL_LINE_MAX, TAIL_LINES, LogParser, ParsedKernel, parse_value,
 )
 from cascade_server.models import KernelStat
 
@@ -576,7 +576,11 @@ def test_junk_never_raises() -> None:
     assert stats["\udcff\udcfe binary"] == "\udc80" and stats["é"] == "ü"
     assert parser.current_kernel == "\x00"
     again = LogParser(1000, state=json.loads(json.dumps(parser.state())))
-    assert again.log_tail == parser.log_tail == lines[-TAIL_LINES:]
+    # The tail's lines are cut to TAIL_LINE_MAX characters, saying how long they were.
+    said = "… (100,000 characters)"
+    tail = [ln if len(ln) <= TAIL_LINE_MAX else ln[:TAIL_LINE_MAX - len(said)] + said
+            for ln in lines[-TAIL_LINES:]]
+    assert again.log_tail == parser.log_tail == tail
     assert parser.feed([]) == []
 
 
@@ -665,3 +669,14 @@ def test_a_chunk_may_be_any_sequence_of_lines() -> None:
     [from_tuple] = LogParser(1000).feed(tuple(lines))  # type: ignore[arg-type]
     [from_list] = LogParser(1000).feed(lines)
     assert from_tuple.stats == from_list.stats and from_list.stats["a#2"] == 2.0
+
+
+def test_lines_too_long_to_be_stats_are_not_read_and_the_tail_is_cut() -> None:
+    # An open block is bounded in bytes as well as keys; the tail travels in every sim summary.
+    long_value = "9" * STATS_LINE_MAX
+    lines = block("_Z1kv", "1", "a = 1", f"b = {long_value}", "c = 3", end="1x" + " " * STATS_LINE_MAX)
+    parser = LogParser(1000)
+    [kernel] = parser.feed(lines)
+    assert "b" not in kernel.stats and kernel.stats["a"] == 1.0 and kernel.stats["c"] == 3.0
+    assert "gpgpu_silicon_slowdown" not in kernel.stats  # a block's long last line still ends it
+    assert max(map(len, parser.log_tail)) == TAIL_LINE_MAX

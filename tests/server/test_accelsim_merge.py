@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 import sysconfig
 import tracemalloc
 from pathlib import Path
@@ -227,9 +228,9 @@ def test_a_key_repeated_without_end_is_numbered_on_and_caches_few_names(read: st
 @needs_compiled
 def test_the_compiled_caches_have_the_python_bounds() -> None:
     assert (compiled.LINE_CACHE_LIMIT, compiled.KEYS_CACHED_LIMIT, compiled.CACHED_LINE_MAX,
-            compiled.NAMES_CACHED_PER_KEY) == (
+            compiled.CACHED_KEY_MAX, compiled.NAMES_CACHED_PER_KEY, compiled.STATS_LINE_MAX) == (
         accelsim_log._LINE_CACHE_LIMIT, accelsim_log._KEYS_CACHED_LIMIT, accelsim_log._CACHED_LINE_MAX,
-        accelsim_log._NAMES_CACHED_PER_KEY)
+        accelsim_log._CACHED_KEY_MAX, accelsim_log._NAMES_CACHED_PER_KEY, accelsim_log.STATS_LINE_MAX)
 
 
 @pytest.mark.parametrize("read", ["compiled", "python"])
@@ -246,12 +247,20 @@ def test_the_caches_never_pass_their_bounds_within_one_read(read: str) -> None:
     assert len(block) == limit + 101 and block["long"] == float("9" * 300)  # every line read
     assert len(line_cache) == limit and lines[-1] not in line_cache  # a long line is not kept
     assert len(names_cache) == accelsim_log._KEYS_CACHED_LIMIT
+    # A long key's names are not kept either (a line under the length limit can hold one).
+    key = "k" * (accelsim_log._CACHED_KEY_MAX + 1)
+    names_cache.clear()
+    function({}, [f"{key} = 1", f"{key} = 2"], 0, 10, {}, {}, names_cache, accelsim_log._key_eq_value)
+    assert names_cache == {}
 
 
 @needs_compiled
 @pytest.mark.parametrize("repeats, line_cache, names_cache, error", [
     ({"a": -5}, {}, {}, None),  # a count below 1 is no count: numbered from the block
     ({"a": 0}, {}, {}, None),
+    ({"a": sys.maxsize}, {}, {}, None),  # nor one past the block's size
+    ({"a": sys.maxsize - 1}, {}, {}, None),
+    ({"a": 3}, {}, {}, None),
     ({"a": "x"}, {}, {}, TypeError),
     ({}, {}, {"a": []}, TypeError),
     ({}, {}, {"a": "zzz"}, TypeError),

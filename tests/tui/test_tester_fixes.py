@@ -50,6 +50,8 @@ async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and
         screen = app.screen
         assert isinstance(screen, RunScreen)
         table = screen.query_one(SimTable)
+        # The table redraws on its own timer: the header can show the counts before its rows.
+        await wait_until(pilot, lambda: by_config["SM7_TITANV"] in table.order, "the failed sim's row")
         table.move_cursor_to(table.order.index(by_config["SM7_TITANV"]))
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details")
