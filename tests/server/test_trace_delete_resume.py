@@ -14,9 +14,7 @@ REAL_TIMING = {"format": "cascade.real_timing/1",
 
 def upload(harness: Harness, trace_id: str) -> dict[str, bytes]:
     files = sample_files()
-    for rel, body in files.items():
-        harness.put(trace_id, rel, body)
-    harness.put_metadata(trace_id, files, model="tinyformer", trace_gpu_arch="sm_70")
+    harness.put_trace(trace_id, files, model="tinyformer")
     return files
 
 

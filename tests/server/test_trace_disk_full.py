@@ -27,9 +27,7 @@ async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_ba
     h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
     try:
         files = sample_files()
-        for rel, body in files.items():
-            h.put("demo", rel, body)
-        h.put_metadata("demo", files, trace_gpu_arch="sm_70")
+        h.put_trace("demo", files)
 
         failed = await h.recorder.wait_state("demo", "failed", "ready")
         assert failed.error == "post-processing failed: no space left on the disk (No space left on device)"
@@ -53,10 +51,7 @@ async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_ba
 async def test_a_server_restarted_after_the_disk_filled_retries_at_once(request, tmp_path, small_traces_dir):
     h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
     try:
-        files = sample_files()
-        for rel, body in files.items():
-            h.put("demo", rel, body)
-        h.put_metadata("demo", files, trace_gpu_arch="sm_70")
+        h.put_trace("demo", sample_files())
         await h.recorder.wait_state("demo", "failed", "ready")
         await h.stop()
         assert remount_tmpfs(small_traces_dir, "size=64m").returncode == 0
@@ -82,10 +77,7 @@ async def test_a_scan_while_the_failure_is_being_saved_keeps_the_retry(request, 
 
     h.store.put_trace = put_trace_with_a_scan_inside
     try:
-        files = sample_files()
-        for rel, body in files.items():
-            h.put("demo", rel, body)
-        h.put_metadata("demo", files, trace_gpu_arch="sm_70")
+        h.put_trace("demo", sample_files())
         await h.recorder.wait_state("demo", "failed", "ready")
         assert remount_tmpfs(small_traces_dir, "size=64m").returncode == 0
         ready = await h.recorder.wait_state("demo", "ready")

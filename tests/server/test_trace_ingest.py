@@ -95,6 +95,12 @@ class Harness:
                 "files": [{"key": f"accelsim-traces/{trace_id}/{rel}", "bytes": len(b)} for rel, b in files.items()]}
         self.put(trace_id, "metadata.json", json.dumps(meta).encode())
 
+    def put_trace(self, trace_id: str, files: dict[str, bytes], **fields) -> None:
+        """Every file, then the metadata.json that lists them (sm_70 unless `fields` say)."""
+        for rel, body in files.items():
+            self.put(trace_id, rel, body)
+        self.put_metadata(trace_id, files, **{"trace_gpu_arch": "sm_70", **fields})
+
     def mirror(self, trace_id: str) -> Path:
         return self.settings.traces_dir / trace_id
 
@@ -170,9 +176,7 @@ async def test_raw_tracer_output_is_post_processed_back_into_the_same_traceg(har
         "traces/kernel-7.trace.gz": gzip.compress(raw7),  # gzipped after tracing: also accepted
         "traces/stats.csv": stats.encode(),
     }
-    for rel, body in files.items():
-        harness.put(tid, rel, body)
-    harness.put_metadata(tid, files, trace_gpu_arch="sm_70")
+    harness.put_trace(tid, files)
     ready = await harness.recorder.wait_state(tid, "ready", "failed")
     assert ready.state == "ready", ready.error
 

@@ -26,22 +26,13 @@ async def scanner(request, tmp_path):
     await h.stop()
 
 
-def put_sample_trace(h: Harness, trace_id: str) -> None:
-    files = sample_files()
-    for rel, body in files.items():
-        h.put(trace_id, rel, body)
-    h.put_metadata(trace_id, files, trace_gpu_arch="sm_70")
-
-
 async def test_objects_over_8_mib_in_one_put_are_mirrored_and_later_traces_still_register(scanner):
     # A profiler's plain S3 client (boto3 defaults) puts each file in one PUT: rclone then answers
     # GETs of objects over 8 MiB with a checksum boto3's default validation rejects.
     big = {"traces/real_timing.json": b"[" + b" " * (9 * MiB) + b"]", "traces/blob.bin": os.urandom(20 * MiB)}
     files = {**sample_files(), **big}
-    for rel, body in files.items():
-        scanner.put("big-objects", rel, body)
-    scanner.put_metadata("big-objects", files, trace_gpu_arch="sm_70")
-    put_sample_trace(scanner, "zz-after-big")
+    scanner.put_trace("big-objects", files)
+    scanner.put_trace("zz-after-big", sample_files())
 
     ready = await scanner.recorder.wait_state("big-objects", "ready", "failed")
     assert ready.state == "ready", ready.error
@@ -77,7 +68,7 @@ async def test_an_object_that_cannot_be_mirrored_fails_its_trace_not_the_scan(sc
     long_name = "traces/" + "k" * 255
     scanner.put("aa-unmirrorable", long_name, b"x")
     scanner.put("aa-unmirrorable", "metadata.json", b"{}")
-    put_sample_trace(scanner, "zz-after-unmirrorable")
+    scanner.put_trace("zz-after-unmirrorable", sample_files())
 
     with caplog.at_level(logging.WARNING):
         failed = await scanner.recorder.wait_state("aa-unmirrorable", "failed", "ready")
@@ -102,7 +93,7 @@ async def test_an_object_that_cannot_be_mirrored_fails_its_trace_not_the_scan(sc
 async def test_hostile_metadata_fails_its_trace_once_and_later_traces_still_register(scanner, caplog, name, body, error):
     scanner.put(f"aa-{name}", "traces/kernel-1.traceg", b"x")
     scanner.put(f"aa-{name}", "metadata.json", body)
-    put_sample_trace(scanner, f"zz-after-{name}")
+    scanner.put_trace(f"zz-after-{name}", sample_files())
 
     with caplog.at_level(logging.WARNING):
         failed = await scanner.recorder.wait_state(f"aa-{name}", "failed", "ready")

@@ -55,12 +55,6 @@ async def make_scanner(request, tmp_path):
         await h.stop()
 
 
-def put_trace(h: Harness, trace_id: str, files: dict[str, bytes]) -> None:
-    for rel, body in files.items():
-        h.put(trace_id, rel, body)
-    h.put_metadata(trace_id, files, trace_gpu_arch="sm_70")
-
-
 def leftovers(trace_dir: Path, *names: str) -> list[str]:
     traces = trace_dir / "traces"
     return sorted(p.name for p in traces.iterdir() if p.name in names or ".tmp-" in p.name)
@@ -70,9 +64,9 @@ async def test_an_xz_bomb_fails_its_trace_and_the_valid_trace_behind_it_does_not
     h = await make_scanner()
     bomb = xz_bomb_trace()
     assert len(bomb) < MiB
-    put_trace(h, "aa-xz-bomb", {"traces/kernelslist": raw_kernelslist(["kernel-1.trace.xz"]),
+    h.put_trace("aa-xz-bomb", {"traces/kernelslist": raw_kernelslist(["kernel-1.trace.xz"]),
                                 "traces/kernel-1.trace.xz": bomb})
-    put_trace(h, "zz-valid", sample_files())
+    h.put_trace("zz-valid", sample_files())
 
     failed = await h.recorder.wait_state("aa-xz-bomb", "failed", "ready")
     assert failed.error == ("post-processing failed: traces/kernel-1.trace.xz expands to more than 500 times "
@@ -90,7 +84,7 @@ async def test_a_gzip_bomb_traceg_never_reaches_the_disk(make_scanner):
     bomb = concatenated(gzip.compress(bytes(MiB), 9), 1024)
     assert MiB - 64 * 1024 < len(bomb) < 2 * MiB
     files = {"traces/kernelslist.g": b"kernel-1.traceg\n", "traces/kernel-1.traceg.gz": bomb}
-    put_trace(h, "gzip-bomb", files)
+    h.put_trace("gzip-bomb", files)
 
     failed = await h.recorder.wait_state("gzip-bomb", "failed", "ready")
     assert failed.error == ("post-processing failed: traces/kernel-1.traceg.gz expands to more than 100 times "
@@ -129,7 +123,7 @@ async def test_a_post_processor_that_takes_too_long_fails_its_trace_and_waits_fo
     fd = os.open(h.mirror("locked") / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        put_trace(h, "locked", sample_files())
+        h.put_trace("locked", sample_files())
         failed = await h.recorder.wait_state("locked", "failed", "ready")
     finally:
         os.close(fd)
