@@ -246,7 +246,7 @@ add_to_block(PyObject *block, PyObject *repeats, PyObject *names_cache, PyObject
     PyObject *last = PyDict_GetItemWithError(repeats, key), *name = NULL;
     if (last != NULL)
         n = PyLong_AsSsize_t(last);
-    int taken = last == NULL ? (PyErr_Occurred() ? -1 : 1) : (n == -1 && PyErr_Occurred() ? -1 : 1);
+    int taken = PyErr_Occurred() ? -1 : 1; /* the lookup or the count failed, else search */
     if (n < 1 || n > PyDict_GET_SIZE(block))
         n = 1; /* no count (a number is never past the block's size): `repeats` is only a cache,
                 * and the search below finds the number */

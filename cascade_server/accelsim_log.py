@@ -79,18 +79,18 @@ MAX_BLOCK_KEYS = 50_000
 # lines (of up to _CACHED_LINE_MAX characters: real stats lines are under 150; a longer one is
 # read each time) and keys of up to _CACHED_KEY_MAX characters (with their names up to `<key>#64`:
 # real blocks repeat a key a few dozen times; past that a name is made each time), about 50 MB
-# at most. A full cache takes
-# nothing more, and the parser clears it before its next read. The same bounds are in
-# _accelsim_merge.c.
+# at most. A full cache takes nothing more, and the parser clears it before its next read. The
+# same bounds are in _accelsim_merge.c.
 _LINE_CACHE_LIMIT = 50_000
 _KEYS_CACHED_LIMIT = 2_000
 _CACHED_LINE_MAX = 200
 _CACHED_KEY_MAX = 100
 _NAMES_CACHED_PER_KEY = 64
 
-# Markers, each with the newline that starts its line (the chunk text starts with "\n").
 _FIRST_LINE = "kernel_name = "  # a stats block's first line starts so ...
 _BLOCK_MARKERS = (_FIRST_LINE, "gpgpu_silicon_slowdown = ")  # ... and its last line so
+# Markers searched in the joined chunk, each with the newline that starts its line (the text
+# starts with "\n").
 _LAUNCH = "\nlaunching kernel name: "
 _RATE = "\ngpgpu_simulation_rate = "
 _EXIT = "\nGPGPU-Sim: *** exit detected ***"
