@@ -56,7 +56,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cascade_server.models import KernelStat
+from cascade_server.shared.models import KernelStat
 
 __all__ = [
     "LogParser", "ParsedKernel", "STATE_VERSION", "TAIL_LINES", "TAIL_LINE_MAX", "MAX_BLOCK_KEYS",

@@ -8,7 +8,7 @@ import json
 import os
 from importlib import resources
 
-from .cli_usage import OneLineErrorParser
+from .shared.cli_usage import OneLineErrorParser
 
 URL_MARK = "{{APP_URL}}"
 DEFAULT_URL = "http://127.0.0.1:8000"

@@ -8,7 +8,7 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from .events import Broker
-    from .models import GpuConfig
+    from .shared.models import GpuConfig
     from .runs import RunService
     from .settings import Settings
     from .storage import Store

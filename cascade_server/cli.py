@@ -7,7 +7,7 @@ import importlib
 import importlib.metadata
 import sys
 
-from .cli_usage import EXIT_USAGE, not_utf8_problem
+from .shared.cli_usage import EXIT_USAGE, not_utf8_problem
 
 # subcommand -> (module with `main(argv: list[str]) -> int`, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {

@@ -6,7 +6,7 @@ import logging
 import re
 from pathlib import Path
 
-from .models import GpuConfig
+from .shared.models import GpuConfig
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
 from .faults import is_disk_full
-from .models import utcnow
+from .shared.models import utcnow
 
 log = logging.getLogger(__name__)
 

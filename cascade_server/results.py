@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .comparison import config_order, kernel_rows
-from .models import Comparison, KernelStat, RunDetail, SimStepTimeline
+from .shared.comparison import config_order, kernel_rows
+from .shared.models import Comparison, KernelStat, RunDetail, SimStepTimeline
 
 STAND_IN_NOTE = (
     "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe "
@@ -16,29 +16,6 @@ STAND_IN_NOTE = (
 def run_configs(run: RunDetail) -> list[str]:
     """The run's configs in entry order, without repeats."""
     return config_order(entry.gpu_config for entry in run.entries)
-
-
-def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
-    """`real_timing.json` -> [(kernel_name, duration_ns)] sorted by kernel id.
-
-    Accepts a list of kernel objects or an object holding one under `kernels`; each kernel has
-    `kernel_id` (or `id`), `duration_ns` and optionally `kernel_name`/`name`.
-    """
-    items = doc.get("kernels", []) if isinstance(doc, dict) else doc
-    rows = []
-    for position, item in enumerate(items if isinstance(items, list) else []):
-        if not isinstance(item, dict):
-            continue
-        kernel_id = item.get("kernel_id", item.get("id", position))
-        duration = item.get("duration_ns")
-        name = item.get("kernel_name", item.get("name"))
-        rows.append((
-            kernel_id if isinstance(kernel_id, (int, float)) else position,
-            name if isinstance(name, str) else None,
-            float(duration) if isinstance(duration, (int, float)) else None,
-        ))
-    rows.sort(key=lambda row: row[0])
-    return [(name, duration) for _, name, duration in rows]
 
 
 def comparison(

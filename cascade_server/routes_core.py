@@ -6,7 +6,7 @@ from aiohttp import web
 
 from .appkeys import GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .http import ok, read_model, read_query
-from .models import RunCreate, RunListQuery, TraceListQuery
+from .shared.models import RunCreate, RunListQuery, TraceListQuery
 from .storage import NotFound
 from .traces.ingest import TRACE_SCANNER_KEY
 

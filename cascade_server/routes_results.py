@@ -11,14 +11,14 @@ from typing import BinaryIO
 from aiohttp import web
 
 from .appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
-from .demangle import demangle
+from .shared.demangle import demangle
 from .http import ok, stream_body
-from .models import GpuConfig, RunDetail, SimResults
+from .shared.models import GpuConfig, RunDetail, SimResults
 from .results import comparison, perfetto_trace
 from .content_types import content_type_for
 from .routes_sim import check_file_name
 from .storage import NotFound
-from .traces.timeline_files import load_real_timing
+from .shared.trace_layout import load_real_timing
 
 routes = web.RouteTableDef()
 

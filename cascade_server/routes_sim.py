@@ -13,7 +13,7 @@ from .appkeys import SETTINGS_KEY, STORE_KEY
 from .content_types import content_type_for
 from .datadir import private_dir, private_file
 from .http import ApiError, body_blocks, ok, read_model
-from .models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
+from .shared.models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
 from .storage import NotFound
 
 routes = web.RouteTableDef()

@@ -13,11 +13,11 @@ from pydantic import BaseModel, ConfigDict
 from .appkeys import SETTINGS_KEY, STORE_KEY
 from .http import ApiError, read_query
 from .storage import NotFound
-from .timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
+from .shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
 from .trace_inputs import KERNELSLIST, kernel_files
-from .traces import METADATA_NAME
+from .shared.trace_layout import METADATA_NAME
 from .traces.grouping import TraceFormatError
-from .traces.timeline_files import locate
+from .shared.trace_layout import locate
 
 routes = web.RouteTableDef()
 

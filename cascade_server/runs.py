@@ -10,7 +10,7 @@ from collections import Counter
 from .gpu_configs import accelsim_installed
 from .http import ApiError
 from .launchers.base import Launcher, SimSpec
-from .models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
+from .shared.models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
 from .settings import Settings
 from .storage import NotFound, Store
 

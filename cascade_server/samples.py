@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .content_types import content_type_for
 from .gpu_configs import scan_gpu_configs
-from .models import TERMINAL_SIM_STATES, Heartbeat, RunEntry, TraceDetail, utcnow
+from .shared.models import TERMINAL_SIM_STATES, Heartbeat, RunEntry, TraceDetail, utcnow
 from .settings import Settings
 from .storage import Store
 from .traces.kernels import parse_stats

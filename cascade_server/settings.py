@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .packaged import samples_dir
-from .setting_errors import range_problem
+from .shared.packaged import samples_dir
+from .shared.setting_errors import data_dir_problem, range_problem
 
 
 def default_data_dir() -> Path:
@@ -177,25 +177,6 @@ def settings_problem(exc: ValidationError) -> str:
         reason = range_problem(Settings, err) or str(err["msg"]).removeprefix("Value error, ")
         problems.append(f"{name}: {reason}")
     return "; ".join(problems)
-
-
-def data_dir_problem(path: Path) -> str | None:
-    """Why `path` cannot be a data directory (it, or a parent, is a file), or None."""
-    blocker = _non_directory_on(path)
-    if blocker is None:
-        return None
-    return f"{path} is not a directory" if blocker == path else f"{path} cannot be a directory: {blocker} is a file"
-
-
-def _non_directory_on(path: Path) -> Path | None:
-    """The first existing path of `path` and its parents, when that is not a directory."""
-    for candidate in (path, *path.parents):
-        try:
-            if candidate.exists():
-                return None if candidate.is_dir() else candidate
-        except OSError:  # unreadable: the server says so when it opens it
-            return None
-    return None
 
 
 def _is_loopback(host: str) -> bool:

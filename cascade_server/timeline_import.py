@@ -1,7 +1,7 @@
 """`cascade timeline import PROFILE TRACE_DIR`: real timing and the measured steps from a PyTorch
 profiler (Kineto) trace, written into the trace directory next to its metadata.json:
 `corrected_timeline.json`, `kernel_mapping.json` and `real_timing.json` (README, "Trace a
-workload"). The work is `cascade_server.timeline.importer`; this reads and writes the files."""
+workload"). The work is `cascade_server.shared.timeline.importer`; this reads and writes the files."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import os
 import sys
 from pathlib import Path
 
-from .demangle import demangle
-from .cli_usage import OneLineErrorParser
-from .timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
-from .timeline.importer import ImportResult, import_profile
-from .timeline.kineto import DEFAULT_STEP_PATTERN, ProfileError, decode_profile
+from .shared.demangle import demangle
+from .shared.cli_usage import OneLineErrorParser
+from .shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
+from .shared.timeline.importer import ImportResult, import_profile
+from .shared.timeline.kineto import DEFAULT_STEP_PATTERN, ProfileError, decode_profile
 from .traces.kernels import KernelStatsError, read_kernels
 
 

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cli_usage import OneLineErrorParser
-from .traces import TRACES_PREFIX
+from .shared.cli_usage import OneLineErrorParser
+from .shared.trace_layout import TRACES_PREFIX
 from .traces.completeness import trace_id_problem
 from .traces.postprocess import layout_problem
 from .traces.s3 import S3Info, make_client, resolve_s3_info
@@ -174,7 +174,7 @@ def _describe_client_error(exc: Exception, info: S3Info, *, storing: bool = Fals
 
 
 def _import_profile(args: argparse.Namespace) -> None:
-    from .timeline.kineto import DEFAULT_STEP_PATTERN
+    from .shared.timeline.kineto import DEFAULT_STEP_PATTERN
     from .timeline_import import ImportFailed, run_import
 
     try:

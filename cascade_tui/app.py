@@ -21,7 +21,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from cascade_server.models import RunSummary, utcnow
+from cascade_server.shared.models import RunSummary, utcnow
 
 from .client import CascadeClient, error_title
 from .config import TuiSettings

@@ -6,7 +6,7 @@ Pure: no Textual, no I/O.
 
 from __future__ import annotations
 
-from cascade_server.models import LauncherStatus
+from cascade_server.shared.models import LauncherStatus
 
 from .formatting import plural
 

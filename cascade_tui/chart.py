@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping, Sequence
 
-from cascade_server.models import ComparisonRow
+from cascade_server.shared.models import ComparisonRow
 
 from .compare import ConfigTotal, Ranking, kernel_share, kernel_spread, order_kernel_rows
 from .formatting import bar, ellipsize, plural, short_kernel_name, si_number, time_ns

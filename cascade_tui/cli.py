@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cascade_server.cli_usage import OneLineErrorParser
+from cascade_server.shared.cli_usage import OneLineErrorParser
 
 from .exit_guard import ExitGuard
 from .local_server import local_server

@@ -22,7 +22,7 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from cascade_server.models import (
+from cascade_server.shared.models import (
     FILE_NAME_PATTERN,
     Comparison,
     GpuConfig,

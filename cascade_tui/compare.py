@@ -1,5 +1,5 @@
 """Comparison maths for the kernels view: per-kernel simulated time per config (the server's own
-comparison, `cascade_server.comparison`), totals per config, the fastest config (ties within 1%),
+comparison, `cascade_server.shared.comparison`), totals per config, the fastest config (ties within 1%),
 MAPE against real time, and whether numbers come from the stand-in. Pure (no Textual, no I/O), so it is tested on its own.
 """
 
@@ -9,10 +9,10 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cascade_server.comparison import RealTiming
-from cascade_server.comparison import config_order as ordered_configs
-from cascade_server.comparison import kernel_rows as comparison_rows
-from cascade_server.models import ComparisonRow, KernelStat, RunDetail, RunSummary, SimSummary
+from cascade_server.shared.comparison import RealTiming
+from cascade_server.shared.comparison import config_order as ordered_configs
+from cascade_server.shared.comparison import kernel_rows as comparison_rows
+from cascade_server.shared.models import ComparisonRow, KernelStat, RunDetail, RunSummary, SimSummary
 
 from .formatting import plural
 
@@ -81,7 +81,7 @@ def kernel_rows(
     kernels: Iterable[KernelStat],
     real: RealTiming | None = None,
 ) -> list[ComparisonRow]:
-    """The server's per-kernel comparison (`cascade_server.comparison`) over the sims the UI has."""
+    """The server's per-kernel comparison (`cascade_server.shared.comparison`) over the sims the UI has."""
     return comparison_rows(configs, {sim_id: sim.gpu_config for sim_id, sim in sims.items()},
                                   kernels, real)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cascade_server.setting_errors import range_problem
+from cascade_server.shared.setting_errors import range_problem
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (

@@ -11,9 +11,8 @@ from datetime import datetime, UTC
 from functools import lru_cache
 from pathlib import Path
 
-import cxxfilt
-
-from cascade_server.models import SimState
+from cascade_server.shared.demangle import demangle
+from cascade_server.shared.models import SimState
 
 # Glyph + word for each state, so a state never depends on colour alone (16-colour terminals,
 # colour-blind operators, copy-pasted screens).
@@ -43,19 +42,6 @@ STATE_DISPLAY_ORDER: tuple[SimState, ...] = (
 def state_label(state: str) -> str:
     """`✔ succeeded`: the glyph and the state spelled out."""
     return f"{STATE_GLYPHS.get(state, ' ')} {state}"
-
-
-@lru_cache(maxsize=4096)
-def demangle(name: str | None) -> str:
-    """A readable C++ kernel name; the identifier itself when it is not a mangled name."""
-    if not name:
-        return ""
-    if not name.startswith("_Z"):
-        return name
-    try:
-        return cxxfilt.demangle(name)
-    except (cxxfilt.InvalidName, UnicodeDecodeError, OSError, ValueError):
-        return name
 
 
 @lru_cache(maxsize=4096)

@@ -9,7 +9,7 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.worker import Worker, WorkerState
 
-from cascade_server.models import RunSummary, TraceSummary
+from cascade_server.shared.models import RunSummary, TraceSummary
 
 
 class Connected(Message):

@@ -2,7 +2,7 @@
 
 No Textual and no I/O: the SSE worker applies events here as they arrive and the screen's render
 timer takes the accumulated changes (`take_changes`) a few times a second, so widgets are never
-touched once per event. Tests drive it directly with `cascade_server.models` events.
+touched once per event. Tests drive it directly with `cascade_server.shared.models` events.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from cascade_server.models import (
+from cascade_server.shared.models import (
     KernelEvent,
     KernelStat,
     LogEvent,

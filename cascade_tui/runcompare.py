@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cascade_server.models import KernelStat, RunDetail
+from cascade_server.shared.models import KernelStat, RunDetail
 
 from . import compare
 from .formatting import short_kernel_name, time_ns

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from cascade_server.models import TERMINAL_SIM_STATES, SimSummary
+from cascade_server.shared.models import TERMINAL_SIM_STATES, SimSummary
 
 from .formatting import (
     age,

@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from cascade_server.models import SimStepTimeline
+from cascade_server.shared.models import SimStepTimeline
 
 from .chart import Line, _bar_line
 from .formatting import ellipsize, plural, time_ns

@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cascade_server.models import RunSummary, TraceSummary
+from cascade_server.shared.demangle import demangle
+from cascade_server.shared.models import RunSummary, TraceSummary
 
 from . import compare
-from .formatting import demangle, short_kernel_name, time_ns
+from .formatting import short_kernel_name, time_ns
 from .runcompare import RunData
 from .texttable import prose, table
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from cascade_server.cli_usage import OneLineErrorParser
-from cascade_server.settings import data_dir_problem
+from cascade_server.shared.cli_usage import OneLineErrorParser
+from cascade_server.shared.setting_errors import data_dir_problem
 
 from .cli import add_ui_arguments, run_app, settings_from
 from .local_server import default_data_dir, forget_url, health, local_server, read_token_file, record_url

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cascade_server.models import LogChunk
+from cascade_server.shared.models import LogChunk
 
 # Flush a chunk once its oldest line is this old, or once it holds this many lines or bytes
 # (the byte cap keeps one request well under the server's JSON body limit).

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cascade_server.cli_usage import EXIT_USAGE, OneLineErrorParser, usage_error_line
+from cascade_server.shared.cli_usage import EXIT_USAGE, OneLineErrorParser, usage_error_line
 
 from . import accelsim, replay
 from .client import SimClient

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from cascade_server.models import Heartbeat, HeartbeatAck, LogChunk, SimFile, SimResults, StepTimelineUpload
+from cascade_server.shared.models import Heartbeat, HeartbeatAck, LogChunk, SimFile, SimResults, StepTimelineUpload
 
 from .backoff import Backoff
 

@@ -1,5 +1,5 @@
 """`cascade compare TRACE_DIR simulated_timeline.json -o compare.json`: predicted steps against
-the measured ones (`cascade_server.timeline.compare`)."""
+the measured ones (`cascade_server.shared.timeline.compare`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from cascade_server.cli_usage import OneLineErrorParser
-from cascade_server.timeline.compare import compare
+from cascade_server.shared.cli_usage import OneLineErrorParser
+from cascade_server.shared.timeline.compare import compare
 
 from .timeline_files import TimelineFileError, read_json, read_step_inputs
 

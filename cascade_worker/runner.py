@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cascade_server.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk
+from cascade_server.shared.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk
 
 from . import step_timeline, uploads
 from .chunks import Chunker, LineSplitter
@@ -32,7 +32,7 @@ from .client import ApiRefused, ServerUnreachable, SimClient
 from .environment import simulator_environment
 from .outcome import OutputMarkers, classify
 from .spool import Spool
-from .timeline_files import has_step_timeline
+from cascade_server.shared.trace_layout import has_step_timeline
 
 log = logging.getLogger("cascade_worker")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cascade_server.packaged import samples_dir
+from cascade_server.shared.packaged import samples_dir
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 

@@ -1,5 +1,5 @@
 """`cascade simulate TRACE_DIR SIM_RESULTS -o simulated_timeline.json`: the trace's measured steps
-replayed with a sim's kernel times (`cascade_server.timeline.replay`, the `scaled-gaps` host
+replayed with a sim's kernel times (`cascade_server.shared.timeline.replay`, the `scaled-gaps` host
 model). SIM_RESULTS is what `GET /api/sims/{id}/results` returns."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cascade_server.models import SimResults
-from cascade_server.cli_usage import OneLineErrorParser
-from cascade_server.timeline.formats import CorrectedTimeline, KernelMapping
-from cascade_server.timeline.replay import sim_kernel_times, simulate
+from cascade_server.shared.models import SimResults
+from cascade_server.shared.cli_usage import OneLineErrorParser
+from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
+from cascade_server.shared.timeline.replay import sim_kernel_times, simulate
 
 from .timeline_files import TimelineFileError, read_model, read_step_inputs
 

@@ -12,7 +12,7 @@ import os
 from collections import deque
 from pathlib import Path
 
-from cascade_server.models import LogChunk
+from cascade_server.shared.models import LogChunk
 
 _SUFFIX = ".chunk.json"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cascade_server.models import SimResults, StepTimelineUpload
-from cascade_server.timeline.compare import compare
+from cascade_server.shared.models import SimResults, StepTimelineUpload
+from cascade_server.shared.timeline.compare import compare
 
 from .client import ApiRefused, SimClient
 from .simulate_cli import simulate_sim

@@ -1,4 +1,4 @@
-"""Reading the step-timeline inputs of a trace directory and the JSON files `cascade simulate`
+"""Reading the step-timeline inputs of a trace directory (found by `shared.trace_layout`) and the JSON files `cascade simulate`
 and `cascade compare` take (shared by those commands and the worker)."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cascade_server.timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
-from cascade_server.timeline.files import candidates
-from cascade_server.timeline.formats import CorrectedTimeline, KernelMapping
+from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, locate
+from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
 
 
 class TimelineFileError(Exception):
@@ -25,26 +24,6 @@ def read_json(path: Path) -> Any:
         raise TimelineFileError(f"{path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise TimelineFileError(f"{path}: not JSON ({exc})") from None
-
-
-def locate(trace_dir: Path, name: str) -> Path | None:
-    """The trace's `name` file by the server's rule (where its metadata.json lists it, else the
-    root), or None."""
-    try:
-        metadata = json.loads((trace_dir / "metadata.json").read_bytes())
-    except (OSError, ValueError):
-        metadata = None
-    for rel in candidates(metadata if isinstance(metadata, dict) else None, name, trace_dir.name):
-        if (trace_dir / rel).is_file():
-            return trace_dir / rel
-    return None
-
-
-def has_step_timeline(trace_dir: Path | None) -> bool:
-    """The trace's `has_step_timeline`, by the same rule the server uses."""
-    return trace_dir is not None and all(
-        locate(trace_dir, name) is not None for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME)
-    )
 
 
 def read_model(path: Path, model: type[Any]) -> Any:

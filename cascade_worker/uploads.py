@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cascade_server.models import FILE_NAME_PATTERN
+from cascade_server.shared.models import FILE_NAME_PATTERN
 
 GZIP_OVER = 1024 * 1024
 MAX_FILE_BYTES = 64 * 1024 * 1024

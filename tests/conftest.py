@@ -20,7 +20,7 @@ from botocore.config import Config
 
 from cascade_server.app import create_app
 from cascade_server.appkeys import STORE_KEY
-from cascade_server.models import KernelLaunch, TraceDetail, utcnow
+from cascade_server.shared.models import KernelLaunch, TraceDetail, utcnow
 from cascade_server.runner import ApiRunner
 from cascade_server.settings import Settings
 from cascade_server.storage import Store

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from cascade_server.cli import SUBCOMMANDS, main
-from cascade_server.cli_usage import OneLineErrorParser, spelled_out
+from cascade_server.shared.cli_usage import OneLineErrorParser, spelled_out
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))

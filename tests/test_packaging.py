@@ -12,7 +12,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from cascade_server.gpu_configs import scan_gpu_configs
-from cascade_server.packaged import samples_dir
+from cascade_server.shared.packaged import samples_dir
 from cascade_server.settings import Settings
 from cascade_server.traces.embedded_s3 import DEMO_TRACE_IDS
 

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..models import LauncherStatus
+from ..shared.models import LauncherStatus
 
 
 @dataclass(frozen=True)

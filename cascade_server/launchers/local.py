@@ -26,7 +26,7 @@ from typing import IO
 from pathlib import Path
 
 from ..datadir import private_dir, private_file
-from ..models import LauncherStatus
+from ..shared.models import LauncherStatus
 from .base import Launcher, LauncherEvents, SimSpec
 from .environment import worker_environment
 

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..models import LauncherStatus
+from ..shared.models import LauncherStatus
 from .base import Launcher, LauncherEvents, SimSpec
 from .slurm_jobs import (
     ADOPT_FORMAT,

@@ -11,7 +11,7 @@ from typing import Any
 
 import aiosqlite
 
-from ..models import KernelStat, SimMetrics, SimSummary
+from ..shared.models import KernelStat, SimMetrics, SimSummary
 
 
 def new_id(prefix: str) -> str:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..accelsim_log import LogParser
 from ..events import Broker
-from ..models import KernelEvent, LogEvent, RunDetail, SimEvent, SimMetrics
+from ..shared.models import KernelEvent, LogEvent, RunDetail, SimEvent, SimMetrics
 from .codecs import pack_lines, pack_state, pack_stats, sim_from_row, unpack_lines, unpack_state
 from .core import NotFound, Transaction
 from .sim_states import SimStateStore

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..models import KernelStat, RunFile, SimFile, SimStepTimeline, SnapshotEvent, StepTimelineUpload, utcnow
+from ..shared.models import KernelStat, RunFile, SimFile, SimStepTimeline, SnapshotEvent, StepTimelineUpload, utcnow
 from .codecs import iso, kernel_from_row, pack, unpack
 from .core import NotFound, Transaction
 from .runs import RunStore

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiosqlite
 
-from ..models import GpuConfig, RunDetail, RunEntry, RunSummary, SimSummary, TraceDetail, run_state, utcnow
+from ..shared.models import GpuConfig, RunDetail, RunEntry, RunSummary, SimSummary, TraceDetail, run_state, utcnow
 from .codecs import iso, new_id, sim_from_row
 from .core import Conflict, NotFound
 from .traces import TraceStore, pick

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..models import TERMINAL_SIM_STATES, Heartbeat, HeartbeatAck, RunDetail, SimEvent, SimSummary, can_transition, utcnow
+from ..shared.models import TERMINAL_SIM_STATES, Heartbeat, HeartbeatAck, RunDetail, SimEvent, SimSummary, can_transition, utcnow
 from .codecs import iso, sim_from_row
 from .core import NotFound, Transaction
 from .outputs import OutputStore

@@ -12,7 +12,7 @@ import aiosqlite
 
 from ..events import Broker
 from ..gpu_configs import arch_from_name
-from ..models import TERMINAL_SIM_STATES, RunEntry, RunSummary, TraceDetail, TraceSummary, utcnow
+from ..shared.models import TERMINAL_SIM_STATES, RunEntry, RunSummary, TraceDetail, TraceSummary, utcnow
 from .codecs import iso
 from .core import Conflict, NotFound, StoreCore
 

@@ -1,4 +1,5 @@
-"""Trace ingestion: traces arrive as objects under `accelsim-traces/<trace_id>/` in an S3 bucket.
+"""Trace ingestion: traces arrive as objects under `accelsim-traces/<trace_id>/` in an S3 bucket
+(`shared.trace_layout` names the keys).
 
 - `s3`: connection details and the boto3 client every part uses.
 - `embedded_s3`: the default S3 endpoint, `rclone serve s3` over the data dir.
@@ -7,7 +8,3 @@
 - `scanner` / `ingest`: the 2 s scan that mirrors, registers and processes traces.
 - `uploader`: uploads a local trace directory (used by `cascade upload` and the demo data).
 """
-
-# Every trace lives under this prefix in the bucket: accelsim-traces/<trace_id>/<path>.
-TRACES_PREFIX = "accelsim-traces/"
-METADATA_NAME = "metadata.json"

@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..models import FILE_NAME_PATTERN
-from . import TRACES_PREFIX
+from ..shared.models import FILE_NAME_PATTERN
+from ..shared.trace_layout import TRACES_PREFIX
 
 _TRACE_ID = re.compile(FILE_NAME_PATTERN)
 # kernel-1.trace, kernel-1.traceg.xz, kernel-3-ctx_0x55fb3b3820f0.trace.xz, kernel-1.traceg.gz, ...

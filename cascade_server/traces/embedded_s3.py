@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..childproc import die_with_parent
-from . import TRACES_PREFIX
+from ..shared.trace_layout import TRACES_PREFIX
 from .s3 import S3Info, make_client, read_credentials_file, write_credentials_file
 from .uploader import build_metadata, collect_files, read_metadata_fields, upload_trace
 

@@ -9,7 +9,7 @@ import lzma
 import re
 from pathlib import Path
 
-from ..models import KernelLaunch
+from ..shared.models import KernelLaunch
 from ..trace_inputs import kernel_files
 from .grouping import TraceFormatError
 

@@ -11,14 +11,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import METADATA_NAME, TRACES_PREFIX
+from ..shared.trace_layout import METADATA_NAME, MetadataError, relative_key
 
 DEFAULT_TRACE_GPU_ARCH = "sm_90"
 FAILED_STATUS_ERROR = "profiler reported status 'failed' in metadata.json"
-
-
-class MetadataError(ValueError):
-    """metadata.json cannot be used; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -62,17 +58,6 @@ def _str_list(value: Any) -> list[str]:
     if not isinstance(value, list):
         return []
     return [item for item in value if isinstance(item, str)]
-
-
-def relative_key(key: str, trace_id: str) -> str:
-    """A file key from metadata.json as a path inside the trace: full keys
-    (`accelsim-traces/<id>/traces/x`) and keys relative to the trace (`traces/x`) both work."""
-    own_prefix = f"{TRACES_PREFIX}{trace_id}/"
-    if key.startswith(own_prefix):
-        return key[len(own_prefix):]
-    if key.startswith(TRACES_PREFIX):
-        raise MetadataError(f"metadata.json lists {key!r}, which belongs to another trace")
-    return key.lstrip("/")
 
 
 def _files(value: Any, trace_id: str) -> dict[str, int]:

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..models import TraceDetail, utcnow
-from . import METADATA_NAME, TRACES_PREFIX
+from ..shared.models import TraceDetail, utcnow
+from ..shared.trace_layout import METADATA_NAME, TRACES_PREFIX
 from .completeness import (
     incomplete_upload_error,
     is_safe_relative_path,
@@ -38,7 +38,7 @@ from .postprocess import LOCK_NAME, NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
 from .scan_errors import TraceReadError, TraceRetryLater, mirror_error, one_line
 from .s3 import S3Info, make_client
-from .timeline_files import has_real_timing, has_step_timeline
+from ..shared.trace_layout import has_real_timing, has_step_timeline
 
 if TYPE_CHECKING:
     from ..settings import Settings

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote
 
-from cascade_server.cli_usage import EXIT_USAGE, OneLineErrorParser
+from cascade_server.shared.cli_usage import EXIT_USAGE, OneLineErrorParser
 
 from ..client import ApiError, CascadeClient, Unreachable
 from ..config import ConfigError, default_config_path, load_settings

@@ -7,7 +7,7 @@ import sys
 
 from pydantic import TypeAdapter
 
-from cascade_server.models import GpuConfig
+from cascade_server.shared.models import GpuConfig
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, new_parser, run_with_client

@@ -11,7 +11,7 @@ import shutil
 import time
 from typing import TextIO
 
-from cascade_server.models import RunState, SimEvent, SimSummary, SnapshotEvent, run_state
+from cascade_server.shared.models import RunState, SimEvent, SimSummary, SnapshotEvent, run_state
 
 from ..client import CascadeClient
 from .views import progress_line, sims_text

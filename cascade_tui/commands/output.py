@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cascade_server.cli_usage import spelled_out as printable  # one spelling for every command
+from cascade_server.shared.cli_usage import spelled_out as printable  # one spelling for every command
 
 FORMATS = ("table", "json", "csv")
 

@@ -6,7 +6,7 @@ import argparse
 import shlex
 import sys
 
-from cascade_server.models import RunCreate, RunDetail
+from cascade_server.shared.models import RunCreate, RunDetail
 
 from ..client import ApiError, CascadeClient
 from .common import (

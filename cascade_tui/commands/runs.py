@@ -9,7 +9,7 @@ from typing import get_args
 
 from pydantic import TypeAdapter
 
-from cascade_server.models import RunSummary, RunState
+from cascade_server.shared.models import RunSummary, RunState
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, new_parser, now, run_with_client

@@ -8,7 +8,7 @@ from typing import get_args
 
 from pydantic import TypeAdapter
 
-from cascade_server.models import TraceSummary, TraceState
+from cascade_server.shared.models import TraceSummary, TraceState
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, identifier, new_parser, now, run_with_client, segment

@@ -13,7 +13,7 @@ from fnmatch import fnmatchcase
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from cascade_server.models import (
+from cascade_server.shared.models import (
     MAX_ENTRY_COUNT,
     SIM_STATES,
     TERMINAL_SIM_STATES,

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from cascade_server.models import RunFile, SimSummary
+from cascade_server.shared.models import RunFile, SimSummary
 
 from ..formatting import human_bytes, plural, saved_message
 from ..messages import ReportsWorkerErrors

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from cascade_server.comparison import RealTiming
+from cascade_server.shared.comparison import RealTiming
 
 from .. import chart, compare
 from ..messages import ReportsWorkerErrors

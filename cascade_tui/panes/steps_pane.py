@@ -11,7 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from cascade_server.models import SimStepTimeline
+from cascade_server.shared.models import SimStepTimeline
 
 from .. import compare, step_chart
 from ..messages import ReportsWorkerErrors

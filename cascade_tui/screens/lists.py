@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from cascade_server.models import TERMINAL_SIM_STATES, RunSummary, SimState, TraceSummary
+from cascade_server.shared.models import TERMINAL_SIM_STATES, RunSummary, SimState, TraceSummary
 
 from ..columns import ColumnSpec, fit
 from ..formatting import (

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cascade_server.models import MAX_ENTRY_COUNT, GpuConfig, LauncherStatus, RunCreate, RunEntry, TraceSummary
+from cascade_server.shared.models import MAX_ENTRY_COUNT, GpuConfig, LauncherStatus, RunCreate, RunEntry, TraceSummary
 
 from ..capacity import start_plan
 from ..client import ApiError

@@ -19,7 +19,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Header, Static
 
-from cascade_server.models import TERMINAL_SIM_STATES
+from cascade_server.shared.models import TERMINAL_SIM_STATES
 
 from .. import compare
 from ..formatting import STATE_DISPLAY_ORDER, state_label

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cascade_server.models import SimSummary
+from cascade_server.shared.models import SimSummary
 
 from .. import simrows
 from ..simrows import Layout

@@ -11,7 +11,7 @@ import sys
 import httpx
 from aiohttp import web
 
-from cascade_server import models
+from cascade_server.shared import models
 from cascade_server.agent_prompt import URL_MARK, prompt_text, skill_text
 from tests.conftest import TOKEN, LiveServer
 

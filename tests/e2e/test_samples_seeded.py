@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from cascade_server.models import RunEntry
+from cascade_server.shared.models import RunEntry
 from cascade_server.samples import SAMPLE_CONFIGS, SAMPLE_TRACE_ID, SEEDED_KEY, sample_trace, seed_samples
 from cascade_server.gpu_configs import scan_gpu_configs
 

@@ -23,7 +23,7 @@ from cascade_server import accelsim_log
 from cascade_server.accelsim_log import (
     MAX_BLOCK_KEYS, STATS_LINE_MAX, TAIL_LINE_MAX, TAIL_LINES, LogParser, ParsedKernel, parse_value,
 )
-from cascade_server.models import KernelStat
+from cascade_server.shared.models import KernelStat
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_RUNS = REPO.parent / "shared" / "samples-real" / "runs"

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from cascade_server.appkeys import GPU_CONFIGS_KEY
-from cascade_server.models import RunEntry, StepTimelineUpload
+from cascade_server.shared.models import RunEntry, StepTimelineUpload
 from cascade_server.storage import NotFound
 from cascade_server.traces.ingest import TRACE_SCANNER_KEY
 from cascade_server.traces.s3 import S3Info, make_client

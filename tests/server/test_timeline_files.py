@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from cascade_server.traces.scanner import describe_processed
-from cascade_server.traces.timeline_files import load_real_timing, locate
+from cascade_server.shared.trace_layout import load_real_timing, locate
 
 
 def _metadata(trace_id: str, *rels: str) -> dict:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.models import TraceDetail
+from cascade_server.shared.models import TraceDetail
 from cascade_server.settings import Settings
 from cascade_server.storage import Store
 from cascade_server.traces.s3 import S3Info

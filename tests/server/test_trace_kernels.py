@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from cascade_server.models import KernelLaunch
+from cascade_server.shared.models import KernelLaunch
 from cascade_server.traces.kernels import KernelStatsError, parse_stats, read_kernels
 from cascade_server.traces.postprocess import PostprocessError, main as postprocess_main, postprocess_trace
 

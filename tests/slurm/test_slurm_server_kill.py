@@ -71,7 +71,7 @@ async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(
     from cascade_server.appkeys import GPU_CONFIGS_KEY
     from cascade_server.launchers.manual import ManualLauncher
     from cascade_server.launchers.slurm_jobs import ArrayJob, batch_script, parse_sbatch_output, sbatch_argv
-    from cascade_server.models import RunEntry
+    from cascade_server.shared.models import RunEntry
     from cascade_server.runs import RunService, StoreLauncherEvents
     from tests.conftest import LiveServer
 

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from cascade_server import timeline_import
-from cascade_server.timeline.compare import compare
-from cascade_server.timeline.kineto import parse_profile
-from cascade_server.timeline.replay import simulate
-from cascade_server.timeline.align import map_steps
+from cascade_server.shared.timeline.compare import compare
+from cascade_server.shared.timeline.kineto import parse_profile
+from cascade_server.shared.timeline.replay import simulate
+from cascade_server.shared.timeline.align import map_steps
 
 from .profiles import write_trace_dir
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from cascade_server import timeline_import
-from cascade_server.timeline import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
-from cascade_server.timeline.compare import compare
-from cascade_server.timeline.formats import CorrectedTimeline, KernelMapping
+from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
+from cascade_server.shared.timeline.compare import compare
+from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
 from cascade_worker.simulate_cli import simulate_sim
 
 from .profiles import (

@@ -7,8 +7,8 @@ import statistics
 import pytest
 from hypothesis import given, strategies as st
 
-from cascade_server.timeline.intervals import union_length
-from cascade_server.timeline.stats import error_pct, error_summary, percentile
+from cascade_server.shared.timeline.intervals import union_length
+from cascade_server.shared.timeline.stats import error_pct, error_summary, percentile
 
 
 def test_percentile_interpolates_between_ranks():

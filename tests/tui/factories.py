@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from datetime import datetime, timedelta, UTC
 
-from cascade_server.models import (
+from cascade_server.shared.models import (
     KernelStat,
     RunDetail,
     RunEntry,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_server.models import LauncherStatus
+from cascade_server.shared.models import LauncherStatus
 from cascade_tui.capacity import start_plan
 
 

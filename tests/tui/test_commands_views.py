@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, UTC
 
 import pytest
 
-from cascade_server.models import Comparison, ComparisonRow, SimState, SimSummary
+from cascade_server.shared.models import Comparison, ComparisonRow, SimState, SimSummary
 from cascade_tui.compare import trace_note
 from cascade_tui.commands.output import Column, printable, render, render_table
 from cascade_tui.commands.views import (

@@ -63,7 +63,7 @@ async def test_mark_two_runs_and_compare_them(srv, http, tmp_path):  # noqa: F81
 
 
 def test_kernels_view_orders_by_time_or_spread_with_share_and_delta():
-    from cascade_server.models import ComparisonRow
+    from cascade_server.shared.models import ComparisonRow
     from cascade_tui import chart, compare
 
     rows = [ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0}),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.models import RunSummary
+from cascade_server.shared.models import RunSummary
 from cascade_server.traces.metadata import parse_metadata
 from cascade_tui import compare, tracecompare
 from cascade_tui.runcompare import RunData

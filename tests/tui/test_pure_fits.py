@@ -90,7 +90,7 @@ def test_run_duration_until_the_last_sim_ended_or_so_far():
 
 
 def _run(state, created, finished=None, started=None, counts=None, **flags):
-    from cascade_server.models import RunEntry, RunSummary
+    from cascade_server.shared.models import RunEntry, RunSummary
 
     return RunSummary(id="run-0123456789ab", trace_id="tinyformer-step-sm70", created_at=created,
                       state=state, entries=[RunEntry(gpu_config="SM7_QV100", count=2)],

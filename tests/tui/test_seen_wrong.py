@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 
-from cascade_server.models import RunEntry, RunSummary
+from cascade_server.shared.models import RunEntry, RunSummary
 from cascade_tui.app import CascadeApp
 from cascade_tui.columns import fit
 from cascade_tui.screens.lists import PolledTable, RunsScreen, TracesScreen

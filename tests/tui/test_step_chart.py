@@ -3,10 +3,10 @@ coverage, error summary, the stand-in banner, and what it says without a timelin
 
 from __future__ import annotations
 
-from cascade_server.models import SimStepTimeline
-from cascade_server.timeline.compare import compare
-from cascade_server.timeline.formats import CorrectedTimeline, KernelMapping, MeasuredKernel, MeasuredStep, StepMapping
-from cascade_server.timeline.replay import simulate
+from cascade_server.shared.models import SimStepTimeline
+from cascade_server.shared.timeline.compare import compare
+from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping, MeasuredKernel, MeasuredStep, StepMapping
+from cascade_server.shared.timeline.replay import simulate
 from cascade_tui.chart import plain
 from cascade_tui.step_chart import NO_TIMELINE, step_lines
 

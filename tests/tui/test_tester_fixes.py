@@ -186,7 +186,7 @@ async def test_zoomed_the_log_title_does_not_offer_the_hidden_table(srv, http, t
 
 
 def test_the_kernels_view_shows_no_spread_between_configs_of_stand_in_numbers():
-    from cascade_server.models import ComparisonRow
+    from cascade_server.shared.models import ComparisonRow
     from cascade_tui import chart, compare
 
     rows = [ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0})]

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from textual.app import App, ComposeResult
 
-from cascade_server.models import LogEvent
+from cascade_server.shared.models import LogEvent
 from cascade_tui import reducer
 from cascade_tui.client import CascadeClient
 from cascade_tui.panes.log_pane import LogPane, dropped_marker

@@ -1,10 +1,12 @@
-"""One line per wrong setting, shared by `cascade serve`, `cascade upload` and the UI's settings.
+"""What is wrong with a setting, in one line, shared by `cascade serve`, `cascade upload`, `cascade up`
+and the UI's settings.
 
 Pure (pydantic only). pydantic's own words for a bounded number name one bound at a time (a NaN
 "should be less than or equal to 4"); a setting with both bounds says the whole range instead."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import annotated_types
@@ -34,3 +36,22 @@ def range_problem(model: type[BaseModel], err: Any) -> str | None:
     low, high = bounds
     got = f" (got {err['input']!r})" if "input" in err else ""
     return f"must be a number from {low:g} to {high:g}{got}"
+
+
+def data_dir_problem(path: Path) -> str | None:
+    """Why `path` cannot be a data directory (it, or a parent, is a file), or None."""
+    blocker = _non_directory_on(path)
+    if blocker is None:
+        return None
+    return f"{path} is not a directory" if blocker == path else f"{path} cannot be a directory: {blocker} is a file"
+
+
+def _non_directory_on(path: Path) -> Path | None:
+    """The first existing path of `path` and its parents, when that is not a directory."""
+    for candidate in (path, *path.parents):
+        try:
+            if candidate.exists():
+                return None if candidate.is_dir() else candidate
+        except OSError:  # unreadable: the server says so when it opens it
+            return None
+    return None

@@ -3,7 +3,8 @@
 worker, the server and the terminal UI share one implementation.
 
 - `formats`: the three files `cascade timeline import` writes into a trace directory
-  (`corrected_timeline.json`, `kernel_mapping.json`, `real_timing.json`), as pydantic models.
+  (`corrected_timeline.json`, `kernel_mapping.json`, `real_timing.json`; where they are:
+  `shared.trace_layout`), as pydantic models.
 - `kineto`: a Kineto Chrome trace -> measured steps (kernels assigned to the step whose CPU span
   holds their launch, linked by `correlation`).
 - `align`: each step's launches aligned, in order and by demangled name, to the trace's kernels.
@@ -13,8 +14,3 @@ worker, the server and the terminal UI share one implementation.
 - `compare`: `cascade compare`, simulated steps against the measured ones.
 - `stats`: error statistics shared by `compare` and its readers.
 """
-
-# The file names a trace directory holds (next to metadata.json).
-CORRECTED_TIMELINE_NAME = "corrected_timeline.json"
-KERNEL_MAPPING_NAME = "kernel_mapping.json"
-REAL_TIMING_NAME = "real_timing.json"

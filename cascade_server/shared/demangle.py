@@ -11,10 +11,13 @@ except Exception:  # cxxfilt loads libstdc++ through ctypes; without it names st
 
 
 @lru_cache(maxsize=4096)
-def demangle(name: str) -> str:
+def demangle(name: str | None) -> str:
+    """A readable C++ kernel name; the identifier itself when it is not a mangled name."""
+    if not name:
+        return ""
     if cxxfilt is None or not name.startswith("_Z"):
         return name
     try:
         return cxxfilt.demangle(name)
-    except Exception:
+    except Exception:  # InvalidName, a name that is not UTF-8, a failing libstdc++
         return name
