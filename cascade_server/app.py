@@ -10,7 +10,8 @@ from aiohttp import web
 from . import (
     routes_agent, routes_core, routes_events, routes_manage, routes_results, routes_sim, routes_trace_inputs,
 )
-from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .appkeys import BROKER_KEY, CLOCK_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .clock import Clock, SystemClock
 from .datadir import prepare_data_dir
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
@@ -76,7 +77,8 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
             await store.close()  # always: its threads would keep the process from exiting
 
 
-def create_app(settings: Settings) -> web.Application:
+def create_app(settings: Settings, clock: Clock | None = None) -> web.Application:
+    """The app; `clock` is the heartbeat monitor's time (tests pass one they advance)."""
     prepare_data_dir(settings)
     # The one place the token file is read: everything else gets the token from app[SETTINGS_KEY].
     if not settings.no_auth and not settings.token:
@@ -89,6 +91,7 @@ def create_app(settings: Settings) -> web.Application:
         handler_args={"keepalive_timeout": settings.header_timeout_s},
     )
     app[SETTINGS_KEY] = settings
+    app[CLOCK_KEY] = clock or SystemClock()
     app[BROKER_KEY] = Broker()
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
+    from .clock import Clock
     from .events import Broker
     from .shared.models import GpuConfig
     from .runs import RunService
@@ -18,3 +19,4 @@ STORE_KEY: web.AppKey[Store] = web.AppKey("store")
 BROKER_KEY: web.AppKey[Broker] = web.AppKey("broker")
 GPU_CONFIGS_KEY: web.AppKey[dict[str, GpuConfig]] = web.AppKey("gpu_configs")
 RUNS_KEY: web.AppKey[RunService] = web.AppKey("runs")
+CLOCK_KEY: web.AppKey[Clock] = web.AppKey("clock")

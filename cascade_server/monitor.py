@@ -12,15 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
 from datetime import datetime
 
 from aiohttp import web
 
-from .appkeys import SETTINGS_KEY, STORE_KEY
+from .appkeys import CLOCK_KEY, SETTINGS_KEY, STORE_KEY
 from .faults import is_disk_full
-from .shared.models import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +46,16 @@ class AwakeClock:
 
 
 async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:
-    settings, store = app[SETTINGS_KEY], app[STORE_KEY]
-    clock = AwakeClock(settings.monitor_interval_s, time.monotonic(), utcnow())
+    settings, store, clock = app[SETTINGS_KEY], app[STORE_KEY], app[CLOCK_KEY]
+    awake = AwakeClock(settings.monitor_interval_s, clock.monotonic(), clock.now())
 
     async def watch() -> None:
         while True:
-            await asyncio.sleep(settings.monitor_interval_s)
-            awake_since = clock.tick(time.monotonic(), utcnow())
+            await clock.sleep(settings.monitor_interval_s)
+            now = clock.now()
+            awake_since = awake.tick(clock.monotonic(), now)
             try:
-                await store.expire_heartbeats(settings.heartbeat_timeout_s, awake_since=awake_since)
+                await store.expire_heartbeats(settings.heartbeat_timeout_s, now=now, awake_since=awake_since)
             except Exception as exc:
                 if is_disk_full(exc):  # it tries again next tick; no traceback every tick
                     log.warning("heartbeat monitor: disk full (%s)", exc)

@@ -20,11 +20,12 @@ from botocore.config import Config
 
 from cascade_server.app import create_app
 from cascade_server.appkeys import STORE_KEY
+from cascade_server.clock import Clock
 from cascade_server.shared.models import KernelLaunch, TraceDetail, utcnow
 from cascade_server.runner import ApiRunner
 from cascade_server.settings import Settings
 from cascade_server.storage import Store
-from tests.helpers import free_port
+from tests.helpers import free_port, reserve_port, take_reserved
 
 TOKEN = "test-token-0123456789"
 # Real Accel-Sim logs (shared/samples-real/runs/<CONFIG>/run.log), shipped gzipped in the repo.
@@ -39,8 +40,9 @@ def recorded_log(config: str) -> bytes:
 class LiveServer:
     """The real app on 127.0.0.1:<port>, in this process; `restart()` keeps the data dir and port."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
         self.settings = settings
+        self.clock = clock
         self.runner: web.AppRunner | None = None
 
     @property
@@ -58,10 +60,12 @@ class LiveServer:
 
     async def start(self) -> LiveServer:
         self.runner = ApiRunner(
-            create_app(self.settings), handler_cancellation=True, access_log=None, shutdown_timeout=2
+            create_app(self.settings, self.clock), handler_cancellation=True, access_log=None, shutdown_timeout=2
         )
         await self.runner.setup()
-        await web.TCPSite(self.runner, "127.0.0.1", self.settings.port).start()
+        sock = take_reserved(self.settings.port)  # the first start: the socket the OS bound for it
+        site = web.SockSite(self.runner, sock) if sock else web.TCPSite(self.runner, "127.0.0.1", self.settings.port)
+        await site.start()
         return self
 
     async def stop(self) -> None:
@@ -91,7 +95,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = dict(
-            data_dir=tmp_path / "data", host="127.0.0.1", port=free_port(), token=TOKEN,
+            data_dir=tmp_path / "data", host="127.0.0.1", port=reserve_port(), token=TOKEN,
             launcher="manual", samples=False,
         )
         values.update(overrides)
@@ -104,8 +108,8 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 async def make_server(make_settings) -> AsyncIterator[Callable[..., Awaitable[LiveServer]]]:
     servers: list[LiveServer] = []
 
-    async def make(**overrides) -> LiveServer:
-        server = await LiveServer(make_settings(**overrides)).start()
+    async def make(clock: Clock | None = None, **overrides) -> LiveServer:
+        server = await LiveServer(make_settings(**overrides), clock).start()
         servers.append(server)
         return server
 
@@ -212,3 +216,20 @@ def slurm_cluster() -> Iterator[None]:
     from tests.slurm.cluster import cluster_for_session
 
     yield from cluster_for_session()
+
+
+# The tiers by where a test lives (pyproject's `markers` say what each needs). A test file in
+# another folder joins a tier with a module-level `pytestmark`; every tier is also `slow`.
+TIERS_BY_PATH = {"tests/e2e/": "e2e", "tests/slurm/": "slurm", "tests/web/": "browser"}
+TIERS = {"e2e", "slurm", "tmux", "browser", "accelsim"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    for item in items:
+        where = Path(str(item.path)).resolve().relative_to(root).as_posix()
+        for prefix, tier in TIERS_BY_PATH.items():
+            if where.startswith(prefix):
+                item.add_marker(tier)
+        if TIERS & {mark.name for mark in item.iter_markers()}:
+            item.add_marker("slow")

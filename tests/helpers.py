@@ -10,17 +10,81 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cascade_server.shared.models import utcnow
+
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now, for a server in another
+    process (a server in this process takes a socket from `reserve_port` instead: no race)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# Sockets the OS bound for servers this process will start, by port (`reserve_port`).
+RESERVED: dict[int, socket.socket] = {}
+
+
+def reserve_port() -> int:
+    """A port the OS chose, held by a bound socket until this process's server listens on it
+    (`take_reserved`): parallel test workers cannot be handed the same port."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    RESERVED[port] = sock
+    return port
+
+
+def take_reserved(port: int) -> socket.socket | None:
+    """The socket `reserve_port` holds for `port`, once; None when it holds none."""
+    return RESERVED.pop(port, None)
+
+
+class ManualClock:
+    """The heartbeat monitor's clock in tests (cascade_server.clock): time moves only when the
+    test calls `advance`, so a timeout is a step of the test, not a real wait on a busy machine.
+    Its wall time is the real one plus what the test advanced, so times the server stamps
+    itself (a heartbeat's arrival) are never ahead of it."""
+
+    def __init__(self) -> None:
+        self._t = 0.0
+        self._moved = asyncio.Condition()
+        self._waking_at: list[float] = []  # when each task in `sleep` wakes: the monitor between ticks
+
+    def monotonic(self) -> float:
+        return self._t
+
+    def now(self) -> datetime:
+        return utcnow() + timedelta(seconds=self._t)
+
+    async def sleep(self, seconds: float) -> None:
+        until = self._t + seconds
+        async with self._moved:
+            self._waking_at.append(until)
+            try:
+                await self._moved.wait_for(lambda: self._t >= until)
+            finally:
+                self._waking_at.remove(until)
+
+    async def advance(self, seconds: float, step: float = 0.05) -> None:
+        """Move time on by `seconds`, in steps; after each step, wait until every sleeper it woke
+        has done its work and sleeps again (the monitor's tick is committed)."""
+        await wait_until(lambda: self._waking_at, 30, 0.01)
+        sleepers = len(self._waking_at)
+        end = self._t + seconds
+        while self._t < end:
+            async with self._moved:
+                self._t = min(end, self._t + step)
+                self._moved.notify_all()
+            await wait_until(lambda: len(self._waking_at) >= sleepers
+                             and all(due > self._t for due in self._waking_at), 30, 0.01)
 
 
 async def wait_until(check: Callable[[], Any], timeout: float = 90.0, interval: float = 0.05) -> Any:

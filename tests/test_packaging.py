@@ -11,6 +11,8 @@ import zipfile
 from importlib.resources import files
 from pathlib import Path
 
+import pytest
+
 from cascade_server.gpu_configs import scan_gpu_configs
 from cascade_server.shared.packaged import samples_dir
 from cascade_server.settings import Settings
@@ -37,6 +39,7 @@ def test_cascade_version():
     assert result.stdout == f"cascade {importlib.metadata.version('cascade-sim')}\n"
 
 
+@pytest.mark.slow  # builds a wheel
 def test_the_wheel_carries_every_sample(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(REPO)],
                    check=True, capture_output=True, timeout=280)

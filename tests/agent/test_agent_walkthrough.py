@@ -19,6 +19,7 @@ from tests.conftest import TOKEN, LiveServer, ready_trace
 from tests.helpers import wait_until
 
 pytestmark = [
+    pytest.mark.e2e,
     pytest.mark.timeout(240),
     pytest.mark.skipif(not (shutil.which("curl") and shutil.which("jq")), reason="the prompt's commands need curl and jq"),
 ]

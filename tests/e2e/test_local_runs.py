@@ -151,9 +151,10 @@ async def test_a_sigkilled_worker_fails_with_its_exit_status(make_server, worker
         sim = final["sims"][0]
         assert sim["state"] == "failed"
         assert sim["error"] == "worker killed by SIGKILL" and sim["exit_code"] == 137
-        # The launcher saw the exit, so the sim fails at once (without a launcher it would go
-        # lost, then failed: the next test).
-        assert states[sim["id"]][-2:] == ["running", "failed"]
+        # The launcher saw the exit (the error says how it ended; without a launcher the sim would
+        # go lost, then fail for silence: the next test). No exact sequence: a loaded machine may
+        # interleave a late state.
+        assert "running" in states[sim["id"]] and states[sim["id"]][-1] == "failed"
 
 
 async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, monkeypatch):
@@ -182,7 +183,8 @@ async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, mo
         finally:
             watcher.cancel()
         assert final["sims"][0]["state"] == "failed"
-        assert states[final["sims"][0]["id"]][-3:] == ["running", "lost", "failed"]
+        seen = states[final["sims"][0]["id"]]
+        assert "lost" in seen and seen[-1] == "failed" and "no heartbeat" in final["sims"][0]["error"]
 
 
 async def test_server_restart_mid_run_loses_no_line(make_server, worker_env):

@@ -76,7 +76,7 @@ async def test_a_frozen_server_does_not_lose_every_sim_on_resume(tmp_path):
                 watcher.cancel()
         assert sims[beating]["state"] == "running"
         assert "lost" not in states[beating], states[beating]
-        assert states[silent][-2:] == ["running", "lost"]
+        assert "running" in states[silent] and states[silent][-1] == "lost"
         # Its silence is counted from the resume, not from its last heartbeat before the freeze.
         assert datetime.fromisoformat(sims[silent]["last_heartbeat_at"]) < resumed_at
         lost_since = await _state_since(data_dir, silent)

@@ -14,7 +14,7 @@ import pytest
 
 from cascade_server.shared.models import SIM_STATES, SIM_TRANSITIONS, TERMINAL_SIM_STATES, run_state
 from tests.conftest import TOKEN, ready_trace
-from tests.helpers import wait_until
+from tests.helpers import ManualClock, wait_until
 
 ID = re.compile(r"^(run|sim)-[0-9a-f]{12}$")
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
@@ -341,7 +341,8 @@ def test_run_state_every_case():
 
 
 async def test_silent_sims_become_lost_then_failed(make_server, accelsim_dir):
-    server = await make_server(accelsim_dir=accelsim_dir, heartbeat_timeout_s=0.3)
+    clock = ManualClock()
+    server = await make_server(clock=clock, accelsim_dir=accelsim_dir, heartbeat_timeout_s=0.3)
     await server.store.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http)
@@ -350,6 +351,8 @@ async def test_silent_sims_become_lost_then_failed(make_server, accelsim_dir):
         async def sim(sim_id):
             return (await http.get(f"/api/sims/{sim_id}/results")).json()["sim"]
 
+        await wait_until(lambda: _state_is(http, silent, "launching"))
+        await clock.advance(0.5)
         await wait_until(lambda: _state_is(http, silent, "lost"))
         lost = await sim(silent)
         assert lost["error"] == "no heartbeat for 0.3 s" and lost["finished_at"] is None
@@ -357,7 +360,8 @@ async def test_silent_sims_become_lost_then_failed(make_server, accelsim_dir):
         await wait_until(lambda: _state_is(http, talking, "lost"))
         ack = (await http.post(f"/api/sims/{talking}/heartbeat", json={"state": "running"})).json()
         assert ack["state"] == "running" and (await sim(talking))["error"] is None
-        await wait_until(lambda: _state_is(http, silent, "failed"), timeout=20)
+        await clock.advance(3.0)
+        await wait_until(lambda: _state_is(http, silent, "failed"))
         failed = await sim(silent)
         assert "no heartbeat for 3 s" in failed["error"] and failed["finished_at"]
 

@@ -9,8 +9,11 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 
 from tests.helpers import free_port
+
+pytestmark = pytest.mark.e2e  # `cascade serve` as a real process
 
 
 def start(data_dir, port, **env):

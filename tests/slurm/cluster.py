@@ -1,10 +1,10 @@
 """A real single-node Slurm cluster (munge + slurmctld + slurmd on this host) for the session
 (the `slurm_cluster` fixture in tests/conftest.py).
 
-`slurm-single-node.sh up` installs Debian's `slurm-wlm` and `munge` when they are missing and
-starts the daemons; the cluster comes down when the session ends (unless it was already running
-before: then it is someone else's, and it is left alone). Tests skip, saying why, only where
-Slurm cannot be installed: not root, or no apt-get.
+`slurm-single-node.sh up` starts the daemons (`.ci/run` installs Debian's `slurm-wlm` and
+`munge`; pytest never installs anything); the cluster comes down when the session ends (unless it
+was already running before: then it is someone else's, and it is left alone). Tests skip, saying
+how to get it, where Slurm is not installed or the daemons cannot start (not root).
 """
 
 from __future__ import annotations
@@ -28,24 +28,23 @@ def _script(command: str, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-def _cannot_install() -> str | None:
-    if shutil.which("sbatch") and shutil.which("munged"):
-        return None
+def _missing() -> str | None:
+    """Why this machine cannot run the single-node cluster, or None."""
+    if not (shutil.which("sbatch") and shutil.which("munged") and shutil.which("slurmctld")):
+        return "Slurm is not installed (apt-get install slurm-wlm munge; .ci/run does it)"
     if os.geteuid() != 0:
-        return "Slurm is not installed and installing it needs root (apt-get install slurm-wlm munge)"
-    if not shutil.which("apt-get"):
-        return "Slurm is not installed and this machine has no apt-get to install slurm-wlm and munge"
+        return "the single-node Slurm's daemons need root (run the suite as root, as .ci/run does)"
     return None
 
 
 def cluster_for_session() -> Iterator[None]:
-    reason = _cannot_install()
+    reason = _missing()
     if reason:
         pytest.skip(reason)
     was_up = shutil.which("squeue") is not None and subprocess.run(
         ["scontrol", "ping"], capture_output=True, text=True).stdout.count("UP") > 0
     if not was_up:
-        up = _script("up", SLURM_CPUS=str(CPUS))
+        up = _script("up", SLURM_CPUS=str(CPUS), SLURM_NO_INSTALL="1")
         assert up.returncode == 0, f"the single-node Slurm did not come up:\n{up.stderr}"
     yield
     if not was_up:

@@ -19,7 +19,8 @@ from tests.conftest import free_port
 from .helpers import REPO, poll_until
 
 pytestmark = [
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+    pytest.mark.tmux,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux; .ci/run does it)"),
     pytest.mark.timeout(240),
 ]
 

@@ -14,7 +14,7 @@ from tests.conftest import free_port
 
 from .helpers import ServeProcess
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]  # `cascade up` as a real process
 
 
 @pytest.fixture(autouse=True)

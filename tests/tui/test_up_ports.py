@@ -15,7 +15,7 @@ from cascade_tui import ports, up
 from cascade_tui.serve_log import cause_from_log
 from tests.conftest import free_port
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]  # `cascade up` as a real process
 
 
 @contextmanager
