@@ -9,7 +9,7 @@ from cascade_tui.screens.lists import RunsScreen
 
 from .factories import kstat, run, sim
 from .helpers import recorded_log, screen_text, wait_until
-from .test_seen_wrong import create_run, http, make_app, on_list, play, srv  # noqa: F401
+from .test_screen_fit_navigation_and_quit import create_run, http, make_app, on_list, play, srv  # noqa: F401
 
 
 def _data(run_id: str, ns: dict[str, list[float]]) -> runcompare.RunData:
@@ -85,7 +85,7 @@ async def test_o_orders_the_kernels_view_by_time_then_spread_with_share_and_delt
     first → largest spread first, and each kernel line shows its share and Δ."""
     from cascade_tui.widgets.kernel_chart import KernelChart
 
-    from .test_seen_wrong import open_run_screen
+    from .test_screen_fit_navigation_and_quit import open_run_screen
 
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     for s in run["sims"]:

@@ -18,7 +18,7 @@ from tests.conftest import ready_trace
 
 from .factories import T0, kstat, run, sim, trace
 from .helpers import recorded_log, wait_for_text, wait_until
-from .test_seen_wrong import http, make_app, on_list, play  # noqa: F401
+from .test_screen_fit_navigation_and_quit import http, make_app, on_list, play  # noqa: F401
 
 DEMO = Path(__file__).resolve().parents[2] / "samples" / "accelsim-traces"
 SM70, SM75 = "tinyformer-step-sm70", "tinyformer-step-sm75"

@@ -13,7 +13,7 @@ from cascade_tui.widgets.sim_table import SimTable
 
 from .factories import T0, sim
 from .helpers import Simulator, screen_text, wait_for_text, wait_until
-from .test_seen_wrong import TRACE, create_run, http, make_app, on_list, open_run_screen, srv  # noqa: F401
+from .test_screen_fit_navigation_and_quit import TRACE, create_run, http, make_app, on_list, open_run_screen, srv  # noqa: F401
 
 
 def test_filter_words_all_match_case_ignored_and_sort_is_stable():

@@ -8,7 +8,7 @@ from cascade_tui.screens.modals import ConfirmScreen
 from cascade_tui.screens.run import RunScreen
 
 from .helpers import Simulator, record_notifications, screen_text, wait_until
-from .test_seen_wrong import TRACE, create_run, http, make_app, on_list, open_run_screen, srv  # noqa: F401
+from .test_screen_fit_navigation_and_quit import TRACE, create_run, http, make_app, on_list, open_run_screen, srv  # noqa: F401
 
 
 async def confirm(pilot, expected: str, answer: str = "y") -> None:

@@ -1,4 +1,5 @@
-"""Issue 13, "Seen, and wrong", in the UI: each item as an operator meets it, against a real server
+"""The screens fit 80 columns and 16 colours, keep their cursors and quit safely, each as an operator
+meets it, against a real server
 (real port, real SQLite, the real routes and event stream; sims played through the simulator
 endpoints with recorded Accel-Sim logs)."""
 

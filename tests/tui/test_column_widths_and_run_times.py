@@ -1,4 +1,4 @@
-"""Pure pieces behind issue 13's fixes: the sims table at 80 columns with long config names, the
+"""Column widths and run times, pure: the sims table at 80 columns with long config names, the
 kernels chart never wider than its pane, and running totals of configs with no succeeded replica."""
 
 from __future__ import annotations

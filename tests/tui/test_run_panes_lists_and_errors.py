@@ -1,4 +1,5 @@
-"""What a new-user tester found in the terminal UI at 80x24 and 160x45, each played with Pilot
+"""The run's panes (details, files, log, kernels, steps), list filters and error boxes at 80x24 and
+160x45, each played with Pilot
 against a real server (real port, real SQLite, the real event stream)."""
 
 from __future__ import annotations
