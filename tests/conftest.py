@@ -222,6 +222,10 @@ def slurm_cluster() -> Iterator[None]:
 # another folder joins a tier with a module-level `pytestmark`; every tier is also `slow`.
 TIERS_BY_PATH = {"tests/e2e/": "e2e", "tests/slurm/": "slurm", "tests/web/": "browser"}
 TIERS = {"e2e", "slurm", "tmux", "browser", "accelsim"}
+# Tests that share something one machine has once run in one xdist worker, one after another
+# (`--dist loadgroup`): the session's Slurm cluster, and the default ports 8000 and 9020 that
+# `cascade up` tries first.
+DEFAULT_PORT_FILES = {"test_tmux_default_ports.py", "test_up.py", "test_up_ports.py", "test_cli_commands.py"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -231,5 +235,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for prefix, tier in TIERS_BY_PATH.items():
             if where.startswith(prefix):
                 item.add_marker(tier)
+        if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker("slurm")
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif item.path.name in DEFAULT_PORT_FILES:
+            item.add_marker(pytest.mark.xdist_group("default-ports"))
         if TIERS & {mark.name for mark in item.iter_markers()}:
             item.add_marker("slow")

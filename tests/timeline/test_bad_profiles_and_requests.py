@@ -30,8 +30,8 @@ def _step(name: str, ts: float, dur: float, cat: str = "user_annotation") -> dic
 
 @pytest.mark.parametrize("content, reason", [
     (b"PK\x03\x04 a zip file", "not a PyTorch profiler (Kineto) trace: not JSON"),
-    (gzip.compress(b'{"schemaVersion": 1}'), "not a PyTorch profiler (Kineto) trace: no 'traceEvents' list"),
-    (gzip.compress(b"\x1f\x8b truncated")[:20], "not a PyTorch profiler (Kineto) trace: broken gzip"),
+    (gzip.compress(b'{"schemaVersion": 1}', mtime=0), "not a PyTorch profiler (Kineto) trace: no 'traceEvents' list"),
+    (gzip.compress(b"\x1f\x8b truncated", mtime=0)[:20], "not a PyTorch profiler (Kineto) trace: broken gzip"),
     (json.dumps({"traceEvents": [_step("ProfilerStep#1", 0, 100)]}).encode(), "the profile has no GPU kernels"),
     (json.dumps({"traceEvents": _kernel(10, 5, 1)}).encode(), "the profile has no step annotation matching"),
 ])

@@ -118,9 +118,12 @@ class Simulator:
         resp.raise_for_status()
 
 
-_VOLATILE = [
+_VOLATILE: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\b(run|sim)-[0-9a-f]{12}\b"), r"\1-############"),
-    (re.compile(r"\b\d+(\.\d+)?\s?(s|m\d\ds|h\d\dm|ms)\b(?!\w)"), "<t>"),
+    # A time and the padding around it: a column of ages is as wide as its widest age, so a test
+    # that ran slower (`12s` instead of `9s`) shifts the columns after it by a space.
+    (re.compile(r" *\b\d+(\.\d+)?\s?(s|m\d\ds|h\d\dm|ms)\b(?!\w)( +(?=\S))?"),
+     lambda m: (" " if m.group(0).startswith(" ") else "") + "<t>" + (" " if m.group(3) else "")),
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
 ]
 
