@@ -19,11 +19,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "timeline": ("cascade_server.timeline_import", "import real timing and steps from a PyTorch profile"),
     "simulate": ("cascade_worker.simulate_cli", "predict a trace's steps from a sim's kernel times"),
     "compare": ("cascade_worker.compare_cli", "compare predicted steps with the measured ones"),
-    "traces": ("cascade_tui.commands.traces", "list the traces (or delete one)"),
-    "configs": ("cascade_tui.commands.configs", "list the GPU configs a run can use"),
-    "runs": ("cascade_tui.commands.runs", "list the runs"),
-    "run": ("cascade_tui.commands.run", "start, follow, show, cancel, re-run, retry or delete a run"),
-    "results": ("cascade_tui.commands.results", "a run's results: totals, kernels or comparison"),
+    "traces": ("cascade_tui.scripting.traces_command", "list the traces (or delete one)"),
+    "configs": ("cascade_tui.scripting.configs_command", "list the GPU configs a run can use"),
+    "runs": ("cascade_tui.scripting.runs_command", "list the runs"),
+    "run": ("cascade_tui.scripting.run_command", "start, follow, show, cancel, re-run, retry or delete a run"),
+    "results": ("cascade_tui.scripting.results_command", "a run's results: totals, kernels or comparison"),
     "agent-prompt": ("cascade_server.agent_prompt", "print the prompt that lets an AI agent work this app"),
 }
 

@@ -36,7 +36,7 @@ from ..formatting import (
     s3_problem,
     state_label,
 )
-from ..listview import next_column, shown
+from ..filter_sort import next_column, shown
 from ..messages import ConfirmCancel, DeleteTrace, ManageRun, OpenNewRun, OpenRun, ReportsWorkerErrors
 from ..services import Services
 from .compare_runs import CompareRunsScreen, CompareTracesScreen
@@ -87,7 +87,7 @@ class FilterInput(Input):
 
 class PolledTable(ReportsWorkerErrors, Screen):
     """A screen with one DataTable of items keyed by id, refreshed by polling; `/` filters it and
-    `s`/`S` sort it (`listview`, pure)."""
+    `s`/`S` sort it (`filter_sort`, pure)."""
 
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="list.filter"),

@@ -12,8 +12,8 @@ import pytest
 
 from cascade_server.shared.models import Comparison, ComparisonRow, SimState, SimSummary
 from cascade_tui.compare import trace_note
-from cascade_tui.commands.output import Column, printable, render, render_table
-from cascade_tui.commands.views import (
+from cascade_tui.scripting.output import Column, printable, render, render_table
+from cascade_tui.scripting.views import (
     EntryError,
     comparison_columns,
     comparison_records,
