@@ -8,7 +8,8 @@ import pytest
 from textual.binding import Binding
 
 from cascade_tui import filter_sort, simrows
-from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.widgets.sim_table import SimTable
 
 from .factories import T0, sim
