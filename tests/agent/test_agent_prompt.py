@@ -100,7 +100,7 @@ def test_the_prompt_names_this_servers_real_errors_and_the_stand_in_signs():
 def test_the_banner_the_prompt_quotes_is_the_one_the_ui_shows():
     import inspect
 
-    from cascade_tui.screens import run
+    from cascade_tui import run_rows  # the run screen's banner text
 
     quoted = re.search(r'banner "⚠ ([^"]+)"', prompt_text("http://x"))
-    assert quoted and f"⚠ {quoted.group(1)}:" in inspect.getsource(run)
+    assert quoted and f"⚠ {quoted.group(1)}:" in inspect.getsource(run_rows)
