@@ -64,7 +64,7 @@ async def main(runs: int) -> None:
     port = free_port()
     env = {**os.environ, "CASCADE_TOKEN": TOKEN, "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0",
            "CASCADE_S3_ENDPOINT": "http://127.0.0.1:9"}  # no embedded S3: not what is measured
-    serve = subprocess.Popen([sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port),
+    serve = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port),
                               "--data-dir", str(data_dir)], env=env, cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -88,7 +88,7 @@ async def main(runs: int) -> None:
                 print(f"  GET /api/runs{query:<22} {statistics.median(times) * 1000:7.1f} ms median, "
                       f"{len(resp.json()):5d} runs, {len(resp.content) / 1024:8.1f} KB")
             run_id = (await http.get("/api/runs?limit=1")).json()[0]["id"]
-        cli = [sys.executable, "-m", "cascade_server.cli"]
+        cli = [sys.executable, "-m", "cascade_tui.cli"]
         cli_env = {**env, "CASCADE_URL": url}
         print("  wall time of a command, as a script calls it (median of 5):")
         for args in (["runs", "--limit", "20"], ["runs", "--state", "failed"], ["run", "show", run_id],

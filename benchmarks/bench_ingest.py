@@ -113,7 +113,7 @@ def main() -> None:
         port = free_port()
         env = {**os.environ, "CASCADE_DATA_DIR": tmp, "CASCADE_PORT": str(port), "CASCADE_TOKEN": TOKEN,
                "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0", "CASCADE_S3_PORT": str(free_port())}
-        command = [sys.executable, "-m", "cascade_server.cli", "serve"]
+        command = [sys.executable, "-m", "cascade_tui.cli", "serve"]
         if os.environ.get("BENCH_PROFILE"):
             command = ["py-spy", "record", "--format", "raw", "-o", os.environ["BENCH_PROFILE"], "--", *command]
         server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -50,7 +50,7 @@ async def main(sims: int, slots: int) -> None:
     env = {**os.environ, "CASCADE_TOKEN": TOKEN, "CASCADE_LAUNCHER": "local", "CASCADE_SAMPLES": "0",
            "CASCADE_LOCAL_SLOTS": str(slots), "CASCADE_REPLAY_SPEED": "1000000"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:

@@ -73,7 +73,7 @@ async def main(sims: int, watch: float) -> None:
            "CASCADE_SLURM_LOCAL": "1", "CASCADE_ACCELSIM_DIR": str(work / "accelsim"),
            "CASCADE_REPLAY_SPEED": "1"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         env=env, stdout=subprocess.DEVNULL, stderr=open(work / "serve.log", "wb"),
     )
     try:

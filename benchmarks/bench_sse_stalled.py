@@ -107,7 +107,7 @@ def main() -> None:
         port = free_port()
         env = {**os.environ, "CASCADE_DATA_DIR": tmp, "CASCADE_PORT": str(port), "CASCADE_TOKEN": TOKEN,
                "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0", "CASCADE_S3_PORT": str(free_port())}
-        server = subprocess.Popen([sys.executable, "-m", "cascade_server.cli", "serve"], env=env,
+        server = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             assert server.stdout is not None

@@ -69,7 +69,7 @@ class Terminal:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cascade_server.cli", "tui", *args], cwd=ROOT, env=env,
+            [sys.executable, "-m", "cascade_tui.cli", "tui", *args], cwd=ROOT, env=env,
             stdin=slave, stdout=slave, stderr=slave, start_new_session=True, close_fds=True)
         os.close(slave)
         self.master = master
@@ -218,7 +218,7 @@ def main() -> None:
                       "CASCADE_SAMPLES": "0", "CASCADE_ACCELSIM_DIR": str(accelsim),
                       "CASCADE_S3_ENDPOINT": "http://127.0.0.1:1",
                       "CASCADE_HEARTBEAT_TIMEOUT_S": "600"}
-        server = subprocess.Popen([sys.executable, "-m", "cascade_server.cli", "serve"], cwd=ROOT,
+        server = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], cwd=ROOT,
                                   env=server_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   text=True)
         url = f"http://127.0.0.1:{port}"

@@ -40,7 +40,7 @@ def ui_pids(server_pid: int) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == server_pid and b"cascade_server.cli\0tui" in cmdline:
+        if ppid == server_pid and b"cascade_tui.cli\0tui" in cmdline:
             pids.append(int(entry.name))
     return pids
 
@@ -82,7 +82,7 @@ async def bench(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as data:
         env = {**os.environ, "CASCADE_DATA_DIR": data, "CASCADE_PORT": str(port), "CASCADE_TOKEN": TOKEN,
                "CASCADE_S3_PORT": str(free_port()), "CASCADE_WEB": "1"}
-        server = subprocess.Popen([sys.executable, "-m", "cascade_server.cli", "serve"], env=env,
+        server = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             async with httpx.AsyncClient(base_url=url) as http:

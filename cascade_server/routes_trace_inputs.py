@@ -14,7 +14,7 @@ from .appkeys import SETTINGS_KEY, STORE_KEY
 from .http import ApiError, read_query
 from .storage import NotFound
 from .shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
-from .trace_inputs import KERNELSLIST, kernel_files
+from .shared.trace_inputs import KERNELSLIST, kernel_files
 from .shared.trace_layout import METADATA_NAME
 from .traces.grouping import TraceFormatError
 from .shared.trace_layout import locate

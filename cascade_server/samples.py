@@ -22,7 +22,7 @@ from .gpu_configs import scan_gpu_configs
 from .shared.models import TERMINAL_SIM_STATES, Heartbeat, RunEntry, TraceDetail, utcnow
 from .settings import Settings
 from .storage import Store
-from .traces.kernels import parse_stats
+from .shared.trace_kernels import parse_stats
 from .traces.metadata import parse_metadata
 
 log = logging.getLogger(__name__)

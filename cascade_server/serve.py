@@ -24,7 +24,7 @@ from .runner import ApiRunner
 from .shared.cli_usage import OneLineErrorParser
 from .settings import Settings, settings_problem
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
-from .traces.s3 import resolve_s3_info
+from .shared.s3_endpoint import resolve_s3_info
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .shared.packaged import samples_dir
-from .shared.setting_errors import data_dir_problem, range_problem
+from .shared.setting_errors import data_dir_problem, settings_problem_line
 
 
 def default_data_dir() -> Path:
@@ -167,16 +167,8 @@ _FLAGS = {"host": "--host", "port": "--port", "data_dir": "--data-dir", "web": "
 
 
 def settings_problem(exc: ValidationError) -> str:
-    """`CASCADE_PORT / --port must be a number from 1 to 65535 (got 99999)`: every wrong setting
-    on one line, named as the operator sets it (pydantic's own text is one line per field, and a
-    header line that names the class)."""
-    problems = []
-    for err in exc.errors(include_url=False):
-        field = str(err["loc"][0]) if err["loc"] else ""
-        name = f"CASCADE_{field.upper()}" + (f" / {_FLAGS[field]}" if field in _FLAGS else "")
-        reason = range_problem(Settings, err) or str(err["msg"]).removeprefix("Value error, ")
-        problems.append(f"{name}: {reason}")
-    return "; ".join(problems)
+    """Every wrong setting on one line (`shared.setting_errors.settings_problem_line`)."""
+    return settings_problem_line(Settings, exc, _FLAGS)
 
 
 def _is_loopback(host: str) -> bool:

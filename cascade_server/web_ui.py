@@ -88,7 +88,7 @@ class TuiService(AppService):
     the process's environment, never on its command line."""
 
     def __init__(self, settings: Settings, **kwargs) -> None:
-        command = "exec " + shlex.join([sys.executable, "-m", "cascade_server.cli", "tui"])
+        command = "exec " + shlex.join([sys.executable, "-m", "cascade_tui.cli", "tui"])
         super().__init__(command, **kwargs)
         self.settings = settings
 

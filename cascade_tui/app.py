@@ -22,11 +22,13 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from cascade_server.shared.models import RunSummary, utcnow
+from cascade_server.shared.run_actions import cancel_refusal, refusal, unfinished_sims
 
 from .client import CascadeClient, error_title
 from .config import TuiSettings
 from .exit_guard import ExitGuard
-from .formatting import human_bytes, plural
+from .formatting import human_bytes, plural, sentence
+from .run_rows import entries_label
 from .messages import (
     ConfirmCancel,
     Connected,
@@ -39,7 +41,8 @@ from .messages import (
 )
 from .quit_outcome import QuitOutcome
 from .screens.connect import ConnectScreen
-from .screens.lists import RunsScreen, TracesScreen, unfinished_sims
+from .screens.runs_list import RunsScreen
+from .screens.traces_list import TracesScreen
 from .screens.modals import ConfirmScreen, HelpScreen, QuitScreen, binding_rows
 from .screens.new_run import NewRunScreen
 from .screens.run import RunScreen
@@ -163,8 +166,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
     @on(ConfirmCancel)
     def confirm_cancel(self, message: ConfirmCancel) -> None:
         run_id, unfinished = message.run_id, message.unfinished
-        if unfinished == 0:
-            self.notify(f"{run_id} has no unfinished sims; nothing to cancel.")
+        if reason := cancel_refusal(run_id, unfinished):
+            self.notify(f"{sentence(reason)}.")
             return
         self.push_screen(
             ConfirmScreen(f"Cancel {run_id}?",
@@ -189,20 +192,13 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
     @on(ManageRun)
     def manage_run(self, message: ManageRun) -> None:
         run, action = message.run, message.action
-        entries = ", ".join(f"{e.gpu_config} × {e.count}" for e in run.entries)
+        entries = entries_label(run.entries)
         sims = sum(run.sim_counts.values())
         failed = run.sim_counts.get("failed", 0)
-        if action in ("rerun", "retry") and run.sample:
-            # The server refuses (409): say so at once rather than after a question.
-            self.notify(f"{run.id} is a sample run: its results are recorded, it cannot be re-run.",
-                        severity="warning")
-            return
-        if action == "retry" and not failed:
-            self.notify(f"{run.id} has no failed sims to retry.", severity="warning")
-            return
-        if action == "delete" and run.state == "active":
-            self.notify(f"{run.id} is still running: cancel it first (x), then delete it.",
-                        severity="warning")
+        if reason := refusal(action, run):
+            # The server would refuse (409): say so at once rather than after a question.
+            hint = " (x), then delete it" if action == "delete" else ""
+            self.notify(f"{sentence(reason)}{hint}.", severity="warning")
             return
         title, body = {
             "rerun": (f"Re-run {run.id}?",

@@ -1,91 +1,71 @@
-"""`cascade tui`: open the terminal UI on a running Cascade server."""
+"""`cascade`: one command with subcommands; each lives in its own module and is imported lazily by
+name, so `cascade worker` on a sim host never imports the server or the UI, and `cascade serve`
+never imports the UI. It lives on the client side (this package holds only the umbrella and the
+script commands besides the UI; importing it loads no Textual)."""
 
 from __future__ import annotations
 
-import argparse
+import importlib
+import importlib.metadata
 import sys
-from pathlib import Path
 
-from cascade_server.shared.cli_usage import OneLineErrorParser
+from cascade_server.shared.cli_usage import EXIT_USAGE, not_utf8_problem
 
-from .exit_guard import ExitGuard
-from .local_server import local_server
-from .quit_outcome import QuitOutcome, tui_quit_message
-from .config import ConfigError, TuiSettings, default_config_path, load_settings, save_config
-
-
-def build_parser(prog: str = "cascade tui") -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(
-        prog=prog,
-        description="Open the Cascade terminal UI. Settings come from these flags, then the "
-        "CASCADE_URL / CASCADE_TOKEN environment variables, then the config file "
-        f"(default {default_config_path()}, mode 0600).",
-    )
-    add_ui_arguments(parser)
-    parser.add_argument("--url", help="the app's URL (CASCADE_URL; default http://127.0.0.1:8000)")
-    parser.add_argument("--token", help="the bearer token (CASCADE_TOKEN); prefer the env "
-                        "variable or the config file, since flags show in `ps`")
-    parser.add_argument("--save-config", action="store_true",
-                        help="write the URL and token to the config file (mode 0600) and exit")
-    return parser
+# subcommand -> (module with `main(argv: list[str]) -> int`, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("cascade_tui.up", "start a server with embedded defaults and open the UI on it"),
+    "serve": ("cascade_server.serve", "run the API server (and the embedded S3 endpoint)"),
+    "tui": ("cascade_tui.tui_command", "open the terminal UI on a running server"),
+    "worker": ("cascade_worker.cli", "run one sim: Accel-Sim, or the stand-in replay"),
+    "upload": ("cascade_tui.scripting.upload_command", "upload a trace directory to the S3 endpoint"),
+    "timeline": ("cascade_tui.scripting.timeline_command", "import real timing and steps from a PyTorch profile"),
+    "simulate": ("cascade_worker.simulate_cli", "predict a trace's steps from a sim's kernel times"),
+    "compare": ("cascade_worker.compare_cli", "compare predicted steps with the measured ones"),
+    "traces": ("cascade_tui.scripting.traces_command", "list the traces (or delete one)"),
+    "configs": ("cascade_tui.scripting.configs_command", "list the GPU configs a run can use"),
+    "runs": ("cascade_tui.scripting.runs_command", "list the runs"),
+    "run": ("cascade_tui.scripting.run_command", "start, follow, show, cancel, re-run, retry or delete a run"),
+    "results": ("cascade_tui.scripting.results_command", "a run's results: totals, kernels or comparison"),
+    "agent-prompt": ("cascade_server.agent_prompt", "print the prompt that lets an AI agent work this app"),
+}
 
 
-def add_ui_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="TOML config file (CASCADE_CONFIG)")
-    parser.add_argument("--download-dir", type=Path,
-                        help="where downloads are saved (default ./cascade-downloads)")
-    parser.add_argument("--refresh-hz", type=float, help="live redraw rate, 0.5 to 4 (default 2)")
-    parser.add_argument("--run", metavar="RUN_ID", help="open this run at start")
-
-
-def settings_from(args: argparse.Namespace, **overrides: object) -> TuiSettings:
-    return load_settings(
-        url=overrides.get("url", getattr(args, "url", None)),
-        token=overrides.get("token", getattr(args, "token", None)),
-        config=args.config,
-        download_dir=args.download_dir,
-        refresh_hz=args.refresh_hz,
-    )
-
-
-def run_app(settings: TuiSettings, guard: ExitGuard,
-            open_run: str | None = None) -> tuple[int, QuitOutcome | None]:
-    """Run the UI under a started `guard` (SIGHUP/SIGTERM or a gone terminal always exit); its
-    exit code, and what quitting did to unfinished sims (None: it did not quit with `q`)."""
-    from .app import CascadeApp  # Textual is imported only when the UI really starts
-
-    app = CascadeApp(settings, guard=guard, open_run=open_run)
+def version() -> str:
     try:
-        result = app.run()
-    finally:
-        guard.ui_returned()
-    return int(result or 0), app.quit_outcome
+        return importlib.metadata.version("cascade-sim")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
+        return "unknown (not installed)"
+
+
+def usage() -> str:
+    lines = ["usage: cascade <command> [options]", "       cascade --version", "", "commands:"]
+    lines += [f"  {name:<12} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += ["", "Run `cascade <command> --help` for a command's options."]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        settings = settings_from(args)
-        if not args.save_config:  # saves what it was given, never what it found
-            # Not told where: the server `cascade up` started on this machine, like the commands.
-            url, token = local_server(settings.url, "url" in settings.model_fields_set, settings.token_value())
-            settings = settings_from(args, url=url, token=token)
-    except ConfigError as exc:
-        print(f"cascade tui: {exc}", file=sys.stderr)
-        return 2
-    if args.save_config:
-        path = (args.config or default_config_path()).expanduser()
-        save_config(path, settings.url, settings.token_value())
-        print(f"saved URL{' and token' if settings.token else ''} to {path} (mode 0600)")
+    args = sys.argv[1:] if argv is None else argv
+    if not args:  # a usage error like any other: on stderr, so `cascade | ...` pipes nothing
+        print(usage(), file=sys.stderr)
+        return EXIT_USAGE
+    if problem := not_utf8_problem(args):
+        command = f"cascade {args[0]}" if args[0] in SUBCOMMANDS else "cascade"
+        print(f"{command}: {problem} (--help for usage)", file=sys.stderr)
+        return EXIT_USAGE
+    if args[0] in ("-h", "--help", "help"):
+        print(usage())
         return 0
-    guard = ExitGuard.for_this_terminal().start()
-    try:
-        code, outcome = run_app(settings, guard, open_run=args.run)
-        if message := tui_quit_message(outcome, url=settings.url):
-            print(message, file=sys.stderr)
-        return code
-    finally:
-        guard.finished()
+    if args[0] in ("--version", "-V"):
+        print(f"cascade {version()}")
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in SUBCOMMANDS:
+        print(f"cascade: unknown command {name!r} (commands: {', '.join(SUBCOMMANDS)}; "
+              "cascade --help says what each does)", file=sys.stderr)
+        return EXIT_USAGE
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    return int(module.main(rest) or 0)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from cascade_server.shared.error_detail import error_detail
 from cascade_server.shared.models import (
     FILE_NAME_PATTERN,
     Comparison,
@@ -87,17 +88,6 @@ def parse_event(data: str) -> RunEvent:
     return _EVENT.validate_json(data)
 
 
-def _detail(resp: httpx.Response) -> str:
-    try:
-        body = resp.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return resp.reason_phrase or f"HTTP {resp.status_code}"
-    if isinstance(body, dict) and "detail" in body:
-        detail = body["detail"]
-        return detail if isinstance(detail, str) else json.dumps(detail)[:300]
-    return resp.reason_phrase or f"HTTP {resp.status_code}"
-
-
 class CascadeClient:
     def __init__(
         self,
@@ -157,7 +147,7 @@ class CascadeClient:
                 "the `token:` line `cascade serve` printed.",
                 status=401,
             )
-        raise ApiError(f"{resp.status_code}: {_detail(resp)}", status=resp.status_code)
+        raise ApiError(f"{resp.status_code}: {error_detail(resp)}", status=resp.status_code)
 
     async def _get_model(self, path: str, adapter: TypeAdapter[T]) -> T:
         resp = await self._request("GET", path)

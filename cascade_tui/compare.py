@@ -191,12 +191,14 @@ def stand_in_reason(run: RunSummary | None, sims: Iterable[SimSummary]) -> str |
     return None
 
 
+SAMPLE_RUN_NOTE = "sample run: real Accel-Sim results of the sample trace, recorded elsewhere and replayed here"
+
+
 def sample_note(run: RunSummary | None) -> str | None:
     if run is None or not run.sample:
         return None
     # Cancelling is worth a word only while it could apply (the replay still going).
-    return ("sample run: real Accel-Sim results of the sample trace, recorded elsewhere and "
-            "replayed here" + ("; cancelling it changes nothing" if run.state == "active" else ""))
+    return SAMPLE_RUN_NOTE + ("; cancelling it changes nothing" if run.state == "active" else "")
 
 
 def trace_note(run: RunDetail | None) -> str | None:

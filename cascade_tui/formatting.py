@@ -176,6 +176,11 @@ def ellipsize(text: str, width: int) -> str:
     return text[: max(0, width - 1)] + "…"
 
 
+def sentence(text: str) -> str:
+    """`run r-1 is active` -> `Run r-1 is active`: only the first letter changes."""
+    return text[:1].upper() + text[1:]
+
+
 def plural(count: int, word: str, many: str | None = None) -> str:
     """`1 sim`, `2 sims`, `1,200 lines`: a count with its noun in the right number."""
     return f"{count:,} {word if count == 1 else (many or word + 's')}"

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from cascade_server.shared.cli_usage import OneLineErrorParser
 from cascade_server.shared.setting_errors import data_dir_problem
 
-from .cli import add_ui_arguments, run_app, settings_from
+from .tui_command import add_ui_arguments, run_app, settings_from
 from .local_server import default_data_dir, forget_url, health, local_server, read_token_file, record_url
 from .ports import choose_free_ports
 from .serve_log import cause_from_log
@@ -78,7 +78,7 @@ def start_server(url: str, data_dir: Path | None, log_path: Path,
         raise UpError(f"cannot start a server for {url}: `cascade up` starts local http servers "
                       "only; start the server yourself and use `cascade tui`")
     port = parts.port or 80
-    cmd = [sys.executable, "-m", "cascade_server.cli", "serve", "--host", parts.hostname,
+    cmd = [sys.executable, "-m", "cascade_tui.cli", "serve", "--host", parts.hostname,
            "--port", str(port)]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]

@@ -21,7 +21,7 @@ from cascade_server.shared.cli_usage import EXIT_USAGE, OneLineErrorParser, usag
 
 from . import accelsim, replay
 from .client import SimClient
-from .runner import Worker, WorkerPlan, make_scratch
+from .sim_session import Worker, WorkerPlan, make_scratch
 from .settings import NAMES, Options
 from .trace_fetch import FetchError, NodeTrace, cache_root, has_trace
 

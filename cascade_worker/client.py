@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
+from cascade_server.shared.error_detail import error_detail
 from cascade_server.shared.models import Heartbeat, HeartbeatAck, LogChunk, SimFile, SimResults, StepTimelineUpload
 
 from .backoff import Backoff
@@ -37,16 +38,6 @@ class ApiRefused(Exception):
 
 class ServerUnreachable(Exception):
     """No successful answer for longer than the give-up limit."""
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-        if isinstance(body, dict) and isinstance(body.get("detail"), str):
-            return body["detail"]
-    except ValueError:
-        pass
-    return response.reason_phrase or "error"
 
 
 class SimClient:
@@ -128,7 +119,7 @@ class SimClient:
                 if response.is_success:
                     return response
                 if response.status_code not in RETRYABLE_STATUS:
-                    raise ApiRefused(response.status_code, _detail(response))
+                    raise ApiRefused(response.status_code, error_detail(response))
                 problem = f"HTTP {response.status_code}"
             if limit is not None and time.monotonic() - started >= limit:
                 raise ServerUnreachable(f"{method} {path}: gave up after {limit:.0f} s ({problem})")

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import httpx
 
+from cascade_server.shared.error_detail import error_detail
+
 log = logging.getLogger("cascade_worker")
 
 COMPLETE = ".complete"
@@ -89,7 +91,7 @@ class NodeTrace:
                 listing = await http.get(base)
                 if listing.status_code != 200:
                     raise FetchError(f"cannot list trace {self.trace_id}'s files: HTTP {listing.status_code} "
-                                     f"{_detail(listing)}")
+                                     f"{error_detail(listing)}")
                 files = listing.json()["files"]
                 log.info("fetching trace %s (%d files, %d bytes) into %s", self.trace_id, len(files),
                          sum(f["size"] for f in files), self.directory)
@@ -105,16 +107,9 @@ class NodeTrace:
         async with http.stream("GET", url) as response:
             if response.status_code != 200:
                 await response.aread()
-                raise FetchError(f"cannot fetch {target.name}: HTTP {response.status_code} {_detail(response)}")
+                raise FetchError(f"cannot fetch {target.name}: HTTP {response.status_code} {error_detail(response)}")
             with open(target, "wb") as out:
                 async for block in response.aiter_bytes(1 << 20):
                     out.write(block)
         if target.stat().st_size != size:
             raise FetchError(f"{target.name} arrived with {target.stat().st_size} bytes, not {size}")
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        return str(response.json().get("detail", ""))
-    except ValueError:
-        return response.reason_phrase

@@ -13,7 +13,7 @@ import pytest
 
 def cascade(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-    return subprocess.run([sys.executable, "-m", "cascade_server.cli", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cascade_tui.cli", *argv], capture_output=True,
                           text=True, env={**clean, **(env or {})}, timeout=120)
 
 
@@ -41,9 +41,11 @@ def test_upload_names_a_wrong_setting_in_one_line(tmp_path: Path):
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "kernelslist.g").write_text("kernel-1.traceg\n")
     (tmp_path / "traces" / "kernel-1.traceg").write_text("-kernel name = k\n")
-    done = cascade("upload", str(tmp_path), "--trace-id", "t1", env={"CASCADE_S3_PORT": "x"})
+    a_file = tmp_path / "passwd"
+    a_file.write_text("root\n")
+    done = cascade("upload", str(tmp_path), "--trace-id", "t1", env={"CASCADE_DATA_DIR": str(a_file)})
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith("cascade upload: invalid settings: CASCADE_S3_PORT: ") and done.stderr.count("\n") == 1
+    assert done.stderr == f"cascade upload: invalid settings: CASCADE_DATA_DIR: {a_file} is not a directory\n"
 
 
 def test_serve_says_a_data_dir_that_is_a_file_is_not_a_directory(tmp_path: Path):

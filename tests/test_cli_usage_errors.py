@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from cascade_server.cli import SUBCOMMANDS, main
+from cascade_tui.cli import SUBCOMMANDS, main
 from cascade_server.shared.cli_usage import OneLineErrorParser, spelled_out
 
 
@@ -40,7 +40,7 @@ def test_missing_or_bad_arguments_are_one_line_too(argv, words, capsys):
 
 
 def test_an_unknown_command_is_one_line_naming_the_commands():
-    done = subprocess.run([sys.executable, "-m", "cascade_server.cli", "nope"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "nope"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("cascade: unknown command 'nope' (commands: up, serve, tui, ")
@@ -64,7 +64,7 @@ def test_control_characters_in_an_error_are_spelled_out(capsys):
 
 def cascade(*argv: str | bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`cascade ARGV...` as a real process; bytes arguments go to it as they are (a shell's $'\\xff')."""
-    return subprocess.run([sys.executable, "-m", "cascade_server.cli", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cascade_tui.cli", *argv], capture_output=True,
                           text=True, env=env, timeout=120)
 
 

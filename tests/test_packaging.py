@@ -33,7 +33,7 @@ def test_the_samples_are_found_inside_the_package():
 
 
 def test_cascade_version():
-    result = subprocess.run([sys.executable, "-m", "cascade_server.cli", "--version"],
+    result = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "--version"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"cascade {importlib.metadata.version('cascade-sim')}\n"

@@ -6,11 +6,12 @@ Pure (pydantic only). pydantic's own words for a bounded number name one bound a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import annotated_types
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 # pydantic's error types for a number outside its bounds, or not a finite number at all.
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number",
@@ -36,6 +37,19 @@ def range_problem(model: type[BaseModel], err: Any) -> str | None:
     low, high = bounds
     got = f" (got {err['input']!r})" if "input" in err else ""
     return f"must be a number from {low:g} to {high:g}{got}"
+
+
+def settings_problem_line(model: type[BaseModel], exc: ValidationError, flags: Mapping[str, str]) -> str:
+    """`CASCADE_PORT / --port must be a number from 1 to 65535 (got 99999)`: every wrong setting
+    on one line, named as the operator sets it (pydantic's own text is one line per field, and a
+    header line that names the class). `flags`: the command-line flag of a field that has one."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        field = str(err["loc"][0]) if err["loc"] else ""
+        name = f"CASCADE_{field.upper()}" + (f" / {flags[field]}" if field in flags else "")
+        reason = range_problem(model, err) or str(err["msg"]).removeprefix("Value error, ")
+        problems.append(f"{name}: {reason}")
+    return "; ".join(problems)
 
 
 def data_dir_problem(path: Path) -> str | None:

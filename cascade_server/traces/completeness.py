@@ -7,10 +7,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..shared.models import FILE_NAME_PATTERN
 from ..shared.trace_layout import TRACES_PREFIX
 
-_TRACE_ID = re.compile(FILE_NAME_PATTERN)
 # kernel-1.trace, kernel-1.traceg.xz, kernel-3-ctx_0x55fb3b3820f0.trace.xz, kernel-1.traceg.gz, ...
 _KERNEL_FILE = re.compile(r"(kernel-[^/]+?)\.(?:trace|traceg|tracez)(?:\.xz|\.gz)?\Z")
 
@@ -25,12 +23,6 @@ def split_key(key: str) -> tuple[str, str] | None:
         return None
     return trace_id, rel
 
-
-def trace_id_problem(trace_id: str) -> str | None:
-    """Why a trace id cannot be used as a directory name, or None when it can."""
-    if _TRACE_ID.fullmatch(trace_id):  # fullmatch: `$` alone lets a trailing newline through
-        return None
-    return f"trace id {trace_id[:80]!r} is not valid: use 1-128 letters, digits, '.', '_' or '-'"
 
 
 def is_safe_relative_path(rel: str) -> bool:

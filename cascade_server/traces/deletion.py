@@ -12,7 +12,7 @@ import logging
 import shutil
 from typing import TYPE_CHECKING
 
-from .completeness import trace_id_problem
+from ..shared.upload_rules import trace_id_problem
 from .scan_errors import one_line
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from ..childproc import die_with_parent
 from ..shared.trace_layout import TRACES_PREFIX
-from .s3 import S3Info, make_client, read_credentials_file, write_credentials_file
-from .uploader import build_metadata, collect_files, read_metadata_fields, upload_trace
+from ..shared.s3_endpoint import S3Info, make_client, read_credentials_file, write_credentials_file
+from ..shared.trace_upload import build_metadata, collect_files, read_metadata_fields, upload_trace
 
 if TYPE_CHECKING:
     from ..settings import Settings

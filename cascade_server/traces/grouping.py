@@ -20,14 +20,12 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..shared.trace_inputs import TraceFormatError
+
 _INSTRUCTION = re.compile(r"\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s(.*)\Z", re.DOTALL)
 _GRID = re.compile(r"-grid dim = \((\d+),(\d+),(\d+)\)")
 _BLOCK = re.compile(r"-block dim = \((\d+),(\d+),(\d+)\)")
 _LINEINFO = re.compile(r"-enable lineinfo = (\d+)")
-
-
-class TraceFormatError(ValueError):
-    """A trace or kernelslist that cannot be post-processed; the message is one line."""
 
 
 def lines_like_getline(text_lines: Iterable[str]) -> Iterator[str]:

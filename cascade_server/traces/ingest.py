@@ -13,7 +13,7 @@ from aiohttp import web
 
 from ..appkeys import SETTINGS_KEY, STORE_KEY
 from .deletion import resume_trace_deletes
-from .s3 import resolve_s3_info
+from ..shared.s3_endpoint import resolve_s3_info
 from .scanner import TraceScanner
 
 log = logging.getLogger(__name__)

@@ -38,13 +38,14 @@ import shutil
 import signal
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..trace_inputs import kernel_files
+from ..shared.trace_inputs import kernel_files
+from ..shared.upload_rules import KERNELSLIST_G, is_raw_kernelslist, layout_problem
 from .grouping import (
     TraceFormatError,
     group_raw_trace,
@@ -52,7 +53,6 @@ from .grouping import (
     rewrite_kernelslist,
 )
 
-KERNELSLIST_G = "kernelslist.g"
 LOCK_NAME = ".postprocess.lock"
 TMP_MARK = ".tmp-"
 EXIT_FAILED = 1
@@ -203,23 +203,6 @@ def _find_raw(traces_dir: Path, name: str, kernelslist: str) -> Path:
     raise PostprocessError(f"traces/{kernelslist} names {name}, which is not in the upload")
 
 
-def is_raw_kernelslist(name: str) -> bool:
-    """A tracer's kernel list in `traces/` (`kernelslist`, `kernelslist_ctx_0x...`), not yet `.g`."""
-    return "kernelslist" in name and not name.endswith(".g") and not name.startswith(".")
-
-
-def layout_problem(paths: Iterable[str]) -> str | None:
-    """What this post-processor refuses in an upload's layout, from its paths inside the trace
-    (`traces/kernel-1.trace`, ...; a directory may appear as `traces`), or None. `cascade upload`
-    checks a directory with it before sending anything, so it fails at once rather than after the
-    upload."""
-    paths = list(paths)
-    if not any(path == "traces" or path.startswith("traces/") for path in paths):
-        return "the upload has no traces/ directory"
-    top = [path[len("traces/"):] for path in paths if path.startswith("traces/") and path.count("/") == 1]
-    if KERNELSLIST_G not in top and not any(is_raw_kernelslist(name) for name in top):
-        return "the upload has neither traces/kernelslist.g nor a raw traces/kernelslist"
-    return None
 
 
 def process_kernelslists(traces_dir: Path, run: _Run) -> None:

@@ -29,15 +29,15 @@ from .completeness import (
     kernel_count,
     pending_files,
     split_key,
-    trace_id_problem,
 )
+from ..shared.upload_rules import trace_id_problem
 from .deletion import remove_trace_files, resume_trace_deletes
-from .kernels import KernelStatsError, read_kernels
+from ..shared.trace_kernels import KernelStatsError, read_kernels
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
 from .postprocess import LOCK_NAME, NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
 from .scan_errors import TraceReadError, TraceRetryLater, mirror_error, one_line
-from .s3 import S3Info, make_client
+from ..shared.s3_endpoint import S3Info, make_client
 from ..shared.trace_layout import has_real_timing, has_step_timeline
 
 if TYPE_CHECKING:

@@ -9,7 +9,6 @@ touches a widget once per event.
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,16 +20,15 @@ from textual.widgets import ContentSwitcher, Footer, Header, Static
 
 from cascade_server.shared.models import TERMINAL_SIM_STATES
 
-from .. import compare
-from ..formatting import STATE_DISPLAY_ORDER, state_label
 from ..messages import ConfirmCancel, ManageRun, ReportsWorkerErrors
 from ..panes.files_pane import FilesPane
 from ..panes.kernels_pane import KernelsPane
 from ..panes.log_pane import LogPane, LogSearch
 from ..panes.steps_pane import StepsPane
 from ..reducer import RunModel
+from ..run_rows import banner_text, header_text
 from ..services import Services
-from ..simrows import next_sort_key, next_state_filter, run_duration, sim_details
+from ..simrows import next_sort_key, next_state_filter, sim_details
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
 from .modals import MessageScreen
 
@@ -242,32 +240,11 @@ class RunScreen(ReportsWorkerErrors, Screen):
         badge = CONNECTION_BADGES.get(self.connection, self.connection)
         if self.connection_detail:
             badge += f" [dim]({self.connection_detail})[/]"
-        if model.run is None:
-            text = f"{badge}  [b]{self.run_id}[/]"
-        else:
-            counts = model.sim_counts()
-            count_text = " · ".join(f"{counts[s]} {s}" for s in STATE_DISPLAY_ORDER if counts.get(s))
-            # Most important first, so an 80-column terminal cuts the least useful part: the
-            # count of every state before how long it took, the trace id after, the run id (also
-            # in the title bar) last.
-            shown = self.query_one(SimTable).state_filter
-            only = f"  [reverse]showing {shown}[/]" if shown != "all" else ""
-            # A sample run's sims replay recorded results: their times here mean nothing.
-            took = ("recorded results" if model.run.sample else
-                    run_duration(model.run.created_at, model.sims.values(), self.services.now()))
-            text = (f"{badge}  {state_label(model.state())}  {count_text}{only}  {took}  trace "
-                    f"[b]{escape(model.run.trace_id)}[/]  [b]{model.run.id}[/]")
+        text = header_text(badge, self.run_id, model, self.query_one(SimTable).state_filter, self.services.now())
         if text != self._header_text:
             self._header_text = text
             self.query_one("#run-header", Static).update(text)
-        summary = model.summary()
-        reason = compare.stand_in_reason(summary, model.sims.values()) if model.run else None
-        if reason:
-            new = f"⚠ Stand-in numbers, not a simulation of this trace: {reason}."
-        else:
-            new = compare.sample_note(summary) or ""
-        if note := compare.trace_note(model.run):
-            new = f"{new}\n{note}" if new else note
+        new = banner_text(model)
         if new != self._banner_text:
             self._banner_text = new
             banner = self.query_one("#stand-in", Static)

@@ -53,10 +53,10 @@ async def test_public_url_wins_over_the_request_host(make_server):
 
 
 def test_cascade_agent_prompt_prints_the_same_text():
-    out = subprocess.run([sys.executable, "-m", "cascade_server.cli", "agent-prompt", "--url", "http://10.1.2.3:8000"],
+    out = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "agent-prompt", "--url", "http://10.1.2.3:8000"],
                          capture_output=True, text=True, check=True).stdout
     assert out == prompt_text("http://10.1.2.3:8000")
-    skill = subprocess.run([sys.executable, "-m", "cascade_server.cli", "agent-prompt", "--skill"],
+    skill = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "agent-prompt", "--skill"],
                            capture_output=True, text=True, check=True, env={"CASCADE_URL": "http://h:1"}).stdout
     assert skill == skill_text("http://h:1")
 
@@ -100,7 +100,7 @@ def test_the_prompt_names_this_servers_real_errors_and_the_stand_in_signs():
 def test_the_banner_the_prompt_quotes_is_the_one_the_ui_shows():
     import inspect
 
-    from cascade_tui.screens import run
+    from cascade_tui import run_rows  # the run screen's banner text
 
     quoted = re.search(r'banner "⚠ ([^"]+)"', prompt_text("http://x"))
-    assert quoted and f"⚠ {quoted.group(1)}:" in inspect.getsource(run)
+    assert quoted and f"⚠ {quoted.group(1)}:" in inspect.getsource(run_rows)

@@ -43,7 +43,7 @@ async def cascade(*args: str, url: str | None, token: str | None = TOKEN, home: 
     if token:
         env["CASCADE_TOKEN"] = token
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cascade_server.cli", *args, env=env,
+        sys.executable, "-m", "cascade_tui.cli", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     out, err = await proc.communicate()

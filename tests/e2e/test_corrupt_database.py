@@ -32,7 +32,7 @@ async def real_database(path: Path) -> bytes:
 def serve(data_dir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "CASCADE_TOKEN": TOKEN, "CASCADE_S3_PORT": str(free_port()), "CASCADE_SAMPLES": "0"}
     return subprocess.run(
-        [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(free_port()), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(free_port()), "--data-dir", str(data_dir)],
         env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )
 

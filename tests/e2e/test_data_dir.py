@@ -31,7 +31,7 @@ async def start_serve(data_dir: Path, log_path: Path, **env: str) -> tuple[subpr
     }
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+            [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
             env=full_env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )
     url = f"http://127.0.0.1:{port}"

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from cascade_server.traces.postprocess import LOCK_NAME
-from cascade_server.traces.s3 import make_client, read_credentials_file
-from cascade_server.traces.uploader import build_metadata, collect_files, upload_trace
+from cascade_server.shared.s3_endpoint import make_client, read_credentials_file
+from cascade_server.shared.trace_upload import build_metadata, collect_files, upload_trace
 from tests.conftest import TOKEN
 from tests.helpers import free_port, wait_until
 from tests.e2e.test_local_server_kill import start_serve

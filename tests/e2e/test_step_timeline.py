@@ -25,7 +25,7 @@ async def _upload(settings, directory, *args: str) -> subprocess.CompletedProces
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CASCADE_", "AWS_ACCESS", "AWS_SECRET"))}
     env["CASCADE_DATA_DIR"] = str(settings.data_dir)
     return await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "cascade_server.cli", "upload", str(directory), *args],
+        subprocess.run, [sys.executable, "-m", "cascade_tui.cli", "upload", str(directory), *args],
         env=env, capture_output=True, text=True, timeout=200,
     )
 

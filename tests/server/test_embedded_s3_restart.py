@@ -13,7 +13,7 @@ import httpx
 
 from cascade_server.traces import scanner as scanner_module
 from cascade_server.traces.embedded_s3 import rclone_binary
-from cascade_server.traces.s3 import S3Info, make_client
+from cascade_server.shared.s3_endpoint import S3Info, make_client
 from tests.helpers import free_port, wait_until
 
 from .test_serve_cli import start, startup_lines, stderr_of

@@ -23,7 +23,7 @@ def start(data_dir, port, **env):
     # stderr to a file: a pipe nobody reads could fill up and stall the server
     stderr = open(data_dir.parent / f"{data_dir.name}-{port}-{os.urandom(3).hex()}.stderr", "w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         env=environ, stdout=subprocess.PIPE, stderr=stderr, text=True,
     )
     proc.stderr_file = stderr
@@ -90,11 +90,11 @@ def test_serve_with_a_given_token_and_a_busy_port(tmp_path):
 
 
 def test_cascade_help_lists_commands():
-    out = subprocess.run([sys.executable, "-m", "cascade_server.cli", "--help"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0
     for command in ("up", "serve", "tui", "worker", "upload"):
         assert f"  {command}" in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "cascade_server.cli", "nope"], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown command 'nope'" in bad.stderr
 
 
@@ -105,7 +105,7 @@ def test_serve_says_when_the_parser_runs_its_python_loop(tmp_path):
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
     environ.update({"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port())})
     without_it = ("import sys; sys.modules['cascade_server._accelsim_merge'] = None; "
-                  "from cascade_server.cli import main; raise SystemExit(main(sys.argv[1:]))")
+                  "from cascade_tui.cli import main; raise SystemExit(main(sys.argv[1:]))")
     proc = subprocess.Popen(
         [sys.executable, "-c", without_it, "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")],
         env=environ, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

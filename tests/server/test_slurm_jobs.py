@@ -96,7 +96,7 @@ def test_cascade_serve_refuses_the_slurm_launcher_on_a_loopback_url(tmp_path):
     import sys
 
     env = {**os.environ, "CASCADE_LAUNCHER": "slurm", "CASCADE_DATA_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "cascade_server.cli", "serve"], env=env,
+    done = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "serve"], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "cascade serve: the slurm launcher needs CASCADE_PUBLIC_URL" in done.stderr

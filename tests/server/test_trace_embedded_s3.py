@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from cascade_server.settings import Settings
 from cascade_server.traces.embedded_s3 import DEMO_TRACE_IDS, EmbeddedS3Error, embedded_s3, upload_demo_traces
-from cascade_server.traces.s3 import S3Info, credentials_path, make_client, read_credentials_file
+from cascade_server.shared.s3_endpoint import S3Info, credentials_path, make_client, read_credentials_file
 
 from tests.helpers import free_port
 
@@ -79,7 +79,7 @@ async def test_cascade_upload_finds_the_embedded_endpoint_through_the_data_dir(t
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CASCADE_", "AWS_ACCESS", "AWS_SECRET"))}
         env["CASCADE_DATA_DIR"] = str(settings.data_dir)
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cascade_server.cli", "upload", str(directory), "--trace-id", "via-data-dir",
+            sys.executable, "-m", "cascade_tui.cli", "upload", str(directory), "--trace-id", "via-data-dir",
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         out, err = await proc.communicate()

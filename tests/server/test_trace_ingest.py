@@ -15,9 +15,9 @@ import pytest
 from cascade_server.shared.models import TraceDetail
 from cascade_server.settings import Settings
 from cascade_server.storage import Store
-from cascade_server.traces.s3 import S3Info
+from cascade_server.shared.s3_endpoint import S3Info
 from cascade_server.traces.scanner import TraceScanner
-from cascade_server.traces.kernels import parse_stats
+from cascade_server.shared.trace_kernels import parse_stats
 from .test_trace_helpers import SM70, sample_traceg, traceg_to_raw
 
 _buckets = itertools.count()

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from cascade_server.shared.models import KernelLaunch
-from cascade_server.traces.kernels import KernelStatsError, parse_stats, read_kernels
+from cascade_server.shared.trace_kernels import KernelStatsError, parse_stats, read_kernels
 from cascade_server.traces.postprocess import PostprocessError, main as postprocess_main, postprocess_trace
 
 from .test_trace_helpers import SM70, sample_traceg, traceg_to_raw

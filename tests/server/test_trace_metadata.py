@@ -13,8 +13,8 @@ from cascade_server.traces.completeness import (
     kernel_count,
     pending_files,
     split_key,
-    trace_id_problem,
 )
+from cascade_server.shared.upload_rules import trace_id_problem
 from cascade_server.traces.metadata import MetadataError, parse_metadata
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server import upload as upload_cmd
-from cascade_server.traces import uploader
+from cascade_tui.scripting import upload_command as upload_cmd
+from cascade_server.shared import trace_upload as uploader
 
 from tests.helpers import free_port
 
@@ -41,7 +41,7 @@ def env_for(s3, bucket: str, tmp_path: Path) -> dict[str, str]:
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "cascade_server.cli", "upload", *args],
+        [sys.executable, "-m", "cascade_tui.cli", "upload", *args],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
     )
 

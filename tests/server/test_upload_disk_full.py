@@ -12,8 +12,8 @@ import sys
 import pytest
 from botocore.exceptions import ClientError
 
-from cascade_server.traces.s3 import S3Info
-from cascade_server.upload import _describe_client_error
+from cascade_server.shared.s3_endpoint import S3Info
+from cascade_tui.scripting.upload_command import _describe_client_error
 from tests.helpers import small_tmpfs
 
 
@@ -36,7 +36,7 @@ def test_upload_to_a_full_endpoint_is_one_line_saying_the_bucket_refused_it(rclo
     env = {**os.environ, "CASCADE_S3_ENDPOINT": rclone_s3.endpoint, "CASCADE_S3_BUCKET": full_bucket,
            "AWS_ACCESS_KEY_ID": rclone_s3.access_key, "AWS_SECRET_ACCESS_KEY": rclone_s3.secret_key,
            "CASCADE_DATA_DIR": str(tmp_path / "data")}
-    done = subprocess.run([sys.executable, "-m", "cascade_server.cli", "upload", str(tmp_path / "trace"),
+    done = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "upload", str(tmp_path / "trace"),
                            "--trace-id", "too-big"], env=env, capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout) == (1, ""), done.stderr
     assert "Traceback" not in done.stderr

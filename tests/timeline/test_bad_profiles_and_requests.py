@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cascade_server import timeline_import
+from cascade_tui.scripting import timeline_command as timeline_import
 from cascade_server.shared.timeline.compare import compare
 from cascade_server.shared.timeline.kineto import parse_profile
 from cascade_server.shared.timeline.replay import simulate

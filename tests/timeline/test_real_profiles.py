@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cascade_server import timeline_import
+from cascade_tui.scripting import timeline_command as timeline_import
 from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
 from cascade_server.shared.timeline.compare import compare
 from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
@@ -131,7 +131,7 @@ def test_the_commands_chain_on_files(tmp_path):
     results.write_text(sim_results([k["dur"] * 1000.0 for k in kernels]).model_dump_json())
 
     def cascade(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "cascade_server.cli", *args], capture_output=True,
+        return subprocess.run([sys.executable, "-m", "cascade_tui.cli", *args], capture_output=True,
                               text=True, timeout=120)
 
     imported = cascade("timeline", "import", str(SAMPLED), str(trace_dir))

@@ -178,7 +178,7 @@ class ServeProcess:
         # Its own embedded S3 port, so servers of parallel tests never collide on the default.
         env.update({"CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port()), **self.env})
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cascade_server.cli", "serve", "--host", "127.0.0.1",
+            sys.executable, "-m", "cascade_tui.cli", "serve", "--host", "127.0.0.1",
             "--port", str(self.port), "--data-dir", str(self.data_dir),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=REPO)
         assert self.proc.stdout is not None

@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from cascade_tui.app import CascadeApp
-from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.screens.modals import ConfirmScreen, HelpScreen, help_text
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from cascade_tui.app import CascadeApp
-from cascade_tui.screens.lists import RunsScreen
+from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.modals import ConfirmScreen
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen

@@ -103,7 +103,8 @@ def test_the_runs_list_shows_how_long_a_run_took_or_has_run_so_far():
     from types import SimpleNamespace
 
     from cascade_tui.formatting import run_took
-    from cascade_tui.screens.lists import RunsScreen, run_time
+    from cascade_tui.run_rows import run_time
+    from cascade_tui.screens.runs_list import RunsScreen
 
     now = T0 + timedelta(hours=2)
     done = _run("succeeded", T0, finished=T0 + timedelta(seconds=252), started=T0 + timedelta(seconds=3))
@@ -132,7 +133,7 @@ def test_at_80_columns_the_runs_list_keeps_the_time_and_cuts_no_state(width):
     from types import SimpleNamespace
 
     from cascade_tui.columns import fit
-    from cascade_tui.screens.lists import RunsScreen
+    from cascade_tui.screens.runs_list import RunsScreen
 
     now = T0 + timedelta(days=3)
     runs = [_run("succeeded", T0, finished=T0 + timedelta(hours=26)),
@@ -149,4 +150,4 @@ def test_at_80_columns_the_runs_list_keeps_the_time_and_cuts_no_state(width):
         cells = dict(zip(widths, row))
         for title in ("run", "trace", "ok", "time"):
             assert len(cells[title]) <= kept[title], (title, cells[title])  # never cut
-    assert kept["sims"] >= len("replay · ")  # the marker whole
+    assert kept["sims"] >= len("stand-in: ")  # the mark whole

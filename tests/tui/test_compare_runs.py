@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cascade_tui import runcompare
 from cascade_tui.screens.compare_runs import CompareRunsScreen
-from cascade_tui.screens.lists import RunsScreen
+from cascade_tui.screens.runs_list import RunsScreen
 
 from .factories import kstat, run, sim
 from .helpers import recorded_log, screen_text, wait_until

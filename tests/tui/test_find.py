@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from textual.binding import Binding
 
-from cascade_tui import listview, simrows
-from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from cascade_tui import filter_sort, simrows
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.widgets.sim_table import SimTable
 
 from .factories import T0, sim
@@ -19,11 +20,11 @@ from .test_screen_fit_navigation_and_quit import TRACE, create_run, http, make_a
 def test_filter_words_all_match_case_ignored_and_sort_is_stable():
     items = ["run-1 tinyformer SM7_QV100 failed", "run-2 tinyformer SM75_RTX2060 active",
              "run-3 other SM75_RTX2060 failed"]
-    assert listview.shown(items, "sm75 FAILED", str) == [items[2]]
-    assert listview.shown(items, "", str) == items
-    by_trace = listview.shown(items, "", str, lambda s: s.split()[1])
+    assert filter_sort.shown(items, "sm75 FAILED", str) == [items[2]]
+    assert filter_sort.shown(items, "", str) == items
+    by_trace = filter_sort.shown(items, "", str, lambda s: s.split()[1])
     assert by_trace == [items[2], items[0], items[1]]  # equal traces keep the server's order
-    assert listview.next_column(None, 3) == 0 and listview.next_column(2, 3) is None
+    assert filter_sort.next_column(None, 3) == 0 and filter_sort.next_column(2, 3) is None
 
 
 def test_sims_state_filters_cycle_and_keep_what_they_say():

@@ -3,7 +3,8 @@ asked first, from the lists and the run screen, against a real server's routes."
 
 from __future__ import annotations
 
-from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.screens.modals import ConfirmScreen
 from cascade_tui.screens.run import RunScreen
 

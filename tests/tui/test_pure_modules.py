@@ -354,7 +354,7 @@ def test_one_config_names_no_fastest_and_identical_replicas_show_one_value():
 
 
 def test_run_progress_counts_succeeded_sims_so_a_cancelled_run_never_looks_done():
-    from cascade_tui.screens.lists import run_progress
+    from cascade_tui.run_rows import run_progress
 
     assert run_progress({"cancelled": 2}) == "0/2"
     assert run_progress({"succeeded": 1, "failed": 1}) == "1/2"
@@ -377,7 +377,7 @@ def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_one
 
 def test_traces_list_keeps_arch_before_note_and_drops_model_first():
     from cascade_tui.columns import fit
-    from cascade_tui.screens.lists import TracesScreen
+    from cascade_tui.screens.traces_list import TracesScreen
 
     titles = [c.title for c in TracesScreen.COLUMNS]
     row = ["tinyformer-step-sm70", "✔ ready", "tinyformer", "sm_70", "15", "1.2 MB", "3m",

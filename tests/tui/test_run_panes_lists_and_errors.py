@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from cascade_tui.screens.lists import FilterInput, RunsScreen
+from cascade_tui.screens.polled_table import FilterInput
+from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.modals import MessageScreen, help_text, screen_title
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen

@@ -20,7 +20,9 @@ from rich.style import Style
 from cascade_server.shared.models import RunEntry, RunSummary
 from cascade_tui.app import CascadeApp
 from cascade_tui.columns import fit
-from cascade_tui.screens.lists import PolledTable, RunsScreen, TracesScreen
+from cascade_tui.screens.polled_table import PolledTable
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.quit_outcome import QuitOutcome
 from cascade_tui.screens.modals import HelpScreen, MessageScreen, QuitScreen
 from cascade_tui.screens.run import RunScreen
@@ -260,8 +262,8 @@ def test_at_80_columns_the_runs_list_keeps_the_replay_and_sample_markers():
     assert widths[1] is not None and widths[1] >= len("tinyformer-step-sm70")
     assert widths[last] is not None
     # The marker and the first count whole (the rest of the column went to the run's `time`).
-    assert rows[0][last][0][:widths[last]].startswith("replay · 1 ")
-    assert rows[1][last][0][:widths[last]].startswith("sample · 1 ")
+    assert rows[0][last][0][:widths[last]].startswith("stand-in: 1 ")
+    assert rows[1][last][0][:widths[last]].startswith("sample: 1 ")
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from cascade_tui.app import CascadeApp
-from cascade_tui.screens.lists import RunsScreen
+from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.new_run import NewRunScreen
 from tests.conftest import TOKEN, ready_trace
 

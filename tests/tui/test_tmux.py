@@ -75,7 +75,7 @@ def base_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-CASCADE = f"{shlex.quote(sys.executable)} -m cascade_server.cli"
+CASCADE = f"{shlex.quote(sys.executable)} -m cascade_tui.cli"
 
 
 def test_cascade_up_starts_a_server_shows_the_sample_run_and_stops_it_on_quit(tmp_path):
@@ -83,7 +83,7 @@ def test_cascade_up_starts_a_server_shows_the_sample_run_and_stops_it_on_quit(tm
     tmux = Tmux(f"{CASCADE} up --url http://127.0.0.1:{port} --data-dir {tmp_path / 'data'}",
                 base_env(tmp_path))
     try:
-        screen = tmux.wait_for("sample run: results recorded elsewhere", timeout=90)
+        screen = tmux.wait_for("sample run: real Accel-Sim results", timeout=90)
         assert "Cascade · Runs" in screen and "✔ succeeded" in screen, screen
         assert port_open(port)
         token = (tmp_path / "data" / "token").read_text().strip()
@@ -110,7 +110,7 @@ def test_cascade_up_starts_a_server_shows_the_sample_run_and_stops_it_on_quit(tm
 def test_cascade_tui_with_a_wrong_token_says_so(tmp_path):
     port = free_port()
     serve = subprocess.Popen(
-        [sys.executable, "-m", "cascade_server.cli", "serve", "--port", str(port),
+        [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port),
          "--data-dir", str(tmp_path / "data")],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**{k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
@@ -140,7 +140,7 @@ def test_terminal_going_away_exits_the_ui_and_stops_the_server(tmp_path):
     tmux = Tmux(f"{CASCADE} up --url http://127.0.0.1:{port} --data-dir {tmp_path / 'data'}",
                 base_env(tmp_path))
     try:
-        tmux.wait_for("sample run: results recorded elsewhere", timeout=90)
+        tmux.wait_for("sample run: real Accel-Sim results", timeout=90)
         assert port_open(port)
     finally:
         tmux.kill()  # the terminal goes away: the UI gets SIGHUP

@@ -42,7 +42,7 @@ def test_cascade_up_starts_on_free_ports_when_the_defaults_are_taken(tmp_path):
         stack.enter_context(hold(DEFAULT_S3_PORT))
         tmux = Tmux(f"{CASCADE} up --data-dir {tmp_path / 'data'}", env, size=(160, 45))
         try:
-            screen = tmux.wait_for("sample run: results recorded elsewhere", timeout=90)
+            screen = tmux.wait_for("sample run: real Accel-Sim results", timeout=90)
             assert "Cascade · Runs" in screen
             credentials = (tmp_path / "data" / "s3-credentials.json").read_text()
             s3_port = int(re.search(r'"endpoint": "http://127.0.0.1:(\d+)"', credentials).group(1))

@@ -17,6 +17,6 @@ def ui_processes() -> list[int]:
             ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == os.getpid() and b"cascade_server.cli" in cmdline and b"tui" in cmdline:
+        if ppid == os.getpid() and b"cascade_tui.cli" in cmdline and b"tui" in cmdline:
             found.append(int(entry.name))
     return found

@@ -101,7 +101,7 @@ def test_the_worker_stays_light():
     import subprocess
     import sys
 
-    code = ("import sys, cascade_worker.cli, cascade_worker.runner; "
+    code = ("import sys, cascade_worker.cli, cascade_worker.sim_session; "
             "print(sorted(m for m in ('aiohttp', 'aiosqlite', 'boto3', 'textual', 'cascade_server.storage', "
             "'cascade_server.app') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

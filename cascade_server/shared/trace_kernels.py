@@ -9,9 +9,8 @@ import lzma
 import re
 from pathlib import Path
 
-from ..shared.models import KernelLaunch
-from ..trace_inputs import kernel_files
-from .grouping import TraceFormatError
+from .models import KernelLaunch
+from .trace_inputs import TraceFormatError, kernel_files
 
 
 class KernelStatsError(ValueError):

@@ -14,7 +14,8 @@ from typing import TextIO
 from cascade_server.shared.models import RunState, SimEvent, SimSummary, SnapshotEvent, run_state
 
 from ..client import CascadeClient
-from .views import progress_line, sims_text
+from ..run_rows import sims_text
+from .views import progress_line
 
 REDRAW_S = 0.25
 

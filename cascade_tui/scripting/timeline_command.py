@@ -11,12 +11,12 @@ import os
 import sys
 from pathlib import Path
 
-from .shared.demangle import demangle
-from .shared.cli_usage import OneLineErrorParser
-from .shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
-from .shared.timeline.importer import ImportResult, import_profile
-from .shared.timeline.kineto import DEFAULT_STEP_PATTERN, ProfileError, decode_profile
-from .traces.kernels import KernelStatsError, read_kernels
+from cascade_server.shared.cli_usage import OneLineErrorParser
+from cascade_server.shared.demangle import demangle
+from cascade_server.shared.timeline.importer import ImportResult, import_profile
+from cascade_server.shared.timeline.kineto import DEFAULT_STEP_PATTERN, ProfileError, decode_profile
+from cascade_server.shared.trace_kernels import KernelStatsError, read_kernels
+from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
 
 
 class ImportFailed(Exception):

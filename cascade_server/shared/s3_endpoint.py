@@ -8,10 +8,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ..settings import Settings
+from typing import Any, Protocol
 
 CREDENTIALS_FILE = "s3-credentials.json"
 
@@ -97,7 +94,18 @@ def _region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
-def resolve_s3_info(settings: Settings) -> S3Info | None:
+class S3Settings(Protocol):
+    """What `resolve_s3_info` reads of the settings: the server's, or `cascade upload`'s own."""
+
+    @property
+    def s3_endpoint(self) -> str | None: ...
+    @property
+    def s3_bucket(self) -> str: ...
+    @property
+    def data_dir(self) -> Path: ...
+
+
+def resolve_s3_info(settings: S3Settings) -> S3Info | None:
     """The bucket to use: `CASCADE_S3_ENDPOINT` (+ AWS_* credentials) when set, else the embedded
     endpoint recorded in the data dir; None when there is neither."""
     if settings.s3_endpoint:

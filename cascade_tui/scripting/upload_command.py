@@ -4,6 +4,9 @@ written last. The server registers, mirrors and processes it; this prints the id
 
 The endpoint comes from CASCADE_S3_ENDPOINT / CASCADE_S3_BUCKET and the usual AWS_* credentials,
 or else from the embedded endpoint `cascade serve` recorded in the data dir (CASCADE_DATA_DIR).
+
+A client-side command: it uses the server's rules from the shared room only (the upload rules, the
+trace layout, the bucket client), and boto3, which it alone of this package imports.
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .shared.cli_usage import OneLineErrorParser
-from .shared.trace_layout import TRACES_PREFIX
-from .traces.completeness import trace_id_problem
-from .traces.postprocess import layout_problem
-from .traces.s3 import S3Info, make_client, resolve_s3_info
-from .traces.uploader import (
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from cascade_server.shared.cli_usage import OneLineErrorParser
+from cascade_server.shared.s3_endpoint import S3Info, make_client, resolve_s3_info
+from cascade_server.shared.setting_errors import data_dir_problem, settings_problem_line
+from cascade_server.shared.trace_layout import TRACES_PREFIX
+from cascade_server.shared.upload_rules import layout_problem, trace_id_problem
+from cascade_server.shared.trace_upload import (
     LocalFile,
     arch_from_trace_headers,
     build_metadata,
@@ -30,7 +36,26 @@ from .traces.uploader import (
     upload_trace,
 )
 
+from ..local_server import default_data_dir
+
 _ARCH = re.compile(r"sm_\d{2,3}[a-z]?\Z")
+
+
+class UploadSettings(BaseSettings):
+    """The settings `cascade upload` reads, from the variables `cascade serve` reads them from."""
+
+    model_config = SettingsConfigDict(env_prefix="CASCADE_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    s3_endpoint: str | None = None
+    s3_bucket: str = "cascade"
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_can_be_a_directory(cls, path: Path) -> Path:
+        if problem := data_dir_problem(path):
+            raise ValueError(problem)
+        return path
 
 
 class UploadError(Exception):
@@ -99,14 +124,10 @@ def _mb(n: int) -> str:
 
 
 def _s3_info(args: argparse.Namespace) -> S3Info:
-    from pydantic import ValidationError
-
-    from .settings import Settings, settings_problem
-
     try:
-        settings = Settings()
+        settings = UploadSettings()
     except ValidationError as exc:
-        raise UploadError(f"invalid settings: {settings_problem(exc)}", 2) from None
+        raise UploadError(f"invalid settings: {settings_problem_line(UploadSettings, exc, {})}", 2) from None
     overrides = {k: v for k, v in {"s3_endpoint": args.endpoint, "s3_bucket": args.bucket}.items() if v}
     if overrides:
         settings = settings.model_copy(update=overrides)
@@ -174,8 +195,9 @@ def _describe_client_error(exc: Exception, info: S3Info, *, storing: bool = Fals
 
 
 def _import_profile(args: argparse.Namespace) -> None:
-    from .shared.timeline.kineto import DEFAULT_STEP_PATTERN
-    from .timeline_import import ImportFailed, run_import
+    from cascade_server.shared.timeline.kineto import DEFAULT_STEP_PATTERN
+
+    from .timeline_command import ImportFailed, run_import
 
     try:
         result = run_import(args.profile, args.directory, args.step_pattern or DEFAULT_STEP_PATTERN)

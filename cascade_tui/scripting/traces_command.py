@@ -13,7 +13,7 @@ from cascade_server.shared.models import TraceSummary, TraceState
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, identifier, new_parser, now, run_with_client, segment
 from .output import printable, render_table
-from .runs import add_list_arguments
+from .runs_command import add_list_arguments
 from .views import TRACE_COLUMNS, trace_records
 
 PROG = "cascade traces"

@@ -12,21 +12,23 @@ import pytest
 
 from cascade_server.shared.models import Comparison, ComparisonRow, SimState, SimSummary
 from cascade_tui.compare import trace_note
-from cascade_tui.commands.output import Column, printable, render, render_table
-from cascade_tui.commands.views import (
-    EntryError,
+from cascade_tui.scripting.output import Column, printable, render, render_table
+from cascade_tui.scripting.result_views import (
+    TOTAL_COLUMNS,
     comparison_columns,
     comparison_records,
+    ranking_sentence,
+    total_records,
+)
+from cascade_tui.scripting.views import (
+    EntryError,
     entries_text,
     parse_entries,
     progress_line,
     run_header,
-    ranking_sentence,
     sim_records,
-    sims_text,
-    total_records,
-    TOTAL_COLUMNS,
 )
+from cascade_tui.run_rows import sims_text
 from tests.tui import factories
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

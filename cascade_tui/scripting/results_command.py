@@ -16,7 +16,7 @@ import sys
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, identifier, new_parser, run_with_client, segment
 from .output import FORMATS, Column, printable, render
-from .views import (
+from .result_views import (
     KERNEL_COLUMNS,
     STAT_COLUMNS,
     TOTAL_COLUMNS,
@@ -24,10 +24,10 @@ from .views import (
     comparison_records,
     kernel_records,
     ranking_sentence,
-    stand_in_note,
     stat_records,
     total_records,
 )
+from .views import stand_in_note
 
 PROG = "cascade results"
 

@@ -7,8 +7,10 @@ import shlex
 import sys
 
 from cascade_server.shared.models import RunCreate, RunDetail
+from cascade_server.shared.run_actions import active_refusal
 
 from ..client import ApiError, CascadeClient
+from ..run_rows import sims_text
 from .common import (
     EXIT_CODES_HELP,
     EXIT_NOT_SUCCEEDED,
@@ -25,7 +27,7 @@ from .common import (
 )
 from .follow import wait_for_run
 from .output import printable, render_table
-from .views import SIM_COLUMNS, EntryError, parse_entries, run_header, sim_records, sims_text
+from .views import SIM_COLUMNS, EntryError, parse_entries, run_header, sim_records
 
 PROG = "cascade run"
 
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             except ApiError as exc:
                 if exc.status != 409:  # 409: the run is active (the server's detail names its HTTP route)
                     raise
-                raise CommandError(f"409: run {args.run_id} is active: cancel it first "
+                raise CommandError(f"409: {active_refusal(args.run_id)} "
                                    f"(cascade run cancel {shlex.quote(args.run_id)})", EXIT_SERVER) from None
             print(printable(f"deleted run {args.run_id}"), file=sys.stderr)
             return EXIT_OK

@@ -6,9 +6,11 @@ Pure: text in, names out."""
 
 from __future__ import annotations
 
-from .traces.grouping import TraceFormatError
-
 KERNELSLIST = "traces/kernelslist.g"
+
+
+class TraceFormatError(ValueError):
+    """A trace or kernelslist that cannot be post-processed; the message is one line."""
 
 
 def kernel_files(kernelslist: str) -> list[str]:

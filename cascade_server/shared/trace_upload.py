@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..shared.trace_layout import METADATA_NAME, TRACES_PREFIX
+from .trace_layout import METADATA_NAME, TRACES_PREFIX
 
 MULTIPART_THRESHOLD = 64 * 1024 * 1024
 MULTIPART_CHUNK = 16 * 1024 * 1024
