@@ -68,7 +68,8 @@ async def capture(out: Path, size: tuple[int, int], work: Path) -> list[Path]:
                         launcher="manual", samples=True)
     async with contextlib.AsyncExitStack() as stack:
         await start_s3(settings, stack)
-        runner = ApiRunner(create_app(settings), handler_cancellation=True, access_log=None, shutdown_timeout=2)
+        runner = ApiRunner(create_app(settings), handler_cancellation=True, access_log=None,
+                           shutdown_timeout=2)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         await web.TCPSite(runner, "127.0.0.1", settings.port).start()
