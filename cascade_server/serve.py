@@ -129,7 +129,7 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
             print(f"web: {settings.base_url}/ (the terminal UI in a browser)", flush=True)
         if not accelsim_log.NATIVE:
             print("parser: the Python block loop (installed without a C compiler and Python's "
-                  "headers: logs parse at about half speed; see the README)", flush=True)
+                  "headers: logs parse at about half speed; see docs/guides/cli.md)", flush=True)
         for line in s3_lines:
             print(line, flush=True)
         await stop.wait()

@@ -24,68 +24,182 @@ def default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
+    # Every field has a `description` (and, when its default depends on the machine, a `doc_default`):
+    # docs/gen_reference.py writes the configuration reference from them.
     model_config = SettingsConfigDict(env_prefix="CASCADE_", extra="ignore")
 
-    data_dir: Path = Field(default_factory=default_data_dir)
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=1, le=65535)
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        json_schema_extra={"doc_default": "`$XDG_DATA_HOME/cascade`"},
+        description="database (`cascade.db`), uploaded files, trace mirror, token",
+    )
+    host: str = Field(default="127.0.0.1", description="where `cascade serve` listens")
+    port: int = Field(default=8000, ge=1, le=65535, description="where `cascade serve` listens")
     # The token every client sends; generated and stored in data_dir/token when unset.
-    token: str | None = None
-    no_auth: bool = False
-    workspace: str | None = None
+    token: str | None = Field(
+        default=None,
+        description="the one bearer token of the app",
+        json_schema_extra={"doc_default": "generated, kept in `DATA_DIR/token` (0600)"},
+    )
+    no_auth: bool = Field(default=False, description="`1` turns auth off (local development)")
+    workspace: str | None = Field(default=None, description="a name reported by `/api/health`")
     # Serve the terminal UI in a browser at every path outside /api/ (`cascade serve --web`).
-    web: bool = False
+    web: bool = Field(
+        default=False,
+        description="`1` serves the UI in a browser at every path outside `/api/` (`cascade serve --web`)",
+    )
     # The URL workers use to reach this server; derived from host and port when unset.
-    public_url: str | None = None
+    public_url: str | None = Field(
+        default=None,
+        json_schema_extra={"doc_default": "`http://HOST:PORT`"},
+        description="the URL workers use to reach the server. The slurm launcher requires it, as the compute "
+        "nodes reach it: the server refuses to start the slurm launcher on a loopback URL "
+        "(`127.0.0.1`, `localhost`)",
+    )
 
-    heartbeat_timeout_s: float = 60.0
-    keepalive_s: float = 15.0
-    launcher: Literal["local", "manual", "slurm"] = "local"
-    local_slots: int = Field(default_factory=lambda: os.cpu_count() or 1)
+    heartbeat_timeout_s: float = Field(
+        default=60.0,
+        description="silence before a sim is `lost`; `failed` after 10 times that. Only silence the server "
+        "was running to hear counts: after a start, or a freeze (SIGSTOP, a suspended host), "
+        "every sim gets a full timeout again",
+    )
+    keepalive_s: float = Field(
+        default=15.0, description="seconds of silence on an event stream before a `: keepalive` comment"
+    )
+    launcher: Literal["local", "manual", "slurm"] = Field(
+        default="local",
+        description="`local` (worker subprocesses), `manual` (bring your own simulator) or `slurm` "
+        "(one Slurm job per sim; its `CASCADE_SLURM_*` settings are below)",
+    )
+    local_slots: int = Field(
+        default_factory=lambda: os.cpu_count() or 1,
+        json_schema_extra={"doc_default": "CPU count"},
+        description="sims the local launcher runs at once; the rest wait `pending`",
+    )
+    accelsim_dir: Path | None = Field(
+        default=None, description="an Accel-Sim checkout: its tested configs, and real simulation"
+    )
+    samples: bool = Field(
+        default=True, description="seed the sample trace and run, and upload the demo traces"
+    )
+    samples_dir: Path = Field(
+        default_factory=samples_dir,
+        json_schema_extra={"doc_default": "the package's own"},
+        description="the sample trace and run, demo traces, stand-in recordings and the "
+        "GPU configs used without Accel-Sim",
+    )
+    replay_speed: float | None = Field(
+        default=None,
+        json_schema_extra={"doc_default": "`1`"},
+        description="stand-in pacing (`10` replays ten times faster)",
+    )
+
+    # The slurm launcher (docs/guides/slurm.md).
     # What a Slurm job runs: `cascade worker` of this install by default; a cluster whose nodes
     # have their own install names theirs, e.g. `/opt/cascade/bin/cascade worker`.
-    worker_command: str | None = None
+    worker_command: str | None = Field(
+        default=None,
+        json_schema_extra={"doc_default": "this install's `cascade worker`"},
+        description='what a job runs, for nodes with their own install: `"/opt/cascade/bin/cascade worker"`',
+    )
+    slurm_partition: str | None = Field(
+        default=None,
+        description="`sbatch --partition`",
+        json_schema_extra={"doc_default": "the cluster's default"},
+    )
+    slurm_account: str | None = Field(default=None, description="`sbatch --account`")
+    slurm_time: str | None = Field(
+        default=None,
+        json_schema_extra={"doc_default": "the partition's"},
+        description="`sbatch --time`, per sim (e.g. `8:00:00`; Slurm rounds up to minutes)",
+    )
+    slurm_args: str = Field(
+        default="",
+        json_schema_extra={"doc_default": "none"},
+        description="more `sbatch` arguments, shell-quoted; they come last, so they win",
+    )
+    slurm_output_dir: Path | None = Field(
+        default=None,
+        json_schema_extra={"doc_default": "`DATA_DIR/slurm`"},
+        description="the jobs' stdout and stderr (`JOBID_N.out`, `.err`) and exit-status files "
+        "(`JOBID_N.exit`); "
+        "an absolute path that must exist on the nodes too",
+    )
+    slurm_local: bool = Field(
+        default=False,
+        description="`1`: the cluster is this host, so a loopback URL is fine "
+        "(a one-machine cluster, the tests)",
+    )
+    slurm_poll_s: float = Field(
+        default=5.0, ge=1.0, description="seconds between `squeue` calls (at least 1)"
+    )
 
-    # The slurm launcher (README, "Run on a Slurm cluster").
-    slurm_partition: str | None = None
-    slurm_account: str | None = None
-    slurm_time: str | None = None  # per sim, sbatch's --time (e.g. 4:00:00)
-    slurm_args: str = ""  # more sbatch arguments, shell-quoted: "--mem=8G --qos=long"
-    slurm_output_dir: Path | None = None  # the jobs' stdout/stderr; data_dir/slurm when unset
-    slurm_local: bool = False  # the cluster is this host: a loopback public URL is fine
-    slurm_poll_s: float = Field(default=5.0, ge=1.0)  # one squeue for all jobs this often
-    accelsim_dir: Path | None = None
-    samples: bool = True
-    samples_dir: Path = Field(default_factory=samples_dir)
-    replay_speed: float | None = None
+    s3_endpoint: str | None = Field(
+        default=None,
+        description="any S3 (AWS, MinIO, ...) holding traces",
+        json_schema_extra={"doc_default": "embedded `rclone serve s3` on `127.0.0.1:9020`"},
+    )
+    s3_bucket: str = Field(
+        default="cascade", description="the bucket scanned for `accelsim-traces/<trace_id>/`"
+    )
+    scan_interval_s: float = Field(default=2.0, description="seconds between two listings of the bucket")
+    s3_port: int = Field(
+        default=9020,
+        ge=1,
+        le=65535,
+        description="the port of the embedded `rclone serve s3` (used when `CASCADE_S3_ENDPOINT` "
+        "is unset), on 127.0.0.1",
+    )
+    trace_upload_timeout_s: float = Field(
+        default=600.0,
+        description="a trace whose `metadata.json` lists files that stay missing or short this long "
+        "(with no new upload activity) fails",
+    )
+    postprocess_max_ratio: float = Field(
+        default=500.0,
+        description="a compressed trace file may expand to this many times its size (or 16 MiB)",
+    )
+    postprocess_max_bytes: int = Field(
+        default=64 * 1024**3,
+        json_schema_extra={"doc_default": "`68719476736` (64 GiB)"},
+        description="what all compressed files of one trace may expand to",
+    )
+    postprocess_timeout_s: float = Field(
+        default=3600.0, description="how long post-processing one trace may take"
+    )
 
-    s3_endpoint: str | None = None
-    s3_bucket: str = "cascade"
-    scan_interval_s: float = 2.0
-    # The embedded `rclone serve s3` (used when s3_endpoint is unset) listens on 127.0.0.1:s3_port.
-    s3_port: int = Field(default=9020, ge=1, le=65535)
-    # A trace whose metadata.json lists files that stay missing or short this long fails.
-    trace_upload_timeout_s: float = 600.0
-    # Post-processing limits: a compressed trace file may expand to this many times its size, a
-    # trace's compressed files to this many bytes in all, and a trace may take this long.
-    postprocess_max_ratio: float = 500.0
-    postprocess_max_bytes: int = 64 * 1024**3
-    postprocess_timeout_s: float = 3600.0
+    # Half-sent requests must not hold connections for good.
+    header_timeout_s: float = Field(
+        default=30.0,
+        description="a connection that has not sent a whole request's headers this long after opening "
+        "(or after its last response, when idle) is closed",
+    )
+    body_timeout_s: float = Field(
+        default=60.0,
+        description="a request body that stops arriving for this long gets `408` "
+        "and the connection is closed",
+    )
+    sse_max_buffer_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        description="an event stream client this far behind "
+        "(16 MiB waiting) is disconnected, like one 2,000 events behind",
+    )
+    sse_send_timeout_s: float = Field(
+        default=30.0,
+        description="an event stream client that reads nothing for this long "
+        "while events wait is disconnected",
+    )
 
-    # A client must send a request's headers within header_timeout_s of connecting or of its
-    # previous response (an idle keep-alive connection closes then too), and never go silent for
-    # body_timeout_s while sending a body: half-sent requests must not hold connections for good.
-    header_timeout_s: float = 30.0
-    body_timeout_s: float = 60.0
-    # An event-stream subscriber that stops reading is disconnected once this much is waiting for
-    # it (on top of the 2,000-events rule), or once one write to it has waited this long.
-    sse_max_buffer_bytes: int = 16 * 1024 * 1024
-    sse_send_timeout_s: float = 30.0
-
-    # JSON bodies (log chunks, step timelines); uploaded files have their own limits below.
-    max_json_bytes: int = 32 * 1024 * 1024
-    max_file_bytes: int = 64 * 1024 * 1024
-    max_sim_files_bytes: int = 256 * 1024 * 1024
+    max_json_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        description="the largest JSON body (log chunks, step timelines) the server takes, in bytes",
+    )
+    max_file_bytes: int = Field(
+        default=64 * 1024 * 1024, description="the largest file a sim may upload, in bytes"
+    )
+    max_sim_files_bytes: int = Field(
+        default=256 * 1024 * 1024, description="what all files of one sim may hold, in bytes"
+    )
 
     @field_validator("data_dir")
     @classmethod
@@ -144,9 +258,11 @@ class Settings(BaseSettings):
             return None
         host = urlsplit(self.base_url).hostname or ""
         if not self.slurm_local and (host == "localhost" or _is_loopback(host)):
-            return (f"the slurm launcher needs CASCADE_PUBLIC_URL, the URL compute nodes reach this "
-                    f"server at (workers would call {self.base_url}, which is this host only); "
-                    f"set CASCADE_SLURM_LOCAL=1 if the cluster is this host")
+            return (
+                f"the slurm launcher needs CASCADE_PUBLIC_URL, the URL compute nodes reach this "
+                f"server at (workers would call {self.base_url}, which is this host only); "
+                f"set CASCADE_SLURM_LOCAL=1 if the cluster is this host"
+            )
         try:
             shlex.split(self.slurm_args)
             self.worker_argv()

@@ -80,12 +80,31 @@ def read_config_file(path: Path) -> dict[str, Any]:
 class TuiSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CASCADE_", extra="ignore")
 
-    url: str = Field(DEFAULT_URL, description="The app's base URL.")
-    token: SecretStr | None = Field(None, description="The app's bearer token.")
-    download_dir: Path = Field(default_factory=default_download_dir)
-    refresh_hz: float = Field(2.0, ge=0.5, le=4.0, description="Live tables redraw rate.")
-    log_max_lines: int = Field(200_000, ge=1_000, le=5_000_000)
-    config: Path | None = Field(None, description="The TOML config file to read.")
+    # Every field has a `description`: docs/gen_reference.py writes the configuration reference from them.
+    url: str = Field(default=DEFAULT_URL, description="the app's base URL")
+    token: SecretStr | None = Field(
+        default=None,
+        description="the app's bearer token (the `token:` line `cascade serve` printed); never shown",
+    )
+    download_dir: Path = Field(
+        default_factory=default_download_dir,
+        json_schema_extra={"doc_default": "`./cascade-downloads`"},
+        description="where the UI saves results, logs and files",
+    )
+    refresh_hz: float = Field(
+        default=2.0, ge=0.5, le=4.0, description="how often live tables redraw (0.5 to 4)"
+    )
+    log_max_lines: int = Field(
+        default=200_000,
+        ge=1_000,
+        le=5_000_000,
+        description="how many lines the log pane keeps; the full log is always one `L` away",
+    )
+    config: Path | None = Field(
+        default=None,
+        json_schema_extra={"doc_default": "`$XDG_CONFIG_HOME/cascade/tui.toml`"},
+        description="the TOML config file to read (a file holding a token must be mode 0600)",
+    )
 
     @field_validator("url")
     @classmethod
@@ -109,7 +128,9 @@ class TuiSettings(BaseSettings):
         # Never quote the token itself.
         secret = value.get_secret_value() if value else ""
         if secret and not (secret.isascii() and secret.isprintable() and " " not in secret):
-            raise ValueError("must be printable ASCII without spaces (the `token:` line `cascade serve` printed)")
+            raise ValueError(
+                "must be printable ASCII without spaces (the `token:` line `cascade serve` printed)"
+            )
         return value
 
     @classmethod

@@ -19,24 +19,71 @@ class Options(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CASCADE_", env_ignore_empty=True, extra="ignore",
                                       populate_by_name=True, frozen=True)
 
-    url: str
-    token: str | None = None
-    sim_id: str
-    gpu_config: str | None = None
-    trace_dir: Path | None = None
+    # Every field has a `description`: docs/gen_reference.py writes the configuration reference from them.
+    url: str = Field(description="the server's URL")
+    token: str | None = Field(default=None, description="the server's token")
+    sim_id: str = Field(description="the sim to run")
+    gpu_config: str | None = Field(default=None, description="the GPU config, e.g. `SM7_QV100`")
+    trace_dir: Path | None = Field(
+        default=None, description="the trace's directory, holding `traces/kernelslist.g`"
+    )
     # The trace's id: a node without trace_dir fetches the trace over the API (trace_fetch.py).
-    trace_id: str | None = None
-    accelsim_dir: Path | None = None
-    samples_dir: Path = DEFAULT_SAMPLES_DIR
+    trace_id: str | None = Field(
+        default=None,
+        description="the trace's id: fetched over the API into local scratch "
+        "(once per node) when `--trace-dir` is not on this host",
+    )
+    accelsim_dir: Path | None = Field(
+        default=None, description="an Accel-Sim checkout with a built `accel-sim.out`"
+    )
+    samples_dir: Path = Field(
+        default=DEFAULT_SAMPLES_DIR,
+        json_schema_extra={"doc_default": "the package's own"},
+        description="where the stand-in's recordings are",
+    )
     # Flags only (--replay LOG, --wall-seconds, --keep-scratch).
-    replay: Path | None = None
-    wall_seconds: float | None = None
-    keep_scratch: bool = False
-    speed: float = Field(1.0, gt=0, allow_inf_nan=False, validation_alias="CASCADE_REPLAY_SPEED")
-    scratch_parent: Path | None = Field(None, validation_alias="CASCADE_SCRATCH_DIR")
-    heartbeat_interval: float = Field(5.0, gt=0, allow_inf_nan=False, validation_alias="CASCADE_HEARTBEAT_INTERVAL_S")
-    kill_grace: float = Field(10.0, gt=0, allow_inf_nan=False, validation_alias="CASCADE_KILL_GRACE_S")
-    give_up_after: float = Field(6 * 3600.0, gt=0, allow_inf_nan=False, validation_alias="CASCADE_GIVE_UP_S")
+    replay: Path | None = Field(
+        default=None, description="replay this recorded log instead of simulating (`--replay LOG`)"
+    )
+    wall_seconds: float | None = Field(
+        default=None, description="the recorded run's wall time, for `--replay LOG`"
+    )
+    keep_scratch: bool = Field(default=False, description="keep the scratch directory")
+    speed: float = Field(
+        default=1.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_REPLAY_SPEED",
+        description="stand-in pacing: replay this many times faster than recorded",
+    )
+    scratch_parent: Path | None = Field(
+        default=None,
+        validation_alias="CASCADE_SCRATCH_DIR",
+        json_schema_extra={"doc_default": "system temp dir"},
+        description="parent of its scratch directory (simulator working dir, spool)",
+    )
+    heartbeat_interval: float = Field(
+        default=5.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_HEARTBEAT_INTERVAL_S",
+        description="seconds between `running` heartbeats",
+    )
+    kill_grace: float = Field(
+        default=10.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_KILL_GRACE_S",
+        description="seconds between SIGTERM and SIGKILL when a sim is stopped",
+    )
+    give_up_after: float = Field(
+        default=6 * 3600.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_GIVE_UP_S",
+        description="how long it keeps retrying an unreachable server (output waits in a "
+        "disk spool meanwhile)",
+    )
 
     @field_validator("url")
     @classmethod
@@ -48,11 +95,17 @@ class Options(BaseSettings):
 
 # How an operator names each setting in an error: the flag and the variable.
 NAMES = {
-    "url": "--url/CASCADE_URL", "sim_id": "--sim-id/CASCADE_SIM_ID", "token": "--token/CASCADE_TOKEN",
-    "gpu_config": "--gpu-config/CASCADE_GPU_CONFIG", "trace_dir": "--trace-dir/CASCADE_TRACE_DIR",
+    "url": "--url/CASCADE_URL",
+    "sim_id": "--sim-id/CASCADE_SIM_ID",
+    "token": "--token/CASCADE_TOKEN",
+    "gpu_config": "--gpu-config/CASCADE_GPU_CONFIG",
+    "trace_dir": "--trace-dir/CASCADE_TRACE_DIR",
     "trace_id": "--trace-id/CASCADE_TRACE_ID",
-    "accelsim_dir": "--accelsim-dir/CASCADE_ACCELSIM_DIR", "samples_dir": "--samples-dir/CASCADE_SAMPLES_DIR",
-    "speed": "--speed/CASCADE_REPLAY_SPEED", "CASCADE_REPLAY_SPEED": "--speed/CASCADE_REPLAY_SPEED",
-    "scratch_parent": "--scratch-dir/CASCADE_SCRATCH_DIR", "CASCADE_SCRATCH_DIR": "--scratch-dir/CASCADE_SCRATCH_DIR",
+    "accelsim_dir": "--accelsim-dir/CASCADE_ACCELSIM_DIR",
+    "samples_dir": "--samples-dir/CASCADE_SAMPLES_DIR",
+    "speed": "--speed/CASCADE_REPLAY_SPEED",
+    "CASCADE_REPLAY_SPEED": "--speed/CASCADE_REPLAY_SPEED",
+    "scratch_parent": "--scratch-dir/CASCADE_SCRATCH_DIR",
+    "CASCADE_SCRATCH_DIR": "--scratch-dir/CASCADE_SCRATCH_DIR",
     "wall_seconds": "--wall-seconds",
 }

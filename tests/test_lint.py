@@ -19,7 +19,7 @@ BIN = Path(sys.executable).parent
     [
         ["ruff", "check", "--quiet", "."],
         # tests/tui joins once its helpers are typed (the terminal UI's half of issue 9).
-        ["mypy", "cascade_server", "cascade_worker", "cascade_tui", "benchmarks", "tests"],
+        ["mypy", "cascade_server", "cascade_worker", "cascade_tui", "benchmarks", "tests", "docs"],
         ["lint-imports"],
     ],
     ids=["ruff", "mypy", "import-linter"],

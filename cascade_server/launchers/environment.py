@@ -17,7 +17,7 @@ SYSTEM_VARIABLES = frozenset({
     "LD_LIBRARY_PATH", "CUDA_INSTALL_PATH", "PYTHONPATH",
 })
 SYSTEM_PREFIXES = ("LC_",)
-# Worker settings (README, Configuration) an operator sets on the server for its workers.
+# Worker settings (docs/reference/configuration.md, The worker) an operator sets on the server for its workers.
 WORKER_SETTINGS = frozenset({
     "CASCADE_HEARTBEAT_INTERVAL_S", "CASCADE_KILL_GRACE_S", "CASCADE_GIVE_UP_S", "CASCADE_SCRATCH_DIR",
 })

@@ -46,7 +46,7 @@ class TracesScreen(PolledTable):
                ColumnSpec("kernels", 7, 7, 3), ColumnSpec("size", 8, 9, 2),
                ColumnSpec("age", 5, 6, 1), ColumnSpec("note", 16, 0, 0))
     HEADING = "Cascade · Traces"
-    EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see the README)."
+    EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see docs/guides/traces.md)."
 
     s3_problem: str | None = None  # the server's S3 endpoint failing (its health says why)
 

@@ -1,7 +1,7 @@
 """`cascade timeline import PROFILE TRACE_DIR`: real timing and the measured steps from a PyTorch
 profiler (Kineto) trace, written into the trace directory next to its metadata.json:
-`corrected_timeline.json`, `kernel_mapping.json` and `real_timing.json` (README, "Trace a
-workload"). The work is `cascade_server.shared.timeline.importer`; this reads and writes the files."""
+`corrected_timeline.json`, `kernel_mapping.json` and `real_timing.json` (docs/guides/timelines.md,
+"The three files"). The work is `cascade_server.shared.timeline.importer`; this reads and writes the files."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The files `cascade timeline import` writes next to a trace's `metadata.json`; any other
-profiler can write them too (the README's "Trace a workload" documents them). Times in ns."""
+profiler can write them too (docs/guides/timelines.md, "The three files", documents them). Times in ns."""
 
 from __future__ import annotations
 
