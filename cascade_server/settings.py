@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     slurm_output_dir: Path | None = None  # the jobs' stdout/stderr; data_dir/slurm when unset
     slurm_local: bool = False  # the cluster is this host: a loopback public URL is fine
     slurm_poll_s: float = Field(default=5.0, ge=1.0)  # one squeue for all jobs this often
+    # Folders every compute node mounts at the same path, ':'-separated: the slurm launcher runs a
+    # real simulator only from under one of them (cascade_server/simulator_watch.py).
+    slurm_shared_roots: str = ""
     accelsim_dir: Path | None = None
     samples: bool = True
     samples_dir: Path = Field(default_factory=samples_dir)
