@@ -34,7 +34,7 @@ def status_lines(info: SimulatorInfo | None) -> list[str]:
     if info.kind == "stand-in":
         lines = ["Sims run the stand-in: it replays recorded Accel-Sim logs, so their numbers describe",
                  "the recording, not your trace.", "",
-                 f"Press i to build the real Accel-Sim here (about 5 minutes on 2 cores; no CUDA needed),",
+                 "Press i to build the real Accel-Sim here (about 5 minutes on 2 cores; no CUDA needed),",
                  "or run `cascade simulator install` in a shell on the server's host."]
     else:
         source = ("installed by `cascade simulator install`" if info.kind == "installed"
