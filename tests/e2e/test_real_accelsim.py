@@ -1,0 +1,104 @@
+"""Real Accel-Sim through the product: `cascade simulator install` (reusing the build .ci/run
+made), then `cascade serve` and `cascade run start --wait` as a user runs them, with no
+LD_LIBRARY_PATH in the server's environment on a machine whose ld.so.conf lists another CUDA.
+Every kernel's cycles and instructions must equal the real logs in samples-real/runs/, which the
+same sources produced. Each demo sim is ~35 s of a core: one sim per demo trace, both at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.accelsim_build import install_into, plain_env, real_kernel_stats
+from tests.helpers import free_port
+
+pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(600)]
+
+# (trace, config): both demo traces, on two configs.
+RUNS = [("tinyformer-step-sm70", "SM7_TITANV"), ("tinyformer-step-sm75", "SM75_RTX2060")]
+
+
+def get(base: str, path: str, token: str):
+    request = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def wait_for(check, timeout: float, what: str, log: Path):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except OSError as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(0.5)
+    raise AssertionError(f"{what} not within {timeout} s (last: {last!r})\n{log.read_text()[-3000:]}")
+
+
+async def run_start_wait(trace: str, config: str, env: dict[str, str]) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cascade_server.cli", "run", "start", "--trace", trace, "--config", config,
+        "--wait", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def test_demo_traces_simulate_for_real_after_install(tmp_path: Path) -> None:
+    env = plain_env(tmp_path / "home")
+    data = tmp_path / "data"
+    installed = install_into(data, env)
+    assert installed.returncode == 0, installed.stderr
+    assert "smoke run passed" in installed.stdout
+
+    port, s3_port = free_port(), free_port()
+    serve_env = {**env, "CASCADE_DATA_DIR": str(data), "CASCADE_PORT": str(port),
+                 "CASCADE_S3_PORT": str(s3_port), "CASCADE_SCAN_INTERVAL_S": "0.5"}
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        serve = subprocess.Popen([sys.executable, "-m", "cascade_server.cli", "serve"], env=serve_env,
+                                 stdout=out, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        token = (data / "token").read_text().strip() if (data / "token").exists() else \
+            wait_for(lambda: (data / "token").exists() and (data / "token").read_text().strip(), 60, "token", log)
+        launcher = wait_for(lambda: get(base, "/api/launcher", token), 60, "the launcher", log)
+        simulator = launcher["simulator"]
+        assert simulator["kind"] == "installed" and simulator["smoke_passed"] is True, simulator
+        assert simulator["configs"] >= 5 and simulator["problem"] is None
+
+        def demo_ready():
+            traces = {t["id"]: t["state"] for t in get(base, "/api/traces", token)}
+            return all(traces.get(trace) == "ready" for trace, _ in RUNS)
+
+        wait_for(demo_ready, 180, "the demo traces ready", log)
+        client_env = {**env, "CASCADE_URL": base, "CASCADE_TOKEN": token}
+
+        async def both():
+            return await asyncio.gather(*(run_start_wait(t, c, client_env) for t, c in RUNS))
+
+        results = asyncio.run(both())
+        for (trace, config), (code, out, err) in zip(RUNS, results):
+            assert code == 0, f"{trace} on {config}: exit {code}\n{out}\n{err}\n{log.read_text()[-3000:]}"
+            assert "stand-in" not in out + err and "replay" not in out + err
+            run_id = out.strip().splitlines()[0]
+            run = get(base, f"/api/runs/{run_id}", token)
+            assert run["state"] == "succeeded" and run["replay"] is False, run
+            kernels = get(base, f"/api/runs/{run_id}/kernels", token)
+            got = [(k["gpu_sim_cycle"], k["gpu_sim_insn"]) for k in sorted(kernels, key=lambda k: k["kernel_index"])]
+            assert got == real_kernel_stats(config), f"{trace} on {config}"
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(timeout=60)
