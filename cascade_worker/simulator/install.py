@@ -23,6 +23,9 @@ from . import cuda_wheels, deps, layout, smoke, sources
 from .report import Reporter
 
 
+INTERMEDIATES = (Path("gpu-simulator/gpgpu-sim/build"), Path("gpu-simulator/build"))
+
+
 class InstallError(Exception):
     """The install stopped; the message (and `details`, one line each) say why."""
 
@@ -131,6 +134,10 @@ def _build(request: Request, framework: sources.Source, gpgpu_sim: sources.Sourc
         raise InstallError(f"the build failed after {make.elapsed(time.monotonic() - started)}: {exc}{hint}",
                            [*exc.errors, f"full log: {log_path}"]) from None
     report.progress(1.0, progress.done, progress.done, time.monotonic() - started)
+    # The object files (~380 MB) are not needed to run: accel-sim.out links gpgpu-sim statically
+    # and loads only libcudart.so from gpgpu-sim/lib. The smoke run below proves it.
+    for intermediate in INTERMEDIATES:
+        shutil.rmtree(accelsim / intermediate, ignore_errors=True)
     report.step(f"compiled in {make.elapsed(time.monotonic() - started)}; smoke run on {smoke.CONFIG}")
     result = smoke.run_smoke(accelsim, env)
     if not result.passed:

@@ -17,8 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.accelsim_build import install_into, plain_env, real_kernel_stats
+from cascade_worker.simulator import layout
+from tests.accelsim_build import (
+    finished_prefix, install_into, other_cuda_in_ld_so_conf, plain_env, real_kernel_stats,
+)
+from tests.conftest import ready_trace
+from tests.e2e.test_local_runs import create_run, finished_run
 from tests.helpers import free_port
+from tests.worker.fakes import make_trace_dir
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(600)]
 
@@ -102,3 +108,31 @@ def test_demo_traces_simulate_for_real_after_install(tmp_path: Path) -> None:
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=60)
+
+
+async def test_a_sim_that_dies_at_start_fails_with_the_loaders_line(make_server, tmp_path, monkeypatch):
+    """A real accel-sim.out whose library folder is missing: the worker has no libcudart to put
+    first, so the loader takes the machine's (another CUDA's, here) or none. The sim's error is
+    the loader's own line, not just `exited with status 127`."""
+    build = next(b for b in (finished_prefix() / "builds").iterdir() if layout.is_complete(b))
+    real = layout.accelsim_dir(build)
+    broken = tmp_path / "accel-sim-without-its-libs"
+    for part in ("gpu-simulator/bin", "gpu-simulator/configs", "gpu-simulator/gpgpu-sim/configs"):
+        (broken / part).parent.mkdir(parents=True, exist_ok=True)
+        (broken / part).symlink_to(real / part)
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
+    server = await make_server(launcher="local", local_slots=1, accelsim_dir=broken)
+    trace = ready_trace("one-kernel", kernels=1)
+    await server.store.put_trace(trace)
+    make_trace_dir(server.settings.traces_dir / trace.id)
+    async with server.client() as http:
+        run = await create_run(http, [("SM7_QV100", 1)], trace_id=trace.id)
+        assert run["replay"] is False
+        sim = (await finished_run(http, run["id"]))["sims"][0]
+    assert (sim["state"], sim["exit_code"]) == ("failed", 127)
+    if other_cuda_in_ld_so_conf():
+        assert sim["error"] == ("accel-sim.out: symbol lookup error: accel-sim.out: undefined symbol: "
+                                "_ZTI10shd_warp_t (exit status 127)")
+    else:
+        assert sim["error"].startswith("accel-sim.out: error while loading shared libraries: libcudart.so")
