@@ -86,6 +86,11 @@ def run_install(args: argparse.Namespace) -> int:
         for line in exc.details:
             print(f"  {line}", file=sys.stderr)
         return EXIT_FAILED
+    except OSError as exc:  # the data dir or prefix is unusable (a file on the path, no permission)
+        report.finish()
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"{PROG} install: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         report.finish()
         print(f"{PROG} install: interrupted; the partial build was removed and nothing was installed "

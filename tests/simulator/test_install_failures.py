@@ -148,3 +148,28 @@ def _pids_working_under(folder: Path) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def test_bad_input_gets_one_clear_line(tmp_path: Path) -> None:
+    env = plain_env(tmp_path / "home")
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    cases = {
+        ("simulator",): (2, "cascade simulator: say install or status (--help for usage)"),
+        ("simulator", "install", "--jobs", "0"): (2, "cascade simulator install: --jobs must be 1 or more (got 0)"),
+        ("simulator", "install", "--framework", "/nonexistent/fw.tar.gz", "--data-dir", tmp_path / "d"): (
+            1, "cascade simulator install: /nonexistent/fw.tar.gz: no such file or directory (give a .tar.gz of "
+               "accel-sim/accel-sim-framework or a checkout)"),
+        ("simulator", "install", "--data-dir", a_file / "data", "--prefix", a_file / "prefix"): (
+            1, f"cascade simulator install: cannot create {a_file / 'prefix'}: Not a directory"),
+    }
+    for args, (code, line) in cases.items():
+        result = cascade(*args, env=env)
+        assert (result.returncode, result.stderr.strip().splitlines()[-1]) == (code, line), args
+        assert "Traceback" not in result.stderr
+
+
+def test_status_json_is_what_the_api_reports(tmp_path: Path) -> None:
+    result = cascade("simulator", "status", "--json", "--data-dir", tmp_path / "data", env=plain_env(tmp_path))
+    assert result.returncode == 0
+    assert '"kind": "stand-in"' in result.stdout and "cascade simulator install" in result.stdout
