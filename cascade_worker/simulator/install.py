@@ -9,6 +9,7 @@ server never sees a half-built simulator: it only follows `simulator/current`, w
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import os
 import platform
@@ -58,7 +59,24 @@ def build_key(framework: sources.Source, gpgpu_sim: sources.Source) -> str:
 
 
 def install(request: Request, report: Reporter) -> Path:
-    """The finished build's folder; InstallError (or KeyboardInterrupt) otherwise."""
+    """The finished build's folder; InstallError (or KeyboardInterrupt) otherwise. One install
+    at a time per root: a second one waits, then finds the first one's build."""
+    root = request.root
+    try:
+        root.path.mkdir(parents=True, exist_ok=True)
+        lock = open(root.path / ".install.lock", "w")
+    except OSError as exc:
+        raise InstallError(f"cannot create {root.path}: {exc.strerror or exc}") from None
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            report.step(f"another install is running in {root.path}; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install(request, report)
+
+
+def _install(request: Request, report: Reporter) -> Path:
     try:
         framework = sources.resolve(sources.FRAMEWORK, request.framework)
         gpgpu_sim = sources.resolve(sources.GPGPU_SIM, request.gpgpu_sim)
@@ -80,7 +98,6 @@ def install(request: Request, report: Reporter) -> Path:
     if missing:
         _install_deps(missing, request, report)
     try:
-        root.path.mkdir(parents=True, exist_ok=True)
         root.logs.mkdir(exist_ok=True)
     except OSError as exc:
         raise InstallError(f"cannot create {root.path}: {exc.strerror or exc}") from None
