@@ -32,7 +32,8 @@ async def health(request: web.Request) -> web.Response:
 async def launcher_status(request: web.Request) -> web.Response:
     """Where new sims go and how busy that is now (an addition to the spec, behind the token:
     queue sizes are not for anyone who can reach the port)."""
-    return ok(request.app[RUNS_KEY].launcher.status())
+    runs = request.app[RUNS_KEY]
+    return ok(runs.launcher.status().model_copy(update={"simulator": runs.simulator.info()}))
 
 
 @routes.get("/api/traces")
@@ -52,6 +53,7 @@ async def get_trace(request: web.Request) -> web.Response:
 
 @routes.get("/api/gpu-configs")
 async def list_gpu_configs(request: web.Request) -> web.Response:
+    request.app[RUNS_KEY].simulator.refresh()  # an install since the last look brings its configs
     return ok(list(request.app[GPU_CONFIGS_KEY].values()))
 
 

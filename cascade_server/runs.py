@@ -7,11 +7,11 @@ import logging
 import shutil
 from collections import Counter
 
-from .gpu_configs import accelsim_installed
 from .http import ApiError
 from .launchers.base import Launcher, SimSpec
 from .shared.models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
 from .settings import Settings
+from .simulator_watch import SimulatorWatch
 from .storage import NotFound, Store
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ class RunService:
     def __init__(self, store: Store, settings: Settings, configs: dict[str, GpuConfig], launcher: Launcher) -> None:
         self.store, self.settings, self.configs, self.launcher = store, settings, configs, launcher
         self._tasks: set[asyncio.Task] = set()
+        self.simulator = SimulatorWatch(settings, configs)
 
     def sim_spec(self, sim: SimSummary, trace_id: str) -> SimSpec:
         settings = self.settings
@@ -56,8 +57,9 @@ class RunService:
         }
         if settings.launcher == "slurm":  # a node without the server's filesystem fetches it by id
             env["CASCADE_TRACE_ID"] = trace_id
-        if settings.accelsim_dir is not None:
-            env["CASCADE_ACCELSIM_DIR"] = str(settings.accelsim_dir)
+        accelsim = self.simulator.accelsim_dir()
+        if accelsim is not None:
+            env["CASCADE_ACCELSIM_DIR"] = str(accelsim)
         if settings.replay_speed is not None:
             env["CASCADE_REPLAY_SPEED"] = str(settings.replay_speed)
         return SimSpec(sim_id=sim.id, run_id=sim.run_id, gpu_config=sim.gpu_config,
@@ -71,6 +73,9 @@ class RunService:
             raise ApiError(409, f"trace {trace.id} is a sample, which has no instruction traces to simulate")
         if trace.state != "ready":
             raise ApiError(409, f"trace {trace.id} is {trace.state}, not ready")
+        self.simulator.refresh()  # an install since the last run brings its configs
+        if problem := self.simulator.slurm_problem():
+            raise ApiError(409, problem)
         seen: set[str] = set()
         for entry in body.entries:
             config = self.configs.get(entry.gpu_config)
@@ -86,7 +91,7 @@ class RunService:
             seen.add(entry.gpu_config)
         # Workers we start (local or Slurm) without Accel-Sim run the stand-in: say so on the run (`replay`), so no
         # one takes its numbers for a simulation of this trace.
-        stand_in = self.settings.launcher in ("local", "slurm") and not accelsim_installed(self.settings.accelsim_dir)
+        stand_in = self.settings.launcher in ("local", "slurm") and not self.simulator.real()
         run = await self.store.create_run(trace, body.entries, self.configs, replay=stand_in)
         self._background(self._submit([self.sim_spec(sim, trace.id) for sim in run.sims]))
         return run

@@ -77,7 +77,9 @@ class Settings(BaseSettings):
         description="sims the local launcher runs at once; the rest wait `pending`",
     )
     accelsim_dir: Path | None = Field(
-        default=None, description="an Accel-Sim checkout: its tested configs, and real simulation"
+        default=None,
+        description="an Accel-Sim checkout: its tested configs, and real simulation; wins over a "
+        "build `cascade simulator install` made",
     )
     samples: bool = Field(
         default=True, description="seed the sample trace and run, and upload the demo traces"
@@ -132,6 +134,13 @@ class Settings(BaseSettings):
     )
     slurm_poll_s: float = Field(
         default=5.0, ge=1.0, description="seconds between `squeue` calls (at least 1)"
+    )
+    # The slurm launcher runs a real simulator only from under one of these (simulator_watch.py).
+    slurm_shared_roots: str = Field(
+        default="",
+        description="folders every compute node mounts at the same path, `:`-separated: the slurm "
+        "launcher runs an installed simulator only from under one of them (install it there with "
+        "`cascade simulator install --prefix`)",
     )
 
     s3_endpoint: str | None = Field(

@@ -66,6 +66,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         Binding("t", "goto('traces')", "Traces list", show=False, id="app.traces"),
         Binding("r", "goto('runs')", "Runs list", show=False, id="app.runs"),
         Binding("ctrl+p", "command_palette", "Commands", show=False, id="app.commands"),
+        # The simulator screen: which simulator runs, and installing the real Accel-Sim.
+        Binding("A", "simulator", "Accel-Sim simulator: status and install", show=False, id="app.simulator"),
     ]
 
     def __init__(
@@ -129,6 +131,12 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
             self.switch_mode(mode)
         while len(self.screen_stack) > 1 and not isinstance(self.screen, (RunsScreen, TracesScreen)):
             self.pop_screen()
+
+    def action_simulator(self) -> None:
+        from .screens.simulator import SimulatorScreen
+
+        if self.is_connected and not isinstance(self.screen, SimulatorScreen):
+            self.push_screen(SimulatorScreen(self.services))
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("cascade_tui.scripting.runs_command", "list the runs"),
     "run": ("cascade_tui.scripting.run_command", "start, follow, show, cancel, re-run, retry or delete a run"),
     "results": ("cascade_tui.scripting.results_command", "a run's results: totals, kernels or comparison"),
+    "simulator": ("cascade_worker.simulator.cli", "install the real Accel-Sim, or say which simulator is used"),
     "agent-prompt": ("cascade_server.agent_prompt", "print the prompt that lets an AI agent work this app"),
 }
 

@@ -81,3 +81,18 @@ def local_server(url: str, url_given: bool, token: str | None,
     if recorded and recorded.rstrip("/") != url and health(recorded) is not None:
         url = recorded.rstrip("/")
     return url, token or read_token_file(data)
+
+
+def stand_in_hint(url: str, token: str | None, timeout: float = 3.0) -> str | None:
+    """The one line `cascade up` says when the server runs the stand-in: how to get the real
+    simulator. None when it runs a real one, or cannot say."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        body = httpx.get(f"{url}/api/launcher", headers=headers, timeout=timeout).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    simulator = body.get("simulator") if isinstance(body, dict) else None
+    if not isinstance(simulator, dict) or simulator.get("kind") != "stand-in":
+        return None
+    return ("sims run the stand-in (recorded numbers, not your trace): for real Accel-Sim run "
+            "`cascade simulator install` (about 5 minutes, no CUDA needed) or press A in the UI")

@@ -22,7 +22,9 @@ from cascade_server.shared.cli_usage import OneLineErrorParser
 from cascade_server.shared.setting_errors import data_dir_problem
 
 from .tui_command import add_ui_arguments, run_app, settings_from
-from .local_server import default_data_dir, forget_url, health, local_server, read_token_file, record_url
+from .local_server import (
+    default_data_dir, forget_url, health, local_server, read_token_file, record_url, stand_in_hint,
+)
 from .ports import choose_free_ports
 from .serve_log import cause_from_log
 from .config import DEFAULT_URL, ConfigError
@@ -224,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             guard.protect(server.process.pid)  # its own session: the group is serve + rclone
             say(f"cascade up: started `cascade serve` at {server.url} (log: {server.log_path})")
         guard.start()
+        if server.data_dir is not None:  # the UI's install (A) builds for this server's data dir
+            os.environ["CASCADE_DATA_DIR"] = str(server.data_dir)
+        if hint := stand_in_hint(server.url, server.token):
+            say(f"cascade up: {hint}")
         settings = settings_from(args, url=server.url, token=server.token)
         code, outcome = run_app(settings, guard, open_run=args.run)
         return code

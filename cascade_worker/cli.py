@@ -23,6 +23,7 @@ from . import accelsim, replay
 from .client import SimClient
 from .sim_session import Worker, WorkerPlan, make_scratch
 from .settings import NAMES, Options
+from .simulator.layout import lib_dir_of
 from .trace_fetch import FetchError, NodeTrace, cache_root, has_trace
 
 log = logging.getLogger("cascade_worker")
@@ -128,6 +129,9 @@ async def run(options: Options) -> int:
                     options = options.model_copy(update={"trace_dir": local})
                     plan.trace_dir = local  # with the step-timeline files, when the trace has them
                 plan.argv = simulator_argv(options, plan.run_dir)
+                if options.replay is None and accelsim.is_installed(options.accelsim_dir):
+                    assert options.accelsim_dir is not None
+                    plan.library_dir = lib_dir_of(options.accelsim_dir)
             except (accelsim.SetupError, replay.RecordingError, FetchError) as exc:
                 code = await worker.report_setup_failure(str(exc))
                 if not options.keep_scratch:

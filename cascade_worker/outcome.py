@@ -17,6 +17,14 @@ _DEADLOCK = re.compile(r"deadlock detected")
 _ASSERTION = re.compile(r"Assertion [`'\"]?(?P<expr>.*?)[`'\"]? failed")
 _UNSUPPORTED_BINARY = re.compile(r"unsupported binary version: ?(?P<version>-?\d+)?")
 _UNDEFINED_INSTRUCTION = re.compile(r"ERROR:\s+undefined instruction : (?P<opcode>\S+)")
+# Before the first kernel, a failing simulator (or the loader starting it) usually says why in
+# one line: `symbol lookup error: … undefined symbol: …`, `error while loading shared libraries`,
+# `GPGPU-Sim: ERROR …`, a config option it does not know. That line is the sim's error.
+_EARLY_ERROR = re.compile(
+    r"error|cannot |can't |not found|undefined symbol|No such file|Segmentation fault|Aborted|terminate called"
+    r"|Unknown option|not supported", re.IGNORECASE)
+_FIRST_KERNEL = "launching kernel name:"
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s:/]+/)+([^\s:/]+)")
 
 MAX_REASON_CHARS = 200
 
@@ -30,11 +38,18 @@ class OutputMarkers:
     assertion: str | None = None
     unsupported_binary: str | None = None
     undefined_instruction: str | None = None
+    kernel_started: bool = False
+    early_error: str | None = None  # the first error-like line before the first kernel
 
     def feed(self, line: str) -> None:
         if line.startswith(EXIT_LINE):
             self.exit_line = True
             return
+        if not self.kernel_started:
+            if line.startswith(_FIRST_KERNEL):
+                self.kernel_started = True
+            elif self.early_error is None and _EARLY_ERROR.search(line):
+                self.early_error = _ABSOLUTE_PATH.sub(r"\1", line.strip())
         if self.deadlock is False and _DEADLOCK.search(line):
             self.deadlock = True
         if self.assertion is None and (match := _ASSERTION.search(line)):
@@ -79,6 +94,9 @@ def classify(returncode: int, markers: OutputMarkers) -> Outcome:
         return Outcome("failed", _shorten(f"undefined instruction {markers.undefined_instruction}"))
     if markers.unsupported_binary is not None:
         return Outcome("failed", f"unsupported binary version {markers.unsupported_binary}")
+    if markers.early_error is not None and returncode != 0:
+        how = f"killed by {signal_name(-returncode)}" if returncode < 0 else f"exit status {returncode}"
+        return Outcome("failed", _shorten(f"{markers.early_error} ({how})"))
     if returncode < 0:
         return Outcome("failed", f"killed by {signal_name(-returncode)}")
     if returncode > 128 and returncode - 128 in _signal_numbers():

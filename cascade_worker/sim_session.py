@@ -59,6 +59,7 @@ class WorkerPlan:
     give_up_after: float = 6 * 3600.0
     keep_scratch: bool = False
     trace_dir: Path | None = None  # for the step timeline, when the trace has one
+    library_dir: Path | None = None  # real mode: the simulator's own libcudart folder, first on LD_LIBRARY_PATH
 
 
 def make_scratch(sim_id: str, parent: Path | None) -> Path:
@@ -101,7 +102,7 @@ class Worker:
             loop.add_signal_handler(signum, self.request_stop, f"worker stopped by {signal.Signals(signum).name}", EXIT_SIGNAL)
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *self.plan.argv, cwd=self.plan.run_dir, env=simulator_environment(os.environ),
+                *self.plan.argv, cwd=self.plan.run_dir, env=simulator_environment(os.environ, self.plan.library_dir),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
             )

@@ -194,6 +194,23 @@ class RunSummary(Model):
     finished_at: datetime | None = None
 
 
+class SimulatorInfo(Model):
+    """Which simulator new sims run (in `GET /api/launcher` and `cascade simulator status`)."""
+
+    kind: Literal["stand-in", "installed", "accelsim-dir"] = Field(
+        description="stand-in: the replay of a recording; installed: built by `cascade simulator install`; "
+        "accelsim-dir: the checkout CASCADE_ACCELSIM_DIR names.")
+    path: str | None = Field(default=None, description="The Accel-Sim tree (null for the stand-in).")
+    framework_commit: str | None = None
+    gpgpu_sim_commit: str | None = None
+    built_at: str | None = Field(default=None, description="installed: when it was built (ISO 8601, UTC).")
+    configs: int = Field(default=0, description="GPU configs this simulator has.")
+    smoke_passed: bool | None = Field(default=None, description="installed: its smoke run passed; null when unknown.")
+    smoke_detail: str | None = None
+    problem: str | None = Field(default=None, description="Why real sims cannot run from it here, or null.")
+    hint: str | None = Field(default=None, description="What to do to simulate for real, or null.")
+
+
 class LauncherStatus(Model):
     """`GET /api/launcher` (not in the spec, an addition): where new sims go and how busy it is
     now, so a client can say how many of a new run's sims start at once and how many wait."""
@@ -203,6 +220,7 @@ class LauncherStatus(Model):
     running: int = Field(default=0, description="local: workers running now; slurm: Cascade's jobs Slurm runs now.")
     queued: int = Field(default=0, description="local: sims waiting for a slot; slurm: Cascade's jobs waiting in Slurm's queue.")
     partition: str | None = Field(default=None, description="slurm: the partition jobs go to (null: the cluster's default).")
+    simulator: SimulatorInfo | None = Field(default=None, description="Which simulator new sims run.")
 
 
 class RunDetail(RunSummary):

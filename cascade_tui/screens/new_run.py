@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 from cascade_server.shared.models import MAX_ENTRY_COUNT, GpuConfig, LauncherStatus, RunCreate, RunEntry, TraceSummary
 
 from ..capacity import start_plan
+from ..simulator_view import simulator_line
 from ..client import ApiError
 from ..formatting import human_bytes, plural
 from ..messages import OpenRun, ReportsWorkerErrors
@@ -176,7 +177,9 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         if self.launching or self.launched_run:
             return
         total = sum(e.count for e in entries_from(self.counts))
-        self.query_one("#new-run-plan", Static).update(start_plan(self.launcher, total))
+        sim_line = simulator_line(self.launcher.simulator if self.launcher else None)
+        plan = start_plan(self.launcher, total)
+        self.query_one("#new-run-plan", Static).update("\n".join(t for t in (plan, sim_line) if t))
 
     def _highlighted_config(self) -> str | None:
         options = self.query_one("#configs", OptionList)

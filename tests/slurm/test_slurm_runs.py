@@ -85,6 +85,7 @@ async def test_queued_sims_show_slurm_reason_and_cancel_empties_the_queue(make_s
         sims = await wait_until(split, 60)
         # What the New run screen says of the next run: Cascade's jobs, running and queued.
         status = (await http.get("/api/launcher")).json()
+        assert status.pop("simulator")["kind"] == "stand-in"
         assert status == {"name": "slurm", "slots": None, "running": 8, "queued": 2, "partition": None}
         refs = {s["launcher_ref"] for s in sims}
         assert all(ref.startswith(sims[0]["launcher_ref"].split("_")[0] + "_") for ref in refs)

@@ -53,7 +53,14 @@ def test_signals_by_name():
 
 
 def test_plain_nonzero_status():
-    assert classify(1, markers("GPGPU-Sim ** ERROR: Cannot open config file 'x'")).error == "exited with status 1"
+    assert classify(1, markers("GPGPU-Sim uArch: performance model initialization complete.")).error == \
+        "exited with status 1"
+
+
+def test_an_error_line_before_the_first_kernel_is_the_reason():
+    # Issue 18: the simulator's own first error line, not just the status.
+    assert classify(1, markers("GPGPU-Sim ** ERROR: Cannot open config file 'x'")).error == \
+        "GPGPU-Sim ** ERROR: Cannot open config file 'x' (exit status 1)"
 
 
 def test_long_reasons_are_cut():

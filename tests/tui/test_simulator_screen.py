@@ -1,0 +1,57 @@
+"""The simulator screen against a real server: `A` (or its command palette entry) says which
+simulator runs; on the stand-in, `i` runs `cascade simulator install` with its output in the
+screen, and the server then reports the real build."""
+
+from __future__ import annotations
+
+import pytest
+
+from cascade_tui.app import CascadeApp
+from cascade_tui.screens.simulator import SimulatorScreen
+from tests.accelsim_build import finished_prefix, source_tarballs
+from tests.conftest import TOKEN
+
+from .helpers import screen_text, tui_settings, wait_for_text, wait_until
+
+
+async def open_simulator_screen(pilot) -> None:
+    await wait_for_text(pilot, "Runs")
+    await pilot.press("A")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SimulatorScreen), "the simulator screen")
+
+
+async def test_the_stand_in_says_how_to_get_the_real_simulator(make_server, tmp_path):
+    server = await make_server()
+    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    async with app.run_test(size=(110, 30)) as pilot:
+        await open_simulator_screen(pilot)
+        text = await wait_for_text(pilot, "Sims run the stand-in")
+        assert "Press i to build the real Accel-Sim here" in text
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Install real Accel-Sim" in commands
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, SimulatorScreen), "back")
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Accel-Sim simulator: status and install" in commands
+
+
+@pytest.mark.accelsim
+@pytest.mark.timeout(300)
+async def test_i_installs_the_real_simulator_for_the_servers_data_dir(make_server, tmp_path, monkeypatch):
+    prefix = finished_prefix()
+    framework, gpgpu_sim = source_tarballs()
+    server = await make_server()
+    # What `cascade up` sets for the UI it opens, and the sources of a machine without GitHub.
+    monkeypatch.setenv("CASCADE_DATA_DIR", str(server.settings.data_dir))
+    monkeypatch.setenv("CASCADE_SIMULATOR_PREFIX", str(prefix))
+    monkeypatch.setenv("CASCADE_SIMULATOR_FRAMEWORK", str(framework))
+    monkeypatch.setenv("CASCADE_SIMULATOR_GPGPU_SIM", str(gpgpu_sim))
+    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    async with app.run_test(size=(110, 30)) as pilot:
+        await open_simulator_screen(pilot)
+        await wait_for_text(pilot, "Sims run the stand-in")
+        await pilot.press("i")
+        await wait_for_text(pilot, "Installed: the next run simulates for real.", timeout=120)
+        text = await wait_for_text(pilot, "Sims run real Accel-Sim, installed by `cascade simulator install`.")
+        assert "smoke run  passed" in text and "smoke run passed" in screen_text(app)
+        assert isinstance(app.screen, SimulatorScreen) and app.screen.outcome == "installed"
