@@ -78,7 +78,10 @@ async def _wait_until_serving(proc: asyncio.subprocess.Process, port: int, log_p
     deadline = loop.time() + START_TIMEOUT_S
     while True:
         if proc.returncode is not None:
-            raise EmbeddedS3Error(f"rclone serve s3 exited with code {proc.returncode}: {_last_log_line(log_path)}")
+            # Worded as when a running one dies (Supervisor): one that dies while starting is the same
+            # event to an operator; its log's last line says why only when it exited on its own.
+            why = f"rclone (pid {proc.pid}) exited, {exit_status(proc.returncode)}"
+            raise EmbeddedS3Error(why if proc.returncode < 0 else f"{why}: {_last_log_line(log_path)}")
         if await _listening(port) and proc.returncode is None:
             return
         if loop.time() > deadline:

@@ -206,8 +206,19 @@ def _os_problem(exc: OSError, root: Path) -> str:
     return f"the build stopped: {exc.strerror or exc}{where}. Nothing was installed"
 
 
+def _disk_full(root: Path) -> bool:
+    """Whether the disk holding `root` has next to nothing left: compilers and assemblers each say
+    so in their own words ("No space left on device", "can't write 3886 bytes to section"), so
+    ask the file system rather than read every tool's message."""
+    try:
+        usage = shutil.disk_usage(root)
+    except OSError:
+        return False
+    return usage.free < max(4 << 20, usage.total // 200)  # under 4 MB or 0.5 % left
+
+
 def _disk_hint(errors: list[str], root: Path) -> str:
-    if any("No space left on device" in line for line in errors):
+    if any("No space left on device" in line for line in errors) or _disk_full(root):
         return (f"; the disk holding {root} is full: a build needs about 600 MB (free some space or use "
                 "--prefix DIR). Nothing was installed")
     return ". Nothing was installed"

@@ -19,7 +19,8 @@ from cascade_worker.simulator import deps, layout, sources
 from tests.accelsim_build import PREFIX, cascade, plain_env, require_build_packages, source_tarballs
 from tests.helpers import small_tmpfs
 
-pytestmark = pytest.mark.timeout(300)
+# Each test runs the real installer (some a real build of a minute or more): not the fast lane.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def assert_nothing_installed(data: Path, prefix: Path, env: dict[str, str]) -> None:
