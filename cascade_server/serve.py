@@ -22,7 +22,7 @@ from .dbfile import corrupt_database_message, database_problem
 from .faults import is_corrupt_database
 from .runner import ApiRunner
 from .shared.cli_usage import OneLineErrorParser
-from .settings import Settings, settings_problem
+from .settings import Settings, TokenError, settings_problem, stored_token
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .traces.s3 import resolve_s3_info
 
@@ -148,6 +148,12 @@ def main(argv: list[str]) -> int:
         settings = build_settings(args)
     except ValidationError as exc:  # before anything starts: no rclone, no database yet
         print(f"cascade serve: invalid settings: {settings_problem(exc)}", file=sys.stderr)
+        return 2
+    try:
+        if not settings.no_auth and not settings.token:
+            stored_token(settings.data_dir)
+    except (TokenError, OSError) as exc:
+        print(f"cascade serve: {exc}", file=sys.stderr)
         return 2
     problem = settings.launcher_problem()
     if problem:

@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .shared.packaged import samples_dir
-from .shared.setting_errors import data_dir_problem, range_problem
+from .shared.setting_errors import data_dir_problem, range_problem, token_problem
 
 
 def default_data_dir() -> Path:
@@ -96,6 +96,14 @@ class Settings(BaseSettings):
             raise ValueError(problem)
         return path
 
+    @field_validator("token")
+    @classmethod
+    def _token_fits_a_header(cls, token: str | None) -> str | None:
+        # Refused at start: the server would run, then answer 401 to every client.
+        if token is not None and (problem := token_problem(token)):
+            raise ValueError(problem)
+        return token
+
     @property
     def monitor_interval_s(self) -> float:
         """How often the heartbeat monitor looks: often enough to honour short test timeouts."""
@@ -148,11 +156,13 @@ class Settings(BaseSettings):
                     f"server at (workers would call {self.base_url}, which is this host only); "
                     f"set CASCADE_SLURM_LOCAL=1 if the cluster is this host")
         try:
-            shlex.split(self.slurm_args)
+            extra = shlex.split(self.slurm_args)
             self.worker_argv()
         except ValueError as exc:
             return f"CASCADE_SLURM_ARGS or CASCADE_WORKER_COMMAND cannot be split like a shell would: {exc}"
-        return None
+        from .launchers.slurm_jobs import reserved_option_problem
+
+        return reserved_option_problem(extra)
 
     @property
     def base_url(self) -> str:
@@ -186,15 +196,29 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def load_or_create_token(data_dir: Path) -> str:
-    """The app's token, generated once and kept in `data_dir/token` (mode 0600)."""
+class TokenError(ValueError):
+    """The token file holds a token no client can send; the message is one line."""
+
+
+def stored_token(data_dir: Path) -> str | None:
+    """The token kept in `data_dir/token`, None when there is none; TokenError when no client
+    could send it (checked at start: otherwise every request would be refused)."""
     path = data_dir / "token"
     try:
         token = path.read_text().strip()
-        if token:
-            return token
     except FileNotFoundError:
-        pass
+        return None
+    if token and (problem := token_problem(token)):
+        raise TokenError(f"the token in {path}: {problem}")
+    return token or None
+
+
+def load_or_create_token(data_dir: Path) -> str:
+    """The app's token, generated once and kept in `data_dir/token` (mode 0600)."""
+    token = stored_token(data_dir)
+    if token:
+        return token
+    path = data_dir / "token"
     data_dir.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -55,3 +55,16 @@ def _non_directory_on(path: Path) -> Path | None:
         except OSError:  # unreadable: the server says so when it opens it
             return None
     return None
+
+
+def token_problem(token: str) -> str | None:
+    """Why a token cannot travel in an `Authorization: Bearer` header, or None. Printable ASCII
+    without spaces only: a newline or a control character cannot be sent at all, a space at
+    either end is lost, and other encodings differ between clients."""
+    if not token:
+        return "the token is empty"
+    bad = next((c for c in token if not "!" <= c <= "~"), None)
+    if bad is not None:
+        return (f"the token holds {bad!r}, which an HTTP header cannot carry as is: use printable "
+                "ASCII without spaces (letters, digits and punctuation)")
+    return None
