@@ -62,8 +62,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
     parser.add_argument("--data-dir", type=Path, help="where the database, files and traces live")
-    parser.add_argument("--web", action="store_true", default=None,
-                        help="also serve the terminal UI in a browser at / (CASCADE_WEB=1)")
+    parser.add_argument("--web", action=argparse.BooleanOptionalAction, default=None,
+                        help="serve the terminal UI in a browser at / behind the token (the default; "
+                        "--no-web or CASCADE_WEB=0 turns it off)")
     return parser.parse_args(argv)
 
 

@@ -33,8 +33,11 @@ class Settings(BaseSettings):
     token: str | None = None
     no_auth: bool = False
     workspace: str | None = None
-    # Serve the terminal UI in a browser at every path outside /api/ (`cascade serve --web`).
-    web: bool = False
+    # Serve the terminal UI in a browser at every path outside /api/, behind the token (spec 001:
+    # "Paths outside /api/ serve the web UI"); `cascade serve --no-web` or CASCADE_WEB=0 turns it
+    # off. Each open tab runs a `cascade tui` process: at most web_max_sessions at once.
+    web: bool = True
+    web_max_sessions: int = Field(default=8, ge=1, le=1000)
     # The URL workers use to reach this server; derived from host and port when unset.
     public_url: str | None = None
 
@@ -173,7 +176,7 @@ class Settings(BaseSettings):
 
 
 # The settings `cascade serve` also takes as flags.
-_FLAGS = {"host": "--host", "port": "--port", "data_dir": "--data-dir", "web": "--web"}
+_FLAGS = {"host": "--host", "port": "--port", "data_dir": "--data-dir", "web": "--web/--no-web"}
 
 
 def settings_problem(exc: ValidationError) -> str:

@@ -14,7 +14,7 @@ import gzip
 import re
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -68,7 +68,7 @@ def _events_by_category(events: list[Any]) -> dict[str, list[dict[str, Any]]]:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         ts, dur = e.get("ts"), e.get("dur")
-        if type(ts) not in (int, float) or type(dur) not in (int, float):
+        if not _is_number(ts) or not _is_number(dur):
             continue
         if not (abs(ts) <= MAX_TS_US and 0 <= dur <= MAX_DUR_US):  # `not`: NaN fails every test
             raise ProfileError(
@@ -78,6 +78,10 @@ def _events_by_category(events: list[Any]) -> dict[str, list[dict[str, Any]]]:
         cat = e.get("cat")
         found.setdefault(cat.lower() if isinstance(cat, str) else "", []).append(e)
     return found
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return type(value) in (int, float)  # not bool
 
 
 def _correlation(event: dict[str, Any]) -> int | None:
