@@ -11,7 +11,9 @@ from collections.abc import Iterable
 from datetime import datetime, UTC
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .step_upload import shape_problem
 
 TraceState = Literal["uploading", "processing", "ready", "failed"]
 SimState = Literal["pending", "launching", "running", "lost", "succeeded", "failed", "cancelled"]
@@ -325,11 +327,10 @@ class StepTimelineUpload(Model):
     simulated: dict[str, Any]
     compare: dict[str, Any] | None = None
 
-    @field_validator("simulated")
-    @classmethod
-    def _has_steps_and_summary(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(value.get("steps"), list):
-            raise ValueError("simulated must have a 'steps' list")
-        if not isinstance(value.get("summary"), dict):
-            raise ValueError("simulated must have a 'summary' object")
-        return value
+    @model_validator(mode="after")
+    def _readers_can_use_it(self) -> StepTimelineUpload:
+        # Stored as sent, but only in a shape the readers (the Perfetto trace, the UI) can draw:
+        # finite, bounded step times, unique step indexes, comparisons of steps it has.
+        if problem := shape_problem(self.simulated, self.compare):
+            raise ValueError(problem)
+        return self
