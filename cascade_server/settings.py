@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .shared.packaged import samples_dir
-from .shared.setting_errors import data_dir_problem, range_problem, token_problem
+from .shared.setting_errors import data_dir_problem, range_problem, token_problem, url_problem
 
 
 def default_data_dir() -> Path:
@@ -98,6 +98,14 @@ class Settings(BaseSettings):
         if problem := data_dir_problem(path):
             raise ValueError(problem)
         return path
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_is_plain(cls, url: str | None) -> str | None:
+        # Workers call it, and the agent prompt puts it in shell commands: nothing but a URL.
+        if url and (problem := url_problem(url)):
+            raise ValueError(problem)
+        return url or None
 
     @field_validator("token")
     @classmethod
