@@ -1,4 +1,4 @@
-"""The UI in a browser: a real `cascade serve --web` (its own process, the sample run seeded) and N
+"""The UI in a browser: a real `cascade serve` (its own process, the sample run seeded) and N
 browser tabs, each a websocket like the page's own (textual-serve's protocol), each driving its own
 `cascade tui` process. Prints per tab the time to the first full Runs screen, the UI process's
 memory, and, with every tab open and nothing happening, the UI processes' CPU and the bytes per

@@ -25,6 +25,12 @@ from .traces.ingest import trace_ingest_ctx
 
 log = logging.getLogger(__name__)
 
+# The route tables the app is built from, in order; the agent prompt's API table is generated
+# from them too (agent_prompt_routes), so it lists every route the app has.
+ROUTE_TABLES = tuple(module.routes for module in (
+    routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs, routes_agent,
+))
+
 
 def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
     if settings.launcher == "slurm":
@@ -96,9 +102,8 @@ def create_app(settings: Settings, clock: Clock | None = None) -> web.Applicatio
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
-    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs,
-                   routes_agent):
-        app.add_routes(module.routes)
+    for table in ROUTE_TABLES:
+        app.add_routes(table)
     if settings.web:  # textual-serve is imported only when the web UI is on
         from .web_ui import add_web_ui
 

@@ -45,6 +45,7 @@ _PARSE_ERRORS: tuple[tuple[type[Exception], str], ...] = (
     (http_exceptions.BadStatusLine, "the request line is not METHOD PATH HTTP/1.x"),
     (http_exceptions.TransferEncodingError, "the chunked body is malformed"),
     (http_exceptions.ContentLengthError, "the body does not match its Content-Length"),
+    (http_exceptions.ContentEncodingError, "the body cannot be decompressed as its Content-Encoding says"),
 )
 
 
@@ -126,14 +127,15 @@ async def body_blocks(request: web.Request) -> AsyncIterator[bytes]:
         yield block
 
 
-async def read_body(request: web.Request) -> bytes:
-    """The whole body, 413 past aiohttp's client_max_size (like `request.read()`), 408 on silence."""
-    limit = request.app[SETTINGS_KEY].max_json_bytes
+async def read_body(request: web.Request, limit: int | None = None) -> bytes:
+    """The whole body, 413 past `limit` (aiohttp's client_max_size by default, like
+    `request.read()`), 408 on silence."""
+    limit = limit or request.app[SETTINGS_KEY].max_json_bytes
     body = bytearray()
     async for block in body_blocks(request):
         body += block
         if len(body) > limit:
-            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
+            raise ApiError(413, f"request body is too large (limit {limit} bytes)")
     return bytes(body)
 
 

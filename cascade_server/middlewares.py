@@ -6,6 +6,7 @@ import hmac
 import logging
 
 from aiohttp import http_exceptions, web
+from aiohttp.web_protocol import RequestPayloadError
 
 from .appkeys import SETTINGS_KEY
 from .faults import DISK_FULL_DETAIL, DISK_FULL_STATUS, is_disk_full
@@ -15,6 +16,10 @@ from .storage import Conflict, NotFound
 log = logging.getLogger(__name__)
 
 OPEN_PATHS = frozenset({"/api/health"})
+# Set on a request that proved the token (or on any, with CASCADE_NO_AUTH): only those may make
+# the server log a traceback.
+AUTHENTICATED = web.RequestKey("cascade_authenticated", bool)
+MAX_LOGGED_PATH = 120
 BEARER = {"WWW-Authenticate": "Bearer"}
 
 
@@ -52,6 +57,12 @@ async def errors_middleware(request: web.Request, handler):
         return response
     except http_exceptions.HttpProcessingError as exc:  # a body aiohttp could not parse (bad chunking)
         return error_response(400, parse_error_detail(exc))
+    except RequestPayloadError as exc:
+        # The body broke while arriving (a corrupt gzip or deflate body, bad chunking): aiohttp
+        # keeps the parser's error as the cause. The rest of it cannot be read: close.
+        response = error_response(400, parse_error_detail(exc.__cause__))
+        response.force_close()
+        return response
     except NotFound as exc:
         return error_response(404, str(exc))
     except Conflict as exc:
@@ -69,7 +80,11 @@ async def errors_middleware(request: web.Request, handler):
         if is_disk_full(exc):  # one line, not a traceback per request while the disk stays full
             log.warning("%s %r: disk full (%s)", request.method, request.path, exc)
             return error_response(DISK_FULL_STATUS, DISK_FULL_DETAIL)
-        log.exception("unexpected error in %s %r", request.method, request.path)  # %r: no raw newline
+        if request.get(AUTHENTICATED):
+            log.exception("unexpected error in %s %r", request.method, request.path)  # %r: no raw newline
+        else:  # anyone can send these: one bounded line each, never a traceback to flood the log
+            log.error("unexpected error in %s %r (unauthenticated): %s", request.method[:16],
+                      request.path[:MAX_LOGGED_PATH], type(exc).__name__)
         return error_response(500, "internal server error")
 
 
@@ -80,7 +95,11 @@ async def auth_middleware(request: web.Request, handler):
     if match.http_exception is not None:
         # Unknown /api/ paths are 404 {"detail": "Not Found"} before (and without) auth.
         raise match.http_exception
-    if settings.no_auth or request.path in OPEN_PATHS or not request.path.startswith("/api/"):
+    if settings.no_auth:
+        request[AUTHENTICATED] = True
+        return await handler(request)
+    if request.path in OPEN_PATHS or not request.path.startswith("/api/"):
         return await handler(request)
     _check_token(request, settings.token or "")
+    request[AUTHENTICATED] = True
     return await handler(request)

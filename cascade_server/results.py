@@ -6,6 +6,7 @@ from typing import Any
 
 from .shared.comparison import config_order, kernel_rows
 from .shared.models import Comparison, KernelStat, RunDetail, SimStepTimeline
+from .shared.step_upload import shape_problem
 
 STAND_IN_NOTE = (
     "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe "
@@ -80,6 +81,8 @@ def step_slices(pid_of: dict[str, int], timelines: list[SimStepTimeline]) -> lis
     the args when the timeline has a comparison)."""
     events: list[dict[str, Any]] = []
     for timeline in timelines:
+        if shape_problem(timeline.simulated, timeline.compare) is not None:
+            continue  # stored before uploads were checked, in a shape no reader can draw
         pid, tid = pid_of.get(timeline.gpu_config, 0), STEP_TID_OFFSET + timeline.replica + 1
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                        "args": {"name": f"replica {timeline.replica} predicted steps ({timeline.sim_id})"}})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from aiohttp import http_exceptions, web
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 
 from .http import error_response, parse_error_detail
 
@@ -43,6 +43,15 @@ class ApiRequestHandler(RequestHandler):
         response = error_response(status, detail)
         response.force_close()
         return response
+
+
+    def log_exception(self, *args, **kwargs) -> None:
+        # After a body broke while arriving (a corrupt gzip body) was answered with a 400, aiohttp
+        # reads on to drain the connection and meets the same error: not a bug to trace.
+        if isinstance(kwargs.get("exc_info"), RequestPayloadError):
+            log.debug("closed a connection whose request body broke while arriving")
+            return
+        super().log_exception(*args, **kwargs)
 
 
 class ApiServer(web.Server):

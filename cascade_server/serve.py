@@ -22,7 +22,7 @@ from .dbfile import corrupt_database_message, database_problem
 from .faults import is_corrupt_database
 from .runner import ApiRunner
 from .shared.cli_usage import OneLineErrorParser
-from .settings import Settings, settings_problem
+from .settings import Settings, TokenError, settings_problem, stored_token
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 from .shared.s3_endpoint import resolve_s3_info
 
@@ -62,8 +62,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
     parser.add_argument("--data-dir", type=Path, help="where the database, files and traces live")
-    parser.add_argument("--web", action="store_true", default=None,
-                        help="also serve the terminal UI in a browser at / (CASCADE_WEB=1)")
+    parser.add_argument("--web", action=argparse.BooleanOptionalAction, default=None,
+                        help="serve the terminal UI in a browser at / behind the token (the default; "
+                        "--no-web or CASCADE_WEB=0 turns it off)")
     return parser.parse_args(argv)
 
 
@@ -148,6 +149,12 @@ def main(argv: list[str]) -> int:
         settings = build_settings(args)
     except ValidationError as exc:  # before anything starts: no rclone, no database yet
         print(f"cascade serve: invalid settings: {settings_problem(exc)}", file=sys.stderr)
+        return 2
+    try:
+        if not settings.no_auth and not settings.token:
+            stored_token(settings.data_dir)
+    except (TokenError, OSError) as exc:
+        print(f"cascade serve: {exc}", file=sys.stderr)
         return 2
     problem = settings.launcher_problem()
     if problem:

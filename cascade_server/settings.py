@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .shared.packaged import samples_dir
-from .shared.setting_errors import data_dir_problem, settings_problem_line
+from .shared.setting_errors import data_dir_problem, settings_problem_line, token_problem, url_problem
 
 
 def default_data_dir() -> Path:
@@ -43,16 +43,23 @@ class Settings(BaseSettings):
     )
     no_auth: bool = Field(default=False, description="`1` turns auth off (local development)")
     workspace: str | None = Field(default=None, description="a name reported by `/api/health`")
-    # Serve the terminal UI in a browser at every path outside /api/ (`cascade serve --web`).
+    # Serve the terminal UI in a browser at every path outside /api/, behind the token (spec 001:
+    # "Paths outside /api/ serve the web UI"). Each open tab runs a `cascade tui` process.
     web: bool = Field(
-        default=False,
-        description="`1` serves the UI in a browser at every path outside `/api/` (`cascade serve --web`)",
+        default=True,
+        description="serves the UI in a browser at every path outside `/api/`, behind the token; `0` "
+        "turns it off (`cascade serve --no-web`)",
+    )
+    web_max_sessions: int = Field(
+        default=8, ge=1, le=1000,
+        description="browser tabs (each a `cascade tui` process) open at once; past it, 503",
     )
     # The URL workers use to reach this server; derived from host and port when unset.
     public_url: str | None = Field(
         default=None,
         json_schema_extra={"doc_default": "`http://HOST:PORT`"},
-        description="the URL workers use to reach the server. The slurm launcher requires it, as the compute "
+        description="the URL workers and the agent prompt use to reach the server, "
+        "`http(s)://host[:port][/path]` and nothing else. The slurm launcher requires it, as the compute "
         "nodes reach it: the server refuses to start the slurm launcher on a loopback URL "
         "(`127.0.0.1`, `localhost`)",
     )
@@ -219,6 +226,22 @@ class Settings(BaseSettings):
             raise ValueError(problem)
         return path
 
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_is_plain(cls, url: str | None) -> str | None:
+        # Workers call it, and the agent prompt puts it in shell commands: nothing but a URL.
+        if url and (problem := url_problem(url)):
+            raise ValueError(problem)
+        return url or None
+
+    @field_validator("token")
+    @classmethod
+    def _token_fits_a_header(cls, token: str | None) -> str | None:
+        # Refused at start: the server would run, then answer 401 to every client.
+        if token is not None and (problem := token_problem(token)):
+            raise ValueError(problem)
+        return token
+
     @property
     def monitor_interval_s(self) -> float:
         """How often the heartbeat monitor looks: often enough to honour short test timeouts."""
@@ -273,11 +296,13 @@ class Settings(BaseSettings):
                 f"set CASCADE_SLURM_LOCAL=1 if the cluster is this host"
             )
         try:
-            shlex.split(self.slurm_args)
+            extra = shlex.split(self.slurm_args)
             self.worker_argv()
         except ValueError as exc:
             return f"CASCADE_SLURM_ARGS or CASCADE_WORKER_COMMAND cannot be split like a shell would: {exc}"
-        return None
+        from .launchers.slurm_jobs import reserved_option_problem
+
+        return reserved_option_problem(extra)
 
     @property
     def base_url(self) -> str:
@@ -288,7 +313,7 @@ class Settings(BaseSettings):
 
 
 # The settings `cascade serve` also takes as flags.
-_FLAGS = {"host": "--host", "port": "--port", "data_dir": "--data-dir", "web": "--web"}
+_FLAGS = {"host": "--host", "port": "--port", "data_dir": "--data-dir", "web": "--web/--no-web"}
 
 
 def settings_problem(exc: ValidationError) -> str:
@@ -303,15 +328,29 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def load_or_create_token(data_dir: Path) -> str:
-    """The app's token, generated once and kept in `data_dir/token` (mode 0600)."""
+class TokenError(ValueError):
+    """The token file holds a token no client can send; the message is one line."""
+
+
+def stored_token(data_dir: Path) -> str | None:
+    """The token kept in `data_dir/token`, None when there is none; TokenError when no client
+    could send it (checked at start: otherwise every request would be refused)."""
     path = data_dir / "token"
     try:
         token = path.read_text().strip()
-        if token:
-            return token
     except FileNotFoundError:
-        pass
+        return None
+    if token and (problem := token_problem(token)):
+        raise TokenError(f"the token in {path}: {problem}")
+    return token or None
+
+
+def load_or_create_token(data_dir: Path) -> str:
+    """The app's token, generated once and kept in `data_dir/token` (mode 0600)."""
+    token = stored_token(data_dir)
+    if token:
+        return token
+    path = data_dir / "token"
     data_dir.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -1,4 +1,4 @@
-"""The terminal UI in a browser (`cascade serve --web`): every path outside /api/ serves a page
+"""The terminal UI in a browser (on by default; `--no-web` turns it off): every path outside /api/ serves a page
 running textual-serve's xterm.js client, and each page's websocket drives its own `cascade tui`
 process on this host, stopped when the tab goes. The page asks for the app's token first (unless
 CASCADE_NO_AUTH=1) and keeps a keyed hash of it, never the token, in an HttpOnly cookie."""
@@ -20,8 +20,10 @@ from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
 from .appkeys import SETTINGS_KEY
-from .http import ApiError
+from .http import ApiError, read_body
+from .middlewares import AUTHENTICATED
 from .settings import Settings
+from .web_input import MAX_FORM_BYTES, FormError, bounded_int, login_token, terminal_size, websocket_message
 
 PAGES = Path(__file__).resolve().parent / "web"
 # textual-serve's own client files: textual.js (xterm.js), xterm.css and the Roboto Mono fonts.
@@ -50,7 +52,11 @@ def authorized(request: web.Request) -> bool:
     if settings.no_auth:
         return True
     given = request.cookies.get(COOKIE, "")
-    return hmac.compare_digest(given.encode(), cookie_value(settings.token or "").encode())
+    # surrogateescape: a cookie of bytes that are not UTF-8 simply does not match
+    if not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), cookie_value(settings.token or "").encode()):
+        return False
+    request[AUTHENTICATED] = True
+    return True
 
 
 def page(name: str, **values: str) -> str:
@@ -68,14 +74,19 @@ def html(text: str, status: int = 200) -> web.Response:
 async def index(request: web.Request) -> web.Response:
     if not authorized(request):
         return html(page("token.html", message=""))
-    size = request.query.get("fontsize", "")  # ?fontsize=N, as textual-serve's own page takes
-    return html(page("terminal.html", font_size=str(max(8, min(int(size), 48))) if size.isdigit() else "16"))
+    if (full := sessions_full(request)) is not None:
+        return html(f"<!DOCTYPE html><title>Cascade</title><p>{full}</p>", status=503)
+    size = bounded_int(request.query.get("fontsize"), 8, 48, 16)  # ?fontsize=N, as textual-serve's page takes
+    return html(page("terminal.html", font_size=str(size)))
 
 
 async def login(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS_KEY]
-    form = await request.post()
-    given = str(form.get("token", "")).strip()
+    body = await read_body(request, limit=MAX_FORM_BYTES)
+    try:
+        given = login_token(body, request.content_type, request.charset)
+    except FormError as exc:
+        raise ApiError(400, str(exc)) from None
     if not settings.no_auth and not hmac.compare_digest(given.encode(), (settings.token or "").encode()):
         return html(page("token.html", message="That token was refused. Check it and try again."), status=401)
     response = web.Response(status=303, headers={"Location": "/"})
@@ -136,8 +147,16 @@ def same_origin(request: web.Request) -> bool:
 
 
 def size_from(request: web.Request, name: str, default: int) -> int:
-    value = request.query.get(name, "")
-    return max(10, min(int(value), 1000)) if value.isdigit() else default
+    return bounded_int(request.query.get(name), 10, 1000, default)
+
+
+def sessions_full(request: web.Request) -> str | None:
+    """Why no other tab can open now (each tab is a UI process on this host), or None."""
+    limit = request.app[SETTINGS_KEY].web_max_sessions
+    if len(request.app[TABS_KEY].sockets) < limit:
+        return None
+    return (f"The web UI already has {limit} open sessions (CASCADE_WEB_MAX_SESSIONS): "
+            "close another tab, then reload this one.")
 
 
 async def terminal_socket(request: web.Request) -> web.StreamResponse:
@@ -145,14 +164,20 @@ async def terminal_socket(request: web.Request) -> web.StreamResponse:
         raise ApiError(401, "the web UI needs the app's token: open / and enter it")
     if not same_origin(request):
         raise ApiError(403, "websocket from another origin")
+    if (full := sessions_full(request)) is not None:
+        raise ApiError(503, full)
+    sockets = request.app[TABS_KEY].sockets
     websocket = web.WebSocketResponse(heartbeat=15)
-    await websocket.prepare(request)
+    sockets.add(websocket)  # before the first await: two tabs at once cannot both take the last place
+    try:
+        await websocket.prepare(request)
+    except BaseException:
+        sockets.discard(websocket)
+        raise
     service = TuiService(
         request.app[SETTINGS_KEY], write_bytes=websocket.send_bytes, write_str=websocket.send_str,
         close=websocket.close, download_manager=DownloadManager(),
     )
-    sockets = request.app[TABS_KEY].sockets
-    sockets.add(websocket)
     try:
         await service.start(size_from(request, "width", 80), size_from(request, "height", 24))
         await relay(websocket, service)
@@ -167,14 +192,14 @@ async def relay(websocket: web.WebSocketResponse, service: AppService) -> None:
     async for message in websocket:
         if message.type != WSMsgType.TEXT:
             continue
-        try:
-            kind, data = message.json()
-        except ValueError:
+        parsed = websocket_message(message.data)
+        if parsed is None:
             continue
+        kind, data = parsed
         if kind == "stdin":
-            await service.send_bytes(str(data).encode())
-        elif kind == "resize":
-            await service.set_terminal_size(int(data["width"]), int(data["height"]))
+            await service.send_bytes(str(data).encode("utf-8", "surrogateescape"))
+        elif kind == "resize" and (size := terminal_size(data)) is not None:
+            await service.set_terminal_size(*size)
         elif kind == "ping":
             await websocket.send_json(["pong", data])
         elif kind == "blur":

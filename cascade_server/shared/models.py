@@ -11,7 +11,9 @@ from collections.abc import Iterable
 from datetime import datetime, UTC
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .step_upload import shape_problem
 
 TraceState = Literal["uploading", "processing", "ready", "failed"]
 SimState = Literal["pending", "launching", "running", "lost", "succeeded", "failed", "cancelled"]
@@ -131,10 +133,8 @@ class RunCreate(Model):
 
 class ListQuery(Model):
     """Query parameters of `GET /api/runs` and `GET /api/traces`: the newest `limit` items, of the
-    given states only (any state when empty). Unknown parameters are refused (a typo such as
-    `status=` would otherwise list everything)."""
-
-    model_config = ConfigDict(extra="forbid")
+    given states only (any state when empty). Unknown parameters are ignored, as on every other
+    route: a cache-buster or the `?token=` a browser adds must not break a list."""
 
     # le: SQLite's LIMIT is a signed 64-bit integer; a larger one overflows in the driver.
     limit: int | None = Field(None, ge=1, le=2**63 - 1, description="At most this many, newest first.")
@@ -326,14 +326,8 @@ RunEvent = Annotated[
 class Heartbeat(Model):
     state: Literal["running", "succeeded", "failed"]
     exit_code: int | None = Field(default=None, ge=INT64_MIN, le=INT64_MAX, strict=True)
+    # Optional text with any state (spec 002): a succeeded sim may report a warning, which is kept.
     error: str | None = None
-
-    @field_validator("error")
-    @classmethod
-    def _no_error_on_success(cls, error: str | None, info: ValidationInfo) -> str | None:
-        if error is not None and info.data.get("state") == "succeeded":
-            raise ValueError("a succeeded heartbeat cannot carry an error: send state 'failed' with it")
-        return error
 
 
 class HeartbeatAck(Model):
@@ -351,11 +345,10 @@ class StepTimelineUpload(Model):
     simulated: dict[str, Any]
     compare: dict[str, Any] | None = None
 
-    @field_validator("simulated")
-    @classmethod
-    def _has_steps_and_summary(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(value.get("steps"), list):
-            raise ValueError("simulated must have a 'steps' list")
-        if not isinstance(value.get("summary"), dict):
-            raise ValueError("simulated must have a 'summary' object")
-        return value
+    @model_validator(mode="after")
+    def _readers_can_use_it(self) -> StepTimelineUpload:
+        # Stored as sent, but only in a shape the readers (the Perfetto trace, the UI) can draw:
+        # finite, bounded step times, unique step indexes, comparisons of steps it has.
+        if problem := shape_problem(self.simulated, self.compare):
+            raise ValueError(problem)
+        return self

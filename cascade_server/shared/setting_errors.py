@@ -6,8 +6,10 @@ Pure (pydantic only). pydantic's own words for a bounded number name one bound a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 import annotated_types
@@ -68,4 +70,42 @@ def _non_directory_on(path: Path) -> Path | None:
                 return None if candidate.is_dir() else candidate
         except OSError:  # unreadable: the server says so when it opens it
             return None
+    return None
+
+
+def token_problem(token: str) -> str | None:
+    """Why a token cannot travel in an `Authorization: Bearer` header, or None. Printable ASCII
+    without spaces only: a newline or a control character cannot be sent at all, a space at
+    either end is lost, and other encodings differ between clients."""
+    if not token:
+        return "the token is empty"
+    bad = next((c for c in token if not "!" <= c <= "~"), None)
+    if bad is not None:
+        return (f"the token holds {bad!r}, which an HTTP header cannot carry as is: use printable "
+                "ASCII without spaces (letters, digits and punctuation)")
+    return None
+
+
+# A host as a URL may carry it: a DNS name, an IPv4 address or a bracketed IPv6 address, then an
+# optional port. Nothing a shell, Markdown or a URL would read as more than a name.
+_HOST_PORT = re.compile(
+    r"(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?"
+)
+_URL_PATH = re.compile(r"(?:/[A-Za-z0-9._~-]*)*")
+
+
+def host_port_ok(host: str) -> bool:
+    """`host` (a Host header) is a hostname or IP address with an optional port, nothing else."""
+    return len(host) <= 300 and _HOST_PORT.fullmatch(host) is not None
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be the app's URL (CASCADE_PUBLIC_URL), or None: http or https, a host
+    as `host_port_ok` takes it, and a plain path; no user, query or fragment."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not host_port_ok(parts.netloc):
+        return f"{url!r} is not an http(s)://host[:port] URL"
+    if parts.query or parts.fragment or "?" in url or "#" in url or not _URL_PATH.fullmatch(parts.path):
+        return f"{url!r} may have a plain path (letters, digits, . _ ~ - and /) but no query or fragment"
     return None

@@ -29,8 +29,9 @@ class SimStateStore(OutputStore):
             if sim is None:
                 raise NotFound(f"sim {sim_id} not found")
             if sim.state in TERMINAL_SIM_STATES:
-                # A finished sim keeps its final state; a cancelled one is told to stop.
-                return HeartbeatAck(state=sim.state, cancel=sim.state == "cancelled")
+                # A finished sim keeps its final state; one the server has stopped listening to
+                # (cancelled, or failed for silence while it kept working) is told to stop.
+                return HeartbeatAck(state=sim.state, cancel=_must_stop(sim.state, beat.state))
             now = iso(utcnow())
             fields: dict[str, Any] = {"last_heartbeat_at": now}
             if sim.state == "pending" and sim.launcher_ref is not None:
@@ -170,6 +171,13 @@ class SimStateStore(OutputStore):
             for sim in changed:
                 tx.publish(sim.run_id, [SimEvent(sim=sim)])
         return changed
+
+
+def _must_stop(stored: str, reported: str) -> bool:
+    """A heartbeat to a finished sim: stop when it was cancelled, or when it still reports work on
+    a sim the server has failed (given up for silence, or its launcher saw it end): nothing it
+    sends counts any more, so simulating on only holds a CPU."""
+    return stored == "cancelled" or (stored == "failed" and reported == "running")
 
 
 def _move(sim: SimSummary, target: str, now: str, **fields: Any) -> dict[str, Any]:

@@ -276,12 +276,13 @@ async def test_heartbeats_follow_sim_transitions_exactly(core):
         for sim, (start, beat) in zip(run["sims"], pairs):
             await wait_until(lambda sim=sim: _state_is(http, sim["id"], "launching"))
             await set_state(core, sim["id"], start)
-            error = None if beat == "succeeded" else "boom"  # a succeeded heartbeat with an error is a 422
-            resp = await http.post(f"/api/sims/{sim['id']}/heartbeat", json={"state": beat, "exit_code": 3, "error": error})
+            resp = await http.post(f"/api/sims/{sim['id']}/heartbeat", json={"state": beat, "exit_code": 3, "error": "boom"})
             assert resp.status_code == 200
             allowed = beat in SIM_TRANSITIONS[start]
             expected = beat if allowed else start
-            assert resp.json() == {"state": expected, "cancel": expected == "cancelled"}, (start, beat)
+            # A sim the server failed that still reports work is told to stop, like a cancelled one.
+            stop = expected == "cancelled" or (start == "failed" and beat == "running")
+            assert resp.json() == {"state": expected, "cancel": stop}, (start, beat)
             got = (await http.get(f"/api/runs/{run['id']}")).json()
             after = next(s for s in got["sims"] if s["id"] == sim["id"])
             assert after["state"] == expected
@@ -290,7 +291,7 @@ async def test_heartbeats_follow_sim_transitions_exactly(core):
             else:
                 assert STAMP.match(after["last_heartbeat_at"])
             if allowed and beat in TERMINAL_SIM_STATES:
-                assert after["exit_code"] == 3 and after["error"] == error and STAMP.match(after["finished_at"])
+                assert after["exit_code"] == 3 and after["error"] == "boom" and STAMP.match(after["finished_at"])
             if allowed and beat == "running":
                 assert after["error"] is None and after["started_at"] == after["last_heartbeat_at"]
 

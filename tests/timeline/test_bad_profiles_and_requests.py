@@ -34,6 +34,11 @@ def _step(name: str, ts: float, dur: float, cat: str = "user_annotation") -> dic
     (gzip.compress(b"\x1f\x8b truncated", mtime=0)[:20], "not a PyTorch profiler (Kineto) trace: broken gzip"),
     (json.dumps({"traceEvents": [_step("ProfilerStep#1", 0, 100)]}).encode(), "the profile has no GPU kernels"),
     (json.dumps({"traceEvents": _kernel(10, 5, 1)}).encode(), "the profile has no step annotation matching"),
+    # Absurd times: refused, not an overflow or a 300-digit nanosecond count.
+    *[(json.dumps({"traceEvents": [_step("ProfilerStep#1", step_ts, step_dur), *_kernel(ts, dur, 1)]}).encode(),
+       "event ") for step_ts, step_dur, ts, dur in [
+        (0, 100, 10, 1e308), (0, 100, 10, -5), (0, 1e308, 10, 5), (1e300, 100, 10, 5),
+        (0, 100, -1e300, 5), (0, 100, 10**30, 5), (-1e300, 1e300, 10, 5)]],
 ])
 def test_a_bad_profile_fails_with_one_line(tmp_path, capsys, content, reason):
     profile = tmp_path / "trace.json.gz"
@@ -42,6 +47,7 @@ def test_a_bad_profile_fails_with_one_line(tmp_path, capsys, content, reason):
     assert timeline_import.main(["import", str(profile), str(trace_dir)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"cascade timeline import: {profile}: {reason}")
+    assert len(err) < 400
     assert not (trace_dir / "corrected_timeline.json").exists()
 
 

@@ -93,8 +93,8 @@ async def test_browser_page_runs_the_ui_offline_behind_the_token(make_server, tm
             assert len(ui_processes()) == 1
             assert f"Cascade · {run_id}" not in terminal.text()  # not on the run yet
 
-            # A key press opens the run (the newest run is the highlighted row).
-            await page.click("#terminal")
+            # A key press opens the run (the newest run is the highlighted row). No click first:
+            # the page gives the terminal the keyboard focus as soon as it loads.
             await page.keyboard.press("Enter")
             await wait_until(lambda: f"Cascade · {run_id}" in terminal.text() and "LIVE" in terminal.text(),
                              timeout=120)

@@ -58,7 +58,15 @@ async def test_without_auth_the_page_opens_the_ui_at_once(make_server):
     assert 'id="terminal"' in page.text and 'name="token"' not in page.text
 
 
-async def test_without_web_there_is_no_page(server: LiveServer):
+async def test_the_web_ui_is_served_by_default_behind_the_token(server: LiveServer):
+    """Spec 001: paths outside /api/ serve the web UI."""
+    async with httpx.AsyncClient(base_url=server.url) as browser:
+        resp = await browser.get("/runs")
+        assert resp.status_code == 200 and 'name="token"' in resp.text and 'id="terminal"' not in resp.text
+
+
+async def test_without_web_there_is_no_page(make_server):
+    server: LiveServer = await make_server(web=False)
     async with httpx.AsyncClient(base_url=server.url) as browser:
         assert (await browser.get("/")).status_code == 404
 
@@ -66,10 +74,44 @@ async def test_without_web_there_is_no_page(server: LiveServer):
 def test_serve_web_flag_and_variable(monkeypatch):
     from cascade_server.serve import build_settings, parse_args
 
-    assert build_settings(parse_args(["--web"])).web is True
-    assert build_settings(parse_args([])).web is False
-    monkeypatch.setenv("CASCADE_WEB", "1")
     assert build_settings(parse_args([])).web is True
+    assert build_settings(parse_args(["--no-web"])).web is False
+    monkeypatch.setenv("CASCADE_WEB", "0")
+    assert build_settings(parse_args([])).web is False
+    assert build_settings(parse_args(["--web"])).web is True
+
+
+async def test_browser_sessions_are_bounded_with_a_clear_503(make_server):
+    server: LiveServer = await make_server(web_max_sessions=1)
+    headers = {"Cookie": f"{COOKIE}={cookie_value(TOKEN)}"}
+    ws_url = f"{server.url}/web-ui/ws"
+    async with aiohttp.ClientSession() as session:
+        first = await session.ws_connect(ws_url, headers=headers)
+        try:
+            await first.receive(timeout=60)  # the UI process is up and talking
+            try:
+                await session.ws_connect(ws_url, headers=headers)
+                raise AssertionError("a session past the limit was accepted")
+            except aiohttp.WSServerHandshakeError as exc:
+                assert exc.status == 503
+            async with session.get(ws_url, headers={**headers, "Upgrade": "websocket", "Connection": "Upgrade",
+                                                    "Sec-WebSocket-Version": "13",
+                                                    "Sec-WebSocket-Key": "x3JJHMbDL1EzLkh9GBhXDw=="}) as resp:
+                assert resp.status == 503
+                assert "1 open sessions" in (await resp.json())["detail"]
+            async with session.get(server.url + "/", headers=headers) as page:
+                assert page.status == 503 and "CASCADE_WEB_MAX_SESSIONS" in await page.text()
+        finally:
+            await first.close()
+        second = await wait_until(lambda: _try_connect(session, ws_url, headers))
+        await second.close()
+
+
+async def _try_connect(session, url, headers):
+    try:
+        return await session.ws_connect(url, headers=headers)
+    except aiohttp.WSServerHandshakeError:
+        return None
 
 
 async def test_quitting_the_ui_ends_the_tab_session_and_its_process(make_server):

@@ -14,7 +14,7 @@ import gzip
 import re
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -24,6 +24,11 @@ DEFAULT_STEP_PATTERN = r"^ProfilerStep#\d+$"
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 # Categories that are GPU-side copies of CPU annotations (newer Kineto mirrors ProfilerStep there).
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"})
+# Bounds on an event's times, in microseconds: Kineto's `ts` counts from the epoch or from the
+# process start (1.7e15 us is 2023), and no step or kernel lasts a day. Past them a time is
+# corrupt, and the nanosecond arithmetic below would overflow or yield 300-digit numbers.
+MAX_TS_US = 1e17
+MAX_DUR_US = 86_400e6
 # A user annotation naming the phase as a word ("prefill", "Decode step"; not "decoder").
 _KIND = re.compile(r"\b(prefill|decode)\b", re.IGNORECASE)
 
@@ -63,11 +68,20 @@ def _events_by_category(events: list[Any]) -> dict[str, list[dict[str, Any]]]:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
         ts, dur = e.get("ts"), e.get("dur")
-        if type(ts) not in (int, float) or type(dur) not in (int, float):
+        if not _is_number(ts) or not _is_number(dur):
             continue
+        if not (abs(ts) <= MAX_TS_US and 0 <= dur <= MAX_DUR_US):  # `not`: NaN fails every test
+            raise ProfileError(
+                f"event {str(e.get('name', ''))[:80]!r} has an impossible time (ts {ts:.6g} us, dur {dur:.6g} us; "
+                f"a ts within ±{MAX_TS_US:g} us and a dur from 0 to {MAX_DUR_US:g} us are possible)"
+            )
         cat = e.get("cat")
         found.setdefault(cat.lower() if isinstance(cat, str) else "", []).append(e)
     return found
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return type(value) in (int, float)  # not bool
 
 
 def _correlation(event: dict[str, Any]) -> int | None:
