@@ -18,6 +18,7 @@ from .shared.models import RunState, SimState, TraceState
 # The types an agent reads, in the order a reader meets them.
 TYPES: tuple[type[BaseModel], ...] = (
     models.TraceSummary, models.TraceDetail, models.KernelLaunch, models.GpuConfig, models.LauncherStatus,
+    models.SimulatorInfo,
     models.RunEntry, models.RunCreate, models.RunSummary, models.RunDetail, models.SimSummary, models.SimMetrics,
     models.KernelStat, models.Comparison, models.ComparisonRow, models.SimResults, models.RunResults,
     models.SimStepTimeline, models.SimFile, models.RunFile,
