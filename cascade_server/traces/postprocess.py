@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..shared.bounded_read import TooLargeError, bounded_text_lines, read_bounded
 from ..trace_inputs import kernel_files
 from .grouping import (
     TraceFormatError,
@@ -51,6 +52,7 @@ from .grouping import (
     lines_like_getline,
     rewrite_kernelslist,
 )
+from .limits import KERNELSLIST_MAX_BYTES
 
 KERNELSLIST_G = "kernelslist.g"
 LOCK_NAME = ".postprocess.lock"
@@ -133,8 +135,10 @@ def _open_binary(path: Path, source: str, run: _Run) -> IO[bytes]:
     return open(path, "rb")
 
 
-def _open_text(path: Path, source: str, run: _Run) -> IO[str]:
-    return io.TextIOWrapper(_open_binary(path, source, run), encoding="utf-8")
+def _output_cap(raw: Path, run: _Run) -> int:
+    """How many bytes one regrouped kernel trace may have: what its input may expand to (a raw
+    trace whose few lines claim a huge launch would otherwise write far more than it holds)."""
+    return max(int(raw.stat().st_size * run.limits.max_ratio), RATIO_FLOOR_BYTES)
 
 
 @contextmanager
@@ -184,12 +188,20 @@ def gunzip_traceg_files(traces_dir: Path, run: _Run) -> None:
 
 def process_kernel(raw: Path, output: Path, source: str, run: _Run) -> None:
     """Regroup one raw kernel trace into its `.traceg`."""
+    cap, written = _output_cap(raw, run), 0
     try:
-        with _open_text(raw, source, run) as src, _atomic_writer(output, run) as dst:
-            for line in group_raw_trace(lines_like_getline(src), source):
+        with _open_binary(raw, source, run) as src, _atomic_writer(output, run) as dst:
+            # Line by line, each bounded: a line of a billion NULs fails at its first MiB.
+            for line in group_raw_trace(lines_like_getline(bounded_text_lines(src, source)), source):
+                written += len(line) + 1
+                if written > cap:
+                    raise PostprocessError(
+                        f"{source} regroups to more than {run.limits.max_ratio:g} times its size "
+                        f"(CASCADE_POSTPROCESS_MAX_RATIO)"
+                    )
                 dst.write(line)
                 dst.write("\n")
-    except TraceFormatError as exc:
+    except (TraceFormatError, TooLargeError) as exc:
         raise PostprocessError(str(exc)) from None
     except _READ_ERRORS as exc:
         raise PostprocessError(f"{source}: {_reason(exc)}") from None
@@ -227,7 +239,9 @@ def process_kernelslists(traces_dir: Path, run: _Run) -> None:
     # kernelslist.g is written last: it is what marks the trace as processed.
     for index, kernelslist in reversed(list(enumerate(lists))):
         try:
-            text = kernelslist.read_text(encoding="utf-8")
+            text = read_bounded(kernelslist, KERNELSLIST_MAX_BYTES, f"traces/{kernelslist.name}").decode("utf-8")
+        except TooLargeError as exc:
+            raise PostprocessError(str(exc)) from None
         except _READ_ERRORS as exc:
             raise PostprocessError(f"traces/{kernelslist.name}: {_reason(exc)}") from None
         try:
@@ -248,7 +262,10 @@ def process_kernelslists(traces_dir: Path, run: _Run) -> None:
 def check_kernelslist_g(traces_dir: Path) -> None:
     """Every kernel trace the simulator will read is a file here (what `/inputs` then serves)."""
     try:
-        paths = kernel_files((traces_dir / KERNELSLIST_G).read_text(encoding="utf-8", errors="replace"))
+        text = read_bounded(traces_dir / KERNELSLIST_G, KERNELSLIST_MAX_BYTES, f"traces/{KERNELSLIST_G}")
+        paths = kernel_files(text.decode("utf-8", errors="replace"))
+    except TooLargeError as exc:
+        raise PostprocessError(str(exc)) from None
     except TraceFormatError as exc:
         raise PostprocessError(f"traces/{KERNELSLIST_G} {exc}") from None
     if not paths:
