@@ -12,6 +12,7 @@ import logging
 import os
 from pathlib import Path
 
+from .partial_files import PARTIAL_GLOB
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -19,8 +20,6 @@ log = logging.getLogger(__name__)
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 PRIVATE_UMASK = 0o077
-# An upload in progress (routes_sim.put_file): `.<name>.<8 hex>.part` beside the file it becomes.
-PARTIAL_GLOB = "*/.*.part"
 
 
 def private_dir(path: Path) -> Path:
