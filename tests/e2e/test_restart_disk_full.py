@@ -26,7 +26,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
 
 
-async def test_a_restart_on_a_full_disk_starts_without_a_traceback(small_disk, tmp_path):
+async def test_a_restart_on_a_full_disk_starts_and_says_so(small_disk, tmp_path):
     data_dir, log = small_disk / "data", tmp_path / "serve.log"
     s3_port = str(free_port())  # the same endpoint both times, as a restart has
     proc, _ = await start_serve(data_dir, log, CASCADE_S3_PORT=s3_port)
@@ -45,4 +45,5 @@ async def test_a_restart_on_a_full_disk_starts_without_a_traceback(small_disk, t
         stop(proc)
     said = log.read_text()[start:]
     assert "Traceback" not in said, said
+    assert f"the disk of {data_dir} is full (" in said and "read-only" in said, said
     assert (data_dir / CREDENTIALS_FILE).read_bytes() == credentials  # left as it was
