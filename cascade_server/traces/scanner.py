@@ -33,6 +33,7 @@ from .completeness import (
     trace_id_problem,
 )
 from .deletion import remove_trace_files, resume_trace_deletes
+from .downloads import DOWNLOADS_NAME, clear_downloads, download_path
 from .kernels import KernelStatsError, read_kernels
 from .trace_arch import arch_fields
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, read_metadata_file
@@ -126,6 +127,7 @@ class TraceScanner:
             if detail is not None:
                 self.traces[detail.id] = detail
         await asyncio.to_thread(self._remove_leftovers, set(self.traces))
+        await asyncio.to_thread(clear_downloads, self.settings)
         for detail in self.traces.values():
             if detail.state == "processing" and not detail.sample:
                 self._start_processing(detail.id)
@@ -379,7 +381,7 @@ class TraceScanner:
         for root, suffix in ((self.mirror_root, ""), (self.book_dir, ".json")):
             if root.is_dir():
                 names |= {p.name.removesuffix(suffix) for p in root.iterdir() if p.name.endswith(suffix)}
-        for trace_id in sorted(names - known):
+        for trace_id in sorted(names - known - {DOWNLOADS_NAME}):
             log.info("removing the files left of deleted trace %s", trace_id)
             remove_trace_files(self.settings, trace_id)
 
@@ -402,7 +404,7 @@ class TraceScanner:
         fetched = []
         for rel in to_fetch:
             target = directory / rel
-            tmp = target.with_name(f".{target.name}.part")
+            tmp = download_path(self.settings, trace_id)  # never beside it: keys take any name
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 self.client.download_file(self.s3.bucket, f"{TRACES_PREFIX}{trace_id}/{rel}", str(tmp))
