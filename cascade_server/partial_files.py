@@ -16,6 +16,13 @@ PARTIAL_PREFIX = "~"
 PARTIAL_GLOB = f"*/{PARTIAL_PREFIX}*.part"
 
 
+# Under the trace mirror (`DATA_DIR/traces/`): where objects are downloaded and the post-processor
+# writes, before each file is renamed into a trace's directory. A bucket key may take any name,
+# so no temporary name beside a trace's files is safe; no trace id holds `~`, so this directory is
+# in no trace's.
+TRACE_TEMP_DIR_NAME = "~downloads"
+
+
 def partial_path(directory: Path, name: str) -> Path:
     """Where `name` is written before it is renamed into `directory / name`."""
     return directory / f"{PARTIAL_PREFIX}{name}.{secrets.token_hex(4)}.part"

@@ -13,10 +13,11 @@ import shutil
 from pathlib import Path
 
 from ..datadir import private_dir
+from ..partial_files import TRACE_TEMP_DIR_NAME
 from ..settings import Settings
 
 
-DOWNLOADS_NAME = "~downloads"
+DOWNLOADS_NAME = TRACE_TEMP_DIR_NAME
 
 
 def downloads_dir(settings: Settings) -> Path:

@@ -34,6 +34,7 @@ import gzip
 import io
 import lzma
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..partial_files import TRACE_TEMP_DIR_NAME
 from ..shared.bounded_read import TooLargeError, bounded_text_lines, read_bounded
 from ..trace_inputs import kernel_files
 from .grouping import (
@@ -56,7 +58,6 @@ from .limits import KERNELSLIST_MAX_BYTES
 
 KERNELSLIST_G = "kernelslist.g"
 LOCK_NAME = ".postprocess.lock"
-TMP_MARK = ".tmp-"
 EXIT_FAILED = 1
 EXIT_NO_SPACE = 3
 RATIO_FLOOR_BYTES = 16 * 1024 * 1024
@@ -85,6 +86,7 @@ class _Run:
     """One post-processing run: its limits, what it decompressed so far, the files it wrote."""
 
     limits: Limits
+    temp_prefix: Path  # temporary files are this plus a suffix (`temporary_prefix`)
     expanded: int = 0
     written: list[Path] = field(default_factory=list)
 
@@ -143,9 +145,9 @@ def _output_cap(raw: Path, run: _Run) -> int:
 
 @contextmanager
 def _atomic_writer(path: Path, run: _Run, binary: bool = False) -> Iterator[IO]:
-    """Write to a temp file beside `path` and rename it into place only when complete, so a
-    crash never leaves a half-written trace that looks finished."""
-    tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
+    """Write to a temporary file (`temporary_prefix`: never beside `path`) and rename it into
+    place only when complete, so a crash never leaves a half-written trace that looks finished."""
+    tmp = run.temp_prefix.with_name(f"{run.temp_prefix.name}{os.getpid()}.{secrets.token_hex(4)}")
     try:
         f: IO[Any]
         if path.name.endswith(".xz") and not binary:
@@ -278,8 +280,18 @@ def check_kernelslist_g(traces_dir: Path) -> None:
 
 def remove_stale_temporaries(trace_dir: Path) -> None:
     """Temporary files of a post-processor that was killed (they are never renamed into place)."""
-    for tmp in trace_dir.rglob(f".*{TMP_MARK}*"):
+    prefix = temporary_prefix(trace_dir)
+    for tmp in prefix.parent.glob(f"{prefix.name}*"):
         tmp.unlink(missing_ok=True)
+
+
+def temporary_prefix(trace_dir: Path) -> Path:
+    """Where this trace's post-processor writes before renaming into place: not beside the trace's
+    files (an uploaded `traces/.x.tmp-1` is a file of the trace, not ours to remove) but in the
+    mirror's temporary directory, on the same filesystem."""
+    temp_dir = trace_dir.parent / TRACE_TEMP_DIR_NAME
+    temp_dir.mkdir(mode=0o700, exist_ok=True)
+    return temp_dir / f"{trace_dir.name}.postprocess."
 
 
 def postprocess_trace(trace_dir: Path, limits: Limits | None = None) -> None:
@@ -290,7 +302,7 @@ def postprocess_trace(trace_dir: Path, limits: Limits | None = None) -> None:
     if problem := layout_problem(p.relative_to(trace_dir).as_posix() for p in trace_dir.rglob("*")):
         raise PostprocessError(problem)
     remove_stale_temporaries(trace_dir)
-    run = _Run(limits or Limits())
+    run = _Run(limits or Limits(), temporary_prefix(trace_dir))
     try:
         gunzip_traceg_files(traces_dir, run)
         if not (traces_dir / KERNELSLIST_G).is_file():
