@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 
+from .partial_files import PARTIAL_GLOB
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -19,8 +21,6 @@ log = logging.getLogger(__name__)
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 PRIVATE_UMASK = 0o077
-# An upload in progress (routes_sim.put_file): `.<name>.<8 hex>.part` beside the file it becomes.
-PARTIAL_GLOB = "*/.*.part"
 
 
 def private_dir(path: Path) -> Path:
@@ -46,6 +46,23 @@ def prepare_data_dir(settings: Settings) -> None:
     removed = remove_partial_uploads(settings.files_dir)
     if removed:
         log.info("removed %d partial upload(s) left by an interrupted server", removed)
+    warn_if_disk_full(settings.data_dir)
+
+
+# Less free space than this at start is a full disk for all a server can write.
+FULL_DISK_BYTES = 1024 * 1024
+
+
+def warn_if_disk_full(data_dir: Path) -> None:
+    """Say at start that the data directory's disk is full: the server starts all the same and
+    serves what it has (reads work; each write answers 507 until space is freed)."""
+    try:
+        free = shutil.disk_usage(data_dir).free
+    except OSError:
+        return
+    if free < FULL_DISK_BYTES:
+        log.warning("the disk of %s is full (%d bytes free): serving what is stored, read-only; "
+                    "every write answers 507 until space is freed", data_dir, free)
 
 
 def remove_partial_uploads(files_dir: Path) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 
 from aiohttp import web
@@ -13,6 +12,7 @@ from .appkeys import SETTINGS_KEY, STORE_KEY
 from .content_types import content_type_for
 from .datadir import private_dir, private_file
 from .http import ApiError, body_blocks, ok, read_model
+from .partial_files import partial_path
 from .shared.models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
 from .storage import NotFound
 
@@ -74,7 +74,7 @@ async def put_file(request: web.Request) -> web.Response:
         raise error
     sim_dir = settings.files_dir / sim.id
     private_dir(sim_dir)
-    partial = sim_dir / f".{name}.{secrets.token_hex(4)}.part"
+    partial = partial_path(sim_dir, name)  # a name no accepted file name can take
     size = 0
     try:
         with os.fdopen(private_file(partial, os.O_WRONLY | os.O_TRUNC), "wb") as out:

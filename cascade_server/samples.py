@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .content_types import content_type_for
 from .gpu_configs import scan_gpu_configs
+from .partial_files import partial_path
 from .shared.models import TERMINAL_SIM_STATES, Heartbeat, RunEntry, TraceDetail, utcnow
 from .settings import Settings
 from .storage import Store
@@ -115,7 +116,7 @@ async def _put_file(store: Store, settings: Settings, sim_id: str, name: str, da
 
     directory = settings.files_dir / sim_id
     directory.mkdir(parents=True, exist_ok=True)
-    partial = directory / f".{name}.part"
+    partial = partial_path(directory, name)
     partial.write_bytes(data)
     os.replace(partial, directory / name)
     await store.put_file(sim_id, name, len(data), content_type_for(name))

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
@@ -86,6 +86,13 @@ def error_title(exc: BaseException, default: str) -> str:
 
 def parse_event(data: str) -> RunEvent:
     return _EVENT.validate_json(data)
+
+
+def _segment(trace_id: str) -> str:
+    """A trace id as one path segment: the bucket's prefixes may hold any character (a refused id
+    such as `x\n` is still a failed trace to show and delete), and an unquoted control character
+    is not a URL at all."""
+    return quote(trace_id, safe="")
 
 
 class CascadeClient:
@@ -210,7 +217,7 @@ class CascadeClient:
         return await self._get_model(_listing("/api/traces", states, limit), TypeAdapter(list[TraceSummary]))
 
     async def trace(self, trace_id: str) -> TraceDetail:
-        return await self._get_model(f"/api/traces/{trace_id}", TypeAdapter(TraceDetail))
+        return await self._get_model(f"/api/traces/{_segment(trace_id)}", TypeAdapter(TraceDetail))
 
     async def gpu_configs(self) -> list[GpuConfig]:
         return await self._get_model("/api/gpu-configs", TypeAdapter(list[GpuConfig]))
@@ -249,7 +256,7 @@ class CascadeClient:
         await self._request("DELETE", f"/api/runs/{run_id}")
 
     async def delete_trace(self, trace_id: str) -> None:
-        await self._request("DELETE", f"/api/traces/{trace_id}")
+        await self._request("DELETE", f"/api/traces/{_segment(trace_id)}")
 
     async def kernels(self, run_id: str) -> list[KernelStat]:
         return await self._get_model(f"/api/runs/{run_id}/kernels", TypeAdapter(list[KernelStat]))

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cascade_server.shared.bounded_read import TIMING_FILE_MAX_BYTES, TooLargeError, read_bounded
 from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, locate
 from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
 
@@ -19,7 +20,9 @@ class TimelineFileError(Exception):
 
 def read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(read_bounded(path, TIMING_FILE_MAX_BYTES, str(path), decompress=False))
+    except TooLargeError as exc:
+        raise TimelineFileError(str(exc)) from None
     except OSError as exc:
         raise TimelineFileError(f"{path}: {exc.strerror or exc}") from None
     except ValueError as exc:

@@ -68,8 +68,11 @@ def credentials_path(data_dir: Path) -> Path:
 
 
 def write_credentials_file(data_dir: Path, info: S3Info) -> Path:
-    """Write the embedded endpoint's details, readable by the owner only (mode 0600)."""
+    """Write the embedded endpoint's details, readable by the owner only (mode 0600). An
+    unchanged file is left alone: a restart on a full disk has nothing to write."""
     path = credentials_path(data_dir)
+    if read_credentials_file(data_dir) == info:
+        return path
     data_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

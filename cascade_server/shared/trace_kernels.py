@@ -5,12 +5,20 @@ or, when a tracer wrote none, from the headers of the kernel traces `kernelslist
 
 from __future__ import annotations
 
-import lzma
 import re
 from pathlib import Path
 
+from .bounded_read import (
+    DECOMPRESS_ERRORS,
+    MAX_LINE_BYTES,
+    TooLargeError,
+    bounded_text_lines,
+    open_bounded,
+    read_bounded,
+)
 from .models import KernelLaunch
 from .trace_inputs import TraceFormatError, kernel_files
+from .trace_limits import HEADER_MAX_LINES, KERNELSLIST_MAX_BYTES, STATS_MAX_BYTES, launch_shape_problem
 
 
 class KernelStatsError(ValueError):
@@ -99,11 +107,13 @@ def stats_files(trace_dir: Path) -> list[Path]:
     return sorted(found)
 
 
-def _header_lines(path: Path, limit: int = 40) -> list[str]:
-    opener = lzma.open if path.name.endswith(".xz") else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+def header_lines(path: Path, source: str, limit: int = HEADER_MAX_LINES) -> list[str]:
+    """The lines before the first instruction, each bounded (`bounded_read`): a header line of a
+    GiB fails the trace at its first MiB."""
+    # Bounded in all, too: `limit` lines of at most MAX_LINE_BYTES each.
+    with open_bounded(path, limit * MAX_LINE_BYTES, source) as f:
         lines = []
-        for line in f:
+        for line in bounded_text_lines(f, source, errors="replace"):
             if line.startswith("#"):
                 break
             lines.append(line.rstrip("\n"))
@@ -112,23 +122,42 @@ def _header_lines(path: Path, limit: int = 40) -> list[str]:
         return lines
 
 
+def _launch_from_header(path: Path, source: str) -> KernelLaunch | None:
+    try:
+        launch = parse_trace_header(header_lines(path, source))
+    except TooLargeError as exc:
+        raise KernelStatsError(str(exc)) from None
+    except DECOMPRESS_ERRORS as exc:
+        raise KernelStatsError(f"{source}: corrupt compressed data ({exc or type(exc).__name__})") from None
+    if launch is not None and (problem := launch_shape_problem(launch.grid, launch.block)):
+        raise KernelStatsError(f"{source}: {problem}")
+    return launch
+
+
 def read_kernels(trace_dir: Path) -> list[KernelLaunch]:
     """Every kernel launch of a processed trace, by kernel_id (stable for repeated ids)."""
     files = stats_files(trace_dir)
     kernels: list[KernelLaunch] = []
     if files:
         for path in files:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            kernels += parse_stats(text, str(path.relative_to(trace_dir)))
+            source = str(path.relative_to(trace_dir))
+            try:
+                text = read_bounded(path, STATS_MAX_BYTES, source).decode("utf-8", errors="replace")
+            except TooLargeError as exc:
+                raise KernelStatsError(str(exc)) from None
+            kernels += parse_stats(text, source)
     else:
         kernelslist = trace_dir / "traces" / "kernelslist.g"
         if kernelslist.is_file():
             try:
-                names = kernel_files(kernelslist.read_text(errors="replace"))
+                listing = read_bounded(kernelslist, KERNELSLIST_MAX_BYTES, "traces/kernelslist.g")
+                names = kernel_files(listing.decode("utf-8", errors="replace"))
+            except TooLargeError as exc:
+                raise KernelStatsError(str(exc)) from None
             except TraceFormatError:
                 names = []  # such a trace never becomes ready (check_kernelslist_g)
             for name in names:
                 path = trace_dir / name
-                if path.is_file() and (launch := parse_trace_header(_header_lines(path))):
+                if path.is_file() and (launch := _launch_from_header(path, name)):
                     kernels.append(launch)
     return sorted(kernels, key=lambda k: k.kernel_id)

@@ -14,6 +14,8 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from .bounded_read import METADATA_MAX_BYTES, TIMING_FILE_MAX_BYTES, read_bounded
+
 # Every trace lives under this prefix in the bucket: accelsim-traces/<trace_id>/<path>.
 TRACES_PREFIX = "accelsim-traces/"
 METADATA_NAME = "metadata.json"
@@ -64,7 +66,7 @@ def candidates(metadata: dict[str, Any] | None, name: str, trace_id: str) -> lis
 def read_metadata(trace_dir: Path) -> dict[str, Any] | None:
     """The trace directory's parsed metadata.json, or None without a readable one."""
     try:
-        data = json.loads((trace_dir / METADATA_NAME).read_bytes())
+        data = json.loads(read_bounded(trace_dir / METADATA_NAME, METADATA_MAX_BYTES, decompress=False))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -122,6 +124,6 @@ def load_real_timing(
     if path is None:
         return None
     try:
-        return parse_real_timing(json.loads(path.read_bytes()))
-    except (OSError, ValueError):
+        return parse_real_timing(json.loads(read_bounded(path, TIMING_FILE_MAX_BYTES, decompress=False)))
+    except (OSError, ValueError):  # TooLargeError too
         return None

@@ -5,16 +5,23 @@ and by the demo data `cascade serve` seeds. Blocking (boto3): call it from a thr
 
 from __future__ import annotations
 
-import gzip
 import json
-import lzma
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .bounded_read import (
+    DECOMPRESS_ERRORS,
+    MAX_LINE_BYTES,
+    TooLargeError,
+    bounded_text_lines,
+    open_bounded,
+    read_bounded,
+)
 from .trace_layout import METADATA_NAME, TRACES_PREFIX
+from .trace_limits import METADATA_MAX_BYTES
 
 MULTIPART_THRESHOLD = 64 * 1024 * 1024
 MULTIPART_CHUNK = 16 * 1024 * 1024
@@ -68,13 +75,12 @@ def arch_from_trace_headers(files: list[LocalFile], max_header_lines: int = 64) 
     for f in files:
         if not _KERNEL_TRACE.search(f.rel):
             continue
-        opener = lzma.open if f.rel.endswith(".xz") else gzip.open if f.rel.endswith(".gz") else open
-        try:
-            with opener(f.path, "rt", errors="replace") as text:
-                for _, line in zip(range(max_header_lines), text):
+        try:  # bounded: a header line of a GiB is not read whole
+            with open_bounded(f.path, max_header_lines * MAX_LINE_BYTES, f.rel) as raw:
+                for _, line in zip(range(max_header_lines), bounded_text_lines(raw, f.rel, errors="replace")):
                     if match := _BINARY_VERSION.match(line):
                         return f"sm_{match.group(1)}"
-        except (OSError, EOFError, lzma.LZMAError):
+        except (TooLargeError, *DECOMPRESS_ERRORS):
             continue
     return None
 
@@ -125,9 +131,11 @@ def read_metadata_fields(directory: Path) -> dict[str, Any]:
     timing it was meant to give would register a different trace than the user asked for."""
     path = directory / METADATA_NAME
     try:
-        text = path.read_bytes().decode()
+        text = read_bounded(path, METADATA_MAX_BYTES, str(path)).decode()
     except FileNotFoundError:
         return {}
+    except TooLargeError as exc:
+        raise ValueError(f"{exc} (the server refuses a larger one)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it ({exc})") from None
     try:
@@ -137,3 +145,17 @@ def read_metadata_fields(directory: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{path} is not a JSON object: fix it or remove it")
     return {k: v for k, v in data.items() if k in METADATA_FIELDS}
+
+
+def sample_set_choice(fields: dict[str, Any], asked: str | None) -> str | None:
+    """Set `fields["sample_set"]` to what the user asked for only: a folder copied from a demo
+    trace keeps the demo's sample_set in its metadata.json, and joining that set silently would
+    put the copy beside the demo traces in their comparison. Returns a note when one was dropped."""
+    found = fields.pop("sample_set", None)
+    if asked:
+        fields["sample_set"] = asked
+        return None
+    if found:
+        return (f"sample_set: dropped {found!r} from the folder's metadata.json "
+                f"(--sample-set {found} to join that set)")
+    return None

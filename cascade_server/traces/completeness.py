@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..shared.trace_layout import TRACES_PREFIX
+from ..shared.trace_layout import METADATA_NAME, TRACES_PREFIX
 
 # kernel-1.trace, kernel-1.traceg.xz, kernel-3-ctx_0x55fb3b3820f0.trace.xz, kernel-1.traceg.gz, ...
 _KERNEL_FILE = re.compile(r"(kernel-[^/]+?)\.(?:trace|traceg|tracez)(?:\.xz|\.gz)?\Z")
@@ -61,6 +61,12 @@ def pending_files(expected: dict[str, int], mirrored: dict[str, int]) -> list[Pe
         for path, size in sorted(expected.items())
         if mirrored.get(path) != size
     ]
+
+
+def missing_metadata_error(waited_s: float) -> str:
+    """One line for a prefix whose metadata.json never came (it is what says an upload is done)."""
+    return (f"upload incomplete after {waited_s:.0f} s without progress: {METADATA_NAME} never arrived "
+            "(the uploader writes it last, listing every file)")
 
 
 def incomplete_upload_error(pending: list[PendingFile], waited_s: float) -> str:

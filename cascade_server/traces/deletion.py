@@ -27,6 +27,26 @@ class BucketDeleteError(Exception):
     """The S3 endpoint is down or refused to delete the trace's objects (the message says how)."""
 
 
+# A DELETE waits this long for the bucket at most (a frozen endpoint's client retries for
+# minutes); past it the journaled delete is left to the scans, which finish it once S3 answers.
+BUCKET_DELETE_WAIT_S = 15.0
+
+
+def endpoint_failing(scanner: TraceScanner | None, trace_id: str) -> str | None:
+    """The 503 detail for a delete asked while /api/health knows the S3 endpoint is failing
+    (nothing is changed then), or None."""
+    reason = scanner.health_error() if scanner is not None else None
+    if reason is None:
+        return None
+    return (f"the S3 endpoint is failing ({reason}): trace {trace_id} was not deleted; "
+            "delete it again once /api/health shows no s3_error")
+
+
+def endpoint_timed_out(trace_id: str) -> str:
+    return (f"the S3 endpoint did not answer within {BUCKET_DELETE_WAIT_S:g} s: the delete of trace "
+            f"{trace_id} is journaled and finishes once the endpoint answers (it takes no new run meanwhile)")
+
+
 async def finish_trace_delete(store: Store, settings: Settings, scanner: TraceScanner | None,
                               trace_id: str, *, in_bucket: bool = True) -> None:
     """Carry a journaled delete to its end. `in_bucket` False: a sample, which has no objects.

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..childproc import die_with_parent
 from ..shared.trace_layout import TRACES_PREFIX
-from ..shared.s3_endpoint import S3Info, make_client, read_credentials_file, write_credentials_file
+from ..shared.s3_endpoint import S3Info, credentials_path, make_client, read_credentials_file, write_credentials_file
 from ..shared.trace_upload import build_metadata, collect_files, read_metadata_fields, upload_trace
 
 if TYPE_CHECKING:
@@ -215,7 +215,12 @@ async def supervised_s3(settings: Settings, port: int | None = None) -> AsyncIte
     supervisor = Supervisor(start, await start(), info)
     task = asyncio.create_task(supervisor.run(), name="embedded S3 supervisor")
     try:
-        write_credentials_file(data_dir, info)
+        try:
+            write_credentials_file(data_dir, info)
+        except OSError as exc:  # a full disk: serve on; uploaders here read the file as it was
+            log.warning("could not write the S3 credentials file %s (%s): `cascade upload` on this "
+                        "machine reads the one already there, if any", credentials_path(data_dir),
+                        exc.strerror or exc)
         log.info("embedded S3 endpoint %s, bucket %s (rclone pid %s)", info.endpoint, info.bucket,
                  supervisor.proc.pid)
         yield supervisor

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..shared.trace_inputs import TraceFormatError
+from ..shared.trace_limits import launch_shape_problem
 
 _INSTRUCTION = re.compile(r"\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s(.*)\Z", re.DOTALL)
 _GRID = re.compile(r"-grid dim = \((\d+),(\d+),(\d+)\)")
@@ -80,6 +81,8 @@ def group_raw_trace(lines: Iterable[str], source: str = "trace") -> Iterator[str
                 warps_per_tb = -(-(block[0] * block[1] * block[2]) // 32)
             elif m := _LINEINFO.match(line):
                 lineinfo = int(m[1]) != 0
+            if grid is not None and block is not None and (problem := launch_shape_problem(grid, block)):
+                raise TraceFormatError(f"{source} line {number}: {problem}")
             yield line
             continue
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ..shared.bounded_read import TooLargeError, read_bounded
 from ..shared.trace_layout import METADATA_NAME, MetadataError, relative_key
+from ..shared.trace_limits import METADATA_MAX_BYTES, METADATA_MAX_FILES, clip_list, clip_text
 
 DEFAULT_TRACE_GPU_ARCH = "sm_90"
 FAILED_STATUS_ERROR = "profiler reported status 'failed' in metadata.json"
@@ -37,16 +40,17 @@ class TraceMetadata:
         return self.status == "failed"
 
     def trace_fields(self) -> dict[str, Any]:
-        """The TraceSummary fields metadata.json decides."""
+        """The TraceSummary fields metadata.json decides, each clipped (`limits`): every
+        `GET /api/traces` carries them for every trace; `metadata` keeps them whole."""
         return {
-            "model": self.model,
-            "layers": list(self.layers),
-            "source_gpu": self.source_gpu,
-            "trace_gpu_arch": self.trace_gpu_arch,
-            "suggested_sim_config": self.suggested_sim_config,
-            "real_gpu_config": self.real_gpu_config,
-            "sample_sim_configs": list(self.sample_sim_configs),
-            "sample_set": self.sample_set,
+            "model": clip_text(self.model),
+            "layers": clip_list(self.layers),
+            "source_gpu": clip_text(self.source_gpu),
+            "trace_gpu_arch": clip_text(self.trace_gpu_arch),
+            "suggested_sim_config": clip_text(self.suggested_sim_config),
+            "real_gpu_config": clip_text(self.real_gpu_config),
+            "sample_sim_configs": clip_list(self.sample_sim_configs),
+            "sample_set": clip_text(self.sample_set),
         }
 
 
@@ -65,6 +69,8 @@ def _files(value: Any, trace_id: str) -> dict[str, int]:
         return {}
     if not isinstance(value, list):
         raise MetadataError("metadata.json 'files' must be a list of {\"key\", \"bytes\"} objects")
+    if len(value) > METADATA_MAX_FILES:  # each scan checks every listed file until all arrived
+        raise MetadataError(f"metadata.json lists {len(value)} files, more than {METADATA_MAX_FILES}")
     files: dict[str, int] = {}
     for index, item in enumerate(value):
         key = item.get("key") if isinstance(item, dict) else None
@@ -78,6 +84,16 @@ def _files(value: Any, trace_id: str) -> dict[str, int]:
             continue  # metadata.json cannot know its own final size
         files[rel] = size
     return files
+
+
+def read_metadata_file(path: Path, trace_id: str) -> TraceMetadata:
+    """Read and parse a mirrored metadata.json within METADATA_MAX_BYTES (blocking: the scanner
+    runs it in a thread, so a big one never holds the event loop)."""
+    try:
+        raw = read_bounded(path, METADATA_MAX_BYTES, METADATA_NAME, decompress=False)
+    except TooLargeError as exc:
+        raise MetadataError(str(exc)) from None
+    return parse_metadata(raw, trace_id)
 
 
 def parse_metadata(raw: bytes, trace_id: str) -> TraceMetadata:

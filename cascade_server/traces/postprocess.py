@@ -34,6 +34,7 @@ import gzip
 import io
 import lzma
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -44,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..partial_files import TRACE_TEMP_DIR_NAME
+from ..shared.bounded_read import TooLargeError, bounded_text_lines, read_bounded
 from ..shared.trace_inputs import kernel_files
 from ..shared.upload_rules import KERNELSLIST_G, is_raw_kernelslist, layout_problem
 from .grouping import (
@@ -52,9 +55,9 @@ from .grouping import (
     lines_like_getline,
     rewrite_kernelslist,
 )
+from ..shared.trace_limits import KERNELSLIST_MAX_BYTES
 
 LOCK_NAME = ".postprocess.lock"
-TMP_MARK = ".tmp-"
 EXIT_FAILED = 1
 EXIT_NO_SPACE = 3
 RATIO_FLOOR_BYTES = 16 * 1024 * 1024
@@ -83,6 +86,7 @@ class _Run:
     """One post-processing run: its limits, what it decompressed so far, the files it wrote."""
 
     limits: Limits
+    temp_prefix: Path  # temporary files are this plus a suffix (`temporary_prefix`)
     expanded: int = 0
     written: list[Path] = field(default_factory=list)
 
@@ -133,15 +137,17 @@ def _open_binary(path: Path, source: str, run: _Run) -> IO[bytes]:
     return open(path, "rb")
 
 
-def _open_text(path: Path, source: str, run: _Run) -> IO[str]:
-    return io.TextIOWrapper(_open_binary(path, source, run), encoding="utf-8")
+def _output_cap(raw: Path, run: _Run) -> int:
+    """How many bytes one regrouped kernel trace may have: what its input may expand to (a raw
+    trace whose few lines claim a huge launch would otherwise write far more than it holds)."""
+    return max(int(raw.stat().st_size * run.limits.max_ratio), RATIO_FLOOR_BYTES)
 
 
 @contextmanager
 def _atomic_writer(path: Path, run: _Run, binary: bool = False) -> Iterator[IO]:
-    """Write to a temp file beside `path` and rename it into place only when complete, so a
-    crash never leaves a half-written trace that looks finished."""
-    tmp = path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
+    """Write to a temporary file (`temporary_prefix`: never beside `path`) and rename it into
+    place only when complete, so a crash never leaves a half-written trace that looks finished."""
+    tmp = run.temp_prefix.with_name(f"{run.temp_prefix.name}{os.getpid()}.{secrets.token_hex(4)}")
     try:
         f: IO[Any]
         if path.name.endswith(".xz") and not binary:
@@ -184,12 +190,20 @@ def gunzip_traceg_files(traces_dir: Path, run: _Run) -> None:
 
 def process_kernel(raw: Path, output: Path, source: str, run: _Run) -> None:
     """Regroup one raw kernel trace into its `.traceg`."""
+    cap, written = _output_cap(raw, run), 0
     try:
-        with _open_text(raw, source, run) as src, _atomic_writer(output, run) as dst:
-            for line in group_raw_trace(lines_like_getline(src), source):
+        with _open_binary(raw, source, run) as src, _atomic_writer(output, run) as dst:
+            # Line by line, each bounded: a line of a billion NULs fails at its first MiB.
+            for line in group_raw_trace(lines_like_getline(bounded_text_lines(src, source)), source):
+                written += len(line) + 1
+                if written > cap:
+                    raise PostprocessError(
+                        f"{source} regroups to more than {run.limits.max_ratio:g} times its size "
+                        f"(CASCADE_POSTPROCESS_MAX_RATIO)"
+                    )
                 dst.write(line)
                 dst.write("\n")
-    except TraceFormatError as exc:
+    except (TraceFormatError, TooLargeError) as exc:
         raise PostprocessError(str(exc)) from None
     except _READ_ERRORS as exc:
         raise PostprocessError(f"{source}: {_reason(exc)}") from None
@@ -210,7 +224,9 @@ def process_kernelslists(traces_dir: Path, run: _Run) -> None:
     # kernelslist.g is written last: it is what marks the trace as processed.
     for index, kernelslist in reversed(list(enumerate(lists))):
         try:
-            text = kernelslist.read_text(encoding="utf-8")
+            text = read_bounded(kernelslist, KERNELSLIST_MAX_BYTES, f"traces/{kernelslist.name}").decode("utf-8")
+        except TooLargeError as exc:
+            raise PostprocessError(str(exc)) from None
         except _READ_ERRORS as exc:
             raise PostprocessError(f"traces/{kernelslist.name}: {_reason(exc)}") from None
         try:
@@ -231,7 +247,10 @@ def process_kernelslists(traces_dir: Path, run: _Run) -> None:
 def check_kernelslist_g(traces_dir: Path) -> None:
     """Every kernel trace the simulator will read is a file here (what `/inputs` then serves)."""
     try:
-        paths = kernel_files((traces_dir / KERNELSLIST_G).read_text(encoding="utf-8", errors="replace"))
+        text = read_bounded(traces_dir / KERNELSLIST_G, KERNELSLIST_MAX_BYTES, f"traces/{KERNELSLIST_G}")
+        paths = kernel_files(text.decode("utf-8", errors="replace"))
+    except TooLargeError as exc:
+        raise PostprocessError(str(exc)) from None
     except TraceFormatError as exc:
         raise PostprocessError(f"traces/{KERNELSLIST_G} {exc}") from None
     if not paths:
@@ -244,8 +263,18 @@ def check_kernelslist_g(traces_dir: Path) -> None:
 
 def remove_stale_temporaries(trace_dir: Path) -> None:
     """Temporary files of a post-processor that was killed (they are never renamed into place)."""
-    for tmp in trace_dir.rglob(f".*{TMP_MARK}*"):
+    prefix = temporary_prefix(trace_dir)
+    for tmp in prefix.parent.glob(f"{prefix.name}*"):
         tmp.unlink(missing_ok=True)
+
+
+def temporary_prefix(trace_dir: Path) -> Path:
+    """Where this trace's post-processor writes before renaming into place: not beside the trace's
+    files (an uploaded `traces/.x.tmp-1` is a file of the trace, not ours to remove) but in the
+    mirror's temporary directory, on the same filesystem."""
+    temp_dir = trace_dir.parent / TRACE_TEMP_DIR_NAME
+    temp_dir.mkdir(mode=0o700, exist_ok=True)
+    return temp_dir / f"{trace_dir.name}.postprocess."
 
 
 def postprocess_trace(trace_dir: Path, limits: Limits | None = None) -> None:
@@ -256,7 +285,7 @@ def postprocess_trace(trace_dir: Path, limits: Limits | None = None) -> None:
     if problem := layout_problem(p.relative_to(trace_dir).as_posix() for p in trace_dir.rglob("*")):
         raise PostprocessError(problem)
     remove_stale_temporaries(trace_dir)
-    run = _Run(limits or Limits())
+    run = _Run(limits or Limits(), temporary_prefix(trace_dir))
     try:
         gunzip_traceg_files(traces_dir, run)
         if not (traces_dir / KERNELSLIST_G).is_file():

@@ -27,13 +27,16 @@ from .completeness import (
     incomplete_upload_error,
     is_safe_relative_path,
     kernel_count,
+    missing_metadata_error,
     pending_files,
     split_key,
 )
 from ..shared.upload_rules import trace_id_problem
 from .deletion import remove_trace_files, resume_trace_deletes
 from ..shared.trace_kernels import KernelStatsError, read_kernels
-from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, parse_metadata
+from .downloads import DOWNLOADS_NAME, clear_downloads, download_path
+from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, read_metadata_file
+from .trace_arch import arch_fields
 from .postprocess import LOCK_NAME, NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
 from .scan_errors import TraceReadError, TraceRetryLater, mirror_error, one_line
@@ -81,6 +84,7 @@ def describe_processed(trace_dir: Path, metadata: dict[str, Any] | None = None) 
         "has_real_timing": has_real_timing(trace_dir, metadata),
         "has_step_timeline": has_step_timeline(trace_dir, metadata),
         "bytes": _dir_bytes(trace_dir),
+        **arch_fields(trace_dir, metadata),  # the trace's own headers decide its arch
     }
 
 
@@ -123,6 +127,7 @@ class TraceScanner:
             if detail is not None:
                 self.traces[detail.id] = detail
         await asyncio.to_thread(self._remove_leftovers, set(self.traces))
+        await asyncio.to_thread(clear_downloads, self.settings)
         for detail in self.traces.values():
             if detail.state == "processing" and not detail.sample:
                 self._start_processing(detail.id)
@@ -286,19 +291,21 @@ class TraceScanner:
         meta = None
         try:
             if METADATA_NAME in book and (METADATA_NAME in fetched or trace.metadata is None):
-                raw = (self._mirror_dir(trace_id) / METADATA_NAME).read_bytes()
-                meta = parse_metadata(raw, trace_id)
+                path = self._mirror_dir(trace_id) / METADATA_NAME
+                meta = await asyncio.to_thread(read_metadata_file, path, trace_id)
                 update.update(meta.trace_fields(), metadata=meta.raw)
             elif trace.metadata is not None:
                 meta = metadata_from_dict(trace.metadata, trace_id)
         except MetadataError as exc:
             update.update(state="failed", error=str(exc))
+        waited = time.monotonic() - self._last_progress[trace_id]
         if meta is not None and meta.failed:
             update.update(state="failed", error=FAILED_STATUS_ERROR)
+        elif meta is None and update.get("state") != "failed" and waited > self.settings.trace_upload_timeout_s:
+            update.update(state="failed", error=missing_metadata_error(waited))  # the same timeout
         elif meta is not None and update.get("state") != "failed":
             mirrored = {rel: size for rel, (size, _) in book.items()}
             pending = pending_files(meta.files, mirrored)
-            waited = time.monotonic() - self._last_progress[trace_id]
             if not pending:
                 update["state"] = "processing"
             elif waited > self.settings.trace_upload_timeout_s:
@@ -374,7 +381,7 @@ class TraceScanner:
         for root, suffix in ((self.mirror_root, ""), (self.book_dir, ".json")):
             if root.is_dir():
                 names |= {p.name.removesuffix(suffix) for p in root.iterdir() if p.name.endswith(suffix)}
-        for trace_id in sorted(names - known):
+        for trace_id in sorted(names - known - {DOWNLOADS_NAME}):
             log.info("removing the files left of deleted trace %s", trace_id)
             remove_trace_files(self.settings, trace_id)
 
@@ -397,7 +404,7 @@ class TraceScanner:
         fetched = []
         for rel in to_fetch:
             target = directory / rel
-            tmp = target.with_name(f".{target.name}.part")
+            tmp = download_path(self.settings, trace_id)  # never beside it: keys take any name
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 self.client.download_file(self.s3.bucket, f"{TRACES_PREFIX}{trace_id}/{rel}", str(tmp))

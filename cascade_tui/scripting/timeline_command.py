@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from cascade_server.shared.bounded_read import PROFILE_MAX_BYTES, TooLargeError, read_bounded
 from cascade_server.shared.cli_usage import OneLineErrorParser
 from cascade_server.shared.demangle import demangle
 from cascade_server.shared.timeline.importer import ImportResult, import_profile
@@ -56,7 +57,9 @@ def run_import(profile: Path, trace_dir: Path, step_pattern: str = DEFAULT_STEP_
     if not kernels:
         raise ImportFailed(f"{trace_dir}: no traced kernels (no stats.csv, stats_ctx_* or traces/kernelslist.g)")
     try:
-        raw = profile.read_bytes()
+        raw = read_bounded(profile, PROFILE_MAX_BYTES, str(profile), decompress=False)  # gzip: decode_profile
+    except TooLargeError as exc:
+        raise ImportFailed(f"{exc} (real profiles are tens of MB)") from None
     except OSError as exc:
         raise ImportFailed(f"{profile}: {exc.strerror or exc}") from None
     try:

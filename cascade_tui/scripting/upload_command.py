@@ -33,6 +33,7 @@ from cascade_server.shared.trace_upload import (
     build_metadata,
     collect_files,
     read_metadata_fields,
+    sample_set_choice,
     upload_trace,
 )
 
@@ -78,6 +79,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--gpu", help="the GPU it was traced on, e.g. 'NVIDIA H100 80GB HBM3'")
     parser.add_argument("--arch", help="the traced GPU's arch, e.g. sm_90 (the default on the server)")
     parser.add_argument("--suggested-config", help="the Accel-Sim config to preselect, e.g. SM90_H100")
+    parser.add_argument("--sample-set", help="join the traces compared side by side under this name "
+                        "(a sample_set in the folder's metadata.json is dropped without it)")
     parser.add_argument("--endpoint", help="S3 endpoint URL (default: CASCADE_S3_ENDPOINT or the embedded one)")
     parser.add_argument("--bucket", help="bucket (default: CASCADE_S3_BUCKET, or 'cascade')")
     parser.add_argument("--profile", type=Path, help="a PyTorch profiler (Kineto) trace of the same workload: "
@@ -241,6 +244,8 @@ def upload(args: argparse.Namespace) -> str:
         "model": args.model, "gpu": args.gpu, "trace_gpu_arch": args.arch,
         "suggested_sim_config": args.suggested_config,
     }.items() if v is not None})
+    if note := sample_set_choice(fields, args.sample_set):
+        print(note, file=sys.stderr)
     if "trace_gpu_arch" not in fields:
         # Without --arch the server would assume sm_90; the trace's own headers know better.
         detected = arch_from_trace_headers(files)

@@ -120,14 +120,14 @@ async def test_a_put_cut_by_kill_9_leaves_no_part_file(tmp_path):
 
         upload = asyncio.create_task(put())
         sim_dir = data_dir / "files" / sim_id
-        await wait_until(lambda: sent_first_block.is_set() and list(sim_dir.glob(".big.bin.*.part")), 30)
+        await wait_until(lambda: sent_first_block.is_set() and list(sim_dir.glob("~big.bin.*.part")), 30)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         upload.cancel()  # its body never ends, so the client would wait on it for ever
         await asyncio.gather(upload, return_exceptions=True)
-        assert len(list(sim_dir.glob(".*.part"))) == 1  # what the killed server left
+        assert len(list(sim_dir.glob("~*.part"))) == 1  # what the killed server left
         proc, url = await start_serve(data_dir, tmp_path / "serve.log", CASCADE_LAUNCHER="manual")
-        assert list(sim_dir.glob(".*.part")) == []
+        assert list(sim_dir.glob("~*.part")) == []
         assert not (sim_dir / "big.bin").exists()
         async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
             assert (await http.get(f"/api/sims/{sim_id}/files")).json() == []

@@ -161,7 +161,7 @@ async def test_a_trace_in_flight_cannot_be_deleted(core, state):
     async with core.client() as http:
         resp = await http.delete("/api/traces/busy")
     assert resp.status_code == 409
-    assert resp.json()["detail"] == f"trace busy is {state}: delete it once it is ready or failed"
+    assert resp.json()["detail"].startswith(f"trace busy is {state}: delete it once it is ready or failed")
 
 
 async def test_deleted_trace_leaves_the_bucket_so_its_id_can_be_uploaded_again(make_server, rclone_s3, monkeypatch):
@@ -207,8 +207,9 @@ async def test_deleting_a_trace_when_the_bucket_is_down_changes_nothing(make_ser
     server.app[TRACE_SCANNER_KEY].traces["kept"] = await server.store.get_trace("kept")
     async with server.client() as http:
         resp = await http.delete("/api/traces/kept")
-        assert resp.status_code == 502
-        assert resp.json()["detail"].startswith("could not delete trace kept from the S3 bucket: ")
+        # Health already knows the endpoint refuses (the first scan failed): 503 without trying.
+        assert resp.status_code == 503
+        assert resp.json()["detail"].startswith("the S3 endpoint is failing (ClientError: ")
         assert (await http.get("/api/traces/kept")).status_code == 200
     assert not server.store.trace_being_deleted("kept")  # runs may start on it again
 
@@ -292,7 +293,7 @@ async def test_delete_run_while_a_file_upload_arrives_leaves_nothing(core):
             yield b"second half"
 
         upload = asyncio.create_task(http.put(f"/api/sims/{sim}/files/out.txt", content=body()))
-        await _until(lambda: any((settings.files_dir / sim).glob(".out.txt.*.part")))
+        await _until(lambda: any((settings.files_dir / sim).glob("~out.txt.*.part")))
         resp = await http.delete(f"/api/runs/{run['id']}")
         assert resp.status_code == 204, resp.text
         deleted.set()

@@ -64,22 +64,34 @@ async def test_cascade_upload_sends_a_12_mib_file_in_one_put_that_the_scanner_mi
 
 
 async def test_an_object_that_cannot_be_mirrored_fails_its_trace_not_the_scan(scanner, caplog):
-    # A 255-byte name is fine for S3 and rclone, but too long for the mirror's temporary file.
-    long_name = "traces/" + "k" * 255
-    scanner.put("aa-unmirrorable", long_name, b"x")
+    # Where the mirror cannot write (here its trace directory is a file: a name too long for the
+    # mirror's temporary file once did this, before downloads went to a short temporary name).
+    scanner.settings.traces_dir.mkdir(parents=True, exist_ok=True)
+    (scanner.mirror("aa-unmirrorable")).write_bytes(b"in the way")
+    name = "traces/kernel-1.traceg"
+    scanner.put("aa-unmirrorable", name, b"x")
     scanner.put("aa-unmirrorable", "metadata.json", b"{}")
     scanner.put_trace("zz-after-unmirrorable", sample_files())
 
     with caplog.at_level(logging.WARNING):
         failed = await scanner.recorder.wait_state("aa-unmirrorable", "failed", "ready")
-        assert failed.error.startswith(f"could not mirror {long_name[:40]}")
-        assert "File name too long" in failed.error and "\n" not in failed.error
+        assert failed.error.startswith("could not mirror metadata.json: ")  # the first in order
+        assert "File exists" in failed.error and "\n" not in failed.error
         after = await scanner.recorder.wait_state("zz-after-unmirrorable", "ready", "failed")
         assert after.state == "ready", after.error
         await scanner.scanner.wait_for_scan()
         await scanner.scanner.wait_for_scan()
     warnings = [r.getMessage() for r in caplog.records if "aa-unmirrorable" in r.getMessage()]
     assert len(warnings) == 1, warnings
+
+
+async def test_a_255_byte_name_is_mirrored(scanner):
+    # Fine for S3 and rclone; the mirror's temporary file once made it 261 bytes, too long.
+    long_name = "traces/" + "k" * 255
+    scanner.put_trace("long-name", {**sample_files(), long_name: b"x"})
+    ready = await scanner.recorder.wait_state("long-name", "ready", "failed")
+    assert ready.state == "ready", ready.error
+    assert (scanner.mirror("long-name") / long_name).read_bytes() == b"x"
 
 
 @pytest.mark.parametrize(

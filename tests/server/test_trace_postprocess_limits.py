@@ -57,7 +57,8 @@ async def make_scanner(request, tmp_path):
 
 def leftovers(trace_dir: Path, *names: str) -> list[str]:
     traces = trace_dir / "traces"
-    return sorted(p.name for p in traces.iterdir() if p.name in names or ".tmp-" in p.name)
+    temporaries = list(trace_dir.parent.glob(f"~downloads/{trace_dir.name}.postprocess.*"))
+    return sorted([p.name for p in traces.iterdir() if p.name in names] + [p.name for p in temporaries])
 
 
 async def test_an_xz_bomb_fails_its_trace_and_the_valid_trace_behind_it_does_not_wait(make_scanner):
@@ -109,10 +110,13 @@ def test_the_total_expansion_is_limited_and_a_failed_run_removes_what_it_wrote(t
 def test_a_killed_run_s_temporary_files_are_removed_by_the_next(tmp_path):
     trace = tmp_path / "t"
     shutil.copytree(SM70, trace)
-    stale = trace / "traces" / ".kernel-3.traceg.tmp-12345"
+    (tmp_path / "~downloads").mkdir()
+    stale = tmp_path / "~downloads" / "t.postprocess.12345.0a1b2c3d"
     stale.write_bytes(b"half a kernel")
+    uploaded = trace / "traces" / ".kernel-3.traceg.tmp-12345"  # a file of the trace, named so
+    uploaded.write_bytes(b"kept")
     postprocess_trace(trace)
-    assert not stale.exists()
+    assert not stale.exists() and uploaded.read_bytes() == b"kept"
 
 
 async def test_a_post_processor_that_takes_too_long_fails_its_trace_and_waits_for_the_lock(make_scanner):

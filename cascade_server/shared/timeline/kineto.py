@@ -10,14 +10,13 @@ during which its launch happened on the CPU, even when it ran after the CPU move
 from __future__ import annotations
 
 import bisect
-import gzip
 import re
-import zlib
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import orjson
 
+from ..bounded_read import DECOMPRESS_ERRORS, PROFILE_MAX_BYTES, TooLargeError, decompress_bounded
 from .formats import CorrectedTimeline, MeasuredKernel, MeasuredStep, StepKind
 
 DEFAULT_STEP_PATTERN = r"^ProfilerStep#\d+$"
@@ -46,11 +45,12 @@ class ParsedProfile:
 
 def decode_profile(raw: bytes) -> dict[str, Any]:
     """The JSON document of a `.json` or `.json.gz` profile (gzip is recognised by its magic)."""
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ProfileError(f"not a PyTorch profiler (Kineto) trace: broken gzip ({exc})") from None
+    try:  # bounded: a 1 MB gzip that expands to a GiB fails at PROFILE_MAX_BYTES
+        raw = decompress_bounded(raw, PROFILE_MAX_BYTES, "the profile")
+    except TooLargeError as exc:
+        raise ProfileError(f"{exc} (real ones are tens of MB)") from None
+    except DECOMPRESS_ERRORS as exc:
+        raise ProfileError(f"not a PyTorch profiler (Kineto) trace: broken gzip ({exc})") from None
     try:
         doc = orjson.loads(raw)  # a real profile is tens of MB of JSON: 4x faster than json
     except orjson.JSONDecodeError as exc:
