@@ -375,3 +375,25 @@ async def test_traces_state_takes_a_comma_list_like_the_api(live, tmp_path):
     assert {t["state"] for t in both} == {"ready", "failed"} and "broken-trace" in {t["id"] for t in both}
     only_failed = json.loads((await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out)
     assert [t["id"] for t in only_failed] == ["broken-trace"]
+
+
+async def test_runs_help_offers_run_states_not_trace_states(live, tmp_path):
+    usage = await cascade("runs", "--help", url=live.url, home=tmp_path)
+    assert usage.code == 0
+    text = " ".join(usage.out.split())
+    assert "(active, succeeded, partial, failed, cancelled)" in text and "(failed,cancelled)" in text
+    assert "ready" not in text
+    traces = " ".join((await cascade("traces", "--help", url=live.url, home=tmp_path)).out.split())
+    assert "(ready,failed)" in traces and "(active," not in traces
+
+
+async def test_a_token_too_long_for_the_server_is_named_as_such(live, tmp_path):
+    """The server's HTTP layer refuses a 10,000-character Authorization header (400, plain text)
+    before any route: that is a Cascade server refusing the request, not another program."""
+    token = "x" * 10_000
+    result = await cascade("runs", url=live.url, token=token, home=tmp_path)
+    assert (result.code, result.out) == (3, ""), result
+    assert result.err == ("cascade runs: 400: malformed HTTP request: the request line or a header is too long "
+                          "(the token sent is 10,000 characters long; check CASCADE_TOKEN / --token: it must be "
+                          "the `token:` line `cascade serve` printed)\n"), result.err
+    assert "not a Cascade server" not in result.err and "xxxx" not in result.err
