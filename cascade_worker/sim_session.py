@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cascade_server.shared.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk
+from cascade_server.shared.timeline.stats import pct_text
 
 from . import step_timeline, uploads
 from .chunks import Chunker, LineSplitter
@@ -201,8 +202,8 @@ class Worker:
             await self.client.put_file(step_timeline.ERROR_FILE, f"step timeline not sent: {exc}\n".encode())
             return
         wall = upload.compare["summary"]["wall_ns"] if upload.compare else {}
-        log.info("step timeline sent: %d steps%s", len(upload.simulated["steps"]),
-                 f", mean |wall error| {wall['mean_abs_error_pct']:.1f}%" if wall.get("count") else "")
+        log.info("step timeline sent: %d steps, mean |wall error| %s", len(upload.simulated["steps"]),
+                 pct_text(wall.get("mean_abs_error_pct"), digits=1))
 
     async def _upload_log(self) -> None:
         data = await asyncio.to_thread(_gzip_file, self.log_path)
