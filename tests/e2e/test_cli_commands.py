@@ -34,10 +34,11 @@ class Result:
     err: str
 
 
-async def cascade(*args: str, url: str | None, token: str | None = TOKEN, home: Path) -> Result:
+async def cascade(*args: str, url: str | None, token: str | None = TOKEN, home: Path,
+                  extra_env: dict[str, str] | None = None) -> Result:
     """`cascade ARGS` in a subprocess (the server runs in this event loop, so wait without
     blocking it), with only the settings given here (no config file of the machine's)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config")}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"), **(extra_env or {})}
     if url:
         env["CASCADE_URL"] = url
     if token:
@@ -73,13 +74,17 @@ async def live(make_server, tmp_path, monkeypatch):
 
 async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_path):
     url = live.url
+    # Not a terminal (a pipe, as a file): plain progress lines, no bar sized for a width, never
+    # cut, however narrow COLUMNS says the terminal is.
     started = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x2",
-                            "--wait", url=url, home=tmp_path)
+                            "--wait", url=url, home=tmp_path, extra_env={"COLUMNS": "30"})
     assert started.code == 0, started.err
     run_id = started.out.strip()
     assert run_id.startswith("run-") and started.out == run_id + "\n"  # stdout: just the id
     assert f"{run_id} succeeded: 2/2 succeeded" in started.err
-    assert "[########################] 100%" in started.err  # the progress line, at its end
+    progress = [line for line in started.err.splitlines() if line.startswith(f"{run_id} ") and "%" in line]
+    assert progress[-1] == f"{run_id} ✔ succeeded 100%  2/2 succeeded", started.err
+    assert not any("[" in line or "…" in line for line in progress), progress
     async with live.client() as http:
         run = (await http.get(f"/api/runs/{run_id}")).json()
         kernels = (await http.get(f"/api/runs/{run_id}/kernels")).json()
