@@ -50,6 +50,9 @@ T = TypeVar("T")
 STREAM_TIMEOUT = httpx.Timeout(10.0, read=45.0)
 REQUEST_TIMEOUT = httpx.Timeout(15.0, read=60.0)
 MAX_BACKOFF_S = 10.0
+# A token longer than this is no token `cascade serve` made (those are 43 characters): when the
+# server refuses a request before reading it, the length is what to name.
+LONG_TOKEN = 1000
 
 _EVENT = TypeAdapter(RunEvent)
 _FILE_NAME = re.compile(FILE_NAME_PATTERN)
@@ -114,6 +117,7 @@ class CascadeClient:
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
         )
         self.has_token = bool(token)
+        self._token_length = len(token or "")
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -154,7 +158,13 @@ class CascadeClient:
                 "the `token:` line `cascade serve` printed.",
                 status=401,
             )
-        raise ApiError(f"{resp.status_code}: {error_detail(resp)}", status=resp.status_code)
+        message = f"{resp.status_code}: {error_detail(resp)}"
+        if resp.status_code in (400, 431) and self._token_length > LONG_TOKEN:
+            # The server refused the request's headers; a token this long is the likely cause,
+            # and naming its length says so without showing it.
+            message += (f" (the token sent is {self._token_length:,} characters long; check "
+                        "CASCADE_TOKEN / --token: it must be the `token:` line `cascade serve` printed)")
+        raise ApiError(message, status=resp.status_code)
 
     async def _get_model(self, path: str, adapter: TypeAdapter[T]) -> T:
         resp = await self._request("GET", path)
@@ -174,7 +184,11 @@ class CascadeClient:
     async def health(self) -> dict[str, Any]:
         """The health answer; `NotCascade` when whatever answers is not a Cascade server."""
         try:
-            resp = await self._http.get("/api/health")
+            # Without the token: health needs none, and a token the server refuses (one too long
+            # for its header limit) must not make a Cascade server look like another program.
+            probe = self._http.build_request("GET", "/api/health")
+            probe.headers.pop("Authorization", None)
+            resp = await self._http.send(probe)
         except httpx.TransportError as exc:
             raise Unreachable(self._unreachable_message(exc)) from None
         if resp.status_code >= 500:  # a server (or a proxy before it) in trouble, not another program

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cascade_server.shared.models import SimStepTimeline
+from cascade_server.shared.timeline.stats import pct_text
 
 from .chart import Line, _bar_line
 from .formatting import ellipsize, plural, time_ns
@@ -30,10 +31,6 @@ def _num(value: Any) -> float | None:
 def _median(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1f}%"
 
 
 def step_lines(
@@ -66,12 +63,15 @@ def step_lines(
     real: dict[int, dict[str, Any]] = {}
     names: dict[int, tuple[str, str]] = {}
     predicted: dict[str, dict[int, float | None]] = {}
+    simulated_steps: dict[str, set[int]] = {}  # steps that simulated a kernel: only those have an error
     for config in shown:
         walls: dict[int, list[float | None]] = {}
         for timeline in by_config[config]:
             for step in timeline.simulated.get("steps", []):
                 if isinstance(step, dict) and isinstance(step.get("index"), int):
                     walls.setdefault(step["index"], []).append(_num(step.get("wall_ns")))
+                    if step.get("simulated_kernels") != 0:
+                        simulated_steps.setdefault(config, set()).add(step["index"])
                     names.setdefault(step["index"], (str(step.get("name", "step")), str(step.get("kind", "step"))))
             for row in (timeline.compare or {}).get("steps", []):
                 if isinstance(row, dict) and isinstance(row.get("index"), int):
@@ -93,10 +93,13 @@ def step_lines(
         lines.append(head)
         wall = ((first.compare or {}).get("summary") or {}).get("wall_ns") or {}
         if wall.get("count"):
-            lines.append([("  step wall error: mean ", ""), (_pct(_num(wall.get("mean_error_pct"))), ""),
-                          (f", mean |err| {(_num(wall.get('mean_abs_error_pct')) or 0):.1f}%"
-                           f", p95 |err| {(_num(wall.get('p95_abs_error_pct')) or 0):.1f}%", ""),
+            lines.append([("  step wall error: mean ", ""),
+                          (pct_text(_num(wall.get("mean_error_pct")), signed=True, digits=1), ""),
+                          (f", mean |err| {pct_text(_num(wall.get('mean_abs_error_pct')), digits=1)}"
+                           f", p95 |err| {pct_text(_num(wall.get('p95_abs_error_pct')), digits=1)}", ""),
                           (f" ({plural(int(wall['count']), 'step')})", "dim")])
+        elif wall:
+            lines.append([("  step wall error: n/a", ""), ("  (no step simulated a kernel: nothing compared)", "dim")])
         per_kind = summary.get("per_kind", {}) if isinstance(summary.get("per_kind"), dict) else {}
         for kind, means in per_kind.items():
             real_walls = [w for r in real.values()
@@ -119,6 +122,8 @@ def step_lines(
             value = predicted[config].get(index)
             suffix: Line = []
             if real_wall and value is not None:
-                suffix.append((f"  {(value - real_wall) / real_wall * 100:+.1f}%", "dim"))
+                error = ((value - real_wall) / real_wall * 100
+                         if index in simulated_steps.get(config, set()) else None)
+                suffix.append((f"  {pct_text(error, signed=True, digits=1)}", "dim"))
             lines.append(_bar_line(config, label_w, value, scale, bar_w, style_of.get(config, "name"), suffix))
     return lines

@@ -31,7 +31,10 @@ def build_parser(prog: str = "cascade tui") -> argparse.ArgumentParser:
 
 
 def add_ui_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, help="TOML config file (CASCADE_CONFIG)")
+    # `--config-file`, as in the script commands (where `--config` names a GPU config); the old
+    # `--config` stays as a hidden alias so scripts that pass it keep working.
+    parser.add_argument("--config-file", dest="config", type=Path, help="TOML config file (CASCADE_CONFIG)")
+    parser.add_argument("--config", dest="config", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--download-dir", type=Path,
                         help="where downloads are saved (default ./cascade-downloads)")
     parser.add_argument("--refresh-hz", type=float, help="live redraw rate, 0.5 to 4 (default 2)")

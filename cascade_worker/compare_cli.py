@@ -7,9 +7,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from cascade_server.shared.cli_usage import OneLineErrorParser
 from cascade_server.shared.timeline.compare import compare
+from cascade_server.shared.timeline.stats import pct_text
 
 from .timeline_files import TimelineFileError, read_json, read_step_inputs
 
@@ -26,6 +28,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def wall_error_line(steps: int, wall: dict[str, Any]) -> str:
+    """The step wall error of `cascade compare`'s summary; "n/a" when no step was compared."""
+    compared = wall.get("count") or 0
+    if steps and compared < steps:
+        head = f"{compared} of {steps} steps compared (the others simulated no kernel)"
+    else:
+        head = f"{compared} steps"
+    return (f"{head}: step wall error mean {pct_text(wall.get('mean_error_pct'), signed=True)}, "
+            f"mean |error| {pct_text(wall.get('mean_abs_error_pct'))}, "
+            f"p95 |error| {pct_text(wall.get('p95_abs_error_pct'))}")
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -39,10 +53,5 @@ def main(argv: list[str]) -> int:
     result = compare(timeline, simulated)
     args.output.write_text(json.dumps(result, separators=(",", ":")) + "\n")
     wall = result["summary"]["wall_ns"]
-    if wall["count"]:
-        print(f"{wall['count']} steps: step wall error mean {wall['mean_error_pct']:+.2f}%, "
-              f"mean |error| {wall['mean_abs_error_pct']:.2f}%, p95 |error| {wall['p95_abs_error_pct']:.2f}%; "
-              f"wrote {args.output}")
-    else:
-        print(f"no step to compare; wrote {args.output}")
+    print(f"{wall_error_line(len(result['steps']), wall)}; wrote {args.output}")
     return 0

@@ -22,9 +22,11 @@ import signal
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
-from cascade_server.shared.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk
+from cascade_server.shared.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk, utcnow
+from cascade_server.shared.timeline.stats import pct_text
 
 from . import step_timeline, uploads
 from .chunks import Chunker, LineSplitter
@@ -82,6 +84,8 @@ class Worker:
         self._spooled = asyncio.Event()
         self._output_done = False
         self._proc: asyncio.subprocess.Process | None = None
+        self._started_at: datetime | None = None  # when the simulator started, as this host saw it
+        self._running_reported = False  # a running heartbeat reached the server
 
     # --- control ----------------------------------------------------------------------------
 
@@ -108,6 +112,7 @@ class Worker:
             )
         except OSError as exc:
             return await self.report_setup_failure(f"cannot start the simulator: {exc.strerror or exc}")
+        self._started_at = utcnow()  # every running heartbeat says so, however late it arrives
         log.info("simulator started (pid %d): %s", self._proc.pid, " ".join(self.plan.argv))
         heartbeats = asyncio.create_task(self._heartbeats(), name="heartbeats")
         sender = asyncio.create_task(self._sender(), name="sender")
@@ -119,6 +124,7 @@ class Worker:
             if self._stop.is_set():
                 return await self._stopped(pump, flusher, sender, heartbeats)
             returncode = await self._proc.wait()
+            ended_at = utcnow()  # the final heartbeat's time, kept through its retries
             flusher.cancel()
             self._finish_output()
             outcome = classify(returncode, self.markers)
@@ -126,7 +132,8 @@ class Worker:
             log.info("simulator exited %d: %s%s", returncode, outcome.state,
                      f" ({outcome.error})" if outcome.error else "")
             # Everything below waits on the server; a cancel or a signal still ends it early.
-            finishing = asyncio.create_task(self._finish(sender, heartbeats, before, outcome, exit_code))
+            finishing = asyncio.create_task(self._finish(sender, heartbeats, before, outcome, exit_code,
+                                                          ended_at))
             await asyncio.wait({finishing, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
             if finishing.done():
                 return finishing.result()
@@ -149,7 +156,7 @@ class Worker:
         """The simulator could not start: say so to the server as the sim's failure."""
         log.error("%s", reason)
         try:
-            await self.client.heartbeat(Heartbeat(state="failed", error=reason), give_up_after=60)
+            await self.client.heartbeat(Heartbeat(state="failed", error=reason, at=utcnow()), give_up_after=60)
         except (ApiRefused, ServerUnreachable) as exc:
             log.error("could not report the failure: %s", exc)
             return EXIT_SERVER
@@ -157,7 +164,7 @@ class Worker:
 
     # --- the simulator ends -----------------------------------------------------------------
 
-    async def _finish(self, sender, heartbeats, before, outcome, exit_code: int) -> int:
+    async def _finish(self, sender, heartbeats, before, outcome, exit_code: int, ended_at: datetime) -> int:
         try:
             await sender  # drains the spool: every line is on the server
             await self._upload_files(before)
@@ -166,8 +173,12 @@ class Worker:
                 await self._send_step_timeline()
             heartbeats.cancel()
             await asyncio.gather(heartbeats, return_exceptions=True)
+            if not self._running_reported:
+                # The server was down the whole run (its running heartbeat was still being
+                # retried): tell it when the sim started before telling it how it ended.
+                await self.client.heartbeat(Heartbeat(state="running", at=self._started_at))
             ack = await self.client.heartbeat(
-                Heartbeat(state=outcome.state, exit_code=exit_code, error=outcome.error)
+                Heartbeat(state=outcome.state, exit_code=exit_code, error=outcome.error, at=ended_at)
             )
         except ApiRefused as exc:
             log.error("the server refused the report: %s", exc)
@@ -202,8 +213,8 @@ class Worker:
             await self.client.put_file(step_timeline.ERROR_FILE, f"step timeline not sent: {exc}\n".encode())
             return
         wall = upload.compare["summary"]["wall_ns"] if upload.compare else {}
-        log.info("step timeline sent: %d steps%s", len(upload.simulated["steps"]),
-                 f", mean |wall error| {wall['mean_abs_error_pct']:.1f}%" if wall.get("count") else "")
+        log.info("step timeline sent: %d steps, mean |wall error| %s", len(upload.simulated["steps"]),
+                 pct_text(wall.get("mean_abs_error_pct"), digits=1))
 
     async def _upload_log(self) -> None:
         data = await asyncio.to_thread(_gzip_file, self.log_path)
@@ -234,7 +245,7 @@ class Worker:
         if self._exit_code_on_stop == EXIT_SIGNAL:
             try:
                 await self.client.heartbeat(
-                    Heartbeat(state="failed", error=self._stop_reason), give_up_after=5
+                    Heartbeat(state="failed", error=self._stop_reason, at=utcnow()), give_up_after=5
                 )
             except (ApiRefused, ServerUnreachable):
                 pass
@@ -320,8 +331,9 @@ class Worker:
         while True:
             try:
                 ack = await self.client.heartbeat(
-                    Heartbeat(state="running"), give_up_after=self.plan.give_up_after
+                    Heartbeat(state="running", at=self._started_at), give_up_after=self.plan.give_up_after
                 )
+                self._running_reported = True
             except ApiRefused as exc:
                 self.request_stop(f"the server refused the heartbeat: {exc}", EXIT_SERVER)
                 return

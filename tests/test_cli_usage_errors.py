@@ -102,3 +102,30 @@ def test_worker_setting_errors_are_one_line_and_exit_2(argv, line):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
     done = cascade("worker", *argv, env=env)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", line + "\n")
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_the_ui_config_file_has_one_flag_name_in_every_command(name, capsys):
+    """`--config-file` names the UI's config file everywhere (`cascade run start --config` is a
+    GPU config); `cascade tui` and `cascade up` still take `--config` as a hidden alias."""
+    with pytest.raises(SystemExit):
+        main([name, "--help"])
+    text = capsys.readouterr().out
+    uses_config_file = "CASCADE_CONFIG" in text
+    if uses_config_file:
+        assert "--config-file" in text, name
+        assert "like `cascade tui --config`" not in text, name
+    if name in ("tui", "up"):
+        assert uses_config_file and "--config CONFIG" not in text, text
+
+
+@pytest.mark.parametrize("flag", ["--config-file", "--config"])
+def test_tui_save_config_writes_where_either_name_says(flag, tmp_path):
+    target = tmp_path / "my.toml"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env.pop("CASCADE_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "tui", "--save-config", flag, str(target),
+                           "--url", "http://127.0.0.1:9", "--token", "t0ken"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert 'url = "http://127.0.0.1:9"' in target.read_text()

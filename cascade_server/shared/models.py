@@ -328,6 +328,11 @@ class Heartbeat(Model):
     exit_code: int | None = Field(default=None, ge=INT64_MIN, le=INT64_MAX, strict=True)
     # Optional text with any state (spec 002): a succeeded sim may report a warning, which is kept.
     error: str | None = None
+    # An addition to the spec, optional, so spec clients see no change: when the simulator
+    # entered `state` (started running, exited), stamped by the sender. A heartbeat retried after
+    # an outage keeps it, so the sim's started_at/finished_at are its own times, not when the
+    # server heard of them; the server bounds it (never in the future, never before the sim).
+    at: datetime | None = Field(default=None, description="When the sim entered `state`, as the simulator saw it.")
 
 
 class HeartbeatAck(Model):

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..shared.models import TERMINAL_SIM_STATES, Heartbeat, HeartbeatAck, RunDetail, SimEvent, SimSummary, can_transition, utcnow
+from ..reported_time import reported_time
 from .codecs import iso, sim_from_row
 from .core import NotFound, Transaction
 from .outputs import OutputStore
@@ -32,7 +33,8 @@ class SimStateStore(OutputStore):
                 # A finished sim keeps its final state; one the server has stopped listening to
                 # (cancelled, or failed for silence while it kept working) is told to stop.
                 return HeartbeatAck(state=sim.state, cancel=_must_stop(sim.state, beat.state))
-            now = iso(utcnow())
+            now_dt = utcnow()
+            now = iso(now_dt)
             fields: dict[str, Any] = {"last_heartbeat_at": now}
             if sim.state == "pending" and sim.launcher_ref is not None:
                 # Queued in a scheduler (Slurm) and started before the launcher's next look:
@@ -43,11 +45,15 @@ class SimStateStore(OutputStore):
                 fields.update(_move(sim, beat.state, now))
             if fields.get("state", sim.state) == "running" and beat.state == "running":
                 fields["error"] = None  # a running heartbeat clears an earlier `lost` reason
-                if sim.started_at is None:
-                    fields["started_at"] = now
+                if sim.started_at is None:  # when the sim says it started, not when we heard
+                    fields["started_at"] = iso(reported_time(beat.at, now_dt, sim.created_at))
             if fields.get("state") in TERMINAL_SIM_STATES:
                 fields["exit_code"] = beat.exit_code
                 fields["error"] = beat.error
+                # When the sim ended, as it reports it (a final heartbeat retried after a server
+                # outage still carries it): the outage is not the sim's time.
+                started = sim.started_at or sim.created_at
+                fields["finished_at"] = iso(reported_time(beat.at, now_dt, started))
             updated = await self._update_sim(tx, sim_id, **fields)
             tx.publish(updated.run_id, [SimEvent(sim=updated)])
         return HeartbeatAck(state=updated.state, cancel=updated.state == "cancelled")

@@ -129,6 +129,10 @@ async def _start_rclone(port: int, root: Path, data_dir: Path, info: S3Info,
             # SIGTERM it when the server dies, even by SIGKILL, so a crashed server never leaves
             # an orphan holding the port its restart needs.
             preexec_fn=die_with_parent(signal.SIGTERM),
+            # A process group of its own: Ctrl+C on the terminal signals the whole foreground
+            # group, and an rclone killed by it would look like a crash to the Supervisor (a
+            # restart warning on every stop). The server stops it itself when it stops.
+            process_group=0,
         )
     try:
         await _wait_until_serving(proc, port, log_path)

@@ -49,7 +49,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--token", help="the bearer token (CASCADE_TOKEN; a flag shows in `ps`, "
                        "prefer the variable or the config file)")
     # Not `--config` as in `cascade tui`: `cascade run start --config` names GPU configs.
-    group.add_argument("--config-file", type=Path, help="TOML config file, like `cascade tui --config` (CASCADE_CONFIG)")
+    group.add_argument("--config-file", type=Path, help="TOML config file, as `cascade tui --config-file` takes it (CASCADE_CONFIG)")
 
 
 def new_parser(prog: str, description: str) -> argparse.ArgumentParser:

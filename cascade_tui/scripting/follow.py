@@ -1,7 +1,8 @@
 """Follow a run to its end on the event stream, with a progress line on stderr.
 
-On a terminal the line is redrawn in place a few times a second; in a log file (not a TTY) a
-line is written only when the sims' states change, so a long run does not flood it.
+On a terminal the line is redrawn in place a few times a second, fitted to its width; in a log
+file (not a TTY) a plain line, without the bar and never cut, is written only when the sims'
+states change, so a long run does not flood it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ class ProgressLine:
         self.drawn = False
 
     def update(self, sims: list[SimSummary], final: bool = False) -> None:
-        line = progress_line(self.run_id, sims, self._columns())
         if self.interactive:
+            line = progress_line(self.run_id, sims, self._columns())
             now = time.monotonic()
             if final or now - self.last_draw >= REDRAW_S:
                 self.last_draw = now
@@ -41,7 +42,8 @@ class ProgressLine:
         states = sims_text(_counts(sims))
         if states != self.last_states or final:
             self.last_states = states
-            self._write(line + "\n")
+            # No terminal, no width: the plain line, neither a bar sized for one nor cut to it.
+            self._write(progress_line(self.run_id, sims, None) + "\n")
 
     def note(self, text: str) -> None:
         """A line of its own (a dropped connection), without breaking the progress line."""
@@ -52,12 +54,10 @@ class ProgressLine:
         """The width of the terminal the line goes to: stderr's own when it is one (stdout is often
         captured: `RUN=$(cascade run start --wait ...)`), else COLUMNS or 80. Asked on every
         draw, so a resized terminal gets a line that fits."""
-        if self.interactive:
-            try:
-                return os.get_terminal_size(self.stream.fileno()).columns
-            except (OSError, ValueError, AttributeError):
-                pass
-        return shutil.get_terminal_size().columns
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            return shutil.get_terminal_size().columns
 
     def _write(self, text: str) -> None:
         try:

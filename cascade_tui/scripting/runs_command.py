@@ -20,9 +20,11 @@ PROG = "cascade runs"
 
 
 def add_list_arguments(parser: argparse.ArgumentParser, states: tuple[str, ...], what: str) -> None:
+    # The example is built from `states` too: a fixed one named trace states under `cascade runs`.
+    example = ",".join(states[-2:])
     parser.add_argument("--state", action="extend", type=state_list(states), metavar="STATE",
                         help=f"only {what} in this state ({', '.join(states)}); several comma-separated "
-                        "(ready,failed), as the API takes them, or --state repeated")
+                        f"({example}), as the API takes them, or --state repeated")
     parser.add_argument("--limit", type=positive, metavar="N", help=f"the newest N {what} only")
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
 

@@ -20,6 +20,11 @@ from cascade_server.shared.trace_kernels import KernelStatsError, read_kernels
 from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
 
 
+# Below half the launches mapped, the profile is most likely of another workload (or the trace of
+# another step): the step errors would mostly measure the profile against itself.
+DEFAULT_MIN_COVERAGE = 50.0
+
+
 class ImportFailed(Exception):
     """One line for the user."""
 
@@ -37,7 +42,22 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("trace_dir", type=Path, help="the tracer's output directory")
     imp.add_argument("--step-pattern", default=DEFAULT_STEP_PATTERN, metavar="REGEX",
                      help=f"CPU annotations that mark a step (default: {DEFAULT_STEP_PATTERN})")
+    imp.add_argument("--min-coverage", type=coverage_pct, default=DEFAULT_MIN_COVERAGE, metavar="PCT",
+                     help="refuse the profile when fewer than PCT%% of the kernels launched in its steps "
+                     f"map to the trace's kernels (default: {DEFAULT_MIN_COVERAGE:g}; 0 takes any profile): "
+                     "a step no kernel of which is simulated replays its measured time, and would "
+                     "compare as a 0%% error")
     return parser
+
+
+def coverage_pct(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError("must be 0 to 100 (a percentage of launches)")
+    return value
 
 
 def _write_json(path: Path, data: object) -> None:
@@ -46,8 +66,12 @@ def _write_json(path: Path, data: object) -> None:
     os.replace(tmp, path)
 
 
-def run_import(profile: Path, trace_dir: Path, step_pattern: str = DEFAULT_STEP_PATTERN) -> ImportResult:
-    """Import and write the three files; raises ImportFailed with one line."""
+def run_import(
+    profile: Path, trace_dir: Path, step_pattern: str = DEFAULT_STEP_PATTERN,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
+) -> ImportResult:
+    """Import and write the three files; raises ImportFailed with one line, and writes nothing when
+    fewer than `min_coverage` percent of the steps' launches map to the trace's kernels."""
     if not trace_dir.is_dir():
         raise ImportFailed(f"{trace_dir}: no such directory")
     try:
@@ -69,6 +93,12 @@ def run_import(profile: Path, trace_dir: Path, step_pattern: str = DEFAULT_STEP_
         )
     except ProfileError as exc:
         raise ImportFailed(f"{profile}: {exc}") from None
+    coverage = 100.0 * result.mapped / result.launches if result.launches else 0.0
+    if coverage < min_coverage:
+        raise ImportFailed(
+            f"{profile}: {result.mapped:,} of {result.launches:,} kernel launches ({coverage:.1f}%) map to "
+            f"the trace's kernels, below --min-coverage {min_coverage:g}: is it a profile of the traced "
+            "workload? (--min-coverage 0 imports it anyway)")
     _write_json(trace_dir / CORRECTED_TIMELINE_NAME, result.timeline.model_dump(mode="json"))
     _write_json(trace_dir / KERNEL_MAPPING_NAME, result.mapping.model_dump(mode="json"))
     _write_json(trace_dir / REAL_TIMING_NAME, result.real_timing.model_dump(mode="json"))
@@ -78,7 +108,7 @@ def run_import(profile: Path, trace_dir: Path, step_pattern: str = DEFAULT_STEP_
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        result = run_import(args.profile, args.trace_dir, args.step_pattern)
+        result = run_import(args.profile, args.trace_dir, args.step_pattern, args.min_coverage)
     except ImportFailed as exc:
         print(f"cascade timeline import: {exc}", file=sys.stderr)
         return 1

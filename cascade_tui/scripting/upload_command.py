@@ -27,6 +27,8 @@ from cascade_server.shared.s3_endpoint import S3Info, make_client, resolve_s3_in
 from cascade_server.shared.setting_errors import data_dir_problem, settings_problem_line
 from cascade_server.shared.trace_layout import TRACES_PREFIX
 from cascade_server.shared.upload_rules import layout_problem, trace_id_problem
+
+from .timeline_command import DEFAULT_MIN_COVERAGE, coverage_pct
 from cascade_server.shared.trace_upload import (
     LocalFile,
     arch_from_trace_headers,
@@ -87,6 +89,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "`cascade timeline import` runs on it first, so the trace gets real timing and steps")
     parser.add_argument("--step-pattern", metavar="REGEX", help="with --profile: the CPU annotations that "
                         "mark a step (default: ProfilerStep#N)")
+    parser.add_argument("--min-coverage", type=coverage_pct, default=DEFAULT_MIN_COVERAGE, metavar="PCT",
+                        help="with --profile: refuse it when fewer than PCT%% of its steps' kernel launches map "
+                        f"to the trace's kernels (default: {DEFAULT_MIN_COVERAGE:g})")
     return parser.parse_args(argv)
 
 
@@ -203,7 +208,8 @@ def _import_profile(args: argparse.Namespace) -> None:
     from .timeline_command import ImportFailed, run_import
 
     try:
-        result = run_import(args.profile, args.directory, args.step_pattern or DEFAULT_STEP_PATTERN)
+        result = run_import(args.profile, args.directory, args.step_pattern or DEFAULT_STEP_PATTERN,
+                            args.min_coverage)
     except ImportFailed as exc:
         raise UploadError(f"--profile: {exc}") from None
     for line in result.summary_lines():

@@ -214,9 +214,10 @@ def stand_in_note(run: RunDetail) -> str | None:
 BAR_MIN, BAR_MAX = 10, 24
 
 
-def progress_line(run_id: str, sims: Sequence[SimSummary], columns: int = 80) -> str:
+def progress_line(run_id: str, sims: Sequence[SimSummary], columns: int | None = 80) -> str:
     """`run-… ▶ active [###xx.....]  30%  1/4 succeeded, 2 running, 1 failed`, at most
     `columns - 1` wide (a line as wide as the terminal wraps, and each redraw would add a row).
+    `columns` None (not a terminal: a log file) is the plain line, without the bar and uncut.
 
     `#` is work that counts: succeeded sims whole, active ones as far as they got (capped: the
     stand-in can finish more kernels than the trace has); `x` is failed or cancelled sims, which
@@ -236,6 +237,8 @@ def progress_line(run_id: str, sims: Sequence[SimSummary], columns: int = 80) ->
         counts[sim.state] = counts.get(sim.state, 0) + 1
     head = printable(f"{run_id} {state_label(run_state(s.state for s in sims))}")
     tail = f" {math.floor(100 * good / total) if total else 0:3d}%  {sims_text(counts)}"
+    if columns is None:
+        return head + tail
     room = columns - 1
     width = min(BAR_MAX, room - len(head) - len(tail) - 3)
     if width < BAR_MIN:  # a narrow terminal keeps the numbers and drops the bar

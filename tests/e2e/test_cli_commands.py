@@ -34,10 +34,11 @@ class Result:
     err: str
 
 
-async def cascade(*args: str, url: str | None, token: str | None = TOKEN, home: Path) -> Result:
+async def cascade(*args: str, url: str | None, token: str | None = TOKEN, home: Path,
+                  extra_env: dict[str, str] | None = None) -> Result:
     """`cascade ARGS` in a subprocess (the server runs in this event loop, so wait without
     blocking it), with only the settings given here (no config file of the machine's)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config")}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"), **(extra_env or {})}
     if url:
         env["CASCADE_URL"] = url
     if token:
@@ -73,13 +74,17 @@ async def live(make_server, tmp_path, monkeypatch):
 
 async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_path):
     url = live.url
+    # Not a terminal (a pipe, as a file): plain progress lines, no bar sized for a width, never
+    # cut, however narrow COLUMNS says the terminal is.
     started = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x2",
-                            "--wait", url=url, home=tmp_path)
+                            "--wait", url=url, home=tmp_path, extra_env={"COLUMNS": "30"})
     assert started.code == 0, started.err
     run_id = started.out.strip()
     assert run_id.startswith("run-") and started.out == run_id + "\n"  # stdout: just the id
     assert f"{run_id} succeeded: 2/2 succeeded" in started.err
-    assert "[########################] 100%" in started.err  # the progress line, at its end
+    progress = [line for line in started.err.splitlines() if line.startswith(f"{run_id} ") and "%" in line]
+    assert progress[-1] == f"{run_id} ✔ succeeded 100%  2/2 succeeded", started.err
+    assert not any("[" in line or "…" in line for line in progress), progress
     async with live.client() as http:
         run = (await http.get(f"/api/runs/{run_id}")).json()
         kernels = (await http.get(f"/api/runs/{run_id}/kernels")).json()
@@ -375,3 +380,25 @@ async def test_traces_state_takes_a_comma_list_like_the_api(live, tmp_path):
     assert {t["state"] for t in both} == {"ready", "failed"} and "broken-trace" in {t["id"] for t in both}
     only_failed = json.loads((await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out)
     assert [t["id"] for t in only_failed] == ["broken-trace"]
+
+
+async def test_runs_help_offers_run_states_not_trace_states(live, tmp_path):
+    usage = await cascade("runs", "--help", url=live.url, home=tmp_path)
+    assert usage.code == 0
+    text = " ".join(usage.out.split())
+    assert "(active, succeeded, partial, failed, cancelled)" in text and "(failed,cancelled)" in text
+    assert "ready" not in text
+    traces = " ".join((await cascade("traces", "--help", url=live.url, home=tmp_path)).out.split())
+    assert "(ready,failed)" in traces and "(active," not in traces
+
+
+async def test_a_token_too_long_for_the_server_is_named_as_such(live, tmp_path):
+    """The server's HTTP layer refuses a 10,000-character Authorization header (400, plain text)
+    before any route: that is a Cascade server refusing the request, not another program."""
+    token = "x" * 10_000
+    result = await cascade("runs", url=live.url, token=token, home=tmp_path)
+    assert (result.code, result.out) == (3, ""), result
+    assert result.err == ("cascade runs: 400: malformed HTTP request: the request line or a header is too long "
+                          "(the token sent is 10,000 characters long; check CASCADE_TOKEN / --token: it must be "
+                          "the `token:` line `cascade serve` printed)\n"), result.err
+    assert "not a Cascade server" not in result.err and "xxxx" not in result.err

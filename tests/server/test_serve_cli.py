@@ -16,7 +16,7 @@ from tests.helpers import free_port
 pytestmark = pytest.mark.e2e  # `cascade serve` as a real process
 
 
-def start(data_dir, port, **env):
+def start(data_dir, port, own_group=False, **env):
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
     environ.update({"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port()), **env})
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -25,6 +25,9 @@ def start(data_dir, port, **env):
     proc = subprocess.Popen(
         [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         env=environ, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        # own_group: a process group of its own, as a shell gives a foreground job, so a test can
+        # send the group a SIGINT as Ctrl+C on a terminal does.
+        process_group=0 if own_group else None,
     )
     proc.stderr_file = stderr
     return proc
@@ -116,3 +119,16 @@ def test_serve_says_when_the_parser_runs_its_python_loop(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_ctrl_c_stops_serve_quietly(tmp_path):
+    """Ctrl+C on a terminal sends SIGINT to the whole foreground process group: the embedded S3
+    endpoint's rclone must not die of it and be mourned with a restart warning. Stopping is quiet."""
+    proc = start(tmp_path / "data", free_port(), own_group=True)
+    try:
+        startup_lines(proc)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=60) == 0, stderr_of(proc)
+    err = stderr_of(proc)
+    assert "is down" not in err and "WARNING" not in err, err

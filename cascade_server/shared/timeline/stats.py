@@ -45,3 +45,10 @@ def error_summary(pairs: Sequence[tuple[float | None, float | None]]) -> dict[st
         })
     order = ["count", *ERROR_FIELDS, *(f + "_pct" for f in ERROR_FIELDS)]
     return {key: summary[key] for key in order}
+
+
+def pct_text(value: float | None, *, signed: bool = False, digits: int = 2) -> str:
+    """A percentage for people; "n/a" where nothing was compared (a null statistic), never 0."""
+    if value is None:
+        return "n/a"
+    return f"{value:+.{digits}f}%" if signed else f"{value:.{digits}f}%"
