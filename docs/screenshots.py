@@ -27,7 +27,8 @@ from cascade_server.serve import start_s3
 from cascade_server.settings import Settings
 from cascade_tui.app import CascadeApp
 from cascade_tui.config import TuiSettings
-from cascade_tui.screens.lists import RunsScreen, TracesScreen
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen
 
