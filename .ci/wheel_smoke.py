@@ -78,12 +78,6 @@ def main() -> int:
                                  check=True).stdout.strip()
         if not version.startswith("cascade 0") and not version.startswith("cascade 1"):
             sys.exit(f"wheel smoke: cascade --version printed {version!r}")
-        # .ci/run installs a C compiler, so the wheel must carry the log parser's compiled loop.
-        loop = subprocess.run([venv / "bin" / "python", "-c", "from cascade_server import accelsim_log as m; "
-                               "print('compiled' if m.NATIVE else 'python')"], cwd=workdir, env=env,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        if loop != "compiled":
-            sys.exit(f"wheel smoke: the wheel's log parser runs its {loop} block loop, not the compiled one")
 
         log = tmp_dir / "serve.log"
         with open(log, "wb") as out:

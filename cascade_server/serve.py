@@ -14,7 +14,6 @@ from pathlib import Path
 from aiohttp import web
 from pydantic import ValidationError
 
-from . import accelsim_log
 from .app import create_app
 from .appkeys import SETTINGS_KEY
 from .datadir import PRIVATE_UMASK
@@ -127,9 +126,6 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
         print(f"data: {settings.data_dir}", flush=True)
         if settings.web:
             print(f"web: {settings.base_url}/ (the terminal UI in a browser)", flush=True)
-        if not accelsim_log.NATIVE:
-            print("parser: the Python block loop (installed without a C compiler and Python's "
-                  "headers: logs parse at about half speed; see the README)", flush=True)
         for line in s3_lines:
             print(line, flush=True)
         await stop.wait()
