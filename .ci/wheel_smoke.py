@@ -106,7 +106,7 @@ def main() -> int:
         finally:
             serve.send_signal(signal.SIGTERM)
             serve.wait(timeout=30)
-        print(f"wheel smoke: {wheel.name} from {workdir}: {version}, {loop} log parser, {len(configs)} GPU configs, "
+        print(f"wheel smoke: {wheel.name} from {workdir}: {version}, {len(configs)} GPU configs, "
               f"demo traces ready, sample run {runs[0]['id']}, agent prompt and browser UI served")
     return 0
 

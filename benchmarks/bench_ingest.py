@@ -1,6 +1,6 @@
 """End-to-end ingest: 16 simulated simulators post real Accel-Sim logs in 1,000-line chunks as
 fast as they can to a real `cascade serve` (its own process). Prints committed lines/s, the
-server's CPU use, POST latency percentiles and the server's peak memory.
+server's CPU use (its process and its parse worker's), POST latency percentiles and the server's peak memory.
 
     python benchmarks/bench_ingest.py [--sims 16] [--chunk 1000] [--repeat 2]
     BENCH_PROFILE=/tmp/ingest.txt python benchmarks/bench_ingest.py   # py-spy collapsed stacks
@@ -24,7 +24,7 @@ from pathlib import Path
 import aiohttp
 import httpx
 
-from procstats import cpu_seconds, free_port, memory_mib  # benchmarks/procstats.py
+from procstats import free_port, memory_mib, tree_cpu_seconds  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "samples" / "recordings"  # real Accel-Sim logs, gzipped
@@ -41,7 +41,7 @@ from cascade_server.shared.models import TraceDetail, utcnow
 async def main():
     store = await Store(Path(sys.argv[1])).open()
     now = utcnow()
-    await store.put_trace(TraceDetail(id="bench", state="ready", created_at=now, updated_at=now,
+    await store.traces.put_trace(TraceDetail(id="bench", state="ready", created_at=now, updated_at=now,
                                       trace_gpu_arch="sm_70", kernel_count=15))
     await store.close()
 
@@ -84,11 +84,11 @@ async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -
         plan.append((f"{url}/api/sims/{sim['id']}/logs", bodies))
     latencies: list[float] = []
     async with aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(limit=sims + 4)) as http:
-        cpu_before = cpu_seconds(server_pid)
+        cpu_before = tree_cpu_seconds(server_pid)
         start = time.perf_counter()
         counts = await asyncio.gather(*(simulator(http, sim_url, bodies, latencies) for sim_url, bodies in plan))
         elapsed = time.perf_counter() - start
-        server_cpu = cpu_seconds(server_pid) - cpu_before
+        server_cpu = tree_cpu_seconds(server_pid) - cpu_before
     total = sum(counts)
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as check:
         kernels = (await check.get(f"/api/runs/{run['id']}/kernels")).json()

@@ -7,17 +7,19 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from . import (
-    routes_agent, routes_core, routes_events, routes_manage, routes_results, routes_sim, routes_trace_inputs,
+from .api import (
+    agent_routes, core_routes, event_routes, manage_routes, run_output_routes, sim_routes, trace_input_routes,
 )
-from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .appkeys import BROKER_KEY, GPU_CONFIGS_KEY, INGEST_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .datadir import prepare_data_dir
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
+from .ingest.log_ingest import LogIngest
+from .ingest.parse_pool import ParsePool
 from .launchers.base import Launcher, LauncherEvents
-from .middlewares import auth_middleware, errors_middleware
+from .api.middlewares import auth_middleware, errors_middleware
 from .monitor import heartbeat_monitor_ctx
-from .runs import RunService, StoreLauncherEvents
+from .services.run_service import RunService, StoreLauncherEvents
 from .settings import Settings, load_or_create_token
 from .storage import Store
 from .traces.ingest import trace_ingest_ctx
@@ -50,9 +52,17 @@ def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
 
 
 async def store_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Open the database, read the GPU configs, start the launcher and hand it unfinished sims."""
+    """Open the database, read the GPU configs, start the launcher and hand it unfinished sims;
+    the log ingest service parses in the parse pool's worker process, which ends with the app."""
     settings = app[SETTINGS_KEY]
-    store = await Store(settings.db_path, app[BROKER_KEY]).open()
+    parse_pool = ParsePool()
+    parse_pool.start()  # first: before the database's threads
+    try:
+        store = await Store(settings.db_path, app[BROKER_KEY]).open()
+    except BaseException:
+        parse_pool.close()
+        raise
+    app[INGEST_KEY] = ingest = LogIngest(store, parse_pool)
     configs = scan_gpu_configs(settings.configs_root)
     log.info("%d GPU configs under %s", len(configs), settings.configs_root)
     launcher = make_launcher(settings, StoreLauncherEvents(store))
@@ -62,7 +72,7 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
         from .samples import SampleError, seed_samples
 
         try:
-            await seed_samples(store, settings)
+            await seed_samples(store, ingest, settings)
         except SampleError as exc:
             log.warning("no sample trace: %s", exc)
     await runs.resume()
@@ -73,6 +83,7 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
             await runs.close()
             await launcher.close()
         finally:
+            parse_pool.close()
             await store.close()  # always: its threads would keep the process from exiting
 
 
@@ -93,8 +104,8 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(store_ctx)
     app.cleanup_ctx.append(heartbeat_monitor_ctx)
     app.cleanup_ctx.append(trace_ingest_ctx)  # after store_ctx: scans the S3 bucket into the store
-    for module in (routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs,
-                   routes_agent):
+    for module in (core_routes, manage_routes, sim_routes, run_output_routes, event_routes, trace_input_routes,
+                   agent_routes):
         app.add_routes(module.routes)
     if settings.web:  # textual-serve is imported only when the web UI is on
         from .web_ui import add_web_ui

@@ -8,8 +8,9 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from .events import Broker
+    from .ingest.log_ingest import LogIngest
     from .shared.models import GpuConfig
-    from .runs import RunService
+    from .services.run_service import RunService
     from .settings import Settings
     from .storage import Store
 
@@ -18,3 +19,4 @@ STORE_KEY: web.AppKey[Store] = web.AppKey("store")
 BROKER_KEY: web.AppKey[Broker] = web.AppKey("broker")
 GPU_CONFIGS_KEY: web.AppKey[dict[str, GpuConfig]] = web.AppKey("gpu_configs")
 RUNS_KEY: web.AppKey[RunService] = web.AppKey("runs")
+INGEST_KEY: web.AppKey[LogIngest] = web.AppKey("ingest")

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 PRIVATE_UMASK = 0o077
-# An upload in progress (routes_sim.put_file): `.<name>.<8 hex>.part` beside the file it becomes.
+# An upload in progress (api/sim_routes.put_file): `.<name>.<8 hex>.part` beside the file it becomes.
 PARTIAL_GLOB = "*/.*.part"
 
 

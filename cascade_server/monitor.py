@@ -56,7 +56,7 @@ async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:
             await asyncio.sleep(settings.monitor_interval_s)
             awake_since = clock.tick(time.monotonic(), utcnow())
             try:
-                await store.expire_heartbeats(settings.heartbeat_timeout_s, awake_since=awake_since)
+                await store.sim_states.expire_heartbeats(settings.heartbeat_timeout_s, awake_since=awake_since)
             except Exception as exc:
                 if is_disk_full(exc):  # it tries again next tick; no traceback every tick
                     log.warning("heartbeat monitor: disk full (%s)", exc)

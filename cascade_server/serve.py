@@ -19,7 +19,7 @@ from .appkeys import SETTINGS_KEY
 from .datadir import PRIVATE_UMASK
 from .dbfile import corrupt_database_message, database_problem
 from .faults import is_corrupt_database
-from .runner import ApiRunner
+from .api.http_site import ApiRunner
 from .shared.cli_usage import OneLineErrorParser
 from .settings import Settings, settings_problem
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces

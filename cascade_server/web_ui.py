@@ -20,7 +20,7 @@ from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
 from .appkeys import SETTINGS_KEY
-from .http import ApiError
+from .api.errors import ApiError
 from .settings import Settings
 
 PAGES = Path(__file__).resolve().parent / "web"

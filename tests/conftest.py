@@ -19,10 +19,11 @@ from aiohttp import web
 from botocore.config import Config
 
 from cascade_server.app import create_app
-from cascade_server.appkeys import STORE_KEY
+from cascade_server.appkeys import INGEST_KEY, STORE_KEY
 from cascade_server.shared.models import KernelLaunch, TraceDetail, utcnow
-from cascade_server.runner import ApiRunner
+from cascade_server.api.http_site import ApiRunner
 from cascade_server.settings import Settings
+from cascade_server.ingest.log_ingest import LogIngest
 from cascade_server.storage import Store
 from tests.helpers import free_port
 
@@ -51,6 +52,10 @@ class LiveServer:
     def app(self) -> web.Application:
         assert self.runner is not None
         return self.runner.app
+
+    @property
+    def ingest(self) -> LogIngest:
+        return self.app[INGEST_KEY]
 
     @property
     def store(self) -> Store:

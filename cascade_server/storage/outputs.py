@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from ..shared.models import KernelStat, RunFile, SimFile, SimStepTimeline, SnapshotEvent, StepTimelineUpload, utcnow
 from .codecs import iso, kernel_from_row, pack, unpack
-from .core import NotFound, Transaction
-from .runs import RunStore
+from ..domain_errors import NotFound
+from .database import Database, Transaction
+from .runs import RunRepository
 
 
-class OutputStore(RunStore):
+class OutputRepository:
+    """What sims produce besides their log."""
+
+    def __init__(self, db: Database, runs: RunRepository) -> None:
+        self.db, self.runs = db, runs
+
     async def run_kernels(self, run_id: str, with_stats: bool = False) -> list[KernelStat]:
         """Every finished kernel of the run, by config, replica, then kernel."""
         columns = "kernels.*" if with_stats else (
             "kernels.sim_id, kernel_index, kernel_name, kernel_launch_uid, gpu_sim_cycle,"
             " gpu_sim_insn, gpu_ipc, sim_time_ns, NULL AS stats"
         )
-        async with self.r.execute(
+        async with self.db.r.execute(
             f"SELECT {columns} FROM kernels JOIN sims ON sims.id = kernels.sim_id"
             " WHERE sims.run_id=? ORDER BY sims.gpu_config, sims.replica, kernels.kernel_index",
             (run_id,),
@@ -23,7 +29,7 @@ class OutputStore(RunStore):
             return [kernel_from_row(row, with_stats) for row in await cur.fetchall()]
 
     async def sim_kernels(self, sim_id: str) -> list[KernelStat]:
-        async with self.r.execute(
+        async with self.db.r.execute(
             "SELECT * FROM kernels WHERE sim_id=? ORDER BY kernel_index", (sim_id,)
         ) as cur:
             return [kernel_from_row(row, True) for row in await cur.fetchall()]
@@ -31,7 +37,7 @@ class OutputStore(RunStore):
     async def snapshot(self, run_id: str) -> SnapshotEvent:
         """The run and its kernels, as an event stream starts. Call with `lock` held, then
         subscribe before releasing it, so no event is both in it and after it."""
-        run = await self.get_run(run_id, self.w)
+        run = await self.runs.get_run(run_id, self.db.w)
         if run is None:
             raise NotFound(f"run {run_id} not found")
         return SnapshotEvent(run=run, kernels=await self.run_kernels(run_id))
@@ -40,7 +46,7 @@ class OutputStore(RunStore):
         """Record a file the sim uploaded. Raises NotFound if the sim is gone, checked in the same
         write: a run deleted while the body arrived leaves no orphan row."""
         created = utcnow()
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             await self._require_sim_in(tx, sim_id)
             await tx.conn.execute(
                 "INSERT OR REPLACE INTO files(sim_id, name, size, content_type, created_at)"
@@ -50,14 +56,14 @@ class OutputStore(RunStore):
         return SimFile(name=name, size=size, content_type=content_type, created_at=created)
 
     async def sim_files(self, sim_id: str) -> list[SimFile]:
-        async with self.r.execute(
+        async with self.db.r.execute(
             "SELECT name, size, content_type, created_at FROM files WHERE sim_id=? ORDER BY name",
             (sim_id,),
         ) as cur:
             return [SimFile(**dict(row)) for row in await cur.fetchall()]
 
     async def run_files(self, run_id: str) -> list[RunFile]:
-        async with self.r.execute(
+        async with self.db.r.execute(
             "SELECT files.*, sims.gpu_config, sims.replica FROM files JOIN sims ON sims.id = files.sim_id"
             " WHERE sims.run_id=? ORDER BY sims.gpu_config, sims.replica, files.name",
             (run_id,),
@@ -66,7 +72,7 @@ class OutputStore(RunStore):
 
     async def put_step_timeline(self, sim_id: str, upload: StepTimelineUpload) -> None:
         """Raises NotFound if the sim is gone (as put_file)."""
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             await self._require_sim_in(tx, sim_id)
             await tx.conn.execute(
                 "INSERT OR REPLACE INTO step_timelines(sim_id, simulated, compare) VALUES (?,?,?)",
@@ -74,11 +80,11 @@ class OutputStore(RunStore):
             )
 
     async def _require_sim_in(self, tx: Transaction, sim_id: str) -> None:
-        if await self.get_sim(sim_id, tx.conn) is None:
+        if await self.runs.get_sim(sim_id, tx.conn) is None:
             raise NotFound(f"sim {sim_id} not found")
 
     async def run_step_timelines(self, run_id: str) -> list[SimStepTimeline]:
-        async with self.r.execute(
+        async with self.db.r.execute(
             "SELECT step_timelines.*, sims.gpu_config, sims.replica FROM step_timelines"
             " JOIN sims ON sims.id = step_timelines.sim_id WHERE sims.run_id=?"
             " ORDER BY sims.gpu_config, sims.replica",

@@ -10,11 +10,17 @@ import aiosqlite
 
 from ..shared.models import GpuConfig, RunDetail, RunEntry, RunSummary, SimSummary, TraceDetail, run_state, utcnow
 from .codecs import iso, new_id, sim_from_row
-from .core import Conflict, NotFound
-from .traces import TraceStore, pick
+from ..domain_errors import Conflict, NotFound
+from .database import Database
+from .traces import TraceRepository, pick
 
 
-class RunStore(TraceStore):
+class RunRepository:
+    """Runs and their sims (one aggregate: a sim never outlives its run)."""
+
+    def __init__(self, db: Database, traces: TraceRepository) -> None:
+        self.db, self.traces = db, traces
+
     async def create_run(
         self,
         trace: TraceDetail,
@@ -28,12 +34,12 @@ class RunStore(TraceStore):
         run_id = new_id("run")
         now = iso(utcnow())
         kernels_total = trace.kernel_count or len(trace.kernels)
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             # Under the lock: a trace deleted since the caller read it gets no run.
             async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace.id,)) as cur:
                 if await cur.fetchone() is None:
                     raise NotFound(f"trace {trace.id} not found")
-            if self.trace_being_deleted(trace.id):
+            if self.traces.trace_being_deleted(trace.id):
                 raise Conflict(f"trace {trace.id} is being deleted")
             await tx.conn.execute(
                 "INSERT INTO runs(id, trace_id, created_at, entries, sample, replay) VALUES (?,?,?,?,?,?)",
@@ -54,7 +60,7 @@ class RunStore(TraceStore):
         return detail
 
     async def get_run(self, run_id: str, conn: aiosqlite.Connection | None = None) -> RunDetail | None:
-        conn = conn or self.r
+        conn = conn or self.db.r
         async with conn.execute("SELECT * FROM runs WHERE id=?", (run_id,)) as cur:
             row = await cur.fetchone()
         if row is None:
@@ -66,7 +72,7 @@ class RunStore(TraceStore):
         sims = [sim_from_row(sim) for sim in sim_rows]
         return RunDetail(
             **_summary(row, [(s["state"], s["started_at"], s["finished_at"]) for s in sim_rows]),
-            trace=await self._trace_summary(row),
+            trace=await self.traces.trace_of_run_row(row),
             sims=sims,
         )
 
@@ -85,12 +91,12 @@ class RunStore(TraceStore):
         params = (limit,) if limited else ()
         if limited:
             newest += " LIMIT ?"
-        async with self.r.execute(newest, params) as cur:
+        async with self.db.r.execute(newest, params) as cur:
             runs = await cur.fetchall()
         sims = "SELECT run_id, state, started_at, finished_at FROM sims"
         if limited:
             sims += f" WHERE run_id IN ({newest.replace('*', 'id', 1)})"
-        async with self.r.execute(sims, params) as cur:
+        async with self.db.r.execute(sims, params) as cur:
             sim_times: dict[str, list[SimTimes]] = {}
             for run_id, state, started_at, finished_at in await cur.fetchall():
                 sim_times.setdefault(run_id, []).append((state, started_at, finished_at))
@@ -101,7 +107,7 @@ class RunStore(TraceStore):
         """Remove a finished run with its sims, log chunks, kernels, file records and step
         timelines; returns the run as it was (its sims' files on disk are the caller's).
         Raises NotFound, or Conflict while the run is active."""
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             run = await self.get_run(run_id, tx.conn)
             if run is None:
                 raise NotFound(f"run {run_id} not found")
@@ -114,11 +120,11 @@ class RunStore(TraceStore):
             await tx.conn.execute("DELETE FROM sims WHERE run_id=?", (run_id,))
             await tx.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
         # After the commit: a stream that subscribes from now on finds no run (a 404) instead.
-        self.broker.end(run_id)
+        self.db.broker.end(run_id)
         return run
 
     async def get_sim(self, sim_id: str, conn: aiosqlite.Connection | None = None) -> SimSummary | None:
-        async with (conn or self.r).execute("SELECT * FROM sims WHERE id=?", (sim_id,)) as cur:
+        async with (conn or self.db.r).execute("SELECT * FROM sims WHERE id=?", (sim_id,)) as cur:
             row = await cur.fetchone()
         return None if row is None else sim_from_row(row)
 
@@ -132,7 +138,7 @@ class RunStore(TraceStore):
         """(sim, trace_id) for every sim in one of `states` (launchers resume these)."""
         states = list(states)
         marks = ",".join("?" * len(states))
-        async with self.r.execute(
+        async with self.db.r.execute(
             f"SELECT sims.*, runs.trace_id AS trace_id FROM sims JOIN runs ON runs.id = sims.run_id"
             f" WHERE sims.state IN ({marks}) ORDER BY sims.created_at, sims.gpu_config, sims.replica",
             states,

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from ..shared.models import KernelLaunch
-from ..trace_inputs import kernel_files
+from .inputs import kernel_files
 from .grouping import TraceFormatError
 
 

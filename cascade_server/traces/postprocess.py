@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..trace_inputs import kernel_files
+from .inputs import kernel_files
 from .grouping import (
     TraceFormatError,
     group_raw_trace,

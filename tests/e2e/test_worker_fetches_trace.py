@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_server.trace_inputs import kernel_files
+from cascade_server.traces.inputs import kernel_files
 from cascade_server.traces.grouping import TraceFormatError
 from cascade_server.traces.postprocess import PostprocessError, check_kernelslist_g
 from tests.conftest import TOKEN, ready_trace
@@ -57,7 +57,7 @@ def test_the_ready_check_reads_kernelslist_as_the_inputs_do(tmp_path):
 
 
 async def test_trace_inputs_errors_are_json_and_unknown_parameters_a_422(server, client):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=3, missing=2)
     (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernel-3.traceg").unlink()
     (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernel-3.traceg").mkdir()
@@ -77,7 +77,7 @@ async def test_trace_inputs_errors_are_json_and_unknown_parameters_a_422(server,
 
 
 async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_path):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=3)
     accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
     node = tmp_path / "node-scratch"
@@ -101,7 +101,7 @@ async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_pa
 
 
 async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(server, tmp_path):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=2, missing=2)
     accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
     async with server.client() as http:
@@ -119,8 +119,8 @@ async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(ser
 
 
 async def test_trace_inputs_routes_refuse_what_they_cannot_serve(server, client):
-    await server.store.put_trace(ready_trace())
-    await server.store.put_trace(ready_trace("uploading-one", state="uploading"))
+    await server.store.traces.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace("uploading-one", state="uploading"))
     mirror_trace(server, "tinyformer-step-sm70", kernels=1)
     assert (await client.get("/api/traces/nope/inputs")).json() == {"detail": "trace nope not found"}
     resp = await client.get("/api/traces/uploading-one/inputs")

@@ -30,7 +30,7 @@ AUTH = f"Authorization: Bearer {TOKEN}\r\n".encode()
 @pytest.fixture
 async def edges(make_server, accelsim_dir):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     return server
 
 
@@ -304,8 +304,8 @@ async def test_a_body_that_is_not_utf8_is_400_saying_so(edges):
 
 async def corrupt(server: LiveServer, sql: str, *args) -> None:
     """Fault injection: damage stored data the way a bad disk would, through the real database."""
-    await server.store.w.execute(sql, args)
-    await server.store.w.commit()
+    await server.store.db.w.execute(sql, args)
+    await server.store.db.w.commit()
 
 
 async def assert_cut_off(server: LiveServer, path: str) -> None:
@@ -378,7 +378,7 @@ async def flood_until_dropped(server: LiveServer, http: httpx.AsyncClient, run_i
 async def test_a_subscriber_that_stops_reading_is_dropped_past_the_byte_bound(make_server, accelsim_dir):  # noqa: F811
     # far fewer than 2,000 events (two per chunk), but megabytes a client does not read
     server = await make_server(accelsim_dir=accelsim_dir, sse_max_buffer_bytes=1024 * 1024, sse_send_timeout_s=600)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run_id, sim_id = await one_sim(http)
         raw = await stalled_subscriber(server, run_id)
@@ -397,7 +397,7 @@ async def test_a_subscriber_that_stops_reading_is_dropped_past_the_byte_bound(ma
 
 async def test_a_subscriber_that_stops_reading_is_dropped_past_the_send_timeout(make_server, accelsim_dir):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir, sse_max_buffer_bytes=1 << 40, sse_send_timeout_s=0.5)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     broker = server.app[BROKER_KEY]
     async with server.client() as http:
         run_id, sim_id = await one_sim(http)
@@ -448,7 +448,7 @@ async def test_an_idle_keep_alive_connection_is_closed_after_the_header_timeout(
 ])
 async def test_a_body_that_stops_arriving_is_408(make_server, accelsim_dir, method, path, content_type):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir, body_timeout_s=0.5)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         _, sim_id = await one_sim(http)
     raw = await Raw.open(server)

@@ -36,7 +36,7 @@ async def post_log(http: httpx.AsyncClient, sim_id: str, parts: list[list[str]],
 @pytest.fixture
 async def ingest(make_server, accelsim_dir):
     server = await make_server(accelsim_dir=accelsim_dir)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     return server
 
 
@@ -271,7 +271,7 @@ async def test_file_size_limits_at_the_boundaries(ingest):
 
 async def test_per_sim_total_limit_ignores_the_replaced_file(make_server, accelsim_dir):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir, max_file_bytes=400, max_sim_files_bytes=1000)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http)
         url = f"/api/sims/{run['sims'][0]['id']}/files"
@@ -350,7 +350,7 @@ async def _launching(http, run_id):
 
 async def test_keepalive_and_stream_stays_open_after_the_run_ends(make_server, accelsim_dir):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         await http.post(f"/api/runs/{run['id']}/cancel")
@@ -367,7 +367,7 @@ async def test_the_stream_of_a_deleted_run_ends(make_server, accelsim_dir):  # n
     """Deleting a run ends its open event streams (they would otherwise send keepalives
     forever); a reconnect is a 404."""
     server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         await http.post(f"/api/runs/{run['id']}/cancel")

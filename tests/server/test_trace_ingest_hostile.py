@@ -103,7 +103,7 @@ async def test_hostile_metadata_fails_its_trace_once_and_later_traces_still_regi
         for _ in range(3):
             await scanner.scanner.wait_for_scan()
     assert scanner.recorder.states(f"aa-{name}")[-1] == "failed"
-    stored = await scanner.store.get_trace(f"aa-{name}")
+    stored = await scanner.store.traces.get_trace(f"aa-{name}")
     assert stored.state == "failed" and stored.metadata is None
     # One warning names the trace; later scans leave the failed trace alone.
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]

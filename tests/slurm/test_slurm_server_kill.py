@@ -32,7 +32,7 @@ async def test_kill_9_the_server_mid_run_and_a_new_one_finishes_it(tmp_path):
     data_dir, port, s3_port = tmp_path / "data", free_port(), free_port()
     data_dir.mkdir()
     store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.put_trace(ready_trace())
+    await store.traces.put_trace(ready_trace())
     await store.close()
     log_path = tmp_path / "serve.log"
     server = await start_serve(data_dir, port, log_path, s3_port)
@@ -72,7 +72,7 @@ async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(
     from cascade_server.launchers.manual import ManualLauncher
     from cascade_server.launchers.slurm_jobs import ArrayJob, batch_script, parse_sbatch_output, sbatch_argv
     from cascade_server.shared.models import RunEntry
-    from cascade_server.runs import RunService, StoreLauncherEvents
+    from cascade_server.services.run_service import RunService, StoreLauncherEvents
     from tests.conftest import LiveServer
 
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
@@ -80,8 +80,8 @@ async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(
                              slurm_output_dir=tmp_path / "slurm-out")
     first = await LiveServer(settings.model_copy(update={"launcher": "manual"})).start()
     trace = ready_trace()
-    await first.store.put_trace(trace)
-    run = await first.store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=2)],
+    await first.store.traces.put_trace(trace)
+    run = await first.store.runs.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=2)],
                                        first.app[GPU_CONFIGS_KEY], replay=True)
     runs = RunService(first.store, settings, first.app[GPU_CONFIGS_KEY], ManualLauncher(StoreLauncherEvents(first.store)))
     specs = [runs.sim_spec(s, trace.id) for s in run.sims]

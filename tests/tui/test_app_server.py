@@ -39,8 +39,8 @@ TRACE = "tinyformer-step-sm70"
 @pytest.fixture
 async def srv(make_server):
     server = await make_server()
-    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
-    await server.store.put_trace(ready_trace("broken-upload", state="failed",
+    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    await server.store.traces.put_trace(ready_trace("broken-upload", state="failed",
                                              error="metadata.json says status: failed"))
     return server
 
@@ -489,7 +489,7 @@ async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_tim
 
     server = await make_server()
     trace_id = "timed-trace"
-    await server.store.put_trace(ready_trace(trace_id, has_real_timing=True))
+    await server.store.traces.put_trace(ready_trace(trace_id, has_real_timing=True))
     trace_dir = server.settings.traces_dir / trace_id
     trace_dir.mkdir(parents=True, exist_ok=True)
     # Real durations of 1 µs per kernel: every simulated time is measured against that.

@@ -34,7 +34,7 @@ def rows(app: CascadeApp, state: str) -> list[str]:
 async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         make_server, worker_env, tmp_path):
     server = await make_server(launcher="local", local_slots=2, replay_speed=25.0)
-    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
@@ -85,7 +85,7 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
 
 async def test_cancel_a_running_stand_in_run(make_server, worker_env, tmp_path):
     server = await make_server(launcher="local", local_slots=2, replay_speed=0.5)
-    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     async with server.client() as http:
         resp = await http.post("/api/runs", json={
             "trace_id": TRACE, "entries": [{"gpu_config": "SM7_QV100", "count": 2}]})

@@ -106,7 +106,7 @@ async def demo(make_server):
     server = await make_server()
     for trace_id in (SM70, SM75):
         meta = parse_metadata((DEMO / trace_id / "metadata.json").read_bytes(), trace_id)
-        await server.store.put_trace(ready_trace(trace_id, **meta.trace_fields()))
+        await server.store.traces.put_trace(ready_trace(trace_id, **meta.trace_fields()))
     return server
 
 

@@ -48,9 +48,9 @@ LONG_ERROR = ("post-processing failed: the upload has no traces/ directory (expe
 @pytest.fixture
 async def srv(make_server):
     server = await make_server()
-    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     # A failed trace whose metadata text is long (many layers): its error must still show.
-    await server.store.put_trace(ready_trace(
+    await server.store.traces.put_trace(ready_trace(
         "broken-upload", state="failed", error=LONG_ERROR, model="a-model-with-a-long-name",
         layers=[f"transformer.block{i}.attention" for i in range(12)]))
     return server

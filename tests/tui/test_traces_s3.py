@@ -25,7 +25,7 @@ async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_se
     rclone = start_rclone(port, tmp_path / "s3", info)
     try:
         server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
-        await server.store.put_trace(ready_trace())
+        await server.store.traces.put_trace(ready_trace())
         app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")

@@ -1,6 +1,6 @@
-"""The connection and lock core: one serialized writer, a reader, and the write helper.
+"""The database core: the connections, the one serialized writer, and the write helper.
 
-Every change goes through `Store.write()`: it holds the writer lock, commits, then publishes the
+Every change goes through `Database.write()` (after datasette's `execute_write_fn`): it holds the writer lock, commits, then publishes the
 change's events while the lock is still held, so events reach subscribers in commit order and a
 snapshot taken under the lock never overlaps the events after it. Any exception rolls the change
 back, so nothing half-written is left open on the shared connection for the next writer to
@@ -18,16 +18,8 @@ from typing import Self
 import aiosqlite
 from pydantic import BaseModel
 
-from ..events import Broker, sse_frame
+from ..events import Broker
 from .schema import migrate
-
-
-class NotFound(Exception):
-    """An id names nothing; the message is the API's `detail`."""
-
-
-class Conflict(Exception):
-    """The change does not fit the current state (409); the message is the API's `detail`."""
 
 
 class Transaction:
@@ -42,7 +34,10 @@ class Transaction:
         self.events.append((run_id, list(events)))
 
 
-class StoreCore:
+class Database:
+    """One SQLite file: a writer every change is serialized on, a reader, and the broker the
+    writer's events go to after each commit. The repositories (traces, runs, ...) share one."""
+
     def __init__(self, path: Path, broker: Broker | None = None) -> None:
         self.path = path
         self.broker = broker or Broker()
@@ -119,7 +114,7 @@ class StoreCore:
 
     def _publish(self, run_id: str, events: list[BaseModel]) -> None:
         if events and self.broker.has_subscribers(run_id):
-            self.broker.publish(run_id, [sse_frame(e) for e in events])
+            self.broker.publish(run_id, events)
 
     # --- meta --------------------------------------------------------------------------------
 

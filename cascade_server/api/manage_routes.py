@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .appkeys import RUNS_KEY, SETTINGS_KEY, STORE_KEY
-from .http import ApiError, ok
-from .storage import Conflict, NotFound
-from .traces.deletion import BucketDeleteError, finish_trace_delete
-from .traces.ingest import TRACE_SCANNER_KEY
+from ..appkeys import RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .bodies import ok
+from .errors import ApiError
+from ..domain_errors import Conflict, NotFound
+from ..traces.deletion import BucketDeleteError, finish_trace_delete
+from ..traces.ingest import TRACE_SCANNER_KEY
 
 routes = web.RouteTableDef()
 
@@ -41,18 +42,18 @@ async def delete_trace(request: web.Request) -> web.Response:
     again half-deleted), then the row, then the mirror."""
     store, settings = request.app[STORE_KEY], request.app[SETTINGS_KEY]
     trace_id = request.match_info["trace_id"]
-    trace = await store.get_trace(trace_id)
+    trace = await store.traces.get_trace(trace_id)
     if trace is None:
         raise NotFound(f"trace {trace_id} not found")
     if trace.state in BUSY_TRACE_STATES:
         raise Conflict(f"trace {trace_id} is {trace.state}: delete it once it is ready or failed")
-    await store.reserve_trace_delete(trace_id)
+    await store.traces.reserve_trace_delete(trace_id)
     scanner = request.app.get(TRACE_SCANNER_KEY)
     try:
         await finish_trace_delete(store, settings, scanner, trace_id, in_bucket=not trace.sample)
     except BucketDeleteError as exc:  # the endpoint is down or refused: the trace stays, usable again
-        await store.release_trace_delete(trace_id)
+        await store.traces.release_trace_delete(trace_id)
         raise ApiError(502, f"could not delete trace {trace_id} from the S3 bucket: {exc}") from None
     finally:  # whatever else stopped it (the disk, a cancelled request) is finished by the scan
-        store.deletes_under_way.discard(trace_id)
+        store.traces.deletes_under_way.discard(trace_id)
     return web.Response(status=204)

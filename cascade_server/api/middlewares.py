@@ -7,10 +7,10 @@ import logging
 
 from aiohttp import http_exceptions, web
 
-from .appkeys import SETTINGS_KEY
-from .faults import DISK_FULL_DETAIL, DISK_FULL_STATUS, is_disk_full
-from .http import ApiError, error_response, parse_error_detail
-from .storage import Conflict, NotFound
+from ..appkeys import SETTINGS_KEY
+from ..faults import DISK_FULL_DETAIL, DISK_FULL_STATUS, is_disk_full
+from .errors import ApiError, error_response, parse_error_detail
+from ..domain_errors import Conflict, Invalid, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,8 @@ async def errors_middleware(request: web.Request, handler):
         return error_response(404, str(exc))
     except Conflict as exc:
         return error_response(409, str(exc))
+    except Invalid as exc:
+        return error_response(422, str(exc))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

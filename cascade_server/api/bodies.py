@@ -1,61 +1,26 @@
-"""Small helpers every handler uses: typed JSON in and out, and the API's error shape."""
+"""Request and response bodies: typed JSON in and out, bodies read with limits and timeouts,
+streamed responses. Errors leave as `errors.ApiError`."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import Any, TypeVar, get_origin
 
-from aiohttp import http_exceptions, web
+from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from .appkeys import SETTINGS_KEY
+from ..appkeys import SETTINGS_KEY
+from ..shared.models import FILE_NAME_PATTERN
+from .errors import JSON_TYPE, ApiError
 
 M = TypeVar("M", bound=BaseModel)
 
-JSON_TYPE = "application/json"
 log = logging.getLogger(__name__)
 _JSON_POSITION = re.compile(r" at line \d+ column \d+$")
-
-
-class ApiError(Exception):
-    """An error the API reports as `{"detail": ...}` with `status`."""
-
-    def __init__(self, status: int, detail: Any, headers: dict[str, str] | None = None) -> None:
-        super().__init__(detail)
-        self.status, self.detail, self.headers = status, detail, headers or {}
-
-
-def error_response(status: int, detail: Any, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(
-        status=status, body=json.dumps({"detail": detail}).encode(), content_type=JSON_TYPE,
-        headers=headers,
-    )
-
-
-# What each of aiohttp's parser errors means, in words that never quote the request.
-_PARSE_ERRORS: tuple[tuple[type[Exception], str], ...] = (
-    (http_exceptions.LineTooLong, "the request line or a header is too long"),
-    (http_exceptions.InvalidURLError, "the request path is not a valid URL (a control character or a bad escape)"),
-    (http_exceptions.BadHttpMethod, "the method is not a valid HTTP method"),
-    (http_exceptions.InvalidHeader, "a header name or value holds a character headers may not hold"),
-    (http_exceptions.BadStatusLine, "the request line is not METHOD PATH HTTP/1.x"),
-    (http_exceptions.TransferEncodingError, "the chunked body is malformed"),
-    (http_exceptions.ContentLengthError, "the body does not match its Content-Length"),
-)
-
-
-def parse_error_detail(exc: BaseException | None) -> str:
-    """A sentence for a request aiohttp could not parse; never a byte of the request itself."""
-    for kind, reason in _PARSE_ERRORS:
-        if isinstance(exc, kind):
-            return f"malformed HTTP request: {reason}"
-    if isinstance(exc, http_exceptions.BadHttpMessage) and "header" in str(exc.message).lower():
-        return "malformed HTTP request: a header name or value holds a character headers may not hold"
-    return "malformed HTTP request"
+_FILE_NAME = re.compile(FILE_NAME_PATTERN)
 
 
 def validation_detail(exc: ValidationError, prefix: tuple[str, ...] = ("body",)) -> list[dict[str, Any]]:
@@ -74,6 +39,12 @@ def ok(model: BaseModel | Sequence[BaseModel] | None, status: int = 200,
     else:
         body = b"[" + b",".join(m.model_dump_json().encode() for m in model) + b"]"
     return web.Response(status=status, body=body, content_type=JSON_TYPE, headers=headers or None)
+
+
+def check_file_name(name: str) -> None:
+    """A sim file's name from the path (uploads and downloads): 422 unless it is one the spec allows."""
+    if not _FILE_NAME.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
+        raise ApiError(422, f"file name {name!r} must match {FILE_NAME_PATTERN}")
 
 
 def read_query(request: web.Request, model: type[M]) -> M:

@@ -7,12 +7,12 @@ import logging
 import shutil
 from collections import Counter
 
-from .gpu_configs import accelsim_installed
-from .http import ApiError
-from .launchers.base import Launcher, SimSpec
-from .shared.models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
-from .settings import Settings
-from .storage import NotFound, Store
+from ..gpu_configs import accelsim_installed
+from ..launchers.base import Launcher, SimSpec
+from ..shared.models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
+from ..settings import Settings
+from ..domain_errors import Conflict, Invalid, NotFound
+from ..storage import Store
 
 log = logging.getLogger(__name__)
 
@@ -24,19 +24,19 @@ class StoreLauncherEvents:
         self.store = store
 
     async def launching(self, sim_id: str, launcher_ref: str | None) -> None:
-        await self.store.mark_launching(sim_id, launcher_ref)
+        await self.store.sim_states.mark_launching(sim_id, launcher_ref)
 
     async def exited(self, sim_id: str, exit_code: int | None, error: str) -> None:
-        await self.store.mark_failed(sim_id, error, exit_code)
+        await self.store.sim_states.mark_failed(sim_id, error, exit_code)
 
     async def queued(self, refs: dict[str, str]) -> None:
-        await self.store.set_launcher_refs(refs)
+        await self.store.sim_states.set_launcher_refs(refs)
 
     async def ended_by(self, sim_id: str, cause: str) -> None:
-        await self.store.add_failure_cause(sim_id, cause)
+        await self.store.sim_states.add_failure_cause(sim_id, cause)
 
     async def queue_state(self, sim_id: str, label: str | None) -> None:
-        await self.store.set_launcher_view(sim_id, launcher_state=label)
+        await self.store.sim_states.set_launcher_view(sim_id, launcher_state=label)
 
 
 class RunService:
@@ -64,30 +64,29 @@ class RunService:
                        replica=sim.replica, trace_id=trace_id, env=env)
 
     async def create(self, body: RunCreate) -> RunDetail:
-        trace = await self.store.get_trace(body.trace_id)
+        trace = await self.store.traces.get_trace(body.trace_id)
         if trace is None:
             raise NotFound(f"trace {body.trace_id} not found")
         if trace.sample:
-            raise ApiError(409, f"trace {trace.id} is a sample, which has no instruction traces to simulate")
+            raise Conflict(f"trace {trace.id} is a sample, which has no instruction traces to simulate")
         if trace.state != "ready":
-            raise ApiError(409, f"trace {trace.id} is {trace.state}, not ready")
+            raise Conflict(f"trace {trace.id} is {trace.state}, not ready")
         seen: set[str] = set()
         for entry in body.entries:
             config = self.configs.get(entry.gpu_config)
             if config is None:
-                raise ApiError(422, f"unknown gpu_config {entry.gpu_config!r}; GET /api/gpu-configs lists them")
+                raise Invalid(f"unknown gpu_config {entry.gpu_config!r}; GET /api/gpu-configs lists them")
             if config.arch != trace.trace_gpu_arch:
-                raise ApiError(
-                    422,
+                raise Invalid(
                     f"gpu_config {config.name!r} is {config.arch}, but trace {trace.id} is {trace.trace_gpu_arch}",
                 )
             if entry.gpu_config in seen:
-                raise ApiError(422, f"gpu_config {entry.gpu_config!r} appears in more than one entry; raise its count instead")
+                raise Invalid(f"gpu_config {entry.gpu_config!r} appears in more than one entry; raise its count instead")
             seen.add(entry.gpu_config)
         # Workers we start (local or Slurm) without Accel-Sim run the stand-in: say so on the run (`replay`), so no
         # one takes its numbers for a simulation of this trace.
         stand_in = self.settings.launcher in ("local", "slurm") and not accelsim_installed(self.settings.accelsim_dir)
-        run = await self.store.create_run(trace, body.entries, self.configs, replay=stand_in)
+        run = await self.store.runs.create_run(trace, body.entries, self.configs, replay=stand_in)
         self._background(self._submit([self.sim_spec(sim, trace.id) for sim in run.sims]))
         return run
 
@@ -97,10 +96,10 @@ class RunService:
         except Exception as exc:  # the launcher could not start them: say so on each sim
             log.exception("launcher %s failed", self.launcher.name)
             for spec in specs:
-                await self.store.mark_failed(spec.sim_id, f"launcher {self.launcher.name} failed: {exc}")
+                await self.store.sim_states.mark_failed(spec.sim_id, f"launcher {self.launcher.name} failed: {exc}")
 
     async def cancel(self, run_id: str) -> RunDetail:
-        run, cancelled = await self.store.cancel_run(run_id)
+        run, cancelled = await self.store.sim_states.cancel_run(run_id)
         for sim in cancelled:
             self._background(self.launcher.cancel(sim.id, sim.launcher_ref))
         return run
@@ -108,10 +107,10 @@ class RunService:
     async def _require_run_with_its_trace(self, run_id: str) -> RunDetail:
         """A run to start again: refused (409) when its trace was deleted, for a trace uploaded
         since under that id is another trace, not the one the run simulated."""
-        run = await self.store.require_run(run_id)
-        if run.trace_id and await self.store.live_trace_of_run(run_id) is None \
-                and await self.store.get_trace(run.trace_id) is not None:
-            raise ApiError(409, f"run {run_id}'s trace {run.trace_id} was deleted; the trace now "
+        run = await self.store.runs.require_run(run_id)
+        if run.trace_id and await self.store.traces.live_trace_of_run(run_id) is None \
+                and await self.store.traces.get_trace(run.trace_id) is not None:
+            raise Conflict(f"run {run_id}'s trace {run.trace_id} was deleted; the trace now "
                            "under that id is another upload: start a new run on it")
         return run
 
@@ -127,14 +126,14 @@ class RunService:
         run = await self._require_run_with_its_trace(run_id)
         failed = Counter(sim.gpu_config for sim in run.sims if sim.state == "failed")
         if not failed:
-            raise ApiError(409, f"run {run_id} has no failed sims to retry")
+            raise Conflict(f"run {run_id} has no failed sims to retry")
         entries = [RunEntry(gpu_config=e.gpu_config, count=failed[e.gpu_config])
                    for e in run.entries if failed[e.gpu_config]]
         return await self.create(RunCreate(trace_id=run.trace_id, entries=entries))
 
     async def delete(self, run_id: str) -> None:
         """Delete a finished run: its rows, then its sims' uploaded files and worker logs."""
-        run = await self.store.delete_run(run_id)
+        run = await self.store.runs.delete_run(run_id)
         await asyncio.to_thread(self._remove_sim_files, [sim.id for sim in run.sims])
 
     def _remove_sim_files(self, sim_ids: list[str]) -> None:
@@ -146,12 +145,12 @@ class RunService:
         """After a restart: hand unfinished sims back to the launcher."""
         # A pending sim with a launcher_ref is queued in a scheduler (Slurm): watch it, never
         # submit it twice.
-        waiting = await self.store.sims_in_states(["pending"])
+        waiting = await self.store.runs.sims_in_states(["pending"])
         pending = [self.sim_spec(s, t) for s, t in waiting if s.launcher_ref is None]
         active = [
             (self.sim_spec(s, t), s.launcher_ref)
             for s, t in [*[w for w in waiting if w[0].launcher_ref is not None],
-                         *await self.store.sims_in_states(["launching", "running", "lost"])]
+                         *await self.store.runs.sims_in_states(["launching", "running", "lost"])]
         ]
         await self.launcher.resume(pending, active)
 

@@ -14,7 +14,7 @@ import logging
 from aiohttp import http_exceptions, web
 from aiohttp.web_protocol import RequestHandler
 
-from .http import error_response, parse_error_detail
+from .errors import error_response, parse_error_detail
 
 log = logging.getLogger(__name__)
 

@@ -3,50 +3,44 @@
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 
 from aiohttp import web
 
-from .appkeys import SETTINGS_KEY, STORE_KEY
-from .content_types import content_type_for
-from .datadir import private_dir, private_file
-from .http import ApiError, body_blocks, ok, read_model
-from .shared.models import FILE_NAME_PATTERN, Heartbeat, LogChunk, StepTimelineUpload
-from .storage import NotFound
+from ..appkeys import INGEST_KEY, SETTINGS_KEY, STORE_KEY
+from ..content_types import content_type_for
+from ..datadir import private_dir, private_file
+from .bodies import body_blocks, check_file_name, ok, read_model
+from .errors import ApiError
+from ..shared.models import Heartbeat, LogChunk, StepTimelineUpload
+from ..domain_errors import NotFound
 
 routes = web.RouteTableDef()
 
-FILE_NAME = re.compile(FILE_NAME_PATTERN)
 MIB = 1024 * 1024
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-
-
-def check_file_name(name: str) -> None:
-    if not FILE_NAME.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
-        raise ApiError(422, f"file name {name!r} must match {FILE_NAME_PATTERN}")
 
 
 @routes.post("/api/sims/{sim_id}/heartbeat")
 async def heartbeat(request: web.Request) -> web.Response:
     beat = await read_model(request, Heartbeat)
-    return ok(await request.app[STORE_KEY].heartbeat(request.match_info["sim_id"], beat))
+    return ok(await request.app[STORE_KEY].sim_states.heartbeat(request.match_info["sim_id"], beat))
 
 
 @routes.post("/api/sims/{sim_id}/logs")
 async def append_log(request: web.Request) -> web.Response:
     chunk = await read_model(request, LogChunk)
-    await request.app[STORE_KEY].append_log(request.match_info["sim_id"], chunk.seq, chunk.lines)
+    await request.app[INGEST_KEY].append_log(request.match_info["sim_id"], chunk.seq, chunk.lines)
     return web.Response(status=204)
 
 
 @routes.post("/api/sims/{sim_id}/step-timeline")
 async def put_step_timeline(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
-    sim = await store.require_sim(request.match_info["sim_id"])
+    sim = await store.runs.require_sim(request.match_info["sim_id"])
     upload = await read_model(request, StepTimelineUpload)
-    await store.put_step_timeline(sim.id, upload)
+    await store.outputs.put_step_timeline(sim.id, upload)
     return web.Response(status=204)
 
 
@@ -57,10 +51,10 @@ async def put_file(request: web.Request) -> web.Response:
     settings, store = request.app[SETTINGS_KEY], request.app[STORE_KEY]
     name = request.match_info["name"]
     check_file_name(name)
-    sim = await store.require_sim(request.match_info["sim_id"])
+    sim = await store.runs.require_sim(request.match_info["sim_id"])
     if request.content_type in FORM_TYPES:
         raise ApiError(415, "send the file's raw bytes as application/octet-stream, not a form")
-    others = sum(f.size for f in await store.sim_files(sim.id) if f.name != name)
+    others = sum(f.size for f in await store.outputs.sim_files(sim.id) if f.name != name)
     room = settings.max_sim_files_bytes - others
 
     def too_big(size: int) -> ApiError | None:
@@ -84,11 +78,11 @@ async def put_file(request: web.Request) -> web.Response:
                     raise error
                 out.write(block)
         os.replace(partial, sim_dir / name)
-        return ok(await store.put_file(sim.id, name, size, content_type_for(name)))
+        return ok(await store.outputs.put_file(sim.id, name, size, content_type_for(name)))
     except (FileNotFoundError, NotFound):
         # The run was deleted while the body arrived (its delete removed the sim's directory, or
         # its rows before ours were written): nothing of this upload may stay behind.
-        if await store.get_sim(sim.id) is not None:
+        if await store.runs.get_sim(sim.id) is not None:
             raise
         shutil.rmtree(sim_dir, ignore_errors=True)
         raise NotFound(f"sim {sim.id} not found") from None

@@ -10,14 +10,15 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
-from .appkeys import SETTINGS_KEY, STORE_KEY
-from .http import ApiError, read_query
-from .storage import NotFound
-from .shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
-from .trace_inputs import KERNELSLIST, kernel_files
-from .shared.trace_layout import METADATA_NAME
-from .traces.grouping import TraceFormatError
-from .shared.trace_layout import locate
+from ..appkeys import SETTINGS_KEY, STORE_KEY
+from .bodies import read_query
+from .errors import ApiError
+from ..domain_errors import NotFound
+from ..shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
+from ..traces.inputs import KERNELSLIST, kernel_files
+from ..shared.trace_layout import METADATA_NAME
+from ..traces.grouping import TraceFormatError
+from ..shared.trace_layout import locate
 
 routes = web.RouteTableDef()
 
@@ -30,7 +31,7 @@ class NoQuery(BaseModel):
 
 async def _inputs(request: web.Request) -> tuple[Path, list[str]]:
     trace_id = request.match_info["trace_id"]
-    trace = await request.app[STORE_KEY].get_trace(trace_id)
+    trace = await request.app[STORE_KEY].traces.get_trace(trace_id)
     if trace is None:
         raise NotFound(f"trace {trace_id} not found")
     if trace.sample:

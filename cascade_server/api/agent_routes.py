@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .agent_prompt import prompt_text, skill_text
-from .appkeys import SETTINGS_KEY
+from ..agent_prompt import prompt_text, skill_text
+from ..appkeys import SETTINGS_KEY
 
 routes = web.RouteTableDef()
 MARKDOWN = "text/markdown"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .shared.comparison import config_order, kernel_rows
-from .shared.models import Comparison, KernelStat, RunDetail, SimStepTimeline
+from ..shared.comparison import config_order, kernel_rows
+from ..shared.models import Comparison, KernelStat, RunDetail, SimStepTimeline
 
 STAND_IN_NOTE = (
     "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe "

@@ -11,8 +11,8 @@ import asyncio
 
 from aiohttp import web
 
-from .appkeys import BROKER_KEY, SETTINGS_KEY, STORE_KEY
-from .events import sse_frame
+from ..appkeys import BROKER_KEY, SETTINGS_KEY, STORE_KEY
+from ..events import sse_frame
 
 routes = web.RouteTableDef()
 KEEPALIVE = b": keepalive\n\n"
@@ -29,13 +29,13 @@ async def run_events(request: web.Request) -> web.StreamResponse:
         "X-Accel-Buffering": "no",
     })
     if request.method == "HEAD":  # headers only (the run must exist): a stream would never end
-        await store.require_run(run_id)
+        await store.runs.require_run(run_id)
         await response.prepare(request)
         await response.write_eof()
         return response
     # Snapshot and subscription under the writer lock: no event is in both, none is missed.
-    async with store.lock:
-        snapshot = await store.snapshot(run_id)
+    async with store.db.lock:
+        snapshot = await store.outputs.snapshot(run_id)
         subscriber = broker.subscribe(run_id, on_overflow=lambda: _disconnect(request),
                                       max_bytes=settings.sse_max_buffer_bytes)
     try:

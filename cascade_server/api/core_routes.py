@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .appkeys import GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
-from .http import ok, read_model, read_query
-from .shared.models import RunCreate, RunListQuery, TraceListQuery
-from .storage import NotFound
-from .traces.ingest import TRACE_SCANNER_KEY
+from ..appkeys import GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .bodies import ok, read_model, read_query
+from ..shared.models import RunCreate, RunListQuery, TraceListQuery
+from ..domain_errors import NotFound
+from ..traces.ingest import TRACE_SCANNER_KEY
 
 routes = web.RouteTableDef()
 
@@ -38,13 +38,13 @@ async def launcher_status(request: web.Request) -> web.Response:
 @routes.get("/api/traces")
 async def list_traces(request: web.Request) -> web.Response:
     query = read_query(request, TraceListQuery)
-    return ok(await request.app[STORE_KEY].list_traces(query.state, query.limit))
+    return ok(await request.app[STORE_KEY].traces.list_traces(query.state, query.limit))
 
 
 @routes.get("/api/traces/{trace_id}")
 async def get_trace(request: web.Request) -> web.Response:
     trace_id = request.match_info["trace_id"]
-    trace = await request.app[STORE_KEY].get_trace(trace_id)
+    trace = await request.app[STORE_KEY].traces.get_trace(trace_id)
     if trace is None:
         raise NotFound(f"trace {trace_id} not found")
     return ok(trace)
@@ -64,12 +64,12 @@ async def create_run(request: web.Request) -> web.Response:
 @routes.get("/api/runs")
 async def list_runs(request: web.Request) -> web.Response:
     query = read_query(request, RunListQuery)
-    return ok(await request.app[STORE_KEY].list_runs(query.state, query.limit))
+    return ok(await request.app[STORE_KEY].runs.list_runs(query.state, query.limit))
 
 
 @routes.get("/api/runs/{run_id}")
 async def get_run(request: web.Request) -> web.Response:
-    return ok(await request.app[STORE_KEY].require_run(request.match_info["run_id"]))
+    return ok(await request.app[STORE_KEY].runs.require_run(request.match_info["run_id"]))
 
 
 @routes.post("/api/runs/{run_id}/cancel")

@@ -10,15 +10,14 @@ from typing import BinaryIO
 
 from aiohttp import web
 
-from .appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
-from .shared.demangle import demangle
-from .http import ok, stream_body
-from .shared.models import GpuConfig, RunDetail, SimResults
-from .results import comparison, perfetto_trace
-from .content_types import content_type_for
-from .routes_sim import check_file_name
-from .storage import NotFound
-from .shared.trace_layout import load_real_timing
+from ..appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
+from ..shared.demangle import demangle
+from .bodies import check_file_name, ok, stream_body
+from ..shared.models import GpuConfig, RunDetail, SimResults
+from ..services.run_comparison import comparison, perfetto_trace
+from ..content_types import content_type_for
+from ..domain_errors import NotFound
+from ..shared.trace_layout import load_real_timing
 
 routes = web.RouteTableDef()
 
@@ -29,10 +28,10 @@ def attachment(filename: str) -> dict[str, str]:
 
 async def _comparison(request: web.Request, run: RunDetail):
     store = request.app[STORE_KEY]
-    kernels = await store.run_kernels(run.id)
+    kernels = await store.outputs.run_kernels(run.id)
     # The same rule as the trace's has_real_timing: where its metadata.json lists the file. A
     # deleted trace has none, even if a trace of the same id was uploaded since.
-    trace = await store.live_trace_of_run(run.id)
+    trace = await store.traces.live_trace_of_run(run.id)
     real = None
     if trace is not None:
         trace_dir = request.app[SETTINGS_KEY].traces_dir / run.trace_id
@@ -48,33 +47,33 @@ def _config(request: web.Request, name: str) -> GpuConfig:
 @routes.get("/api/sims/{sim_id}/log")
 async def sim_log(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE_KEY]
-    sim = await store.require_sim(request.match_info["sim_id"])
+    sim = await store.runs.require_sim(request.match_info["sim_id"])
     response = web.StreamResponse(headers={
         "Content-Type": "text/plain; charset=utf-8", **attachment(f"{sim.id}.log"),
     })
-    return await stream_body(request, response, store.iter_log(sim.id))
+    return await stream_body(request, response, store.logs.iter_log(sim.id))
 
 
 @routes.get("/api/runs/{run_id}/kernels")
 async def run_kernels(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
-    run = await store.require_run(request.match_info["run_id"])
-    return ok(await store.run_kernels(run.id))
+    run = await store.runs.require_run(request.match_info["run_id"])
+    return ok(await store.outputs.run_kernels(run.id))
 
 
 @routes.get("/api/runs/{run_id}/comparison")
 async def run_comparison(request: web.Request) -> web.Response:
-    run = await request.app[STORE_KEY].require_run(request.match_info["run_id"])
+    run = await request.app[STORE_KEY].runs.require_run(request.match_info["run_id"])
     return ok(await _comparison(request, run))
 
 
 @routes.get("/api/sims/{sim_id}/results")
 async def sim_results(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
-    sim = await store.require_sim(request.match_info["sim_id"])
-    run = await store.require_run(sim.run_id)
+    sim = await store.runs.require_sim(request.match_info["sim_id"])
+    run = await store.runs.require_run(sim.run_id)
     results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
-                         kernels=await store.sim_kernels(sim.id), totals=sim.latest)
+                         kernels=await store.outputs.sim_kernels(sim.id), totals=sim.latest)
     return ok(results, headers=attachment(f"{sim.id}-results.json"))
 
 
@@ -82,8 +81,8 @@ async def sim_results(request: web.Request) -> web.Response:
 async def run_results(request: web.Request) -> web.StreamResponse:
     """RunResults, streamed a sim at a time: a run's full stats can be hundreds of megabytes."""
     store = request.app[STORE_KEY]
-    run = await store.require_run(request.match_info["run_id"])
-    trace = await store.live_trace_of_run(run.id)
+    run = await store.runs.require_run(request.match_info["run_id"])
+    trace = await store.traces.live_trace_of_run(run.id)
     trace_json = trace.model_dump_json() if trace else run.trace.model_dump_json()
     # Everything but the sims' stats is small: built before the status goes out, so a failure
     # there (an unreadable real_timing.json, say) is a plain error response.
@@ -93,7 +92,7 @@ async def run_results(request: web.Request) -> web.StreamResponse:
         yield b'{"run":' + run.summary().model_dump_json().encode() + b',"trace":' + trace_json.encode() + b',"sims":['
         for number, sim in enumerate(run.sims):
             results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
-                                 kernels=await store.sim_kernels(sim.id), totals=sim.latest)
+                                 kernels=await store.outputs.sim_kernels(sim.id), totals=sim.latest)
             yield (b"," if number else b"") + results.model_dump_json().encode()
         yield b'],"comparison":' + compared.encode() + b"}"
 
@@ -106,8 +105,8 @@ async def run_results(request: web.Request) -> web.StreamResponse:
 @routes.get("/api/runs/{run_id}/perfetto")
 async def run_perfetto(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
-    run = await store.require_run(request.match_info["run_id"])
-    trace = perfetto_trace(run, await store.run_kernels(run.id), demangle, await store.run_step_timelines(run.id))
+    run = await store.runs.require_run(request.match_info["run_id"])
+    trace = perfetto_trace(run, await store.outputs.run_kernels(run.id), demangle, await store.outputs.run_step_timelines(run.id))
     return web.Response(body=json.dumps(trace).encode(), content_type="application/json",
                         headers=attachment(f"{run.id}-perfetto.json"))
 
@@ -115,22 +114,22 @@ async def run_perfetto(request: web.Request) -> web.Response:
 @routes.get("/api/runs/{run_id}/step-timelines")
 async def run_step_timelines(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
-    run = await store.require_run(request.match_info["run_id"])
-    return ok(await store.run_step_timelines(run.id))
+    run = await store.runs.require_run(request.match_info["run_id"])
+    return ok(await store.outputs.run_step_timelines(run.id))
 
 
 @routes.get("/api/runs/{run_id}/files")
 async def run_files(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
-    run = await store.require_run(request.match_info["run_id"])
-    return ok(await store.run_files(run.id))
+    run = await store.runs.require_run(request.match_info["run_id"])
+    return ok(await store.outputs.run_files(run.id))
 
 
 @routes.get("/api/sims/{sim_id}/files")
 async def sim_files(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
-    sim = await store.require_sim(request.match_info["sim_id"])
-    return ok(await store.sim_files(sim.id))
+    sim = await store.runs.require_sim(request.match_info["sim_id"])
+    return ok(await store.outputs.sim_files(sim.id))
 
 
 @routes.get("/api/sims/{sim_id}/files/{name}")
@@ -138,9 +137,9 @@ async def sim_file(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE_KEY]
     name = request.match_info["name"]
     check_file_name(name)
-    sim = await store.require_sim(request.match_info["sim_id"])
+    sim = await store.runs.require_sim(request.match_info["sim_id"])
     path = request.app[SETTINGS_KEY].files_dir / sim.id / name
-    if name not in {f.name for f in await store.sim_files(sim.id)} or not path.is_file():
+    if name not in {f.name for f in await store.outputs.sim_files(sim.id)} or not path.is_file():
         raise NotFound(f"sim {sim.id} has no file {name}")
     # Streamed by hand, not with FileResponse: that one serves a sibling `<name>.gz` with
     # Content-Encoding when it exists, and a sim may upload both `x.txt` and `x.txt.gz`.

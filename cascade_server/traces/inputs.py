@@ -6,7 +6,7 @@ Pure: text in, names out."""
 
 from __future__ import annotations
 
-from .traces.grouping import TraceFormatError
+from .grouping import TraceFormatError
 
 KERNELSLIST = "traces/kernelslist.g"
 

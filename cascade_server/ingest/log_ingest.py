@@ -1,0 +1,172 @@
+"""Sim logs in: chunks committed in groups, parsed in order into kernels and progress.
+
+Chunks are committed in groups: whatever arrives while a group is being written goes into the
+next one, so many simulators cost one transaction, not one each. A chunk past a gap is parked
+(stored, not parsed) until the gap fills. Parsing runs in the parse pool's worker process when
+there is one (parse_pool.py), so it never holds the event loop, yet inside the group's write:
+the chunks, the kernels they completed and each sim's parser state commit together, and a
+restarted server resumes exactly. A group that fails for several sims is written again one sim
+at a time, so one sim's bad chunk fails only that sim's chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from ..shared.models import KernelEvent, LogEvent, SimEvent
+from ..domain_errors import NotFound
+from ..storage import Store, Transaction
+from ..storage.codecs import pack_lines, sim_from_row
+from .parse_pool import ParsePool
+from .parsing import ParseJob, ParseResult, Parsers
+
+
+@dataclass(slots=True)
+class _PendingChunk:
+    sim_id: str
+    seq: int
+    lines: list[str]
+    packed: bytes  # pack_lines(lines)
+    done: asyncio.Future[None]
+
+
+class LogIngest:
+    def __init__(self, store: Store, pool: ParsePool | None = None) -> None:
+        self.store = store
+        # Without a pool (tests, scripts), parsing runs here, on the loop.
+        self._pool = pool
+        self._parsers = Parsers()
+        self._queue: list[_PendingChunk] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def append_log(self, sim_id: str, seq: int, lines: list[str]) -> None:
+        """Store a chunk (the first one per seq wins) and parse every chunk now in order.
+        This returns once the chunk's group is committed."""
+        done = asyncio.get_running_loop().create_future()
+        # Packed before it joins a group: the writer holds the lock for as little work as it can.
+        self._queue.append(_PendingChunk(sim_id, seq, lines, pack_lines(lines), done))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_groups())
+        await done
+
+    async def _write_groups(self) -> None:
+        while self._queue:
+            group: list[_PendingChunk] = []
+            try:
+                async with self.store.db.write() as tx:
+                    # Taken under the lock: chunks that came while it was waited for join in.
+                    group, self._queue = self._queue, []
+                    await self._write_group(tx, group)
+            except Exception as exc:
+                by_sim = _by_sim(group)
+                if len(by_sim) == 1:
+                    _fail(group, exc)
+                    continue
+                # One sim's bad chunk (a value SQLite cannot store, ...) must not fail the other
+                # sims' chunks that happened to share its transaction: each sim's again, alone.
+                for chunks in by_sim.values():
+                    await self._write_group_alone(chunks)
+                continue
+            except BaseException:
+                _fail(group, RuntimeError("cancelled"))
+                raise
+            _succeed(group)
+
+    async def _write_group_alone(self, group: list[_PendingChunk]) -> None:
+        try:
+            async with self.store.db.write() as tx:
+                await self._write_group(tx, group)
+        except Exception as exc:
+            _fail(group, exc)
+        except BaseException:
+            _fail(group, RuntimeError("cancelled"))
+            raise
+        else:
+            _succeed(group)
+
+    async def _write_group(self, tx: Transaction, group: list[_PendingChunk]) -> None:
+        logs = self.store.logs
+        sim_ids = list(dict.fromkeys(p.sim_id for p in group))
+        rows = await logs.sim_rows(tx, sim_ids)
+        parked = await logs.parked(tx, sim_ids)
+
+        fresh: dict[str, dict[int, _PendingChunk]] = {}
+        for pending in group:
+            row = rows.get(pending.sim_id)
+            if row is None:
+                pending.done.set_exception(NotFound(f"sim {pending.sim_id} not found"))
+                continue
+            chunks = fresh.setdefault(pending.sim_id, {})
+            if pending.seq < row["next_seq"] or (pending.sim_id, pending.seq) in parked or pending.seq in chunks:
+                continue  # a retry: the first chunk per seq wins
+            chunks[pending.seq] = pending
+        await logs.insert_chunks(tx, [(sim_id, seq, p.packed) for sim_id, chunks in fresh.items()
+                                      for seq, p in chunks.items()])
+
+        # Events are built only for runs someone watches (checked under the lock, so no
+        # subscriber can appear before they are published).
+        broker = self.store.db.broker
+        jobs: list[ParseJob] = []
+        for sim_id, chunks in fresh.items():
+            row = rows[sim_id]
+            next_seq = seq = row["next_seq"]
+            in_order: list[list[str]] = []
+            while True:  # the chunks that are next, fresh or parked
+                if seq in chunks:
+                    in_order.append(chunks[seq].lines)
+                elif (sim_id, seq) in parked:
+                    in_order.append(await logs.stored_chunk(tx, sim_id, seq))
+                else:
+                    break
+                seq += 1
+            if in_order:  # else early: it waits for the gap to fill
+                jobs.append(ParseJob(sim_id, next_seq, row["core_clock_mhz"], row["parser_state"], in_order,
+                                     broker.has_subscribers(row["run_id"])))
+        if not jobs:
+            return
+        results = await self._parse(jobs)
+        await logs.save_parsed(tx, [r for result in results for r in result.kernel_rows],
+                               [result.progress_row for result in results])
+        for job, result in zip(jobs, results):
+            row = rows[job.sim_id]
+            tx.publish(row["run_id"], _events(row, job, result) if job.watched else [])
+
+    async def _parse(self, jobs: list[ParseJob]) -> list[ParseResult]:
+        if self._pool is None:
+            return self._parsers.parse(jobs)
+        return await self._pool.parse(jobs)
+
+
+def _events(row, job: ParseJob, result: ParseResult) -> list[BaseModel]:
+    """Per chunk: its lines, the kernels it completed, the sim's progress after it."""
+    base = sim_from_row(row)
+    events: list[BaseModel] = []
+    for lines, parsed in zip(job.chunks, result.chunks):
+        events.append(LogEvent(sim_id=job.sim_id, lines=lines))
+        events.extend(KernelEvent(stat=stat) for stat in parsed.kernels)
+        events.append(SimEvent(sim=base.model_copy(update=parsed.progress)))
+    return events
+
+
+def _by_sim(group: list[_PendingChunk]) -> dict[str, list[_PendingChunk]]:
+    """The group's chunks that still wait for an answer, by sim."""
+    by_sim: dict[str, list[_PendingChunk]] = {}
+    for pending in group:
+        if not pending.done.done():
+            by_sim.setdefault(pending.sim_id, []).append(pending)
+    return by_sim
+
+
+def _fail(group: list[_PendingChunk], exc: Exception) -> None:
+    for pending in group:
+        if not pending.done.done():
+            pending.done.set_exception(exc)
+
+
+def _succeed(group: list[_PendingChunk]) -> None:
+    for pending in group:
+        if not pending.done.done():
+            pending.done.set_result(None)
