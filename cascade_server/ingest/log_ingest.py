@@ -103,8 +103,6 @@ class LogIngest:
             if pending.seq < row["next_seq"] or (pending.sim_id, pending.seq) in parked or pending.seq in chunks:
                 continue  # a retry: the first chunk per seq wins
             chunks[pending.seq] = pending
-        await logs.insert_chunks(tx, [(sim_id, seq, p.packed) for sim_id, chunks in fresh.items()
-                                      for seq, p in chunks.items()])
 
         # Events are built only for runs someone watches (checked under the lock, so no
         # subscriber can appear before they are published).
@@ -125,9 +123,18 @@ class LogIngest:
             if in_order:  # else early: it waits for the gap to fill
                 jobs.append(ParseJob(sim_id, next_seq, row["core_clock_mhz"], row["parser_state"], in_order,
                                      broker.has_subscribers(row["run_id"])))
-        if not jobs:
+        # The parse (in the worker) and the chunks' insert (in SQLite's thread) run at once.
+        parsing = asyncio.ensure_future(self._parse(jobs)) if jobs else None
+        try:
+            await logs.insert_chunks(tx, [(sim_id, seq, p.packed) for sim_id, chunks in fresh.items()
+                                          for seq, p in chunks.items()])
+        except BaseException:
+            if parsing is not None:
+                parsing.cancel()
+            raise
+        if parsing is None:
             return
-        results = await self._parse(jobs)
+        results = await parsing
         await logs.save_parsed(tx, [r for result in results for r in result.kernel_rows],
                                [result.progress_row for result in results])
         for job, result in zip(jobs, results):
