@@ -53,7 +53,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from cascade_server.shared.models import KernelStat
+from cascade_server.shared.models import INT64_MAX, INT64_MIN, KernelStat
 
 from .accelsim_stats import FIRST_LINE, STATS_LINE_MAX, clear_cache, parse_value, read_block_lines
 
@@ -100,13 +100,17 @@ def _finite(value: float | str | None) -> float | None:
 
 
 def _as_int(value: float | str | None) -> int | None:
-    """A count from the stats map: a finite float, or the first token of a string ("3 4")."""
+    """A count from the stats map: a finite float, or the first token of a string ("3 4"); None
+    past a 64-bit integer (SQLite's INTEGER), which no real count reaches: a log saying
+    `gpu_sim_cycle = 1e300` must still store (the value itself stays in `stats`)."""
     if isinstance(value, str):
         tokens = value.split(maxsplit=1)
         token = tokens[0] if tokens else ""
-        return int(token) if token.isascii() and token.isdigit() else None
-    f = _finite(value)
-    return int(f) if f is not None else None
+        number = int(token) if token.isascii() and token.isdigit() else None
+    else:
+        f = _finite(value)
+        number = int(f) if f is not None else None
+    return number if number is not None and INT64_MIN <= number <= INT64_MAX else None
 
 
 @dataclass(slots=True)
