@@ -16,12 +16,18 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from ..shared.models import KernelEvent, LogEvent, SimEvent
-from ..domain_errors import NotFound
+from ..shared.models import INT64_MAX, KernelEvent, LogEvent, SimEvent
+from ..domain_errors import Conflict, NotFound
 from ..storage import Store, Transaction
 from ..storage.codecs import pack_lines, sim_from_row
 from .parse_pool import ParsePool
 from .parsing import ParseJob, ParseResult, Parsers
+
+
+# How far past the chunk a sim's log waits for (`next_seq`) a chunk may be, to be parked until
+# the gap fills: parked chunks are looked up with every append of the sim, so they must be few
+# (20,000 made appends 75 times slower). A worker sends its chunks in order, a few at a time.
+MAX_AHEAD = 1_000
 
 
 @dataclass(slots=True)
@@ -98,6 +104,14 @@ class LogIngest:
             row = rows.get(pending.sim_id)
             if row is None:
                 pending.done.set_exception(NotFound(f"sim {pending.sim_id} not found"))
+                continue
+            # (A seq past SQLite's integers never comes over HTTP, whose model refuses it; from a
+            # direct caller it fails the write as any value SQLite cannot store does.)
+            if MAX_AHEAD <= pending.seq - row["next_seq"] and pending.seq <= INT64_MAX:
+                pending.done.set_exception(Conflict(
+                    f"seq {pending.seq} is {pending.seq - row['next_seq']} chunks past seq {row['next_seq']}, "
+                    f"which this sim's log waits for; at most {MAX_AHEAD - 1} may wait: "
+                    f"send seq {row['next_seq']} first"))
                 continue
             chunks = fresh.setdefault(pending.sim_id, {})
             if pending.seq < row["next_seq"] or (pending.sim_id, pending.seq) in parked or pending.seq in chunks:

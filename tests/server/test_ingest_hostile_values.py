@@ -37,3 +37,22 @@ async def test_a_count_past_sqlite_s_integers_is_stored_as_no_count(core, huge: 
         assert [type(k["stats"]["gpu_sim_cycle"]) for k in kernels] == [float, float, float]
         sims = (await http.get(f"/api/runs/{run['id']}")).json()["sims"]
         assert sims[0]["kernels_done"] == 3
+
+
+async def test_a_chunk_too_far_ahead_is_refused_and_parking_is_bounded(core) -> None:
+    # Issue 19: 20,000 parked chunks of one sim made every append 75 times slower. A sim may park
+    # only chunks less than MAX_AHEAD past the chunk it waits for; one further is a 409.
+    from cascade_server.ingest.log_ingest import MAX_AHEAD
+
+    async with core.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        url = f"/api/sims/{run['sims'][0]['id']}/logs"
+        refused = await http.post(url, json={"seq": MAX_AHEAD, "lines": ["too far"]})
+        assert refused.status_code == 409
+        assert refused.json()["detail"] == (f"seq {MAX_AHEAD} is {MAX_AHEAD} chunks past seq 0, which this "
+                                            f"sim's log waits for; at most {MAX_AHEAD - 1} may wait: send seq 0 first")
+        assert (await http.post(url, json={"seq": MAX_AHEAD - 1, "lines": ["parked"]})).status_code == 204
+        assert (await http.post(url, json={"seq": 0, "lines": ["first"]})).status_code == 204
+        # The window moved on with the log: seq MAX_AHEAD now waits like any other.
+        assert (await http.post(url, json={"seq": MAX_AHEAD, "lines": ["now close enough"]})).status_code == 204
+        assert (await http.get(f"{url.removesuffix('/logs')}/log")).text == "first\nparked\nnow close enough\n"
