@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import signal
 import zlib
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from ..childproc import die_with_parent
 from .parsing import ParseJob, ParseResult, parse_in_this_process
 
 
@@ -26,6 +29,16 @@ WORKERS = 2
 
 def _ready() -> None:
     """Run once in a new worker, so that it exists before the server starts threads."""
+
+
+def _worker_setup(die: Callable[[], None]) -> None:
+    """In a new worker: die with the server, even by SIGKILL (else it would live on, holding the
+    server's stdout and stderr open, and whoever waits for them to close would wait for good);
+    and drop the server's signal handlers, copied by the fork (the server stops its workers; a
+    SIGTERM ends one; Ctrl-C, sent to the whole terminal's group, is the server's to handle)."""
+    die()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class ParsePool:
@@ -41,7 +54,9 @@ class ParsePool:
         held a lock at the fork would leave it held in the child. (forkserver would import the
         server afresh: a second or more, which every group would wait for at first.)"""
         context = multiprocessing.get_context("fork")
-        self._pools = [ProcessPoolExecutor(1, mp_context=context) for _ in range(self._workers)]
+        self._pools = [ProcessPoolExecutor(1, mp_context=context, initializer=_worker_setup,
+                                           initargs=(die_with_parent(),))
+                       for _ in range(self._workers)]
         for pool in self._pools:
             pool.submit(_ready).result()
 
