@@ -103,11 +103,14 @@ async def test_a_log_chunk_seq_must_be_a_64_bit_integer(edges, seq):
         assert (await http.get(f"/api/sims/{sim_id}/log")).text == "real\n"
 
 
-async def test_the_largest_seq_is_accepted(edges):
+async def test_the_largest_seq_is_a_clear_refusal(edges):
+    # Issue 19: a chunk this far past the one the sim's log waits for is refused (409) rather
+    # than parked (see test_ingest_hostile_values.py); never a 500.
     async with edges.client() as http:
         _, sim_id = await one_sim(http)
         resp = await http.post(f"/api/sims/{sim_id}/logs", json={"seq": INT64_MAX, "lines": ["far ahead"]})
-        assert resp.status_code == 204, resp.text
+        assert resp.status_code == 409, resp.text
+        assert resp.json()["detail"].startswith(f"seq {INT64_MAX} is {INT64_MAX} chunks past seq 0")
 
 
 @pytest.mark.parametrize("exit_code", ["3", 3.0, 2**63, -(2**63) - 1])
