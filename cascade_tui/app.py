@@ -172,7 +172,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         self.push_screen(
             ConfirmScreen(f"Cancel {run_id}?",
                           f"{unfinished} unfinished sim{'s' if unfinished != 1 else ''} will be "
-                          "stopped and marked cancelled. Finished sims keep their results."),
+                          "stopped and marked cancelled. Finished sims keep their results.",
+                          "cancel the run", "let it run"),
             partial(self._cancel_if, run_id),
         )
 
@@ -211,7 +212,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
                        f"Its {plural(sims, 'sim')}, their logs, results and files are removed "
                        "from the server. This cannot be undone."),
         }[action]
-        self.push_screen(ConfirmScreen(title, body),
+        verbs = {"delete": ("delete", "keep it")}.get(action, ("start it", "don't"))
+        self.push_screen(ConfirmScreen(title, body, *verbs),
                          partial(self._manage_if, action, run.id))
 
     @on(DeleteTrace)
@@ -223,7 +225,7 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
                           f"({human_bytes(trace.bytes)}) are removed from the server; runs of it "
                           "keep their results and a record of this trace (one uploaded later "
                           "under the same id is another trace). The server refuses while an "
-                          "active run uses it. This cannot be undone."),
+                          "active run uses it. This cannot be undone.", "delete", "keep it"),
             partial(self._manage_if, "delete_trace", trace.id))
 
     def _manage_if(self, action: str, target: str, yes: bool | None) -> None:

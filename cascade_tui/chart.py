@@ -84,7 +84,8 @@ def chart_lines(
     order: str = "trace",
 ) -> list[Line]:
     """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
-    multiples are shown: they would compare placeholders); `finished`: the run is over (else the
+    multiples are shown: they would compare placeholders; the screen's banner gives the reason,
+    so it is not repeated here); `finished`: the run is over (else the
     totals are said to be so far)."""
     label_w = _label_width(configs)
     style_of = {cfg: f"cfg{i % 6}" for i, cfg in enumerate(configs)}
@@ -96,19 +97,18 @@ def chart_lines(
     bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 5)
     lines: list[Line] = []
 
-    if stand_in:
-        # Wrapped, never cut: the reason is the point of the banner.
-        warning = (f"⚠ Stand-in numbers ({stand_in}): configs cannot be compared from this run, "
-                   "so no config is named fastest.")
-        for text in textwrap.wrap(warning, max(20, width - 1)):
-            lines.append([(text, "warn")])
     lines.append([("Total simulated time per config" + ("" if finished else " so far"), "title"),
                   ("  (median over succeeded replicas)", "dim")])
     scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
     for total in totals:
         lines.append(_bar_line(total.config, label_w, total.median_ns, scale, bar_w,
                                style_of[total.config], suffixes[total.config]))
-    if not stand_in:
+    if stand_in:
+        # The run screen's banner says why, once: here only what it means for these totals.
+        for text in textwrap.wrap("No config is named fastest: these numbers compare nothing "
+                                  "(the warning above says why).", max(20, width - 1)):
+            lines.append([(text, "dim")])
+    else:
         lines.append([(ranking.sentence(finished), "best" if ranking.fastest else "dim")])
     if not has_real_timing:
         lines.append([("This trace has no real timing, so there is no error against real time.",

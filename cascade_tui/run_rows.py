@@ -12,7 +12,7 @@ from rich.markup import escape
 from cascade_server.shared.models import RunEntry, RunSummary, SimState
 
 from . import compare
-from .formatting import STATE_DISPLAY_ORDER, human_duration, run_seconds, state_label
+from .formatting import STATE_DISPLAY_ORDER, human_duration, run_seconds, run_took, state_label
 from .reducer import RunModel
 from .simrows import run_duration
 
@@ -48,8 +48,23 @@ def run_progress(counts: Mapping[SimState, int] | Mapping[str, int]) -> str:
 
 
 def run_time(r: RunSummary, now: datetime) -> str:
-    """The `time` column: how long a finished run took, or an active one has run so far."""
+    """The `time` column: how long a finished run took, or an active one has run so far; `-`
+    for the sample run (its results were recorded elsewhere: the replay's seconds mean nothing)."""
+    if r.sample:
+        return "-"
     return human_duration(run_seconds(r.created_at, r.finished_at if r.state != "active" else None, now))
+
+
+def run_took_text(r: RunSummary, now: datetime) -> str:
+    """`took 4m12s`, `4m12s so far` (`, no sim started yet` while waiting for a slot, the
+    cluster or a person), or `recorded results` for the sample run (never `took 0s`)."""
+    if r.sample:
+        return "recorded results"
+    finished = r.finished_at if r.state != "active" else None
+    timing = run_took(r.created_at, finished, now)
+    if r.started_at is None and finished is None:
+        timing += ", no sim started yet"
+    return timing
 
 
 def header_text(badge: str, run_id: str, model: RunModel, state_filter: str, now: datetime) -> str:
@@ -73,9 +88,16 @@ def banner_text(model: RunModel) -> str:
     summary = model.summary()
     reason = compare.stand_in_reason(summary, model.sims.values()) if model.run else None
     if reason:
-        text = f"⚠ Stand-in numbers, not a simulation of this trace: {reason}."
+        text = stand_in_banner(reason)
     else:
         text = compare.sample_note(summary) or ""
     if note := compare.trace_note(model.run):
         text = f"{text}\n{note}" if text else note
     return text
+
+
+def stand_in_banner(reason: str, whose: str = "") -> str:
+    """The warning over stand-in numbers, one wording wherever they show (the run screen, the
+    compare screens); `whose`: the runs it applies to, when only some are."""
+    of = f" ({whose})" if whose else ""
+    return f"⚠ Stand-in numbers{of}, not a simulation of this trace: {reason}."

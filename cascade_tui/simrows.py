@@ -251,6 +251,12 @@ STATE_FILTERS: dict[str, Callable[[str], bool]] = {
 }
 
 
+def no_match_text(state_filter: str) -> str:
+    """What the log pane and the notice say when the filter hides every sim: that none matches
+    it (not that none is running: sims are there, hidden)."""
+    return f"no sim matches the filter '{state_filter}' (v: next filter)"
+
+
 def next_state_filter(current: str) -> str:
     names = list(STATE_FILTERS)
     return names[(names.index(current) + 1) % len(names)] if current in names else names[0]

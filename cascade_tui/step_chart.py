@@ -47,9 +47,9 @@ def step_lines(
     lines: list[Line] = []
     wrap = max(20, width - 1)
     if stand_in:
-        warning = (f"⚠ Stand-in numbers ({stand_in}): the predicted steps use the recording's kernel "
-                   "times, not this trace's.")
-        lines += [[(text, "warn")] for text in textwrap.wrap(warning, wrap)]
+        # The run screen's banner gives the reason, once: here only what it means for steps.
+        note = "The predicted steps use the recorded log's kernel times, not this trace's."
+        lines += [[(text, "dim")] for text in textwrap.wrap(note, wrap)]
     if not timelines:
         lines += [[(text, "dim")] for text in textwrap.wrap(NOT_YET if has_step_timeline else NO_TIMELINE, wrap)]
         return lines

@@ -139,7 +139,9 @@ class LogPane(ReportsWorkerErrors, Vertical):
             # Most useful first, so 80 columns cut only the sim id: following or paused (with
             # the key that resumes), the line count, whose log it is.
             loading = " · loading…" if self.loading else ""
-            title = (f"{view.status_text()} · {plural(len(view.store), 'line')} · "
+            # The search's place comes first: it is what the operator is stepping through.
+            found = f"{view.match_text()} · " if view.match_text() else ""
+            title = (f"{found}{view.status_text()} · {plural(len(view.store), 'line')} · "
                      f"log {sim.gpu_config} #{sim.replica}{loading}{focus} · {sim.id}")
             if view.store.dropped:
                 title += f" · {view.store.dropped:,} older lines not kept: download the log for all"

@@ -1,4 +1,4 @@
-"""New run: a ready trace, the GPU configs of its arch (the suggested one preselected), a count
+"""New run: a ready trace, the GPU configs of its arch (only the suggested one preselected), a count
 per config (1..64); above 4 sims in total a confirmation listing the entries; launched once."""
 
 from __future__ import annotations
@@ -33,13 +33,15 @@ def launchable(traces: list[TraceSummary]) -> list[TraceSummary]:
 
 
 def initial_counts(trace: TraceSummary, configs: list[GpuConfig]) -> dict[str, int]:
-    """The suggested config (or the trace's preselected sample configs) at 1, others at 0."""
-    names = {c.name for c in configs}
-    chosen = [n for n in ([trace.suggested_sim_config] if trace.suggested_sim_config else [])
-              + list(trace.sample_sim_configs) if n in names]
-    if not chosen and len(configs) == 1:
-        chosen = [configs[0].name]
-    return {c.name: (1 if c.name in chosen else 0) for c in configs}
+    """The trace's suggested config at 1, the others at 0: `n` then Enter runs what the Traces
+    note names (`n: run on SM7_QV100`). A trace that suggests none (or one its arch lacks)
+    starts with nothing picked, unless its arch has a single config: the note says `pick
+    configs`, and nobody launches every config by pressing Enter twice."""
+    names = [c.name for c in configs]
+    chosen = trace.suggested_sim_config if trace.suggested_sim_config in names else None
+    if chosen is None and len(names) == 1:
+        chosen = names[0]
+    return {name: (1 if name == chosen else 0) for name in names}
 
 
 def entries_from(counts: dict[str, int]) -> list[RunEntry]:
@@ -50,7 +52,7 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="new_run.back"),
         Binding("enter,ctrl+s", "launch", "Launch", priority=True, id="new_run.launch"),
-        Binding("space", "toggle", "Pick config", id="new_run.toggle"),
+        Binding("space", "toggle", "Pick config, next row", id="new_run.toggle"),
         Binding("plus,equals_sign,right", "change(1)", "+1", id="new_run.more"),
         Binding("minus,left", "change(-1)", "-1", id="new_run.fewer"),
         Binding("left_square_bracket", "other_trace(-1)", "Prev trace", show=False,
@@ -185,10 +187,18 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         return options.get_option_at_index(options.highlighted).id
 
     def action_toggle(self) -> None:  # type: ignore[override]  # not DOMNode's toggle(attribute)
+        """Space: as marking on the Runs list, pick (or unpick) and move on to the next row."""
+        options = self.query_one("#configs", OptionList)
+        if self._toggle_highlighted() and (options.highlighted or 0) < options.option_count - 1:
+            options.action_cursor_down()  # no wrapping round to the top, as on the Runs list
+
+    def _toggle_highlighted(self) -> bool:
         name = self._highlighted_config()
-        if name is not None:
-            self.counts[name] = 0 if self.counts[name] else 1
-            self._refresh_option(name)
+        if name is None:
+            return False
+        self.counts[name] = 0 if self.counts[name] else 1
+        self._refresh_option(name)
+        return True
 
     def action_change(self, delta: int) -> None:
         name = self._highlighted_config()
@@ -198,8 +208,9 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
 
     @on(OptionList.OptionSelected, "#configs")
     def _option_clicked(self, message: OptionList.OptionSelected) -> None:
-        # Enter is the launch key (priority binding), so this comes from a mouse click: toggle.
-        self.action_toggle()
+        # Enter is the launch key (priority binding), so this comes from a mouse click: toggle
+        # the clicked row, the cursor stays on it.
+        self._toggle_highlighted()
 
     def action_other_trace(self, step: int) -> None:
         if not self.traces or self.trace is None:
@@ -228,7 +239,8 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
             listing = "\n".join(f"  {e.gpu_config:<22} × {e.count}" for e in entries)
             self.app.push_screen(
                 ConfirmScreen(f"Launch {plural(total, 'sim')}?",
-                              f"Trace {trace.id}\n{listing}\n\n{plural(total, 'sim')} in total."),
+                              f"Trace {trace.id}\n{listing}\n\n{plural(total, 'sim')} in total.",
+                              "launch", "go back"),
                 partial(self._launch_if, body),
             )
         else:

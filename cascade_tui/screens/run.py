@@ -28,7 +28,7 @@ from ..panes.steps_pane import StepsPane
 from ..reducer import RunModel
 from ..run_rows import banner_text, header_text
 from ..services import Services
-from ..simrows import next_sort_key, next_state_filter, sim_details
+from ..simrows import next_sort_key, next_state_filter, no_match_text, sim_details
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
 from .modals import MessageScreen
 
@@ -258,7 +258,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         if message.sim_id is None and self.selected_sim is not None:
             # The state filter hides every sim: the log of one no longer listed would mislead.
             self.selected_sim = None
-            self.log_pane.unload(f"no sim is {self.query_one(SimTable).state_filter}")
+            self.log_pane.unload(no_match_text(self.query_one(SimTable).state_filter))
         if message.sim_id and message.sim_id != self.selected_sim:
             self.selected_sim = message.sim_id
             self.log_pane.load(message.sim_id)
@@ -357,7 +357,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table.set_state_filter(next_state_filter(table.state_filter))
         self._update_header()
         if table.sims and not table.order:
-            self.notify(f"Sims shown: {table.state_filter}: no sim is {table.state_filter}",
+            self.notify(f"Sims shown: {table.state_filter}: {no_match_text(table.state_filter)}",
                         timeout=3)
         else:
             self.notify(f"Sims shown: {table.state_filter}", timeout=2)

@@ -19,13 +19,13 @@ from ..formatting import (
     age,
     progress_fraction,
     run_seconds,
-    run_took,
     state_label,
 )
 from ..messages import ConfirmCancel, ManageRun, OpenNewRun, OpenRun
 from ..services import Services
 from ..compare import SAMPLE_RUN_NOTE
-from ..run_rows import entries_label, run_mark, run_progress, run_time, sims_count_text
+from ..run_rows import entries_label, run_mark, run_progress, run_time, run_took_text, sims_count_text
+from ..scripting.views import entries_text
 from .compare_runs import CompareRunsScreen
 from .polled_table import STATE_COLOURS, Cell, PolledTable
 
@@ -45,10 +45,11 @@ class RunsScreen(PolledTable):
     ]
     # The run column has room for the compare mark ("+run-…"). At 80 columns run, trace, state,
     # `ok` (succeeded of all), `time` (took, or so far) and `sims` fit, also beside a scrollbar;
-    # `age` comes from about 90.
+    # `age` and `configs` (as `cascade runs` writes them) come when there is room.
     COLUMNS = (ColumnSpec("run", 17, 17, 0), ColumnSpec("trace", 20, 40, 0),
                ColumnSpec("state", 9, 12, 0), ColumnSpec("ok", 5, 7, 1),
-               ColumnSpec("time", 5, 6, 1), ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 10, 0, 1))
+               ColumnSpec("time", 5, 6, 1), ColumnSpec("age", 5, 6, 3),
+               ColumnSpec("configs", 12, 40, 4), ColumnSpec("sims", 10, 0, 1))
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
 
@@ -72,6 +73,7 @@ class RunsScreen(PolledTable):
             (run_progress(r.sim_counts), ""),
             (run_time(r, now), "" if r.state != "active" else "italic"),
             (age(r.created_at, now), ""),
+            (entries_text(r.entries), ""),
             (tag + sims_count_text(r.sim_counts), "yellow" if tag else ""),
         )
 
@@ -94,11 +96,7 @@ class RunsScreen(PolledTable):
             note = f"\n[yellow]{SAMPLE_RUN_NOTE}[/]"
         elif r.replay:
             note = "\n[yellow]Stand-in numbers: the sims replay a recorded Accel-Sim log, not this trace.[/]"
-        now = self.services.now()
-        finished = r.finished_at if r.state != "active" else None
-        timing = run_took(r.created_at, finished, now)
-        if r.started_at is None and finished is None:
-            timing += ", no sim started yet"  # waiting for a slot, the cluster or a person
+        timing = run_took_text(r, self.services.now())
         return f"{r.id} ({timing}) on {escape(r.trace_id)}: {escape(entries)}{note}"
 
     def action_poll(self) -> None:

@@ -71,7 +71,7 @@ class TracesScreen(PolledTable):
             note = ("sample: no instruction traces to run", "dim")
         elif t.state == "ready":
             note = (f"n: run on {t.suggested_sim_config}" if t.suggested_sim_config
-                    else "n: new run", "dim")
+                    else "n: new run, pick its configs", "dim")
         else:
             note = ("upload in progress" if t.state == "uploading" else "post-processing", "cyan")
         return (

@@ -246,7 +246,7 @@ class SimTable(ScrollView, can_focus=True):
         index = int(self.scroll_y) + y - 1
         if index >= len(self.order):
             if index == 0 and self.sims:  # the state filter hides every sim: say so
-                note = f"no sim is {self.state_filter} (v: show other sims)"
+                note = simrows.no_match_text(self.state_filter)
                 return Strip([Segment(note, self.rich_style + Style(dim=True))]).crop_extend(
                     0, width, self.rich_style)
             return Strip.blank(width, self.rich_style)

@@ -167,9 +167,9 @@ async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(srv, ht
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "only line of a good sim")
         await pilot.press("v")  # running: none
-        text = await wait_for_text(pilot, "no sim is running (v: show other sims)")
+        text = await wait_for_text(pilot, "no sim matches the filter 'running' (v: next filter)")
         assert "only line of a good sim" not in text
-        assert "log: no sim is running" in text
+        assert "log: no sim matches the filter 'running'" in text
         await pilot.press("v", "v", "v")  # back to all: the sim and its log again
         await wait_for_text(pilot, "only line of a good sim")
 
