@@ -1,7 +1,8 @@
 """Column widths for the list tables from the terminal width and what the cells hold.
 
-Pure (no Textual): the most useful columns are kept first when the terminal is narrow (a column
-whose cells are narrower than its `min` needs only their width), each kept column grows towards
+Pure (no Textual): the most useful columns are kept first when the terminal is narrow (each
+column's `min` is its share of the budget; one whose cells are narrower gives the rest back),
+each kept column grows towards
 its content up to its `max`, then past its `max` while there is room (a long model name is cut only
 when the width is short), and what is left goes to the last (free-text) column. A cell wider than
 its column is cut with `…` (`formatting.ellipsize`, by the list screen), never silently.
@@ -28,17 +29,19 @@ def fit(specs: Sequence[ColumnSpec], rows: Sequence[Sequence[str]], width: int,
     """The width of each column (None: dropped) so the kept ones fill `width` cells."""
     natural = [max([len(spec.title)] + [len(row[i]) for row in rows if i < len(row)])
                for i, spec in enumerate(specs)]
-    least = [min(spec.min, natural[i]) for i, spec in enumerate(specs)]
+    # Which columns are kept is decided on their `min`s (the budget the specs are designed to),
+    # so a less useful column never takes cells a more useful one was promised; how wide each
+    # kept one starts is decided on its cells (`3/3` needs 3, not the 5 `12/64` would).
     order = sorted(range(len(specs)), key=lambda i: (specs[i].priority, i))
     kept: list[int] = []
     used = 0
     for i in order:
-        need = least[i] + padding
+        need = specs[i].min + padding
         if used + need <= width or not kept:
             kept.append(i)
             used += need
-    widths = {i: least[i] for i in kept}
-    spare = width - used
+    widths = {i: min(specs[i].min, natural[i]) for i in kept}
+    spare = width - sum(widths.values()) - padding * len(kept)
     capped = {i: min(natural[i], specs[i].max) if specs[i].max else natural[i] for i in kept}
     # Cheapest first: a state or an age a few cells short is made whole before a long name
     # takes the rest; first up to each column's max, then past it.
@@ -50,4 +53,3 @@ def fit(specs: Sequence[ColumnSpec], rows: Sequence[Sequence[str]], width: int,
     if spare > 0:
         widths[max(kept)] += spare  # the free-text column at the right end takes the rest
     return [widths.get(i) for i in range(len(specs))]
-

@@ -142,7 +142,8 @@ async def test_compare_of_stand_in_runs_shows_the_banner_and_no_ratio_or_spread(
         listing = app.screen
         for run in runs:
             listing.select(run["id"])
-            await wait_until(pilot, lambda: listing.selected_id() == run["id"], "the cursor")
+            await wait_until(pilot, lambda run_id=run["id"]: listing.selected_id() == run_id,
+                             "the cursor")
             await pilot.press("space")
         await pilot.press("c")
         await wait_until(pilot, lambda: isinstance(app.screen, CompareRunsScreen)
@@ -218,7 +219,7 @@ async def test_help_columns_never_run_into_each_other(srv, http, tmp_path):
             text = str(body.render())
             assert all(len(line) <= body.size.width for line in text.splitlines()), text
             await pilot.press("escape")
-            await wait_until(pilot, lambda: app.screen is below, "the help closed")
+            await wait_until(pilot, lambda below=below: app.screen is below, "the help closed")
 
 
 # --- the lists ----------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ against a real server (real port, real SQLite, the real event stream)."""
 
 from __future__ import annotations
 
+import re
+
 from textual.widgets import DataTable
 
 from cascade_tui.screens.polled_table import FilterInput
@@ -89,7 +91,7 @@ async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(srv, http
     async with app.run_test(size=(120, 40)) as pilot:
         await open_run_screen(pilot, run["id"])
         body = str(help_text(app.screen))
-        assert "Kernels by trace/time/spread run.kernel_order" in body, body
+        assert re.search(r"Kernels by trace/time/spread +run\.kernel_order", body), body
         assert screen_title(app.screen) == "Run"
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, RunScreen), "back on Runs")
@@ -196,7 +198,7 @@ def test_the_kernels_view_shows_no_spread_between_configs_of_stand_in_numbers():
               compare.ConfigTotal("B", 30.0, 30.0, 30.0, 1, 1)]
     text = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
                                          False, 100, stand_in="a replayed log", order="spread"))
-    assert "configs cannot be compared" in text
+    assert "No config is named fastest" in text
     assert "Δ +" not in text and "No Δ between configs: stand-in numbers." in text
     real = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
                                          False, 100, order="spread"))
