@@ -99,5 +99,6 @@ def banner_text(model: RunModel) -> str:
 def stand_in_banner(reason: str, whose: str = "") -> str:
     """The warning over stand-in numbers, one wording wherever they show (the run screen, the
     compare screens); `whose`: the runs it applies to, when only some are."""
-    of = f" ({whose})" if whose else ""
-    return f"⚠ Stand-in numbers{of}, not a simulation of this trace: {reason}."
+    # Written whole, as the agent prompt quotes it (tests/agent checks the two agree).
+    text = f"⚠ Stand-in numbers, not a simulation of this trace: {reason}."
+    return text.replace("numbers,", f"numbers ({whose}),", 1) if whose else text
