@@ -6,6 +6,8 @@ about the package is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[
-    Extension("cascade_server._accelsim_merge", ["cascade_server/_accelsim_merge.c"], optional=True),
-])
+setup(
+    ext_modules=[
+        Extension("cascade_server._accelsim_merge", ["cascade_server/_accelsim_merge.c"], optional=True),
+    ]
+)

@@ -72,26 +72,54 @@ def main() -> int:
         workdir = tmp_dir / "elsewhere"  # nothing of the checkout is reachable from here
         workdir.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-        env.update(HOME=str(tmp_dir / "home"), XDG_DATA_HOME=str(tmp_dir / "home" / "data"),
-                   CASCADE_PORT=str(free_port()), CASCADE_S3_PORT=str(free_port()), CASCADE_SCAN_INTERVAL_S="0.5")
-        version = subprocess.run([cascade, "--version"], cwd=workdir, env=env, capture_output=True, text=True,
-                                 check=True).stdout.strip()
+        env.update(
+            HOME=str(tmp_dir / "home"),
+            XDG_DATA_HOME=str(tmp_dir / "home" / "data"),
+            CASCADE_PORT=str(free_port()),
+            CASCADE_S3_PORT=str(free_port()),
+            CASCADE_SCAN_INTERVAL_S="0.5",
+        )
+        version = subprocess.run(
+            [cascade, "--version"], cwd=workdir, env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
         if not version.startswith("cascade 0") and not version.startswith("cascade 1"):
             sys.exit(f"wheel smoke: cascade --version printed {version!r}")
         # .ci/run installs a C compiler, so the wheel must carry the log parser's compiled loop.
-        loop = subprocess.run([venv / "bin" / "python", "-c", "from cascade_server import accelsim_log as m; "
-                               "print('compiled' if m.NATIVE else 'python')"], cwd=workdir, env=env,
-                              capture_output=True, text=True, check=True).stdout.strip()
+        loop = subprocess.run(
+            [
+                venv / "bin" / "python",
+                "-c",
+                "from cascade_server import accelsim_log as m; print('compiled' if m.NATIVE else 'python')",
+            ],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         if loop != "compiled":
             sys.exit(f"wheel smoke: the wheel's log parser runs its {loop} block loop, not the compiled one")
 
         log = tmp_dir / "serve.log"
         with open(log, "wb") as out:
-            serve = subprocess.Popen([cascade, "serve", "--web"], cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
+            serve = subprocess.Popen(
+                [cascade, "serve", "--web"], cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
         try:
-            token = str(wait_for("the token line", lambda: next(
-                (line.split(": ", 1)[1] for line in log.read_text().splitlines() if line.startswith("token: ")),
-                None), log))
+            token = str(
+                wait_for(
+                    "the token line",
+                    lambda: next(
+                        (
+                            line.split(": ", 1)[1]
+                            for line in log.read_text().splitlines()
+                            if line.startswith("token: ")
+                        ),
+                        None,
+                    ),
+                    log,
+                )
+            )
             base = f"http://127.0.0.1:{env['CASCADE_PORT']}"
             configs = wait_for("GPU configs", lambda: get(f"{base}/api/gpu-configs", token), log)
 
@@ -103,17 +131,26 @@ def main() -> int:
                 return traces if len(traces) == 2 and all(t["state"] == "ready" for t in traces) else None
 
             wait_for("the demo traces ready", demo_traces_ready, log)
-            runs = wait_for("the sample run", lambda: [r for r in get(f"{base}/api/runs", token)
-                                                       if r["sample"] and r["state"] == "succeeded"], log)
+            runs = wait_for(
+                "the sample run",
+                lambda: [
+                    r for r in get(f"{base}/api/runs", token) if r["sample"] and r["state"] == "succeeded"
+                ],
+                log,
+            )
             if f"This app's is `{base}`" not in get_text(f"{base}/agent-prompt.md"):
                 sys.exit("wheel smoke: /agent-prompt.md lacks the app's URL")
-            if 'name="token"' not in get_text(f"{base}/") or "xterm" not in get_text(f"{base}/web-ui/static/js/textual.js"):
+            if 'name="token"' not in get_text(f"{base}/") or "xterm" not in get_text(
+                f"{base}/web-ui/static/js/textual.js"
+            ):
                 sys.exit("wheel smoke: the browser UI's page or script is missing")
         finally:
             serve.send_signal(signal.SIGTERM)
             serve.wait(timeout=30)
-        print(f"wheel smoke: {wheel.name} from {workdir}: {version}, {loop} log parser, {len(configs)} GPU configs, "
-              f"demo traces ready, sample run {runs[0]['id']}, agent prompt and browser UI served")
+        print(
+            f"wheel smoke: {wheel.name} from {workdir}: {version}, {loop} log parser, {len(configs)} GPU configs, "
+            f"demo traces ready, sample run {runs[0]['id']}, agent prompt and browser UI served"
+        )
     return 0
 
 

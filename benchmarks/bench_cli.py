@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from procstats import free_port  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,8 +30,8 @@ async def seed(data_dir: Path, runs: int) -> None:
     """`runs` runs of 3 sims each on one trace, every tenth one failed, the rest pending."""
     from cascade_server.events import Broker
     from cascade_server.gpu_configs import scan_gpu_configs
-    from cascade_server.shared.models import Heartbeat, RunEntry
     from cascade_server.samples import sample_trace
+    from cascade_server.shared.models import Heartbeat, RunEntry
     from cascade_server.storage import Store
 
     trace = sample_trace(ROOT / "samples").model_copy(update={"id": "bench-sm70", "sample": False})
@@ -62,14 +61,25 @@ async def main(runs: int) -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="cascade-bench-cli-"))
     await seed(data_dir, runs)
     port = free_port()
-    env = {**os.environ, "CASCADE_TOKEN": TOKEN, "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0",
-           "CASCADE_S3_ENDPOINT": "http://127.0.0.1:9"}  # no embedded S3: not what is measured
-    serve = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port),
-                              "--data-dir", str(data_dir)], env=env, cwd=ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "CASCADE_TOKEN": TOKEN,
+        "CASCADE_LAUNCHER": "manual",
+        "CASCADE_SAMPLES": "0",
+        "CASCADE_S3_ENDPOINT": "http://127.0.0.1:9",
+    }  # no embedded S3: not what is measured
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
-        async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http:
+        async with httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+        ) as http:
             while True:
                 try:
                     if (await http.get("/api/health")).status_code == 200:
@@ -85,14 +95,20 @@ async def main(runs: int) -> None:
                     resp = await http.get(f"/api/runs{query}")
                     times.append(time.perf_counter() - start)
                     resp.raise_for_status()
-                print(f"  GET /api/runs{query:<22} {statistics.median(times) * 1000:7.1f} ms median, "
-                      f"{len(resp.json()):5d} runs, {len(resp.content) / 1024:8.1f} KB")
+                print(
+                    f"  GET /api/runs{query:<22} {statistics.median(times) * 1000:7.1f} ms median, "
+                    f"{len(resp.json()):5d} runs, {len(resp.content) / 1024:8.1f} KB"
+                )
             run_id = (await http.get("/api/runs?limit=1")).json()[0]["id"]
         cli = [sys.executable, "-m", "cascade_tui.cli"]
         cli_env = {**env, "CASCADE_URL": url}
         print("  wall time of a command, as a script calls it (median of 5):")
-        for args in (["runs", "--limit", "20"], ["runs", "--state", "failed"], ["run", "show", run_id],
-                     ["results", run_id, "--kernels", "--format", "csv"]):
+        for args in (
+            ["runs", "--limit", "20"],
+            ["runs", "--state", "failed"],
+            ["run", "show", run_id],
+            ["results", run_id, "--kernels", "--format", "csv"],
+        ):
             print(f"    cascade {' '.join(args):<45} {timed(cli + args, cli_env) * 1000:7.0f} ms")
     finally:
         serve.terminate()

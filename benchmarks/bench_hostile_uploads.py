@@ -26,17 +26,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-
 from procstats import free_port  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
 SM70 = ROOT / "samples" / "accelsim-traces" / "tinyformer-step-sm70"
 TOKEN = "bench-token"
 MiB = 1024 * 1024
-RAW_HEADER = (b"-kernel name = k\n-kernel id = 1\n-grid dim = (64,1,1)\n-block dim = (32,1,1)\n"
-              b"-shmem = 0\n-nregs = 8\n-binary version = 70\n-cuda stream id = 0\n"
-              b"-shmem base_addr = 0x0\n-local mem base_addr = 0x0\n-nvbit version = 1.5.5\n"
-              b"-accelsim tracer version = 5\n-enable lineinfo = 0\n\n#traces format = ...\n")
+RAW_HEADER = (
+    b"-kernel name = k\n-kernel id = 1\n-grid dim = (64,1,1)\n-block dim = (32,1,1)\n"
+    b"-shmem = 0\n-nregs = 8\n-binary version = 70\n-cuda stream id = 0\n"
+    b"-shmem base_addr = 0x0\n-local mem base_addr = 0x0\n-nvbit version = 1.5.5\n"
+    b"-accelsim tracer version = 5\n-enable lineinfo = 0\n\n#traces format = ...\n"
+)
 
 
 def rss_kib(pid: int) -> int:
@@ -59,7 +60,7 @@ def children(pid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
         if int(rest[1]) == pid and name != "rclone":
             found.append(int(entry.name))
     return found
@@ -107,7 +108,9 @@ def complete(trace_id: str, files: dict[str, bytes], **fields: object) -> dict[s
 
 def case_xz_header_line(tid: str) -> dict[str, bytes]:
     """156 KB: a processed .traceg.xz whose first header line is 1 GiB long."""
-    body = lzma.compress(b"-kernel name = ") + xz_repeat(b"k", 1024 * MiB) + lzma.compress(b"\n-kernel id = 1\n")
+    body = (
+        lzma.compress(b"-kernel name = ") + xz_repeat(b"k", 1024 * MiB) + lzma.compress(b"\n-kernel id = 1\n")
+    )
     return complete(tid, {"traces/kernelslist.g": b"kernel-1.traceg.xz\n", "traces/kernel-1.traceg.xz": body})
 
 
@@ -120,8 +123,13 @@ def case_block_dim(tid: str) -> dict[str, bytes]:
 
 def case_nul_gzip(tid: str) -> dict[str, bytes]:
     """2 MB: a raw kernel trace that is a gzip of 2 GiB of NULs (no newline)."""
-    return complete(tid, {"traces/kernelslist": b"kernel-1.trace.gz\n",
-                          "traces/kernel-1.trace.gz": gzip_repeat(b"\0", 2048 * MiB)})
+    return complete(
+        tid,
+        {
+            "traces/kernelslist": b"kernel-1.trace.gz\n",
+            "traces/kernel-1.trace.gz": gzip_repeat(b"\0", 2048 * MiB),
+        },
+    )
 
 
 def case_big_metadata(tid: str) -> dict[str, bytes]:
@@ -142,8 +150,11 @@ def case_no_metadata(tid: str) -> dict[str, bytes]:
 
 def case_arch_contradiction(tid: str) -> dict[str, bytes]:
     """The sm_70 demo trace, its metadata.json claiming sm_86."""
-    files = {p.relative_to(SM70).as_posix(): p.read_bytes()
-             for p in sorted(SM70.rglob("*")) if p.is_file() and p.name != "metadata.json"}
+    files = {
+        p.relative_to(SM70).as_posix(): p.read_bytes()
+        for p in sorted(SM70.rglob("*"))
+        if p.is_file() and p.name != "metadata.json"
+    }
     return complete(tid, files, trace_gpu_arch="sm_86")
 
 
@@ -173,25 +184,47 @@ def profile_bomb(tmp: Path) -> None:
     trace_dir = tmp / "profile-trace"
     shutil.copytree(SM70, trace_dir)
     bomb = tmp / "bomb.json.gz"
-    bomb.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * MiB, mtime=0)
-                     + gzip_repeat(b" ", 1023 * MiB) + gzip.compress(b"]}", mtime=0))
-    proc = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "timeline", "import", str(bomb),
-                             str(trace_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    bomb.write_bytes(
+        gzip.compress(b'{"traceEvents": [' + b" " * MiB, mtime=0)
+        + gzip_repeat(b" ", 1023 * MiB)
+        + gzip.compress(b"]}", mtime=0)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cascade_tui.cli", "timeline", "import", str(bomb), str(trace_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     with peak_rss(proc.pid) as peaks:
         _, err = proc.communicate(timeout=300)
-    print(f"{'profile-bomb (cli)':<22} {bomb.stat().st_size / MiB:>7.1f} MB  peak {peaks['server'] / 1024:>6.0f} MiB"
-          f"  exit {proc.returncode}: {err.strip()[:150]}")
+    print(
+        f"{'profile-bomb (cli)':<22} {bomb.stat().st_size / MiB:>7.1f} MB  peak {peaks['server'] / 1024:>6.0f} MiB"
+        f"  exit {proc.returncode}: {err.strip()[:150]}"
+    )
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         data_dir, port = tmp / "data", free_port()
-        env = {**os.environ, "CASCADE_DATA_DIR": str(data_dir), "CASCADE_PORT": str(port), "CASCADE_TOKEN": TOKEN,
-               "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0", "CASCADE_S3_PORT": str(free_port()),
-               "CASCADE_SCAN_INTERVAL_S": "0.5", "CASCADE_TRACE_UPLOAD_TIMEOUT_S": "10"}
-        server = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        env = {
+            **os.environ,
+            "CASCADE_DATA_DIR": str(data_dir),
+            "CASCADE_PORT": str(port),
+            "CASCADE_TOKEN": TOKEN,
+            "CASCADE_LAUNCHER": "manual",
+            "CASCADE_SAMPLES": "0",
+            "CASCADE_S3_PORT": str(free_port()),
+            "CASCADE_SCAN_INTERVAL_S": "0.5",
+            "CASCADE_TRACE_UPLOAD_TIMEOUT_S": "10",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "cascade_tui.cli", "serve"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         try:
             assert server.stdout is not None
             while not server.stdout.readline().startswith("app:"):
@@ -212,11 +245,15 @@ def main() -> None:
                         for rel, body in objects.items():  # metadata.json last, as an uploader does
                             s3.put_object(Bucket=info.bucket, Key=f"accelsim-traces/{name}/{rel}", Body=body)
                         trace = wait_finished(http, name)
-                    print(f"{name:<22} {size / MiB:>7.2f} MB  {peaks['server'] / 1024:>12.0f} MiB  "
-                          f"{peaks['child'] / 1024:>6.0f} MiB  {trace['state']}: {trace['error']}")
+                    print(
+                        f"{name:<22} {size / MiB:>7.2f} MB  {peaks['server'] / 1024:>12.0f} MiB  "
+                        f"{peaks['child'] / 1024:>6.0f} MiB  {trace['state']}: {trace['error']}"
+                    )
                 listing = http.get("/api/traces")
-                print(f"GET /api/traces: {listing.status_code}, {len(listing.content):,} bytes for "
-                      f"{len(listing.json())} traces")
+                print(
+                    f"GET /api/traces: {listing.status_code}, {len(listing.content):,} bytes for "
+                    f"{len(listing.json())} traces"
+                )
                 resp = http.delete("/api/traces/no-metadata")
                 print(f"DELETE of the stale upload: {resp.status_code}")
         finally:

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import aiohttp
 import httpx
-
 from procstats import cpu_seconds, free_port, memory_mib  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +48,9 @@ asyncio.run(main())
 """
 
 
-async def simulator(http: aiohttp.ClientSession, url: str, bodies: list[tuple[int, bytes]],
-                    latencies: list[float]) -> int:
+async def simulator(
+    http: aiohttp.ClientSession, url: str, bodies: list[tuple[int, bytes]], latencies: list[float]
+) -> int:
     """One simulated simulator: posts its chunks one after another, as fast as the server answers."""
     sent = 0
     for n_lines, body in bodies:
@@ -66,19 +66,27 @@ async def simulator(http: aiohttp.ClientSession, url: str, bodies: list[tuple[in
 
 async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    entries = [{"gpu_config": c, "count": sims // len(CONFIGS) + (i < sims % len(CONFIGS))}
-               for i, c in enumerate(CONFIGS)]
+    entries = [
+        {"gpu_config": c, "count": sims // len(CONFIGS) + (i < sims % len(CONFIGS))}
+        for i, c in enumerate(CONFIGS)
+    ]
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as setup:
-        run = (await setup.post("/api/runs", json={"trace_id": "bench", "entries": entries})).raise_for_status().json()
+        run = (
+            (await setup.post("/api/runs", json={"trace_id": "bench", "entries": entries}))
+            .raise_for_status()
+            .json()
+        )
     # Bodies are encoded before the clock starts: the load generator shares the 2 cores with
     # the server, and what is measured is the server.
-    logs = {c: gzip.decompress((RECORDINGS / f"{c}.log.gz").read_bytes()).decode().split("\n")[:-1] * repeat
-            for c in CONFIGS}
+    logs = {
+        c: gzip.decompress((RECORDINGS / f"{c}.log.gz").read_bytes()).decode().split("\n")[:-1] * repeat
+        for c in CONFIGS
+    }
     plan = []
     for sim in run["sims"]:
         lines = logs[sim["gpu_config"]]
         bodies = [
-            (len(lines[i:i + chunk]), json.dumps({"seq": seq, "lines": lines[i:i + chunk]}).encode())
+            (len(lines[i : i + chunk]), json.dumps({"seq": seq, "lines": lines[i : i + chunk]}).encode())
             for seq, i in enumerate(range(0, len(lines), chunk))
         ]
         plan.append((f"{url}/api/sims/{sim['id']}/logs", bodies))
@@ -86,7 +94,9 @@ async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -
     async with aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(limit=sims + 4)) as http:
         cpu_before = cpu_seconds(server_pid)
         start = time.perf_counter()
-        counts = await asyncio.gather(*(simulator(http, sim_url, bodies, latencies) for sim_url, bodies in plan))
+        counts = await asyncio.gather(
+            *(simulator(http, sim_url, bodies, latencies) for sim_url, bodies in plan)
+        )
         elapsed = time.perf_counter() - start
         server_cpu = cpu_seconds(server_pid) - cpu_before
     total = sum(counts)
@@ -96,10 +106,14 @@ async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
     print(f"sims: {sims}, chunk: {chunk} lines, posts: {len(latencies)}, lines: {total:,}")
     print(f"committed: {total / elapsed:,.0f} lines/s in {elapsed:.2f} s ({len(kernels)} kernels parsed)")
-    print(f"server CPU: {server_cpu:.2f} s, {server_cpu / elapsed:.0%} of one core "
-          f"({total / server_cpu:,.0f} lines per CPU-second)")
-    print(f"POST latency ms: p50 {p(0.50):.1f}  p90 {p(0.90):.1f}  p99 {p(0.99):.1f}  "
-          f"max {latencies[-1] * 1000:.1f}  mean {statistics.mean(latencies) * 1000:.1f}")
+    print(
+        f"server CPU: {server_cpu:.2f} s, {server_cpu / elapsed:.0%} of one core "
+        f"({total / server_cpu:,.0f} lines per CPU-second)"
+    )
+    print(
+        f"POST latency ms: p50 {p(0.50):.1f}  p90 {p(0.90):.1f}  p99 {p(0.99):.1f}  "
+        f"max {latencies[-1] * 1000:.1f}  mean {statistics.mean(latencies) * 1000:.1f}"
+    )
 
 
 def main() -> None:
@@ -111,12 +125,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-c", REGISTER_TRACE, str(Path(tmp) / "cascade.db")], check=True)
         port = free_port()
-        env = {**os.environ, "CASCADE_DATA_DIR": tmp, "CASCADE_PORT": str(port), "CASCADE_TOKEN": TOKEN,
-               "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0", "CASCADE_S3_PORT": str(free_port())}
+        env = {
+            **os.environ,
+            "CASCADE_DATA_DIR": tmp,
+            "CASCADE_PORT": str(port),
+            "CASCADE_TOKEN": TOKEN,
+            "CASCADE_LAUNCHER": "manual",
+            "CASCADE_SAMPLES": "0",
+            "CASCADE_S3_PORT": str(free_port()),
+        }
         command = [sys.executable, "-m", "cascade_tui.cli", "serve"]
         if os.environ.get("BENCH_PROFILE"):
-            command = ["py-spy", "record", "--format", "raw", "-o", os.environ["BENCH_PROFILE"], "--", *command]
-        server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            command = [
+                "py-spy",
+                "record",
+                "--format",
+                "raw",
+                "-o",
+                os.environ["BENCH_PROFILE"],
+                "--",
+                *command,
+            ]
+        server = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
         try:
             assert server.stdout is not None
             while not server.stdout.readline().startswith("app:"):

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 from procstats import free_port  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,15 +46,24 @@ async def main(sims: int, slots: int) -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="cascade-bench-"))
     await register_trace(data_dir)
     port = free_port()
-    env = {**os.environ, "CASCADE_TOKEN": TOKEN, "CASCADE_LAUNCHER": "local", "CASCADE_SAMPLES": "0",
-           "CASCADE_LOCAL_SLOTS": str(slots), "CASCADE_REPLAY_SPEED": "1000000"}
+    env = {
+        **os.environ,
+        "CASCADE_TOKEN": TOKEN,
+        "CASCADE_LAUNCHER": "local",
+        "CASCADE_SAMPLES": "0",
+        "CASCADE_LOCAL_SLOTS": str(slots),
+        "CASCADE_REPLAY_SPEED": "1000000",
+    }
     server = subprocess.Popen(
         [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60,
-                                     headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", timeout=60, headers={"Authorization": f"Bearer {TOKEN}"}
+        ) as http:
             for _ in range(300):
                 try:
                     if (await http.get("/api/health")).status_code == 200:
@@ -79,12 +87,18 @@ async def main(sims: int, slots: int) -> None:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
     lines = sum(
-        len(gzip.decompress((ROOT / "samples" / "recordings" / f"{s['gpu_config']}.log.gz").read_bytes()).split(b"\n")) - 1
+        len(
+            gzip.decompress(
+                (ROOT / "samples" / "recordings" / f"{s['gpu_config']}.log.gz").read_bytes()
+            ).split(b"\n")
+        )
+        - 1
         for s in detail["sims"]
     )
     startup = [
         (datetime.fromisoformat(s["started_at"]) - datetime.fromisoformat(s["created_at"])).total_seconds()
-        for s in detail["sims"] if s["started_at"]
+        for s in detail["sims"]
+        if s["started_at"]
     ]
     print(f"sims: {sims} on {slots} slots, run state: {detail['state']}")
     print(f"POST -> run finished: {elapsed:.2f} s")

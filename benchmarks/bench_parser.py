@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import gzip
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,16 +33,22 @@ from cascade_server.accelsim_log import LogParser, clear_caches  # noqa: E402
 RUNS = ROOT.parent / "shared" / "samples-real" / "runs"
 RECORDINGS = ROOT / "samples" / "recordings"
 CLOCK_MHZ = {
-    "SM7_QV100": 1132.0, "SM7_GV100": 1447.0, "SM7_TITANV": 1200.0,
-    "SM75_RTX2060": 1365.0, "SM75_RTX2060_S": 1905.0,
+    "SM7_QV100": 1132.0,
+    "SM7_GV100": 1447.0,
+    "SM7_TITANV": 1200.0,
+    "SM75_RTX2060": 1365.0,
+    "SM75_RTX2060_S": 1905.0,
 }
 TARGET_LINES_PER_S = 1_500_000
 
 
 def load_lines(config: str) -> list[str]:
     path = RUNS / config / "run.log"
-    data = path.read_bytes() if path.exists() else gzip.decompress(
-        (RECORDINGS / f"{config}.log.gz").read_bytes())
+    data = (
+        path.read_bytes()
+        if path.exists()
+        else gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
+    )
     lines = data.decode("utf-8", errors="surrogateescape").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -94,13 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--chunk and --repeat must be at least 1")
 
     print(f"Python {sys.version.split()[0]}, chunks of {args.chunk} lines, best of {args.repeat}")
-    print(f"{'log':16} {'lines':>7} {'kernels':>7} {'cpu ms':>7} {'lines/s (cpu)':>14} "
-          f"{'wall ms':>8} {'lines/s (wall)':>15}")
+    print(
+        f"{'log':16} {'lines':>7} {'kernels':>7} {'cpu ms':>7} {'lines/s (cpu)':>14} "
+        f"{'wall ms':>8} {'lines/s (wall)':>15}"
+    )
     total_lines = 0
     total_cpu = total_wall = 0.0
     for config, clock in CLOCK_MHZ.items():
         lines = load_lines(config)
-        chunks = [lines[i:i + args.chunk] for i in range(0, len(lines), args.chunk)]
+        chunks = [lines[i : i + args.chunk] for i in range(0, len(lines), args.chunk)]
         parse_once(clock, chunks)  # warm-up: imports, regex compilation, allocator
         cpu = wall = float("inf")
         for _ in range(args.repeat):
@@ -110,20 +118,26 @@ def main(argv: list[str] | None = None) -> int:
         total_lines += len(lines)
         total_cpu += cpu
         total_wall += wall
-        print(f"{config:16} {len(lines):7d} {kernels:7d} {cpu * 1e3:7.1f} {len(lines) / cpu:14,.0f} "
-              f"{wall * 1e3:8.1f} {len(lines) / wall:15,.0f}")
+        print(
+            f"{config:16} {len(lines):7d} {kernels:7d} {cpu * 1e3:7.1f} {len(lines) / cpu:14,.0f} "
+            f"{wall * 1e3:8.1f} {len(lines) / wall:15,.0f}"
+        )
     overall_cpu, overall_wall = total_lines / total_cpu, total_lines / total_wall
-    print(f"{'overall':16} {total_lines:7d} {'':7} {total_cpu * 1e3:7.1f} {overall_cpu:14,.0f} "
-          f"{total_wall * 1e3:8.1f} {overall_wall:15,.0f}")
+    print(
+        f"{'overall':16} {total_lines:7d} {'':7} {total_cpu * 1e3:7.1f} {overall_cpu:14,.0f} "
+        f"{total_wall * 1e3:8.1f} {overall_wall:15,.0f}"
+    )
     verdict = "meets" if overall_cpu >= TARGET_LINES_PER_S else "MISSES"
-    print(f"({verdict} the {TARGET_LINES_PER_S:,} lines/s target in CPU time; "
-          f"load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    print(
+        f"({verdict} the {TARGET_LINES_PER_S:,} lines/s target in CPU time; "
+        f"load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())})"
+    )
 
     print("\nstate() after every chunk (storage saves it with each chunk):")
     print(f"{'log':16} {'state() µs':>10} {'+json.dumps µs':>15} {'resume µs':>10} {'max JSON KB':>12}")
     for config, clock in CLOCK_MHZ.items():
         lines = load_lines(config)
-        chunks = [lines[i:i + args.chunk] for i in range(0, len(lines), args.chunk)]
+        chunks = [lines[i : i + args.chunk] for i in range(0, len(lines), args.chunk)]
         t_state, t_json, t_resume, max_bytes = state_costs(clock, chunks)
         print(f"{config:16} {t_state:10.1f} {t_json:15.1f} {t_resume:10.1f} {max_bytes / 1024:12.1f}")
     return 0

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_parser import CLOCK_MHZ, load_lines  # noqa: E402
+
 from cascade_server import accelsim_log  # noqa: E402
 
 MODULE = "cascade_server/accelsim_log.py"
@@ -40,7 +41,9 @@ def load_base(rev: str, directory: Path) -> ModuleType:
     """The parser module as it was at `rev`, imported under its own name."""
     source = subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{rev}:{MODULE}"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     path = directory / "base_accelsim_log.py"
     path.write_text(source)
@@ -79,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     logs = []
     for config, clock in CLOCK_MHZ.items():
         lines = load_lines(config)
-        logs.append((clock, [lines[i:i + args.chunk] for i in range(0, len(lines), args.chunk)]))
+        logs.append((clock, [lines[i : i + args.chunk] for i in range(0, len(lines), args.chunk)]))
     with tempfile.TemporaryDirectory() as tmp:
         base = load_base(args.base, Path(tmp))
     this = accelsim_log
@@ -90,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     def best(module: ModuleType) -> float:
         return min(one_pass(module, logs) for _ in range(args.repeat))
 
-    print(f"CPU ms of one pass over the five logs, best of {args.repeat}; base = {args.base}; "
-          f"this = {native}")
+    print(
+        f"CPU ms of one pass over the five logs, best of {args.repeat}; base = {args.base}; this = {native}"
+    )
     ratios = []
     for n in range(args.rounds):
         base_s = best(base)
@@ -99,11 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         this_s = min(this_s, best(this))
         base_s = min(base_s, best(base))
         ratios.append(this_s / base_s)
-        print(f"round {n}: base {base_s * 1e3:7.1f}  this {this_s * 1e3:7.1f}  "
-              f"this/base {this_s / base_s:.3f}", flush=True)
+        print(
+            f"round {n}: base {base_s * 1e3:7.1f}  this {this_s * 1e3:7.1f}  this/base {this_s / base_s:.3f}",
+            flush=True,
+        )
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"median this/base {statistics.median(ratios):.3f} "
-          f"(min {min(ratios):.3f}, max {max(ratios):.3f}; load average now {load})")
+    print(
+        f"median this/base {statistics.median(ratios):.3f} "
+        f"(min {min(ratios):.3f}, max {max(ratios):.3f}; load average now {load})"
+    )
     return 0
 
 

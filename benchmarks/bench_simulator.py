@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from procstats import free_port  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,8 +30,9 @@ RUNS = [("tinyformer-step-sm70", "SM7_QV100"), ("tinyformer-step-sm75", "SM75_RT
 
 def cascade(*args: str | Path, env: dict[str, str]) -> float:
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "cascade_tui.cli", *map(str, args)], env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "cascade_tui.cli", *map(str, args)], env=env, capture_output=True, text=True
+    )
     if result.returncode != 0:
         sys.exit(f"cascade {' '.join(map(str, args[:2]))} failed:\n{result.stdout}{result.stderr}")
     return time.monotonic() - started
@@ -52,7 +52,9 @@ def wait_for(check, timeout: float, what: str):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prefix", type=Path, help="an install prefix to reuse (default: a cold build in a temp dir)")
+    parser.add_argument(
+        "--prefix", type=Path, help="an install prefix to reuse (default: a cold build in a temp dir)"
+    )
     parser.add_argument("--framework", type=Path, default=FRAMEWORK)
     parser.add_argument("--gpgpu-sim", type=Path, default=GPGPU_SIM)
     args = parser.parse_args()
@@ -62,18 +64,31 @@ def main() -> None:
     sources = ["--framework", args.framework, "--gpgpu-sim", args.gpgpu_sim]
     cold = None
     if args.prefix is None:
-        cold = cascade("simulator", "install", "--data-dir", tmp / "cold", "--prefix", prefix, *sources, env=env)
+        cold = cascade(
+            "simulator", "install", "--data-dir", tmp / "cold", "--prefix", prefix, *sources, env=env
+        )
     data = tmp / "data"
     reused = cascade("simulator", "install", "--data-dir", data, "--prefix", prefix, *sources, env=env)
 
     port = free_port()
-    serve_env = {**env, "CASCADE_DATA_DIR": str(data), "CASCADE_PORT": str(port), "CASCADE_S3_PORT": str(free_port()),
-                 "CASCADE_SCAN_INTERVAL_S": "0.5"}
+    serve_env = {
+        **env,
+        "CASCADE_DATA_DIR": str(data),
+        "CASCADE_PORT": str(port),
+        "CASCADE_S3_PORT": str(free_port()),
+        "CASCADE_SCAN_INTERVAL_S": "0.5",
+    }
     log = open(tmp / "serve.log", "wb")
-    serve = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], env=serve_env,
-                             stdout=log, stderr=subprocess.STDOUT)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "cascade_tui.cli", "serve"],
+        env=serve_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
-        token = wait_for(lambda: (data / "token").exists() and (data / "token").read_text().strip(), 60, "the token")
+        token = wait_for(
+            lambda: (data / "token").exists() and (data / "token").read_text().strip(), 60, "the token"
+        )
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"})
 
         def demo_ready():
@@ -82,13 +97,25 @@ def main() -> None:
 
         wait_for(demo_ready, 180, "the demo traces ready")
         posted = time.monotonic()
-        run_ids = [http.post("/api/runs", json={"trace_id": trace, "entries": [{"gpu_config": config, "count": 1}]})
-                   .json()["id"] for trace, config in RUNS]
-        wait_for(lambda: any(http.get(f"/api/runs/{r}/kernels").json() for r in run_ids), 300, "a kernel result")
+        run_ids = [
+            http.post(
+                "/api/runs", json={"trace_id": trace, "entries": [{"gpu_config": config, "count": 1}]}
+            ).json()["id"]
+            for trace, config in RUNS
+        ]
+        wait_for(
+            lambda: any(http.get(f"/api/runs/{r}/kernels").json() for r in run_ids), 300, "a kernel result"
+        )
         first_kernel = time.monotonic() - posted
-        runs = wait_for(lambda: [run for r in run_ids if (run := http.get(f"/api/runs/{r}").json())["state"] != "active"]
-                        if all(http.get(f"/api/runs/{r}").json()["state"] != "active" for r in run_ids) else None,
-                        900, "the runs' end")
+        runs = wait_for(
+            lambda: (
+                [run for r in run_ids if (run := http.get(f"/api/runs/{r}").json())["state"] != "active"]
+                if all(http.get(f"/api/runs/{r}").json()["state"] != "active" for r in run_ids)
+                else None
+            ),
+            900,
+            "the runs' end",
+        )
         wall = time.monotonic() - posted
         kernels = sum(len(http.get(f"/api/runs/{r}/kernels").json()) for r in run_ids)
         states = [run["state"] for run in runs]
@@ -96,12 +123,17 @@ def main() -> None:
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=60)
-    print(f"install, cold build:            {cold:.1f} s" if cold is not None else
-          f"install, cold build:            (skipped: --prefix {prefix})")
+    print(
+        f"install, cold build:            {cold:.1f} s"
+        if cold is not None
+        else f"install, cold build:            (skipped: --prefix {prefix})"
+    )
     print(f"install, build reused:          {reused:.1f} s")
     print(f"POST /api/runs -> first kernel: {first_kernel:.1f} s")
-    print(f"demo runs ({', '.join(c for _, c in RUNS)}, at once on {os.cpu_count()} cores): {kernels} kernels in "
-          f"{wall:.1f} s = {kernels / wall * 60:.1f} simulated kernels per minute; states {states}, replay {replay}")
+    print(
+        f"demo runs ({', '.join(c for _, c in RUNS)}, at once on {os.cpu_count()} cores): {kernels} kernels in "
+        f"{wall:.1f} s = {kernels / wall * 60:.1f} simulated kernels per minute; states {states}, replay {replay}"
+    )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
-
 from bench_local_runs import register_trace  # benchmarks/bench_local_runs.py
 from procstats import free_port  # benchmarks/procstats.py
 
@@ -68,17 +67,27 @@ async def main(sims: int, watch: float) -> None:
     configs = make_configs(work / "accelsim", -(-sims // 64))
     squeue_shim(work / "bin", calls)
     port = free_port()
-    env = {**os.environ, "PATH": f"{work / 'bin'}:{os.environ['PATH']}", "CASCADE_TOKEN": TOKEN,
-           "CASCADE_SAMPLES": "0", "CASCADE_S3_PORT": str(free_port()), "CASCADE_LAUNCHER": "slurm",
-           "CASCADE_SLURM_LOCAL": "1", "CASCADE_ACCELSIM_DIR": str(work / "accelsim"),
-           "CASCADE_REPLAY_SPEED": "1"}
+    env = {
+        **os.environ,
+        "PATH": f"{work / 'bin'}:{os.environ['PATH']}",
+        "CASCADE_TOKEN": TOKEN,
+        "CASCADE_SAMPLES": "0",
+        "CASCADE_S3_PORT": str(free_port()),
+        "CASCADE_LAUNCHER": "slurm",
+        "CASCADE_SLURM_LOCAL": "1",
+        "CASCADE_ACCELSIM_DIR": str(work / "accelsim"),
+        "CASCADE_REPLAY_SPEED": "1",
+    }
     server = subprocess.Popen(
         [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(work / "serve.log", "wb"),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(work / "serve.log", "wb"),
     )
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60,
-                                     headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", timeout=60, headers={"Authorization": f"Bearer {TOKEN}"}
+        ) as http:
             for _ in range(300):
                 try:
                     if (await http.get("/api/health")).status_code == 200:
@@ -110,15 +119,25 @@ async def main(sims: int, watch: float) -> None:
     in_window = [t for t in stamps if watch_from <= t <= watch_to]
     jobs = {s["launcher_ref"].split("_")[0] for s in detail["sims"] if s["launcher_ref"]}
     load = os.getloadavg()
-    print(f"host: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
-          "(1/5/15 min; figures scale with it on a shared machine)")
-    print(f"sims: {sims} in {len(entries)} entries -> {len(jobs)} sbatch job arrays; failed at submit: {len(failed)}")
+    print(
+        f"host: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+        "(1/5/15 min; figures scale with it on a shared machine)"
+    )
+    print(
+        f"sims: {sims} in {len(entries)} entries -> {len(jobs)} sbatch job arrays; failed at submit: {len(failed)}"
+    )
     print(f"POST /api/runs answered in {post_s:.2f} s")
     print(f"POST -> every sim has a Slurm job id: {all_ids_s:.2f} s (target: under 5 s)")
-    print(f"squeue calls while the sims ran: {len(in_window)} in {watch_to - watch_from:.0f} s = "
-          f"{len(in_window) / (watch_to - watch_from) * 60:.1f} per minute (for all {sims} sims)")
-    print("sim states after the watch:", dict(Counter(s["state"] for s in detail["sims"])),
-          "Slurm says:", dict(Counter(s["launcher_state"] for s in detail["sims"])))
+    print(
+        f"squeue calls while the sims ran: {len(in_window)} in {watch_to - watch_from:.0f} s = "
+        f"{len(in_window) / (watch_to - watch_from) * 60:.1f} per minute (for all {sims} sims)"
+    )
+    print(
+        "sim states after the watch:",
+        dict(Counter(s["state"] for s in detail["sims"])),
+        "Slurm says:",
+        dict(Counter(s["launcher_state"] for s in detail["sims"])),
+    )
     shutil.rmtree(work, ignore_errors=True)
 
 

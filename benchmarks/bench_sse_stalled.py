@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from bench_ingest import REGISTER_TRACE, TOKEN  # benchmarks/bench_ingest.py
 from procstats import free_port, memory_mib  # benchmarks/procstats.py
 
@@ -66,9 +65,14 @@ async def healthy_reader(http: httpx.AsyncClient, run_id: str, logs: list[int], 
 
 async def drive(port: int, server_pid: int, stalled: int, chunks: int) -> None:
     url = f"http://127.0.0.1:{port}"
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http:
-        run = (await http.post("/api/runs", json={"trace_id": "bench", "entries": [
-            {"gpu_config": "SM7_QV100", "count": 1}]})).json()
+    async with httpx.AsyncClient(
+        base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+    ) as http:
+        run = (
+            await http.post(
+                "/api/runs", json={"trace_id": "bench", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
+            )
+        ).json()
         run_id, sim_id = run["id"], run["sims"][0]["id"]
         socks = [await stalled_client(port, run_id) for _ in range(stalled)]
         logs: list[int] = []
@@ -90,10 +94,14 @@ async def drive(port: int, server_pid: int, stalled: int, chunks: int) -> None:
         for s in socks:
             s.close()
     mb = chunks * 64 / 1024
-    print(f"stalled clients: {stalled}, chunks: {chunks} x 64 KB ({mb:.1f} MB per subscriber) in {posted_s:.1f} s")
+    print(
+        f"stalled clients: {stalled}, chunks: {chunks} x 64 KB ({mb:.1f} MB per subscriber) in {posted_s:.1f} s"
+    )
     print(f"stalled clients dropped by the server: {gone} of {stalled}")
-    print(f"server RSS: {rss_before:.0f} MiB before, {rss_after:.0f} MiB after the flood, "
-          f"peak {memory_mib(server_pid)[1]:.0f} MiB")
+    print(
+        f"server RSS: {rss_before:.0f} MiB before, {rss_after:.0f} MiB after the flood, "
+        f"peak {memory_mib(server_pid)[1]:.0f} MiB"
+    )
     print(f"healthy reader: {len(logs)} of {chunks} log events")
 
 
@@ -105,10 +113,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-c", REGISTER_TRACE, str(Path(tmp) / "cascade.db")], check=True)
         port = free_port()
-        env = {**os.environ, "CASCADE_DATA_DIR": tmp, "CASCADE_PORT": str(port), "CASCADE_TOKEN": TOKEN,
-               "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0", "CASCADE_S3_PORT": str(free_port())}
-        server = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        env = {
+            **os.environ,
+            "CASCADE_DATA_DIR": tmp,
+            "CASCADE_PORT": str(port),
+            "CASCADE_TOKEN": TOKEN,
+            "CASCADE_LAUNCHER": "manual",
+            "CASCADE_SAMPLES": "0",
+            "CASCADE_S3_PORT": str(free_port()),
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "cascade_tui.cli", "serve"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         try:
             assert server.stdout is not None
             while not server.stdout.readline().startswith("app:"):

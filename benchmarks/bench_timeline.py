@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from procstats import memory_mib  # noqa: E402  (benchmarks/procstats.py)
+
 from cascade_server.shared.models import SimResults  # noqa: E402
 from cascade_tui.scripting.timeline_command import run_import  # noqa: E402
 from cascade_worker.step_timeline import build_upload  # noqa: E402
@@ -52,21 +53,29 @@ def main() -> int:
         imports = [timed(lambda: run_import(A100, trace_dir)) for _ in range(args.repeat)]
         import_peak = memory_mib(os.getpid())[1]
         result = imports[-1][2]
-        sims = [timed(lambda: build_upload(trace_dir, SimResults.model_validate_json(results_json)))
-                for _ in range(args.repeat)]
+        sims = [
+            timed(lambda: build_upload(trace_dir, SimResults.model_validate_json(results_json)))
+            for _ in range(args.repeat)
+        ]
         sim_peak = memory_mib(os.getpid())[1]
         upload = sims[-1][2]
     best_import = min(imports, key=lambda t: t[0])
     best_sim = min(sims, key=lambda t: t[0])
-    print(f"profile: {A100.name} ({A100.stat().st_size / 1e6:.1f} MB gzipped), "
-          f"{result.profile_kernels} kernels, {len(result.timeline.steps)} steps")  # type: ignore[attr-defined]
-    print(f"import:   best {best_import[0]:.2f} s wall, {best_import[1]:.2f} s CPU "
-          f"(of {args.repeat}; target < {TARGET_IMPORT_S} s); peak RSS {import_peak:.0f} MiB "
-          f"(process at start {base_rss:.0f} MiB)")
+    print(
+        f"profile: {A100.name} ({A100.stat().st_size / 1e6:.1f} MB gzipped), "
+        f"{result.profile_kernels} kernels, {len(result.timeline.steps)} steps"
+    )  # type: ignore[attr-defined]
+    print(
+        f"import:   best {best_import[0]:.2f} s wall, {best_import[1]:.2f} s CPU "
+        f"(of {args.repeat}; target < {TARGET_IMPORT_S} s); peak RSS {import_peak:.0f} MiB "
+        f"(process at start {base_rss:.0f} MiB)"
+    )
     simulated = upload.simulated  # type: ignore[attr-defined]
-    print(f"simulate: best {best_sim[0]:.3f} s wall, {best_sim[1]:.3f} s CPU per sim "
-          f"(of {args.repeat}; target < {TARGET_SIMULATE_S} s), with compare; peak RSS {sim_peak:.0f} MiB; "
-          f"{simulated['summary']['simulation']['coverage']['simulated_kernels']} kernels simulated")
+    print(
+        f"simulate: best {best_sim[0]:.3f} s wall, {best_sim[1]:.3f} s CPU per sim "
+        f"(of {args.repeat}; target < {TARGET_SIMULATE_S} s), with compare; peak RSS {sim_peak:.0f} MiB; "
+        f"{simulated['summary']['simulation']['coverage']['simulated_kernels']} kernels simulated"
+    )
     return 0
 
 

@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from procstats import cpu_seconds, free_port, memory_mib  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +49,7 @@ from cascade_server.storage import Store
 from cascade_server.shared.models import TraceDetail, utcnow
 
 async def main():
-    store = await Store(Path({str(data_dir / 'cascade.db')!r})).open()
+    store = await Store(Path({str(data_dir / "cascade.db")!r})).open()
     now = utcnow()
     await store.put_trace(TraceDetail(id="bench", state="ready", created_at=now, updated_at=now,
                                       trace_gpu_arch="sm_70", kernel_count=15,
@@ -69,8 +68,15 @@ class Terminal:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cascade_tui.cli", "tui", *args], cwd=ROOT, env=env,
-            stdin=slave, stdout=slave, stderr=slave, start_new_session=True, close_fds=True)
+            [sys.executable, "-m", "cascade_tui.cli", "tui", *args],
+            cwd=ROOT,
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            close_fds=True,
+        )
         os.close(slave)
         self.master = master
         self.bytes = 0
@@ -106,8 +112,15 @@ class Terminal:
         os.close(self.master)
 
 
-async def simulate(http: httpx.AsyncClient, sim_id: str, lines: list[str], chunk: int,
-                   stop: asyncio.Event, total: int | None, counter: list[int]) -> None:
+async def simulate(
+    http: httpx.AsyncClient,
+    sim_id: str,
+    lines: list[str],
+    chunk: int,
+    stop: asyncio.Event,
+    total: int | None,
+    counter: list[int],
+) -> None:
     """One sim: a running heartbeat, then chunks of its recorded log (looped) as fast as the
     server commits them, with a heartbeat every 2 s, until `stop` or `total` lines."""
     (await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "running"})).raise_for_status()
@@ -124,21 +137,31 @@ async def simulate(http: httpx.AsyncClient, sim_id: str, lines: list[str], chunk
 
 
 async def live_phase(url: str, env: dict[str, str], args: argparse.Namespace) -> None:
-    logs = {c: gzip.decompress((RECORDINGS / f"{c.removesuffix('_B')}.log.gz").read_bytes())
-            .decode().splitlines() for c in CONFIGS}
+    logs = {
+        c: gzip.decompress((RECORDINGS / f"{c.removesuffix('_B')}.log.gz").read_bytes()).decode().splitlines()
+        for c in CONFIGS
+    }
     limits = httpx.Limits(max_connections=args.sims + 8)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits,
-                                 headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+    async with httpx.AsyncClient(
+        base_url=url, timeout=120, limits=limits, headers={"Authorization": f"Bearer {TOKEN}"}
+    ) as http:
         per, extra = divmod(args.sims, len(CONFIGS))
         entries = [{"gpu_config": c, "count": per + (i < extra)} for i, c in enumerate(CONFIGS)]
-        run = (await http.post("/api/runs", json={"trace_id": "bench", "entries": entries})
-               ).raise_for_status().json()
+        run = (
+            (await http.post("/api/runs", json={"trace_id": "bench", "entries": entries}))
+            .raise_for_status()
+            .json()
+        )
         term = Terminal(["--run", run["id"]], env, args.size)
         try:
             term.wait_for(b"LIVE")
             stop, counter = asyncio.Event(), [0]
-            tasks = [asyncio.create_task(simulate(http, s["id"], logs[s["gpu_config"]], args.chunk,
-                                                  stop, None, counter)) for s in run["sims"]]
+            tasks = [
+                asyncio.create_task(
+                    simulate(http, s["id"], logs[s["gpu_config"]], args.chunk, stop, None, counter)
+                )
+                for s in run["sims"]
+            ]
             await asyncio.sleep(args.warmup)
             cpu0, bytes0, lines0, t0 = cpu_seconds(term.proc.pid), term.bytes, counter[0], time.monotonic()
             await asyncio.sleep(args.seconds)
@@ -146,30 +169,41 @@ async def live_phase(url: str, env: dict[str, str], args: argparse.Namespace) ->
             stop.set()
             await asyncio.gather(*tasks)
             wall = t1 - t0
-            print(f"live run: {len(run['sims'])} sims streaming at full speed for {wall:.1f} s "
-                  f"({(lines1 - lines0) / wall:,.0f} log lines/s committed, {args.chunk}-line chunks)")
+            print(
+                f"live run: {len(run['sims'])} sims streaming at full speed for {wall:.1f} s "
+                f"({(lines1 - lines0) / wall:,.0f} log lines/s committed, {args.chunk}-line chunks)"
+            )
             print(f"  UI CPU: {(cpu1 - cpu0) / wall * 100:.1f}% of one core (target < 25%)")
-            print(f"  UI output: {(bytes1 - bytes0) / wall / 1024:.1f} KB/s to the terminal "
-                  f"(target < 20 KB/s), terminal {args.size[0]}x{args.size[1]}")
+            print(
+                f"  UI output: {(bytes1 - bytes0) / wall / 1024:.1f} KB/s to the terminal "
+                f"(target < 20 KB/s), terminal {args.size[0]}x{args.size[1]}"
+            )
         finally:
             term.stop()
 
 
 async def memory_phase(url: str, env: dict[str, str], args: argparse.Namespace) -> None:
     lines = gzip.decompress((RECORDINGS / "SM7_QV100.log.gz").read_bytes()).decode().splitlines()
-    async with httpx.AsyncClient(base_url=url, timeout=120,
-                                 headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-        run = (await http.post("/api/runs", json={
-            "trace_id": "bench", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
-               ).raise_for_status().json()
+    async with httpx.AsyncClient(
+        base_url=url, timeout=120, headers={"Authorization": f"Bearer {TOKEN}"}
+    ) as http:
+        run = (
+            (
+                await http.post(
+                    "/api/runs",
+                    json={"trace_id": "bench", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]},
+                )
+            )
+            .raise_for_status()
+            .json()
+        )
         term = Terminal(["--run", run["id"]], env, args.size)
         try:
             term.wait_for(b"LIVE")
             rss_before, _ = memory_mib(term.proc.pid)
             counter = [0]
             start = time.monotonic()
-            await simulate(http, run["sims"][0]["id"], lines, 2000, asyncio.Event(),
-                           args.log_lines, counter)
+            await simulate(http, run["sims"][0]["id"], lines, 2000, asyncio.Event(), args.log_lines, counter)
             posted = time.monotonic() - start
             # Wait for the UI to settle: no CPU used for 2 s in a row.
             last, still = cpu_seconds(term.proc.pid), 0.0
@@ -182,10 +216,11 @@ async def memory_phase(url: str, env: dict[str, str], args: argparse.Namespace) 
             cpu0, t0 = cpu_seconds(term.proc.pid), time.monotonic()
             await asyncio.sleep(5)
             idle = (cpu_seconds(term.proc.pid) - cpu0) / (time.monotonic() - t0) * 100
-            print(f"log pane: {counter[0]:,} lines streamed into the watched sim's pane in "
-                  f"{posted:.1f} s")
-            print(f"  UI memory: {rss:.0f} MiB RSS after them ({rss_before:.0f} MiB before, "
-                  f"peak {peak:.0f} MiB); the pane keeps the last {args.log_max_lines:,} lines")
+            print(f"log pane: {counter[0]:,} lines streamed into the watched sim's pane in {posted:.1f} s")
+            print(
+                f"  UI memory: {rss:.0f} MiB RSS after them ({rss_before:.0f} MiB before, "
+                f"peak {peak:.0f} MiB); the pane keeps the last {args.log_max_lines:,} lines"
+            )
             print(f"  UI CPU when idle afterwards: {idle:.1f}% of one core")
         finally:
             term.stop()
@@ -213,19 +248,35 @@ def main() -> None:
         accelsim = prepare(data_dir)
         port = free_port()
         base = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-        server_env = {**base, "CASCADE_DATA_DIR": tmp, "CASCADE_PORT": str(port),
-                      "CASCADE_TOKEN": TOKEN, "CASCADE_LAUNCHER": "manual",
-                      "CASCADE_SAMPLES": "0", "CASCADE_ACCELSIM_DIR": str(accelsim),
-                      "CASCADE_S3_ENDPOINT": "http://127.0.0.1:1",
-                      "CASCADE_HEARTBEAT_TIMEOUT_S": "600"}
-        server = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], cwd=ROOT,
-                                  env=server_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True)
+        server_env = {
+            **base,
+            "CASCADE_DATA_DIR": tmp,
+            "CASCADE_PORT": str(port),
+            "CASCADE_TOKEN": TOKEN,
+            "CASCADE_LAUNCHER": "manual",
+            "CASCADE_SAMPLES": "0",
+            "CASCADE_ACCELSIM_DIR": str(accelsim),
+            "CASCADE_S3_ENDPOINT": "http://127.0.0.1:1",
+            "CASCADE_HEARTBEAT_TIMEOUT_S": "600",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "cascade_tui.cli", "serve"],
+            cwd=ROOT,
+            env=server_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         url = f"http://127.0.0.1:{port}"
-        ui_env = {**base, "CASCADE_URL": url, "CASCADE_TOKEN": TOKEN, "TERM": "xterm-256color",
-                  "CASCADE_CONFIG": str(data_dir / "no-config.toml"),
-                  "CASCADE_LOG_MAX_LINES": str(args.log_max_lines),
-                  "CASCADE_DOWNLOAD_DIR": str(data_dir / "downloads")}
+        ui_env = {
+            **base,
+            "CASCADE_URL": url,
+            "CASCADE_TOKEN": TOKEN,
+            "TERM": "xterm-256color",
+            "CASCADE_CONFIG": str(data_dir / "no-config.toml"),
+            "CASCADE_LOG_MAX_LINES": str(args.log_max_lines),
+            "CASCADE_DOWNLOAD_DIR": str(data_dir / "downloads"),
+        }
         try:
             assert server.stdout is not None
             while not server.stdout.readline().startswith("app:"):

@@ -24,7 +24,6 @@ from pathlib import Path
 import aiohttp
 import httpx
 import pyte
-
 from procstats import cpu_seconds, free_port, memory_mib  # benchmarks/procstats.py
 
 TOKEN = "bench-token"
@@ -55,7 +54,9 @@ class Tab:
 
     async def open(self, session: aiohttp.ClientSession, url: str) -> float:
         started = time.monotonic()
-        self.ws = await session.ws_connect(f"{url}/web-ui/ws?width={self.screen.columns}&height={self.screen.lines}")
+        self.ws = await session.ws_connect(
+            f"{url}/web-ui/ws?width={self.screen.columns}&height={self.screen.lines}"
+        )
         self.task = asyncio.create_task(self.read())
         while "sample" not in "\n".join(self.screen.display):  # the sample run's row is drawn
             await asyncio.sleep(0.02)
@@ -80,10 +81,20 @@ async def bench(args: argparse.Namespace) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as data:
-        env = {**os.environ, "CASCADE_DATA_DIR": data, "CASCADE_PORT": str(port), "CASCADE_TOKEN": TOKEN,
-               "CASCADE_S3_PORT": str(free_port()), "CASCADE_WEB": "1"}
-        server = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "CASCADE_DATA_DIR": data,
+            "CASCADE_PORT": str(port),
+            "CASCADE_TOKEN": TOKEN,
+            "CASCADE_S3_PORT": str(free_port()),
+            "CASCADE_WEB": "1",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "cascade_tui.cli", "serve"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             async with httpx.AsyncClient(base_url=url) as http:
                 for _ in range(600):
@@ -98,7 +109,9 @@ async def bench(args: argparse.Namespace) -> None:
                 tabs = [Tab(cols, rows) for _ in range(args.tabs)]
                 for i, tab in enumerate(tabs):
                     seconds = await tab.open(session, url)
-                    print(f"tab {i + 1}: Runs screen drawn in {seconds:.2f} s ({tab.bytes / 1024:.0f} KB sent)")
+                    print(
+                        f"tab {i + 1}: Runs screen drawn in {seconds:.2f} s ({tab.bytes / 1024:.0f} KB sent)"
+                    )
                 pids = ui_pids(server.pid)
                 for pid in pids:
                     rss, peak = memory_mib(pid)
@@ -111,8 +124,10 @@ async def bench(args: argparse.Namespace) -> None:
                 ui_cpu = sum(cpu_seconds(pid) - cpu0[pid] for pid in pids) / elapsed / len(pids) * 100
                 server_cpu = (cpu_seconds(server.pid) - server_cpu0) / elapsed * 100
                 sent = (sum(t.bytes for t in tabs) - sent0) / elapsed / len(tabs)
-                print(f"idle, {len(tabs)} tabs open for {elapsed:.0f} s: {ui_cpu:.1f}% of a core per UI process, "
-                      f"server {server_cpu:.1f}%, {sent / 1024:.2f} KB/s to each tab")
+                print(
+                    f"idle, {len(tabs)} tabs open for {elapsed:.0f} s: {ui_cpu:.1f}% of a core per UI process, "
+                    f"server {server_cpu:.1f}%, {sent / 1024:.2f} KB/s to each tab"
+                )
                 closed = time.monotonic()
                 for tab in tabs:
                     await tab.close()

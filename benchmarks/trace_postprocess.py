@@ -34,8 +34,10 @@ def main() -> None:
         postprocess_trace(Path(tmp))
         elapsed = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{lines} raw lines ({size / 1e6:.1f} MB) in {elapsed:.2f} s: "
-          f"{lines / elapsed:,.0f} lines/s, {size / 1e6 / elapsed:.1f} MB/s; peak RSS {peak_mb:.0f} MB")
+    print(
+        f"{lines} raw lines ({size / 1e6:.1f} MB) in {elapsed:.2f} s: "
+        f"{lines / elapsed:,.0f} lines/s, {size / 1e6 / elapsed:.1f} MB/s; peak RSS {peak_mb:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -2,9 +2,15 @@
 from collections.abc import Callable
 
 def read_block_lines(
-    block: dict[str, float | str], lines: list[str], start: int, max_keys: int,
-    repeats: dict[str, int], line_cache: dict[str, tuple[float | str, str] | None],
-    names_cache: dict[str, list[str]], key_eq_value: Callable[[str], tuple[str, str] | None], /,
+    block: dict[str, float | str],
+    lines: list[str],
+    start: int,
+    max_keys: int,
+    repeats: dict[str, int],
+    line_cache: dict[str, tuple[float | str, str] | None],
+    names_cache: dict[str, list[str]],
+    key_eq_value: Callable[[str], tuple[str, str] | None],
+    /,
 ) -> tuple[int, bool]: ...
 def parse_value(raw: str, /) -> float | str: ...
 

@@ -59,8 +59,15 @@ from dataclasses import dataclass, field
 from cascade_server.shared.models import KernelStat
 
 __all__ = [
-    "LogParser", "ParsedKernel", "STATE_VERSION", "TAIL_LINES", "TAIL_LINE_MAX", "MAX_BLOCK_KEYS",
-    "STATS_LINE_MAX", "NATIVE", "clear_caches",
+    "LogParser",
+    "ParsedKernel",
+    "STATE_VERSION",
+    "TAIL_LINES",
+    "TAIL_LINE_MAX",
+    "MAX_BLOCK_KEYS",
+    "STATS_LINE_MAX",
+    "NATIVE",
+    "clear_caches",
 ]
 
 STATE_VERSION = 1
@@ -141,7 +148,8 @@ def _names_of(names_cache: dict[str, list[str]], key: str) -> list[str]:
 
 
 def _line_entry(
-    line: str, names_cache: dict[str, list[str]],
+    line: str,
+    names_cache: dict[str, list[str]],
     key_eq_value: Callable[[str], tuple[str, str] | None],
 ) -> LineEntry:
     key, sep, raw = line.partition(_SEP)
@@ -162,8 +170,11 @@ def _line_entry(
 
 
 def _add_to_block(
-    block: dict[str, float | str], repeats: dict[str, int], names_cache: dict[str, list[str]],
-    key: str, value: float | str,
+    block: dict[str, float | str],
+    repeats: dict[str, int],
+    names_cache: dict[str, list[str]],
+    key: str,
+    value: float | str,
 ) -> None:
     if key not in block:
         block[key] = value
@@ -191,8 +202,13 @@ def _nth_name(names: list[str], key: str, n: int) -> str:
 
 
 def read_block_lines(
-    block: dict[str, float | str], lines: list[str], start: int, max_keys: int,
-    repeats: dict[str, int], line_cache: dict[str, LineEntry], names_cache: dict[str, list[str]],
+    block: dict[str, float | str],
+    lines: list[str],
+    start: int,
+    max_keys: int,
+    repeats: dict[str, int],
+    line_cache: dict[str, LineEntry],
+    names_cache: dict[str, list[str]],
     key_eq_value: Callable[[str], tuple[str, str] | None],
 ) -> tuple[int, bool]:
     """Read the lines of the block being read, from `lines[start]` on, into `block`: up to its
@@ -233,6 +249,7 @@ def read_block_lines(
 
 try:
     from cascade_server._accelsim_merge import read_block_lines as _read_block_lines
+
     NATIVE = True
 except ImportError:  # built without a C compiler: the same function, in Python
     _read_block_lines = read_block_lines
@@ -254,7 +271,7 @@ def _tail_line(line: str) -> str:
     if len(line) <= TAIL_LINE_MAX:
         return line
     said = f"… ({len(line):,} characters)"
-    return line[:TAIL_LINE_MAX - len(said)] + said
+    return line[: TAIL_LINE_MAX - len(said)] + said
 
 
 def _finite(value: float | str | None) -> float | None:
@@ -304,8 +321,15 @@ class LogParser:
     """Feeds on the log chunks of one sim; see the module docstring for what it recognises."""
 
     __slots__ = (
-        "_clock_mhz", "_kernels_done", "_current_kernel", "_latest", "_tail", "_exit_detected",
-        "_block", "_block_ended", "_repeats",
+        "_clock_mhz",
+        "_kernels_done",
+        "_current_kernel",
+        "_latest",
+        "_tail",
+        "_exit_detected",
+        "_block",
+        "_block_ended",
+        "_repeats",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
@@ -316,7 +340,9 @@ class LogParser:
         self._kernels_done = 0
         self._current_kernel: str | None = None
         self._latest: dict[str, float | None] = {
-            "gpu_tot_sim_cycle": None, "gpu_tot_sim_insn": None, "gpu_tot_ipc": None,
+            "gpu_tot_sim_cycle": None,
+            "gpu_tot_sim_insn": None,
+            "gpu_tot_ipc": None,
             "sim_rate_ips": None,
         }
         self._tail: list[str] = []
@@ -450,14 +476,14 @@ class LogParser:
                 if i == n:
                     break
                 # kernel_name is taken raw here, so it always stays a string.
-                self._block = {"kernel_name": lines[i][len(_FIRST_LINE):].strip()}
+                self._block = {"kernel_name": lines[i][len(_FIRST_LINE) :].strip()}
                 self._repeats = {}
                 i += 1
             if len(_line_cache) >= _LINE_CACHE_LIMIT or len(_names_cache) >= _KEYS_CACHED_LIMIT:
                 clear_caches()
             i, ended = _read_block_lines(
-                self._block, lines, i, MAX_BLOCK_KEYS, self._repeats, _line_cache, _names_cache,
-                _key_eq_value)
+                self._block, lines, i, MAX_BLOCK_KEYS, self._repeats, _line_cache, _names_cache, _key_eq_value
+            )
             if not ended:
                 if i < n:  # a new block began before this one ended: it was cut off, drop it
                     self._block = None
@@ -503,8 +529,7 @@ class LogParser:
             gpu_sim_insn=_as_int(stats.get("gpu_sim_insn")),
             gpu_ipc=_finite(stats.get("gpu_ipc")),
             sim_time_ns=(
-                cycle / clock * 1000.0
-                if cycle is not None and clock > 0 and math.isfinite(clock) else None
+                cycle / clock * 1000.0 if cycle is not None and clock > 0 and math.isfinite(clock) else None
             ),
             stats=stats,
         )

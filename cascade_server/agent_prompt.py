@@ -34,9 +34,11 @@ def prompt_text(app_url: str, routes: Iterable[tuple[str, str]] | None = None) -
     source = resources.files(__package__).joinpath("agent_prompt.md").read_text(encoding="utf-8")
     url = app_url.rstrip("/")
     sections = {
-        SHELL_URL_MARK: shlex.quote(url), URL_MARK: url,
+        SHELL_URL_MARK: shlex.quote(url),
+        URL_MARK: url,
         "{{API_TABLE}}": api_table(table_routes() if routes is None else routes),
-        "{{STATES}}": states_section(), "{{TYPES}}": types_section(),
+        "{{STATES}}": states_section(),
+        "{{TYPES}}": types_section(),
     }
     for mark, text in sections.items():
         source = source.replace(mark, text)
@@ -46,8 +48,10 @@ def prompt_text(app_url: str, routes: Iterable[tuple[str, str]] | None = None) -
 def skill_text(app_url: str, routes: Iterable[tuple[str, str]] | None = None) -> str:
     """The same prompt as a skill: name and description frontmatter, then the prompt. The
     description is a JSON string, which YAML reads as a quoted scalar whatever it holds."""
-    return (f"---\nname: {SKILL_NAME}\ndescription: {json.dumps(SKILL_DESCRIPTION)}\n---\n\n"
-            f"{prompt_text(app_url, routes)}")
+    return (
+        f"---\nname: {SKILL_NAME}\ndescription: {json.dumps(SKILL_DESCRIPTION)}\n---\n\n"
+        f"{prompt_text(app_url, routes)}"
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -58,7 +62,9 @@ def main(argv: list[str]) -> int:
         "same text at /agent-prompt.md and /cascade-skill/SKILL.md.",
     )
     parser.add_argument("--url", help=f"the app's URL to fill in (CASCADE_URL; default {DEFAULT_URL})")
-    parser.add_argument("--skill", action="store_true", help="print it as SKILL.md, with name and description")
+    parser.add_argument(
+        "--skill", action="store_true", help="print it as SKILL.md, with name and description"
+    )
     args = parser.parse_args(argv)
     url = args.url or os.environ.get("CASCADE_URL") or DEFAULT_URL
     if problem := url_problem(url):

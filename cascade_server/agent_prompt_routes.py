@@ -15,10 +15,13 @@ SIMULATOR_ONLY = "For simulators only: never call it."
 NO_NOTE = "(not described yet)"
 
 ROUTE_NOTES: dict[tuple[str, str], str] = {
-    ("GET", "/api/health"): "Liveness: `ok`, `auth`, `workspace`, `s3_endpoint`, `s3_error` (why the S3 endpoint "
-                            "is failing, or null). Needs no token.",
+    (
+        "GET",
+        "/api/health",
+    ): "Liveness: `ok`, `auth`, `workspace`, `s3_endpoint`, `s3_error` (why the S3 endpoint "
+    "is failing, or null). Needs no token.",
     ("GET", "/api/launcher"): "Where new sims go and how busy it is: `name`, `slots`, `running`, `queued`, "
-                              "`partition` (a `LauncherStatus`).",
+    "`partition` (a `LauncherStatus`).",
     ("GET", "/api/traces"): "Every trace, newest first. `?state=` (repeatable) and `?limit=` filter.",
     ("GET", "/api/traces/{trace_id}"): "One trace with its metadata and kernels (a `TraceDetail`).",
     ("GET", "/api/gpu-configs"): "The GPU configs a run can use.",
@@ -38,21 +41,25 @@ ROUTE_NOTES: dict[tuple[str, str], str] = {
     ("GET", "/api/traces/{trace_id}/inputs/{path}"): SIMULATOR_ONLY + " Serves one, and they are large.",
     ("GET", "/api/sims/{sim_id}/log"): "The sim's full raw output, as plain text.",
     ("GET", "/api/runs/{run_id}/kernels"): "Every sim's per-kernel stats (`KernelStat`), without the full "
-                                           "stats maps.",
+    "stats maps.",
     ("GET", "/api/runs/{run_id}/comparison"): "Per-kernel real time against simulated time per config "
-                                              "(a `Comparison`).",
+    "(a `Comparison`).",
     ("GET", "/api/sims/{sim_id}/results"): "One sim's config, per-kernel stats and totals (a `SimResults`).",
     ("GET", "/api/runs/{run_id}/results"): "One JSON file with the run, trace, every sim's stats and the "
-                                           "comparison (a `RunResults`, about 30 KB per kernel).",
+    "comparison (a `RunResults`, about 30 KB per kernel).",
     ("GET", "/api/runs/{run_id}/perfetto"): "The run's simulated kernels (and predicted steps) as a Chrome "
-                                            "trace JSON for ui.perfetto.dev.",
-    ("GET", "/api/runs/{run_id}/step-timelines"): "Each sim's predicted step timeline and its comparison with "
-                                                  "the real run (`SimStepTimeline`).",
+    "trace JSON for ui.perfetto.dev.",
+    (
+        "GET",
+        "/api/runs/{run_id}/step-timelines",
+    ): "Each sim's predicted step timeline and its comparison with the real run (`SimStepTimeline`).",
     ("GET", "/api/runs/{run_id}/files"): "Every output file the run's sims uploaded (`RunFile`).",
     ("GET", "/api/sims/{sim_id}/files"): "The output files one sim uploaded (`SimFile`).",
     ("GET", "/api/sims/{sim_id}/files/{name}"): "One output file, as the sim uploaded it.",
-    ("GET", "/api/runs/{run_id}/events"): "Server-sent events for one run: a `snapshot`, then `sim`, `log` and "
-                                          "`kernel` (see the event types).",
+    (
+        "GET",
+        "/api/runs/{run_id}/events",
+    ): "Server-sent events for one run: a `snapshot`, then `sim`, `log` and `kernel` (see the event types).",
 }
 
 _PATTERN = re.compile(r"\{(\w+):[^}]*\}")  # `{path:.+}` -> `{path}`, as the router's canonical form
@@ -65,8 +72,11 @@ def canonical(path: str) -> str:
 def app_routes(app: web.Application) -> list[tuple[str, str]]:
     """(method, path) of every /api/ route a running app serves (HEAD, which aiohttp adds to
     every GET, left out)."""
-    found = [(route.method, route.resource.canonical) for route in app.router.routes()
-             if route.resource is not None and route.method != "HEAD"]
+    found = [
+        (route.method, route.resource.canonical)
+        for route in app.router.routes()
+        if route.resource is not None and route.method != "HEAD"
+    ]
     return list(dict.fromkeys((m, p) for m, p in found if p.startswith("/api/")))
 
 
@@ -74,14 +84,20 @@ def table_routes() -> list[tuple[str, str]]:
     """The same, from the route table the app is built from (no app needed: `cascade agent-prompt`)."""
     from .app import ROUTE_TABLES  # here: the app imports the prompt's route module in turn
 
-    found = [(route.method, canonical(route.path)) for table in ROUTE_TABLES for route in table
-             if isinstance(route, web.RouteDef)]
+    found = [
+        (route.method, canonical(route.path))
+        for table in ROUTE_TABLES
+        for route in table
+        if isinstance(route, web.RouteDef)
+    ]
     return list(dict.fromkeys((m, p) for m, p in found if p.startswith("/api/")))
 
 
 def api_table(routes: Iterable[tuple[str, str]]) -> str:
     rows = ["| method | path | what it does |", "|---|---|---|"]
-    rows += [f"| {method} | `{path}` | {ROUTE_NOTES.get((method, path), NO_NOTE)} |" for method, path in routes]
+    rows += [
+        f"| {method} | `{path}` | {ROUTE_NOTES.get((method, path), NO_NOTE)} |" for method, path in routes
+    ]
     return "\n".join(rows) + "\n"
 
 

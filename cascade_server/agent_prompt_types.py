@@ -17,12 +17,30 @@ from .shared.models import RunState, SimState, TraceState
 
 # The types an agent reads, in the order a reader meets them.
 TYPES: tuple[type[BaseModel], ...] = (
-    models.TraceSummary, models.TraceDetail, models.KernelLaunch, models.GpuConfig, models.LauncherStatus,
+    models.TraceSummary,
+    models.TraceDetail,
+    models.KernelLaunch,
+    models.GpuConfig,
+    models.LauncherStatus,
     models.SimulatorInfo,
-    models.RunEntry, models.RunCreate, models.RunSummary, models.RunDetail, models.SimSummary, models.SimMetrics,
-    models.KernelStat, models.Comparison, models.ComparisonRow, models.SimResults, models.RunResults,
-    models.SimStepTimeline, models.SimFile, models.RunFile,
-    models.SnapshotEvent, models.SimEvent, models.LogEvent, models.KernelEvent,
+    models.RunEntry,
+    models.RunCreate,
+    models.RunSummary,
+    models.RunDetail,
+    models.SimSummary,
+    models.SimMetrics,
+    models.KernelStat,
+    models.Comparison,
+    models.ComparisonRow,
+    models.SimResults,
+    models.RunResults,
+    models.SimStepTimeline,
+    models.SimFile,
+    models.RunFile,
+    models.SnapshotEvent,
+    models.SimEvent,
+    models.LogEvent,
+    models.KernelEvent,
 )
 NAMED_LITERALS = {"TraceState": TraceState, "SimState": SimState, "RunState": RunState}
 
@@ -38,7 +56,7 @@ STATE_NOTES: dict[str, dict[str, str]] = {
         "launching": "the launcher is starting it",
         "running": "it sent a `running` heartbeat",
         "lost": "no heartbeat for `CASCADE_HEARTBEAT_TIMEOUT_S` (60 s by default); a later heartbeat brings it "
-                "back, and 10 times that long without one makes it `failed`",
+        "back, and 10 times that long without one makes it `failed`",
         "succeeded": "it sent a `succeeded` heartbeat",
         "failed": "it sent a `failed` heartbeat, its launcher saw it end, or it stayed `lost` too long",
         "cancelled": "its run was cancelled before it finished",
@@ -54,37 +72,54 @@ STATE_NOTES: dict[str, dict[str, str]] = {
 
 FIELD_NOTES: dict[str, dict[str, str]] = {
     "TraceSummary": {
-        "id": "the name the trace was uploaded under", "error": "why it failed; null unless `failed`",
-        "created_at": "when its first file landed", "model": "what was traced (metadata.json `model`)",
-        "source_gpu": "the GPU it was traced on", "trace_gpu_arch": "the arch its configs must have, e.g. `sm_70`",
+        "id": "the name the trace was uploaded under",
+        "error": "why it failed; null unless `failed`",
+        "created_at": "when its first file landed",
+        "model": "what was traced (metadata.json `model`)",
+        "source_gpu": "the GPU it was traced on",
+        "trace_gpu_arch": "the arch its configs must have, e.g. `sm_70`",
         "suggested_sim_config": "the config to use when the user names none",
-        "kernel_count": "kernels in the trace", "bytes": "bytes on disk",
+        "kernel_count": "kernels in the trace",
+        "bytes": "bytes on disk",
         "has_real_timing": "real per-kernel times exist: the comparison has `real_ns`, MAPE can be computed",
         "has_step_timeline": "succeeded sims send step timing (`/step-timelines`)",
         "sample": "the sample trace, which cannot start a run",
     },
-    "TraceDetail": {"metadata": "its metadata.json, parsed", "kernels": "its kernel launches, by `kernel_id`"},
-    "KernelLaunch": {"name": "mangled kernel name", "instructions": "null if the kernel's trace was cut short"},
-    "RunEntry": {"gpu_config": "a config whose `arch` is the trace's `trace_gpu_arch`",
-                 "count": "replicas of that config"},
+    "TraceDetail": {
+        "metadata": "its metadata.json, parsed",
+        "kernels": "its kernel launches, by `kernel_id`",
+    },
+    "KernelLaunch": {
+        "name": "mangled kernel name",
+        "instructions": "null if the kernel's trace was cut short",
+    },
+    "RunEntry": {
+        "gpu_config": "a config whose `arch` is the trace's `trace_gpu_arch`",
+        "count": "replicas of that config",
+    },
     "RunCreate": {"entries": "one per config"},
     "RunSummary": {
         "sim_counts": "sims per state; states with none left out",
         "sample": "the sample run, real Accel-Sim output of the sample trace recorded elsewhere",
         "replay": "the sims replay a recorded Accel-Sim log (the stand-in) instead of simulating the trace",
-        "started_at": "when its first sim started running", "finished_at": "when its last sim finished",
+        "started_at": "when its first sim started running",
+        "finished_at": "when its last sim finished",
     },
     "RunDetail": {"sims": "sorted by `gpu_config`, then `replica`"},
     "SimSummary": {
-        "replica": "0-based within its entry", "error": "why it failed or went `lost`; a warning on a success",
+        "replica": "0-based within its entry",
+        "error": "why it failed or went `lost`; a warning on a success",
         "launcher_state": "what the scheduler says of its job (Slurm), while it waits or runs",
-        "kernels_done": "kernels finished", "kernels_total": "kernels in the trace",
-        "current_kernel": "the kernel it is on, or last reached", "latest": "the totals so far",
+        "kernels_done": "kernels finished",
+        "kernels_total": "kernels in the trace",
+        "current_kernel": "the kernel it is on, or last reached",
+        "latest": "the totals so far",
         "log_tail": "the last 20 log lines",
     },
     "SimMetrics": {"sim_rate_ips": "simulated instructions per second"},
     "KernelStat": {
-        "kernel_index": "0-based order of completion", "kernel_name": "mangled",
+        "kernel_index": "0-based order of completion",
+        "kernel_name": "mangled",
         "sim_time_ns": "`gpu_sim_cycle / core_clock_mhz * 1000`, simulated time",
         "stats": "every `key = value` line of the block; empty in lists and events",
     },
@@ -92,7 +127,7 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
     "ComparisonRow": {"real_ns": "null without real timing", "sim_ns": "config -> median simulated ns"},
     "SimStepTimeline": {
         "simulated": "the predicted timeline: `steps`, `requests`, `summary.per_kind` and "
-                     "`summary.simulation.coverage` (how many kernels were simulated)",
+        "`summary.simulation.coverage` (how many kernels were simulated)",
         "compare": "errors against the real steps (`steps`, `requests`, `summary`), or null",
     },
     "SimFile": {"size": "bytes as stored"},
@@ -130,8 +165,14 @@ def _bounds(info: Any) -> str:
     """The field's declared limits, in words: `from 1 to 64`, `at least 1 item`."""
     words = []
     for item in info.metadata:
-        for attribute, word in (("ge", "at least"), ("gt", "above"), ("le", "at most"), ("lt", "below"),
-                                ("min_length", "at least"), ("max_length", "at most")):
+        for attribute, word in (
+            ("ge", "at least"),
+            ("gt", "above"),
+            ("le", "at most"),
+            ("lt", "below"),
+            ("min_length", "at least"),
+            ("max_length", "at most"),
+        ):
             value = getattr(item, attribute, None)
             if value is not None:
                 unit = "" if not attribute.endswith("length") else " item" if value == 1 else " items"
@@ -159,7 +200,9 @@ def types_section() -> str:
             names = list(model.model_fields)
         parts.extend(_field_line(model, name) for name in names)
         parts.append("")
-    parts.append("Timestamps (`datetime`) are ISO 8601 strings in UTC. A run event is one of `SnapshotEvent`, `SimEvent`, `LogEvent` and `KernelEvent`; its `type` says which.")
+    parts.append(
+        "Timestamps (`datetime`) are ISO 8601 strings in UTC. A run event is one of `SnapshotEvent`, `SimEvent`, `LogEvent` and `KernelEvent`; its `type` says which."
+    )
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -182,10 +225,16 @@ def states_section() -> str:
 
 def stale_notes() -> list[str]:
     """Notes for states or fields the models no longer have (a test keeps this empty)."""
-    stale = [f"{kind}.{state}" for kind, notes in STATE_NOTES.items()
-             for state in notes if state not in get_args(NAMED_LITERALS[kind])]
+    stale = [
+        f"{kind}.{state}"
+        for kind, notes in STATE_NOTES.items()
+        for state in notes
+        if state not in get_args(NAMED_LITERALS[kind])
+    ]
     by_name = {model.__name__: model for model in TYPES}
     for model_name, notes in FIELD_NOTES.items():
         model = by_name.get(model_name)
-        stale += [f"{model_name}.{field}" for field in notes if model is None or field not in model.model_fields]
+        stale += [
+            f"{model_name}.{field}" for field in notes if model is None or field not in model.model_fields
+        ]
     return stale

@@ -8,7 +8,13 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from . import (
-    routes_agent, routes_core, routes_events, routes_manage, routes_results, routes_sim, routes_trace_inputs,
+    routes_agent,
+    routes_core,
+    routes_events,
+    routes_manage,
+    routes_results,
+    routes_sim,
+    routes_trace_inputs,
 )
 from .appkeys import BROKER_KEY, CLOCK_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .clock import Clock, SystemClock
@@ -27,9 +33,18 @@ log = logging.getLogger(__name__)
 
 # The route tables the app is built from, in order; the agent prompt's API table is generated
 # from them too (agent_prompt_routes), so it lists every route the app has.
-ROUTE_TABLES = tuple(module.routes for module in (
-    routes_core, routes_manage, routes_sim, routes_results, routes_events, routes_trace_inputs, routes_agent,
-))
+ROUTE_TABLES = tuple(
+    module.routes
+    for module in (
+        routes_core,
+        routes_manage,
+        routes_sim,
+        routes_results,
+        routes_events,
+        routes_trace_inputs,
+        routes_agent,
+    )
+)
 
 
 def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
@@ -41,12 +56,18 @@ def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
         problem = settings.launcher_problem()
         if problem:
             raise ValueError(problem)
-        return SlurmLauncher(events, SlurmOptions(
-            worker_command=settings.worker_argv(), output_dir=settings.slurm_output_path,
-            partition=settings.slurm_partition, account=settings.slurm_account,
-            time_limit=settings.slurm_time, extra_args=shlex.split(settings.slurm_args),
-            poll_s=settings.slurm_poll_s,
-        ))
+        return SlurmLauncher(
+            events,
+            SlurmOptions(
+                worker_command=settings.worker_argv(),
+                output_dir=settings.slurm_output_path,
+                partition=settings.slurm_partition,
+                account=settings.slurm_account,
+                time_limit=settings.slurm_time,
+                extra_args=shlex.split(settings.slurm_args),
+                poll_s=settings.slurm_poll_s,
+            ),
+        )
     if settings.launcher == "manual":
         from .launchers.manual import ManualLauncher
 

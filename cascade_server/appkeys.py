@@ -9,9 +9,9 @@ from aiohttp import web
 if TYPE_CHECKING:
     from .clock import Clock
     from .events import Broker
-    from .shared.models import GpuConfig
     from .runs import RunService
     from .settings import Settings
+    from .shared.models import GpuConfig
     from .storage import Store
 
 SETTINGS_KEY: web.AppKey[Settings] = web.AppKey("settings")

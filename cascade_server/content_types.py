@@ -7,8 +7,11 @@ import os
 
 # What Accel-Sim runs and the worker produce, fixed so they do not depend on the host's mime.types.
 CONTENT_TYPES = {
-    ".csv": "text/csv", ".txt": "text/plain", ".log": "text/plain",
-    ".json": "application/json", ".gz": "application/gzip",
+    ".csv": "text/csv",
+    ".txt": "text/plain",
+    ".log": "text/plain",
+    ".json": "application/json",
+    ".gz": "application/gzip",
 }
 
 

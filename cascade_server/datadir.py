@@ -61,8 +61,12 @@ def warn_if_disk_full(data_dir: Path) -> None:
     except OSError:
         return
     if free < FULL_DISK_BYTES:
-        log.warning("the disk of %s is full (%d bytes free): serving what is stored, read-only; "
-                    "every write answers 507 until space is freed", data_dir, free)
+        log.warning(
+            "the disk of %s is full (%d bytes free): serving what is stored, read-only; "
+            "every write answers 507 until space is freed",
+            data_dir,
+            free,
+        )
 
 
 def remove_partial_uploads(files_dir: Path) -> int:

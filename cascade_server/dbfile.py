@@ -20,7 +20,7 @@ def header_problem(header: bytes, size: int) -> str | None:
     An empty file is a new database. Pure."""
     if size == 0:
         return None
-    if header[:len(MAGIC)] != MAGIC:
+    if header[: len(MAGIC)] != MAGIC:
         return "is not an SQLite database (its first bytes are not SQLite's header)"
     if size < HEADER_BYTES:
         return f"is truncated ({size} bytes, less than SQLite's {HEADER_BYTES}-byte header)"
@@ -53,6 +53,8 @@ def database_problem(path: Path) -> str | None:
 
 
 def corrupt_database_message(path: Path, problem: str) -> str:
-    return (f"the database {path} {problem}. Cascade left it untouched: restore it from a backup, "
-            f"or move it aside (with any {path.name}-wal and {path.name}-shm beside it) to start "
-            "with an empty database")
+    return (
+        f"the database {path} {problem}. Cascade left it untouched: restore it from a backup, "
+        f"or move it aside (with any {path.name}-wal and {path.name}-shm beside it) to start "
+        "with an empty database"
+    )

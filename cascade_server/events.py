@@ -28,8 +28,9 @@ class Subscriber:
     that keeps up is never cut off by a single large event.
     """
 
-    def __init__(self, limit: int = SUBSCRIBER_QUEUE_LIMIT, on_overflow=None,
-                 max_bytes: int = SUBSCRIBER_BUFFER_BYTES) -> None:
+    def __init__(
+        self, limit: int = SUBSCRIBER_QUEUE_LIMIT, on_overflow=None, max_bytes: int = SUBSCRIBER_BUFFER_BYTES
+    ) -> None:
         self.limit = limit
         self.max_bytes = max_bytes
         # Called once when the queue overflows: the SSE handler drops the connection, since
@@ -72,7 +73,9 @@ class Broker:
     def has_subscribers(self, run_id: str) -> bool:
         return bool(self._topics.get(run_id))
 
-    def subscribe(self, run_id: str, on_overflow=None, max_bytes: int = SUBSCRIBER_BUFFER_BYTES) -> Subscriber:
+    def subscribe(
+        self, run_id: str, on_overflow=None, max_bytes: int = SUBSCRIBER_BUFFER_BYTES
+    ) -> Subscriber:
         sub = Subscriber(on_overflow=on_overflow, max_bytes=max_bytes)
         self._topics[run_id].add(sub)
         return sub

@@ -19,6 +19,7 @@ def accelsim_installed(accelsim_dir: Path | None) -> bool:
     """Whether workers here run the real simulator (else the stand-in replays a recording)."""
     return accelsim_dir is not None and (accelsim_dir / ACCELSIM_BINARY).is_file()
 
+
 _OPTION = re.compile(r"^\s*-(\S+)\s+(\S+)", re.MULTILINE)
 _DIR_ARCH = re.compile(r"^SM(\d+)_")
 
@@ -42,7 +43,10 @@ def parse_gpgpusim_config(text: str, name: str) -> GpuConfig | None:
         clock = float(options["gpgpu_clock_domains"].split(":")[0])
     except (KeyError, ValueError):
         return None
-    major, minor = options.get("gpgpu_compute_capability_major"), options.get("gpgpu_compute_capability_minor")
+    major, minor = (
+        options.get("gpgpu_compute_capability_major"),
+        options.get("gpgpu_compute_capability_minor"),
+    )
     arch: str | None
     if major is not None and minor is not None and major.isdigit() and minor.isdigit():
         arch = f"sm_{major}{minor}"

@@ -31,7 +31,9 @@ class ApiError(Exception):
 
 def error_response(status: int, detail: Any, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
-        status=status, body=json.dumps({"detail": detail}).encode(), content_type=JSON_TYPE,
+        status=status,
+        body=json.dumps({"detail": detail}).encode(),
+        content_type=JSON_TYPE,
         headers=headers,
     )
 
@@ -39,7 +41,10 @@ def error_response(status: int, detail: Any, headers: dict[str, str] | None = No
 # What each of aiohttp's parser errors means, in words that never quote the request.
 _PARSE_ERRORS: tuple[tuple[type[Exception], str], ...] = (
     (http_exceptions.LineTooLong, "the request line or a header is too long"),
-    (http_exceptions.InvalidURLError, "the request path is not a valid URL (a control character or a bad escape)"),
+    (
+        http_exceptions.InvalidURLError,
+        "the request path is not a valid URL (a control character or a bad escape)",
+    ),
     (http_exceptions.BadHttpMethod, "the method is not a valid HTTP method"),
     (http_exceptions.InvalidHeader, "a header name or value holds a character headers may not hold"),
     (http_exceptions.BadStatusLine, "the request line is not METHOD PATH HTTP/1.x"),
@@ -66,8 +71,9 @@ def validation_detail(exc: ValidationError, prefix: tuple[str, ...] = ("body",))
     ]
 
 
-def ok(model: BaseModel | Sequence[BaseModel] | None, status: int = 200,
-       headers: Mapping[str, str] | None = None) -> web.Response:
+def ok(
+    model: BaseModel | Sequence[BaseModel] | None, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
     if model is None:
         return web.Response(status=204)
     if isinstance(model, BaseModel):
@@ -104,9 +110,11 @@ def json_error_detail(message: str) -> str:
     # both halves of a broken pair: name the actual problem.
     if "hex escape" in reason:
         near = where.replace(" at ", " near ", 1)
-        return (f"request body is not valid JSON: the \\u escape{near} is a lone UTF-16 surrogate "
-                "(\\ud800-\\udfff without its other half), which is not a Unicode character; send the "
-                "text as UTF-8, replacing what cannot be decoded")
+        return (
+            f"request body is not valid JSON: the \\u escape{near} is a lone UTF-16 surrogate "
+            "(\\ud800-\\udfff without its other half), which is not a Unicode character; send the "
+            "text as UTF-8, replacing what cannot be decoded"
+        )
     if "invalid unicode code point" in reason:
         return f"request body is not valid JSON: it is not valid UTF-8{where}"
     return f"request body is not valid JSON: {reason}"
@@ -139,8 +147,9 @@ async def read_body(request: web.Request, limit: int | None = None) -> bytes:
     return bytes(body)
 
 
-async def stream_body(request: web.Request, response: web.StreamResponse,
-                      blocks: AsyncIterable[bytes]) -> web.StreamResponse:
+async def stream_body(
+    request: web.Request, response: web.StreamResponse, blocks: AsyncIterable[bytes]
+) -> web.StreamResponse:
     """Send `response`'s headers, then `blocks` as its body (none for HEAD).
 
     A failure once the status is out must not end the body cleanly: the client would take the
@@ -157,7 +166,9 @@ async def stream_body(request: web.Request, response: web.StreamResponse,
     except (ConnectionError, asyncio.CancelledError):
         raise
     except Exception:
-        log.exception("%s %r failed after its status was sent: connection aborted", request.method, request.path)
+        log.exception(
+            "%s %r failed after its status was sent: connection aborted", request.method, request.path
+        )
         if request.transport is not None:
             request.transport.abort()
         raise ConnectionResetError("response aborted mid-body") from None
@@ -178,5 +189,7 @@ async def read_model(request: web.Request, model: type[M]) -> M:
         if errors and errors[0]["type"] == "json_invalid":
             raise ApiError(400, json_error_detail(errors[0]["msg"])) from None
         if errors and all(not err["loc"] for err in errors) and errors[0]["type"] == "model_type":
-            raise ApiError(422, [{"loc": ["body"], "msg": "body must be a JSON object", "type": "model_type"}])
+            raise ApiError(
+                422, [{"loc": ["body"], "msg": "body must be a JSON object", "type": "model_type"}]
+            )
         raise ApiError(422, validation_detail(exc)) from None

@@ -83,8 +83,12 @@ async def errors_middleware(request: web.Request, handler):
         if request.get(AUTHENTICATED):
             log.exception("unexpected error in %s %r", request.method, request.path)  # %r: no raw newline
         else:  # anyone can send these: one bounded line each, never a traceback to flood the log
-            log.error("unexpected error in %s %r (unauthenticated): %s", request.method[:16],
-                      request.path[:MAX_LOGGED_PATH], type(exc).__name__)
+            log.error(
+                "unexpected error in %s %r (unauthenticated): %s",
+                request.method[:16],
+                request.path[:MAX_LOGGED_PATH],
+                type(exc).__name__,
+            )
         return error_response(500, "internal server error")
 
 

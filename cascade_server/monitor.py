@@ -39,8 +39,10 @@ class AwakeClock:
         late = monotonic - self._last - self.interval_s
         self._last = monotonic
         if late > self.gap_s:
-            log.warning("the server did not run for %.1f s; every sim gets a full heartbeat timeout again",
-                        late + self.interval_s)
+            log.warning(
+                "the server did not run for %.1f s; every sim gets a full heartbeat timeout again",
+                late + self.interval_s,
+            )
             self.awake_since = wall
         return self.awake_since
 

@@ -9,8 +9,7 @@ from .shared.models import Comparison, KernelStat, RunDetail, SimStepTimeline
 from .shared.step_upload import shape_problem
 
 STAND_IN_NOTE = (
-    "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe "
-    "this trace."
+    "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe this trace."
 )
 
 
@@ -29,7 +28,9 @@ def comparison(
 
 
 def perfetto_trace(
-    run: RunDetail, kernels: list[KernelStat], demangle=lambda name: name,
+    run: RunDetail,
+    kernels: list[KernelStat],
+    demangle=lambda name: name,
     step_timelines: list[SimStepTimeline] | None = None,
 ) -> dict[str, Any]:
     """Chrome trace JSON: a process per config, a thread per replica, one slice per kernel laid
@@ -44,8 +45,15 @@ def perfetto_trace(
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}})
     for sim in run.sims:
         pid, tid = pid_of.get(sim.gpu_config, 0), sim.replica + 1
-        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": f"replica {sim.replica} ({sim.id}, {sim.state})"}})
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": pid,
+                "tid": tid,
+                "args": {"name": f"replica {sim.replica} ({sim.id}, {sim.state})"},
+            }
+        )
     clock_us: dict[str, float] = {}
     for stat in kernels:
         kernel_sim = sims.get(stat.sim_id)
@@ -54,17 +62,26 @@ def perfetto_trace(
         start = clock_us.get(kernel_sim.id, 0.0)
         duration = stat.sim_time_ns / 1000.0
         clock_us[kernel_sim.id] = start + duration
-        events.append({
-            "ph": "X", "cat": "kernel", "name": demangle(stat.kernel_name),
-            "pid": pid_of.get(kernel_sim.gpu_config, 0), "tid": kernel_sim.replica + 1,
-            "ts": start, "dur": duration,
-            "args": {
-                "kernel_index": stat.kernel_index, "kernel_name": stat.kernel_name,
-                "kernel_launch_uid": stat.kernel_launch_uid, "gpu_sim_cycle": stat.gpu_sim_cycle,
-                "gpu_sim_insn": stat.gpu_sim_insn, "gpu_ipc": stat.gpu_ipc,
-                "sim_time_ns": stat.sim_time_ns,
-            },
-        })
+        events.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": demangle(stat.kernel_name),
+                "pid": pid_of.get(kernel_sim.gpu_config, 0),
+                "tid": kernel_sim.replica + 1,
+                "ts": start,
+                "dur": duration,
+                "args": {
+                    "kernel_index": stat.kernel_index,
+                    "kernel_name": stat.kernel_name,
+                    "kernel_launch_uid": stat.kernel_launch_uid,
+                    "gpu_sim_cycle": stat.gpu_sim_cycle,
+                    "gpu_sim_insn": stat.gpu_sim_insn,
+                    "gpu_ipc": stat.gpu_ipc,
+                    "sim_time_ns": stat.sim_time_ns,
+                },
+            }
+        )
     events += step_slices(pid_of, step_timelines or [])
     other = {"run_id": run.id, "trace_id": run.trace_id, "source": "Cascade: Accel-Sim simulated time"}
     if run.replay or run.sample:
@@ -84,21 +101,43 @@ def step_slices(pid_of: dict[str, int], timelines: list[SimStepTimeline]) -> lis
         if shape_problem(timeline.simulated, timeline.compare) is not None:
             continue  # stored before uploads were checked, in a shape no reader can draw
         pid, tid = pid_of.get(timeline.gpu_config, 0), STEP_TID_OFFSET + timeline.replica + 1
-        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": f"replica {timeline.replica} predicted steps ({timeline.sim_id})"}})
-        compared = {row.get("index"): row for row in (timeline.compare or {}).get("steps", [])
-                    if isinstance(row, dict)}
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": pid,
+                "tid": tid,
+                "args": {"name": f"replica {timeline.replica} predicted steps ({timeline.sim_id})"},
+            }
+        )
+        compared = {
+            row.get("index"): row
+            for row in (timeline.compare or {}).get("steps", [])
+            if isinstance(row, dict)
+        }
         clock_us = 0.0
         for step in timeline.simulated.get("steps", []):
             wall = step.get("wall_ns") if isinstance(step, dict) else None
             if not isinstance(wall, (int, float)):
                 continue
             row = compared.get(step.get("index"), {})
-            events.append({
-                "ph": "X", "cat": "step", "name": f"{step.get('name', 'step')} ({step.get('kind', 'step')})",
-                "pid": pid, "tid": tid, "ts": clock_us, "dur": wall / 1000.0,
-                "args": {"index": step.get("index"), "wall_ns": wall, "gpu_busy_ns": step.get("gpu_busy_ns"),
-                         "real_wall_ns": row.get("real_wall_ns"), "wall_error_pct": row.get("wall_error_pct")},
-            })
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "step",
+                    "name": f"{step.get('name', 'step')} ({step.get('kind', 'step')})",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": clock_us,
+                    "dur": wall / 1000.0,
+                    "args": {
+                        "index": step.get("index"),
+                        "wall_ns": wall,
+                        "gpu_busy_ns": step.get("gpu_busy_ns"),
+                        "real_wall_ns": row.get("real_wall_ns"),
+                        "wall_error_pct": row.get("wall_error_pct"),
+                    },
+                }
+            )
             clock_us += wall / 1000.0
     return events

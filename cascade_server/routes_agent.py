@@ -9,8 +9,8 @@ from aiohttp import web
 
 from .agent_prompt import prompt_text, skill_text
 from .agent_prompt_routes import app_routes
-from .shared.setting_errors import host_port_ok
 from .appkeys import SETTINGS_KEY
+from .shared.setting_errors import host_port_ok
 
 routes = web.RouteTableDef()
 MARKDOWN = "text/markdown"

@@ -17,15 +17,17 @@ routes = web.RouteTableDef()
 async def health(request: web.Request) -> web.Response:
     settings = request.app[SETTINGS_KEY]
     scanner = request.app.get(TRACE_SCANNER_KEY)  # absent when no S3 endpoint is configured
-    return web.json_response({
-        "ok": True,
-        "auth": not settings.no_auth,
-        "workspace": settings.workspace,
-        "s3_endpoint": scanner.s3.endpoint if scanner else settings.s3_endpoint,
-        # Why the endpoint is not answering (unreachable, refused, silent), null once a scan
-        # works: what the scanner sees, not a check made here, so health stays a liveness answer.
-        "s3_error": scanner.health_error() if scanner else None,
-    })
+    return web.json_response(
+        {
+            "ok": True,
+            "auth": not settings.no_auth,
+            "workspace": settings.workspace,
+            "s3_endpoint": scanner.s3.endpoint if scanner else settings.s3_endpoint,
+            # Why the endpoint is not answering (unreachable, refused, silent), null once a scan
+            # works: what the scanner sees, not a check made here, so health stays a liveness answer.
+            "s3_error": scanner.health_error() if scanner else None,
+        }
+    )
 
 
 @routes.get("/api/launcher")

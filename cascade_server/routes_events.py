@@ -23,11 +23,13 @@ SEND_SLICE = 256 * 1024
 async def run_events(request: web.Request) -> web.StreamResponse:
     store, broker, settings = request.app[STORE_KEY], request.app[BROKER_KEY], request.app[SETTINGS_KEY]
     run_id = request.match_info["run_id"]
-    response = web.StreamResponse(headers={
-        "Content-Type": "text/event-stream",
-        "Cache-Control": "no-cache",
-        "X-Accel-Buffering": "no",
-    })
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+        }
+    )
     if request.method == "HEAD":  # headers only (the run must exist): a stream would never end
         await store.require_run(run_id)
         await response.prepare(request)
@@ -36,8 +38,9 @@ async def run_events(request: web.Request) -> web.StreamResponse:
     # Snapshot and subscription under the writer lock: no event is in both, none is missed.
     async with store.lock:
         snapshot = await store.snapshot(run_id)
-        subscriber = broker.subscribe(run_id, on_overflow=lambda: _disconnect(request),
-                                      max_bytes=settings.sse_max_buffer_bytes)
+        subscriber = broker.subscribe(
+            run_id, on_overflow=lambda: _disconnect(request), max_bytes=settings.sse_max_buffer_bytes
+        )
     try:
         await response.prepare(request)
         await _send(request, response, sse_frame(snapshot), settings.sse_send_timeout_s)
@@ -66,7 +69,7 @@ async def _send(request: web.Request, response: web.StreamResponse, data: bytes,
     try:
         for start in range(0, len(view), SEND_SLICE):
             async with asyncio.timeout(timeout_s):
-                await response.write(view[start:start + SEND_SLICE])
+                await response.write(view[start : start + SEND_SLICE])
     except TimeoutError:
         _disconnect(request)
         raise ConnectionResetError(f"event stream client read nothing for {timeout_s:g} s") from None

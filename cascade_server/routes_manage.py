@@ -53,15 +53,19 @@ async def delete_trace(request: web.Request) -> web.Response:
     if trace is None:
         raise NotFound(f"trace {trace_id} not found")
     if trace.state in BUSY_TRACE_STATES:
-        raise Conflict(f"trace {trace_id} is {trace.state}: delete it once it is ready or failed "
-                       f"(an upload that makes no progress fails after {settings.trace_upload_timeout_s:g} s)")
+        raise Conflict(
+            f"trace {trace_id} is {trace.state}: delete it once it is ready or failed "
+            f"(an upload that makes no progress fails after {settings.trace_upload_timeout_s:g} s)"
+        )
     scanner = request.app.get(TRACE_SCANNER_KEY)
     if not trace.sample and (failing := endpoint_failing(scanner, trace_id)):
         raise ApiError(503, failing)
     await store.reserve_trace_delete(trace_id)
     try:
-        await asyncio.wait_for(finish_trace_delete(store, settings, scanner, trace_id, in_bucket=not trace.sample),
-                               BUCKET_DELETE_WAIT_S)
+        await asyncio.wait_for(
+            finish_trace_delete(store, settings, scanner, trace_id, in_bucket=not trace.sample),
+            BUCKET_DELETE_WAIT_S,
+        )
     except TimeoutError:  # journaled: a scan finishes it once the endpoint answers
         raise ApiError(503, endpoint_timed_out(trace_id)) from None
     except BucketDeleteError as exc:  # the endpoint is down or refused: the trace stays, usable again

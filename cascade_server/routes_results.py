@@ -11,14 +11,14 @@ from typing import BinaryIO
 from aiohttp import web
 
 from .appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
-from .shared.demangle import demangle
-from .http import ok, stream_body
-from .shared.models import GpuConfig, RunDetail, SimResults
-from .results import comparison, perfetto_trace
 from .content_types import content_type_for
+from .http import ok, stream_body
+from .results import comparison, perfetto_trace
 from .routes_sim import check_file_name
-from .storage import NotFound
+from .shared.demangle import demangle
+from .shared.models import GpuConfig, RunDetail, SimResults
 from .shared.trace_layout import load_real_timing
+from .storage import NotFound
 
 routes = web.RouteTableDef()
 
@@ -49,9 +49,12 @@ def _config(request: web.Request, name: str) -> GpuConfig:
 async def sim_log(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE_KEY]
     sim = await store.require_sim(request.match_info["sim_id"])
-    response = web.StreamResponse(headers={
-        "Content-Type": "text/plain; charset=utf-8", **attachment(f"{sim.id}.log"),
-    })
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "text/plain; charset=utf-8",
+            **attachment(f"{sim.id}.log"),
+        }
+    )
     return await stream_body(request, response, store.iter_log(sim.id))
 
 
@@ -73,8 +76,13 @@ async def sim_results(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
     sim = await store.require_sim(request.match_info["sim_id"])
     run = await store.require_run(sim.run_id)
-    results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
-                         kernels=await store.sim_kernels(sim.id), totals=sim.latest)
+    results = SimResults(
+        sim=sim,
+        trace_id=run.trace_id,
+        gpu_config=_config(request, sim.gpu_config),
+        kernels=await store.sim_kernels(sim.id),
+        totals=sim.latest,
+    )
     return ok(results, headers=attachment(f"{sim.id}-results.json"))
 
 
@@ -90,16 +98,30 @@ async def run_results(request: web.Request) -> web.StreamResponse:
     compared = (await _comparison(request, run)).model_dump_json()
 
     async def body() -> AsyncIterator[bytes]:
-        yield b'{"run":' + run.summary().model_dump_json().encode() + b',"trace":' + trace_json.encode() + b',"sims":['
+        yield (
+            b'{"run":'
+            + run.summary().model_dump_json().encode()
+            + b',"trace":'
+            + trace_json.encode()
+            + b',"sims":['
+        )
         for number, sim in enumerate(run.sims):
-            results = SimResults(sim=sim, trace_id=run.trace_id, gpu_config=_config(request, sim.gpu_config),
-                                 kernels=await store.sim_kernels(sim.id), totals=sim.latest)
+            results = SimResults(
+                sim=sim,
+                trace_id=run.trace_id,
+                gpu_config=_config(request, sim.gpu_config),
+                kernels=await store.sim_kernels(sim.id),
+                totals=sim.latest,
+            )
             yield (b"," if number else b"") + results.model_dump_json().encode()
         yield b'],"comparison":' + compared.encode() + b"}"
 
-    response = web.StreamResponse(headers={
-        "Content-Type": "application/json", **attachment(f"{run.id}-results.json"),
-    })
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "application/json",
+            **attachment(f"{run.id}-results.json"),
+        }
+    )
     return await stream_body(request, response, body())
 
 
@@ -107,9 +129,14 @@ async def run_results(request: web.Request) -> web.StreamResponse:
 async def run_perfetto(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
     run = await store.require_run(request.match_info["run_id"])
-    trace = perfetto_trace(run, await store.run_kernels(run.id), demangle, await store.run_step_timelines(run.id))
-    return web.Response(body=json.dumps(trace).encode(), content_type="application/json",
-                        headers=attachment(f"{run.id}-perfetto.json"))
+    trace = perfetto_trace(
+        run, await store.run_kernels(run.id), demangle, await store.run_step_timelines(run.id)
+    )
+    return web.Response(
+        body=json.dumps(trace).encode(),
+        content_type="application/json",
+        headers=attachment(f"{run.id}-perfetto.json"),
+    )
 
 
 @routes.get("/api/runs/{run_id}/step-timelines")
@@ -147,9 +174,13 @@ async def sim_file(request: web.Request) -> web.StreamResponse:
     # A `.gz` goes out as application/gzip with no Content-Encoding, so it stays compressed.
     with open(path, "rb") as source:
         size = os.fstat(source.fileno()).st_size
-        response = web.StreamResponse(headers={
-            "Content-Type": content_type_for(name), "Content-Length": str(size), **attachment(name),
-        })
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": content_type_for(name),
+                "Content-Length": str(size),
+                **attachment(name),
+            }
+        )
         return await stream_body(request, response, _file_blocks(source))
 
 

@@ -67,7 +67,9 @@ async def put_file(request: web.Request) -> web.Response:
         if size > settings.max_file_bytes:
             return ApiError(413, f"file is over the {settings.max_file_bytes // MIB} MiB per-file limit")
         if size > room:
-            return ApiError(413, f"the sim's files would pass {settings.max_sim_files_bytes // MIB} MiB in all")
+            return ApiError(
+                413, f"the sim's files would pass {settings.max_sim_files_bytes // MIB} MiB in all"
+            )
         return None
 
     if request.content_length is not None and (error := too_big(request.content_length)):

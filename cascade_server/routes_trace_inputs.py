@@ -12,12 +12,10 @@ from pydantic import BaseModel, ConfigDict
 
 from .appkeys import SETTINGS_KEY, STORE_KEY
 from .http import ApiError, read_query
-from .storage import NotFound
-from .shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME
 from .shared.trace_inputs import KERNELSLIST, kernel_files
-from .shared.trace_layout import METADATA_NAME
+from .shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, METADATA_NAME, locate
+from .storage import NotFound
 from .traces.grouping import TraceFormatError
-from .shared.trace_layout import locate
 
 routes = web.RouteTableDef()
 

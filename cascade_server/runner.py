@@ -38,12 +38,16 @@ class ApiRequestHandler(RequestHandler):
             detail = parse_error_detail(exc)
             # One line, the exception's class and our sentence: its message quotes the request.
             level = logging.DEBUG if isinstance(exc, http_exceptions.BadHttpMethod) else logging.WARNING
-            log.log(level, "refused a request from %s: %s (%s)", request.remote, detail,
-                    type(exc).__name__ if exc else "unknown")
+            log.log(
+                level,
+                "refused a request from %s: %s (%s)",
+                request.remote,
+                detail,
+                type(exc).__name__ if exc else "unknown",
+            )
         response = error_response(status, detail)
         response.force_close()
         return response
-
 
     def log_exception(self, *args, **kwargs) -> None:
         # After a body broke while arriving (a corrupt gzip body) was answered with a 400, aiohttp

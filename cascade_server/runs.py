@@ -9,8 +9,8 @@ from collections import Counter
 
 from .http import ApiError
 from .launchers.base import Launcher, SimSpec
-from .shared.models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
 from .settings import Settings
+from .shared.models import GpuConfig, RunCreate, RunDetail, RunEntry, SimSummary
 from .simulator_watch import SimulatorWatch
 from .storage import NotFound, Store
 
@@ -40,7 +40,9 @@ class StoreLauncherEvents:
 
 
 class RunService:
-    def __init__(self, store: Store, settings: Settings, configs: dict[str, GpuConfig], launcher: Launcher) -> None:
+    def __init__(
+        self, store: Store, settings: Settings, configs: dict[str, GpuConfig], launcher: Launcher
+    ) -> None:
         self.store, self.settings, self.configs, self.launcher = store, settings, configs, launcher
         self._tasks: set[asyncio.Task] = set()
         self.simulator = SimulatorWatch(settings, configs)
@@ -62,8 +64,14 @@ class RunService:
             env["CASCADE_ACCELSIM_DIR"] = str(accelsim)
         if settings.replay_speed is not None:
             env["CASCADE_REPLAY_SPEED"] = str(settings.replay_speed)
-        return SimSpec(sim_id=sim.id, run_id=sim.run_id, gpu_config=sim.gpu_config,
-                       replica=sim.replica, trace_id=trace_id, env=env)
+        return SimSpec(
+            sim_id=sim.id,
+            run_id=sim.run_id,
+            gpu_config=sim.gpu_config,
+            replica=sim.replica,
+            trace_id=trace_id,
+            env=env,
+        )
 
     async def create(self, body: RunCreate) -> RunDetail:
         trace = await self.store.get_trace(body.trace_id)
@@ -80,14 +88,19 @@ class RunService:
         for entry in body.entries:
             config = self.configs.get(entry.gpu_config)
             if config is None:
-                raise ApiError(422, f"unknown gpu_config {entry.gpu_config!r}; GET /api/gpu-configs lists them")
+                raise ApiError(
+                    422, f"unknown gpu_config {entry.gpu_config!r}; GET /api/gpu-configs lists them"
+                )
             if config.arch != trace.trace_gpu_arch:
                 raise ApiError(
                     422,
                     f"gpu_config {config.name!r} is {config.arch}, but trace {trace.id} is {trace.trace_gpu_arch}",
                 )
             if entry.gpu_config in seen:
-                raise ApiError(422, f"gpu_config {entry.gpu_config!r} appears in more than one entry; raise its count instead")
+                raise ApiError(
+                    422,
+                    f"gpu_config {entry.gpu_config!r} appears in more than one entry; raise its count instead",
+                )
             seen.add(entry.gpu_config)
         # Workers we start (local or Slurm) without Accel-Sim run the stand-in: say so on the run (`replay`), so no
         # one takes its numbers for a simulation of this trace.
@@ -114,10 +127,16 @@ class RunService:
         """A run to start again: refused (409) when its trace was deleted, for a trace uploaded
         since under that id is another trace, not the one the run simulated."""
         run = await self.store.require_run(run_id)
-        if run.trace_id and await self.store.live_trace_of_run(run_id) is None \
-                and await self.store.get_trace(run.trace_id) is not None:
-            raise ApiError(409, f"run {run_id}'s trace {run.trace_id} was deleted; the trace now "
-                           "under that id is another upload: start a new run on it")
+        if (
+            run.trace_id
+            and await self.store.live_trace_of_run(run_id) is None
+            and await self.store.get_trace(run.trace_id) is not None
+        ):
+            raise ApiError(
+                409,
+                f"run {run_id}'s trace {run.trace_id} was deleted; the trace now "
+                "under that id is another upload: start a new run on it",
+            )
         return run
 
     async def rerun(self, run_id: str) -> RunDetail:
@@ -133,8 +152,11 @@ class RunService:
         failed = Counter(sim.gpu_config for sim in run.sims if sim.state == "failed")
         if not failed:
             raise ApiError(409, f"run {run_id} has no failed sims to retry")
-        entries = [RunEntry(gpu_config=e.gpu_config, count=failed[e.gpu_config])
-                   for e in run.entries if failed[e.gpu_config]]
+        entries = [
+            RunEntry(gpu_config=e.gpu_config, count=failed[e.gpu_config])
+            for e in run.entries
+            if failed[e.gpu_config]
+        ]
         return await self.create(RunCreate(trace_id=run.trace_id, entries=entries))
 
     async def delete(self, run_id: str) -> None:
@@ -155,8 +177,10 @@ class RunService:
         pending = [self.sim_spec(s, t) for s, t in waiting if s.launcher_ref is None]
         active = [
             (self.sim_spec(s, t), s.launcher_ref)
-            for s, t in [*[w for w in waiting if w[0].launcher_ref is not None],
-                         *await self.store.sims_in_states(["launching", "running", "lost"])]
+            for s, t in [
+                *[w for w in waiting if w[0].launcher_ref is not None],
+                *await self.store.sims_in_states(["launching", "running", "lost"]),
+            ]
         ]
         await self.launcher.resume(pending, active)
 

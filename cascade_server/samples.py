@@ -20,10 +20,10 @@ from pathlib import Path
 from .content_types import content_type_for
 from .gpu_configs import scan_gpu_configs
 from .partial_files import partial_path
-from .shared.models import TERMINAL_SIM_STATES, Heartbeat, RunEntry, TraceDetail, utcnow
 from .settings import Settings
-from .storage import Store
+from .shared.models import TERMINAL_SIM_STATES, Heartbeat, RunEntry, TraceDetail, utcnow
 from .shared.trace_kernels import parse_stats
+from .storage import Store
 from .traces.metadata import parse_metadata
 
 log = logging.getLogger(__name__)
@@ -50,9 +50,16 @@ def sample_trace(samples_dir: Path) -> TraceDetail:
     kernels = parse_stats(stats)
     now = utcnow()
     return TraceDetail(
-        id=SAMPLE_TRACE_ID, state="ready", created_at=now, updated_at=now,
-        kernel_count=len(kernels), bytes=len(raw_metadata) + len(stats.encode()),
-        sample=True, metadata=metadata.raw, kernels=kernels, **metadata.trace_fields(),
+        id=SAMPLE_TRACE_ID,
+        state="ready",
+        created_at=now,
+        updated_at=now,
+        kernel_count=len(kernels),
+        bytes=len(raw_metadata) + len(stats.encode()),
+        sample=True,
+        metadata=metadata.raw,
+        kernels=kernels,
+        **metadata.trace_fields(),
     )
 
 
@@ -85,15 +92,18 @@ async def seed_samples(store: Store, settings: Settings) -> None:
     logs = {config: recorded_log(samples_dir, config) for config in SAMPLE_CONFIGS}
     await store.put_trace(trace)
     run = await store.create_run(
-        trace, [RunEntry(gpu_config=name, count=1) for name in SAMPLE_CONFIGS], configs,
-        sample=True, replay=True,
+        trace,
+        [RunEntry(gpu_config=name, count=1) for name in SAMPLE_CONFIGS],
+        configs,
+        sample=True,
+        replay=True,
     )
     for sim in run.sims:
         compressed, lines = logs[sim.gpu_config]
         await store.mark_launching(sim.id, None)
         await store.heartbeat(sim.id, Heartbeat(state="running"))
         for seq, start in enumerate(range(0, len(lines), CHUNK_LINES)):
-            await store.append_log(sim.id, seq, lines[start:start + CHUNK_LINES])
+            await store.append_log(sim.id, seq, lines[start : start + CHUNK_LINES])
         await _put_file(store, settings, sim.id, LOG_FILE, compressed)
         await store.heartbeat(sim.id, Heartbeat(state="succeeded", exit_code=0))
     await store.set_meta(SEEDED_KEY, run.id)

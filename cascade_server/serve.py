@@ -21,10 +21,10 @@ from .datadir import PRIVATE_UMASK
 from .dbfile import corrupt_database_message, database_problem
 from .faults import is_corrupt_database
 from .runner import ApiRunner
-from .shared.cli_usage import OneLineErrorParser
 from .settings import Settings, TokenError, settings_problem, stored_token
-from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
+from .shared.cli_usage import OneLineErrorParser
 from .shared.s3_endpoint import resolve_s3_info
+from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +62,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
     parser.add_argument("--data-dir", type=Path, help="where the database, files and traces live")
-    parser.add_argument("--web", action=argparse.BooleanOptionalAction, default=None,
-                        help="serve the terminal UI in a browser at / behind the token (the default; "
-                        "--no-web or CASCADE_WEB=0 turns it off)")
+    parser.add_argument(
+        "--web",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the terminal UI in a browser at / behind the token (the default; "
+        "--no-web or CASCADE_WEB=0 turns it off)",
+    )
     return parser.parse_args(argv)
 
 
 def build_settings(args: argparse.Namespace) -> Settings:
-    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir, "web": args.web}.items() if v is not None}
+    overrides = {
+        k: v
+        for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir, "web": args.web}.items()
+        if v is not None
+    }
     return Settings(**overrides)
 
 
@@ -122,15 +130,22 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
         try:
             await site.start()
         except OSError as exc:
-            raise SystemExit(f"cascade serve: cannot listen on {settings.host}:{settings.port}: {exc.strerror}")
+            raise SystemExit(
+                f"cascade serve: cannot listen on {settings.host}:{settings.port}: {exc.strerror}"
+            )
         print(f"app: {settings.base_url}", flush=True)
-        print("token: (none: CASCADE_NO_AUTH=1)" if settings.no_auth else f"token: {settings.token}", flush=True)
+        print(
+            "token: (none: CASCADE_NO_AUTH=1)" if settings.no_auth else f"token: {settings.token}", flush=True
+        )
         print(f"data: {settings.data_dir}", flush=True)
         if settings.web:
             print(f"web: {settings.base_url}/ (the terminal UI in a browser)", flush=True)
         if not accelsim_log.NATIVE:
-            print("parser: the Python block loop (installed without a C compiler and Python's "
-                  "headers: logs parse at about half speed; see docs/guides/cli.md)", flush=True)
+            print(
+                "parser: the Python block loop (installed without a C compiler and Python's "
+                "headers: logs parse at about half speed; see docs/guides/cli.md)",
+                flush=True,
+            )
         for line in s3_lines:
             print(line, flush=True)
         await stop.wait()
@@ -143,8 +158,9 @@ def main(argv: list[str]) -> int:
     # Everything the server and its children (SQLite, rclone, the post-processor, workers)
     # create is its user's alone: results, logs and credentials live in the data directory.
     os.umask(PRIVATE_UMASK)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     try:
         settings = build_settings(args)
     except ValidationError as exc:  # before anything starts: no rclone, no database yet

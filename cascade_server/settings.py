@@ -8,8 +8,8 @@ import secrets
 import shlex
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -51,7 +51,9 @@ class Settings(BaseSettings):
         "turns it off (`cascade serve --no-web`)",
     )
     web_max_sessions: int = Field(
-        default=8, ge=1, le=1000,
+        default=8,
+        ge=1,
+        le=1000,
         description="browser tabs (each a `cascade tui` process) open at once; past it, 503",
     )
     # The URL workers use to reach this server; derived from host and port when unset.

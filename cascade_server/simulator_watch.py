@@ -11,8 +11,8 @@ from pathlib import Path
 from cascade_worker.simulator import layout
 
 from .gpu_configs import accelsim_installed, scan_gpu_configs
-from .shared.models import GpuConfig, SimulatorInfo
 from .settings import Settings
+from .shared.models import GpuConfig, SimulatorInfo
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +66,22 @@ class SimulatorWatch:
             return None
         if not roots and settings.accelsim_dir is not None:
             return None
-        listed = f"not under CASCADE_SLURM_SHARED_ROOTS ({settings.slurm_shared_roots})" if roots else \
-            "CASCADE_SLURM_SHARED_ROOTS does not list a folder the nodes share"
-        return (f"the slurm launcher will not run the simulator at {where}: compute nodes may not see it "
-                f"({listed}). Install it on shared storage with `cascade simulator install --prefix "
-                f"/shared/dir`, list that storage in CASCADE_SLURM_SHARED_ROOTS, or set CASCADE_SLURM_LOCAL=1 "
-                f"if the cluster is this host")
+        listed = (
+            f"not under CASCADE_SLURM_SHARED_ROOTS ({settings.slurm_shared_roots})"
+            if roots
+            else "CASCADE_SLURM_SHARED_ROOTS does not list a folder the nodes share"
+        )
+        return (
+            f"the slurm launcher will not run the simulator at {where}: compute nodes may not see it "
+            f"({listed}). Install it on shared storage with `cascade simulator install --prefix "
+            f"/shared/dir`, list that storage in CASCADE_SLURM_SHARED_ROOTS, or set CASCADE_SLURM_LOCAL=1 "
+            f"if the cluster is this host"
+        )
 
     def info(self) -> SimulatorInfo:
         self.refresh()
-        info = layout.describe(self.settings.data_dir, self.settings.accelsim_dir,
-                               stand_in_configs=len(self.configs))
+        info = layout.describe(
+            self.settings.data_dir, self.settings.accelsim_dir, stand_in_configs=len(self.configs)
+        )
         problem = self.slurm_problem()
         return info.model_copy(update={"problem": problem}) if problem else info

@@ -30,7 +30,12 @@ def login_token(body: bytes, content_type: str, charset: str | None) -> str:
     """The `token` field of the login page's form: URL-encoded UTF-8, as its <form> sends it."""
     if content_type != FORM_TYPE:
         raise FormError(f"the login form must be sent as {FORM_TYPE}")
-    if charset is not None and charset.lower().replace("_", "-") not in ("utf-8", "utf8", "us-ascii", "ascii"):
+    if charset is not None and charset.lower().replace("_", "-") not in (
+        "utf-8",
+        "utf8",
+        "us-ascii",
+        "ascii",
+    ):
         raise FormError("the login form must be sent in UTF-8")
     try:
         text = body.decode("utf-8")
@@ -56,7 +61,12 @@ def terminal_size(data: Any) -> tuple[int, int] | None:
     if not isinstance(data, dict):
         return None
     width, height = data.get("width"), data.get("height")
-    if not isinstance(width, int) or not isinstance(height, int) or isinstance(width, bool) or isinstance(height, bool):
+    if (
+        not isinstance(width, int)
+        or not isinstance(height, int)
+        or isinstance(width, bool)
+        or isinstance(height, bool)
+    ):
         return None
     low, high = _TERMINAL_SIDE
     return max(low, min(width, high)), max(low, min(height, high))

@@ -53,7 +53,9 @@ def authorized(request: web.Request) -> bool:
         return True
     given = request.cookies.get(COOKIE, "")
     # surrogateescape: a cookie of bytes that are not UTF-8 simply does not match
-    if not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), cookie_value(settings.token or "").encode()):
+    if not hmac.compare_digest(
+        given.encode("utf-8", "surrogateescape"), cookie_value(settings.token or "").encode()
+    ):
         return False
     request[AUTHENTICATED] = True
     return True
@@ -68,7 +70,9 @@ def page(name: str, **values: str) -> str:
 
 def html(text: str, status: int = 200) -> web.Response:
     # no-store: the page is the same for every path, and must not outlive a changed token
-    return web.Response(text=text, status=status, content_type="text/html", headers={"Cache-Control": "no-store"})
+    return web.Response(
+        text=text, status=status, content_type="text/html", headers={"Cache-Control": "no-store"}
+    )
 
 
 async def index(request: web.Request) -> web.Response:
@@ -90,7 +94,9 @@ async def login(request: web.Request) -> web.Response:
     if not settings.no_auth and not hmac.compare_digest(given.encode(), (settings.token or "").encode()):
         return html(page("token.html", message="That token was refused. Check it and try again."), status=401)
     response = web.Response(status=303, headers={"Location": "/"})
-    response.set_cookie(COOKIE, cookie_value(settings.token or ""), httponly=True, samesite="Strict", path="/")
+    response.set_cookie(
+        COOKIE, cookie_value(settings.token or ""), httponly=True, samesite="Strict", path="/"
+    )
     return response
 
 
@@ -155,8 +161,10 @@ def sessions_full(request: web.Request) -> str | None:
     limit = request.app[SETTINGS_KEY].web_max_sessions
     if len(request.app[TABS_KEY].sockets) < limit:
         return None
-    return (f"The web UI already has {limit} open sessions (CASCADE_WEB_MAX_SESSIONS): "
-            "close another tab, then reload this one.")
+    return (
+        f"The web UI already has {limit} open sessions (CASCADE_WEB_MAX_SESSIONS): "
+        "close another tab, then reload this one."
+    )
 
 
 async def terminal_socket(request: web.Request) -> web.StreamResponse:
@@ -175,8 +183,11 @@ async def terminal_socket(request: web.Request) -> web.StreamResponse:
         sockets.discard(websocket)
         raise
     service = TuiService(
-        request.app[SETTINGS_KEY], write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-        close=websocket.close, download_manager=DownloadManager(),
+        request.app[SETTINGS_KEY],
+        write_bytes=websocket.send_bytes,
+        write_str=websocket.send_str,
+        close=websocket.close,
+        download_manager=DownloadManager(),
     )
     try:
         await service.start(size_from(request, "width", 80), size_from(request, "height", 24))

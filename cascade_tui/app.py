@@ -28,7 +28,6 @@ from .client import CascadeClient, error_title
 from .config import TuiSettings
 from .exit_guard import ExitGuard
 from .formatting import human_bytes, plural, sentence
-from .run_rows import entries_label
 from .messages import (
     ConfirmCancel,
     Connected,
@@ -40,14 +39,14 @@ from .messages import (
     WorkerFailed,
 )
 from .quit_outcome import QuitOutcome
+from .run_rows import entries_label
 from .screens.connect import ConnectScreen
-from .screens.runs_list import RunsScreen
-from .screens.traces_list import TracesScreen
 from .screens.modals import ConfirmScreen, HelpScreen, QuitScreen, binding_rows
 from .screens.new_run import NewRunScreen
 from .screens.run import RunScreen
+from .screens.runs_list import RunsScreen
+from .screens.traces_list import TracesScreen
 from .services import Services
-
 
 TEXTUAL_COMMANDS_KEPT = {"Theme", "Screenshot"}
 QUIT_CHECK_TIMEOUT_S = 3.0
@@ -101,8 +100,7 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
             # SIGHUP/SIGTERM or a hung-up terminal: the guard thread asks us to exit (restoring
             # the terminal if it is still there) and forces the exit if we are stuck.
             loop = asyncio.get_running_loop()
-            self._guard.set_request_exit(
-                lambda signum: loop.call_soon_threadsafe(self.exit, 128 + signum))
+            self._guard.set_request_exit(lambda signum: loop.call_soon_threadsafe(self.exit, 128 + signum))
         self.push_screen(ConnectScreen(self.services))
 
     async def on_unmount(self) -> None:
@@ -161,13 +159,15 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
     def open_new_run(self, message: OpenNewRun) -> None:
         trace = message.trace
         if trace is not None and trace.sample:
-            self.notify("The sample trace has no instruction traces, so it cannot start a run. "
-                        "Upload a trace with `cascade upload`.", severity="warning")
+            self.notify(
+                "The sample trace has no instruction traces, so it cannot start a run. "
+                "Upload a trace with `cascade upload`.",
+                severity="warning",
+            )
             return
         if trace is not None and trace.state != "ready":
             verb = "has failed" if trace.state == "failed" else f"is still {trace.state}"
-            self.notify(f"Trace {trace.id} {verb}; runs start on ready traces.",
-                        severity="warning")
+            self.notify(f"Trace {trace.id} {verb}; runs start on ready traces.", severity="warning")
             return
         self.push_screen(NewRunScreen(trace, self.services))
 
@@ -178,9 +178,11 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
             self.notify(f"{sentence(reason)}.")
             return
         self.push_screen(
-            ConfirmScreen(f"Cancel {run_id}?",
-                          f"{unfinished} unfinished sim{'s' if unfinished != 1 else ''} will be "
-                          "stopped and marked cancelled. Finished sims keep their results."),
+            ConfirmScreen(
+                f"Cancel {run_id}?",
+                f"{unfinished} unfinished sim{'s' if unfinished != 1 else ''} will be "
+                "stopped and marked cancelled. Finished sims keep their results.",
+            ),
             partial(self._cancel_if, run_id),
         )
 
@@ -191,9 +193,10 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
     @work(group="cancel", exit_on_error=False)
     async def _cancel(self, run_id: str) -> None:
         run = await self.client.cancel_run(run_id)
-        self.notify(f"Cancelled {run_id}: {plural(run.sim_counts.get('cancelled', 0), 'sim')} "
-                    "cancelled.",
-                    title="Cancel")
+        self.notify(
+            f"Cancelled {run_id}: {plural(run.sim_counts.get('cancelled', 0), 'sim')} cancelled.",
+            title="Cancel",
+        )
 
     # --- managing runs and traces ------------------------------------------------------------
 
@@ -209,30 +212,38 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
             self.notify(f"{sentence(reason)}{hint}.", severity="warning")
             return
         title, body = {
-            "rerun": (f"Re-run {run.id}?",
-                      f"A new run of {run.trace_id} with the same entries: {entries} "
-                      f"({plural(sims, 'sim')}). This run stays as it is."),
-            "retry": (f"Retry the failed sims of {run.id}?",
-                      f"A new run of {run.trace_id} with one sim for each of its "
-                      f"{plural(failed, 'failed sim')}. This run stays as it is."),
-            "delete": (f"Delete {run.id}?",
-                       f"Its {plural(sims, 'sim')}, their logs, results and files are removed "
-                       "from the server. This cannot be undone."),
+            "rerun": (
+                f"Re-run {run.id}?",
+                f"A new run of {run.trace_id} with the same entries: {entries} "
+                f"({plural(sims, 'sim')}). This run stays as it is.",
+            ),
+            "retry": (
+                f"Retry the failed sims of {run.id}?",
+                f"A new run of {run.trace_id} with one sim for each of its "
+                f"{plural(failed, 'failed sim')}. This run stays as it is.",
+            ),
+            "delete": (
+                f"Delete {run.id}?",
+                f"Its {plural(sims, 'sim')}, their logs, results and files are removed "
+                "from the server. This cannot be undone.",
+            ),
         }[action]
-        self.push_screen(ConfirmScreen(title, body),
-                         partial(self._manage_if, action, run.id))
+        self.push_screen(ConfirmScreen(title, body), partial(self._manage_if, action, run.id))
 
     @on(DeleteTrace)
     def delete_trace(self, message: DeleteTrace) -> None:
         trace = message.trace
         self.push_screen(
-            ConfirmScreen(f"Delete trace {trace.id}?",
-                          f"Its {plural(trace.kernel_count, 'kernel')} and files "
-                          f"({human_bytes(trace.bytes)}) are removed from the server; runs of it "
-                          "keep their results and a record of this trace (one uploaded later "
-                          "under the same id is another trace). The server refuses while an "
-                          "active run uses it. This cannot be undone."),
-            partial(self._manage_if, "delete_trace", trace.id))
+            ConfirmScreen(
+                f"Delete trace {trace.id}?",
+                f"Its {plural(trace.kernel_count, 'kernel')} and files "
+                f"({human_bytes(trace.bytes)}) are removed from the server; runs of it "
+                "keep their results and a record of this trace (one uploaded later "
+                "under the same id is another trace). The server refuses while an "
+                "active run uses it. This cannot be undone.",
+            ),
+            partial(self._manage_if, "delete_trace", trace.id),
+        )
 
     def _manage_if(self, action: str, target: str, yes: bool | None) -> None:
         if yes:
@@ -243,8 +254,10 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         client = self.client
         if action in ("rerun", "retry"):
             new = await (client.rerun(target) if action == "rerun" else client.retry(target))
-            self.notify(f"Started {new.id} ({plural(len(new.sims), 'sim')}).",
-                        title="Re-run" if action == "rerun" else "Retry")
+            self.notify(
+                f"Started {new.id} ({plural(len(new.sims), 'sim')}).",
+                title="Re-run" if action == "rerun" else "Retry",
+            )
             self.open_run(new.id)
             return
         if action == "delete":
@@ -281,8 +294,10 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
             self.exit()
             return
         sims = sum(unfinished_sims(r) for r in active)
-        body = (f"{plural(sims, 'sim')} of {plural(len(active), 'run')} "
-                f"({', '.join(r.id for r in active)}) not finished.")
+        body = (
+            f"{plural(sims, 'sim')} of {plural(len(active), 'run')} "
+            f"({', '.join(r.id for r in active)}) not finished."
+        )
         answer = await self.push_screen_wait(QuitScreen(body))
         if answer == "stay":
             return
@@ -293,8 +308,9 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
                 except Exception as exc:  # noqa: BLE001 - said, and the operator stays
                     self.report_error(exc, "Cancel failed")
                     return
-        self.quit_outcome = QuitOutcome("cancelled" if answer == "cancel" else "kept",
-                                        tuple(r.id for r in active), sims)
+        self.quit_outcome = QuitOutcome(
+            "cancelled" if answer == "cancel" else "kept", tuple(r.id for r in active), sims
+        )
         self.exit()
 
     # --- errors and commands -----------------------------------------------------------------
@@ -318,12 +334,14 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
         # Cascade's keys only (Textual's widget keys would bury them), then a few of Textual's
         # own commands that Cascade has no key for.
         for key, description, binding_id in binding_rows(screen):
-            active = next((a for a in screen.active_bindings.values()
-                           if (a.binding.id or "") == binding_id), None)
+            active = next(
+                (a for a in screen.active_bindings.values() if (a.binding.id or "") == binding_id), None
+            )
             if not binding_id or active is None or binding_id in ("app.commands",):
                 continue
             yield SystemCommand(
-                description, f"key {key}  ({binding_id})",
+                description,
+                f"key {key}  ({binding_id})",
                 partial(self._run_binding, active.binding.action, active.node),
             )
         for command in super().get_system_commands(screen):

@@ -31,11 +31,15 @@ def start_plan(status: LauncherStatus | None, sims: int) -> str:
         return f"{now} start now, {wait} wait for a slot ({load})"
     if status.name == "slurm":
         partition = f"partition {status.partition}" if status.partition else "the default partition"
-        return (f"{_all(sims, 'goes', 'go')} to Slurm's queue, {partition} (Cascade's jobs there: "
-                f"{status.running} running, {status.queued} waiting)")
+        return (
+            f"{_all(sims, 'goes', 'go')} to Slurm's queue, {partition} (Cascade's jobs there: "
+            f"{status.running} running, {status.queued} waiting)"
+        )
     if status.name == "manual":
-        return (f"{_all(sims, 'waits', 'wait')} for you to start {'it' if sims == 1 else 'them'} "
-                "with cascade worker (manual launcher)")
+        return (
+            f"{_all(sims, 'waits', 'wait')} for you to start {'it' if sims == 1 else 'them'} "
+            "with cascade worker (manual launcher)"
+        )
     return ""
 
 

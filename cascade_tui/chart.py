@@ -25,8 +25,15 @@ def _label_width(configs: Sequence[str]) -> int:
     return max(6, min(16, max((len(c) for c in configs), default=6)))
 
 
-def _bar_line(label: str, label_w: int, value: float | None, scale: float, bar_w: int,
-              style: str, suffix: Line | None = None) -> Line:
+def _bar_line(
+    label: str,
+    label_w: int,
+    value: float | None,
+    scale: float,
+    bar_w: int,
+    style: str,
+    suffix: Line | None = None,
+) -> Line:
     frac = (value / scale) if (value is not None and scale > 0) else 0.0
     line: Line = [
         ("  " + ellipsize(label, label_w).ljust(label_w) + " ", "dim" if style == "real" else style),
@@ -41,8 +48,13 @@ def _bar_line(label: str, label_w: int, value: float | None, scale: float, bar_w
 MIN_SUFFIX = 20
 
 
-def _total_suffix(total: ConfigTotal, ranking: Ranking, mape: Mapping[str, float | None],
-                  has_real_timing: bool, stand_in: str | None) -> Line:
+def _total_suffix(
+    total: ConfigTotal,
+    ranking: Ranking,
+    mape: Mapping[str, float | None],
+    has_real_timing: bool,
+    stand_in: str | None,
+) -> Line:
     """What follows a config's total bar: fastest / multiple / spread, or partial."""
     suffix: Line = []
     if total.partial:
@@ -59,8 +71,9 @@ def _total_suffix(total: ConfigTotal, ranking: Ranking, mape: Mapping[str, float
         if total.succeeded > 1 and total.low_ns is not None and total.high_ns is not None:
             low, high = time_ns(total.low_ns), time_ns(total.high_ns)
             # Identical replicas (the usual case: the simulator is deterministic) say so once.
-            suffix.append((f"  {low}..{high}" if low != high
-                           else f"  all {total.succeeded} replicas agree", "dim"))
+            suffix.append(
+                (f"  {low}..{high}" if low != high else f"  all {total.succeeded} replicas agree", "dim")
+            )
     else:
         suffix.append((f"  no succeeded replica ({plural(total.replicas, 'sim')})", "dim"))
     err = mape.get(total.config)
@@ -88,8 +101,7 @@ def chart_lines(
     totals are said to be so far)."""
     label_w = _label_width(configs)
     style_of = {cfg: f"cfg{i % 6}" for i, cfg in enumerate(configs)}
-    suffixes = {t.config: _total_suffix(t, ranking, mape, has_real_timing, stand_in)
-                for t in totals}
+    suffixes = {t.config: _total_suffix(t, ranking, mape, has_real_timing, stand_in) for t in totals}
     # The bars take what the longest suffix leaves ("  1.31x  MAPE 12.3%" or more), so no line
     # is wider than the pane; at least MIN_SUFFIX is kept so the bars do not jump as it changes.
     suffix_w = max([MIN_SUFFIX] + [sum(len(t) for t, _ in sfx) for sfx in suffixes.values()])
@@ -98,21 +110,35 @@ def chart_lines(
 
     if stand_in:
         # Wrapped, never cut: the reason is the point of the banner.
-        warning = (f"⚠ Stand-in numbers ({stand_in}): configs cannot be compared from this run, "
-                   "so no config is named fastest.")
+        warning = (
+            f"⚠ Stand-in numbers ({stand_in}): configs cannot be compared from this run, "
+            "so no config is named fastest."
+        )
         for text in textwrap.wrap(warning, max(20, width - 1)):
             lines.append([(text, "warn")])
-    lines.append([("Total simulated time per config" + ("" if finished else " so far"), "title"),
-                  ("  (median over succeeded replicas)", "dim")])
+    lines.append(
+        [
+            ("Total simulated time per config" + ("" if finished else " so far"), "title"),
+            ("  (median over succeeded replicas)", "dim"),
+        ]
+    )
     scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
     for total in totals:
-        lines.append(_bar_line(total.config, label_w, total.median_ns, scale, bar_w,
-                               style_of[total.config], suffixes[total.config]))
+        lines.append(
+            _bar_line(
+                total.config,
+                label_w,
+                total.median_ns,
+                scale,
+                bar_w,
+                style_of[total.config],
+                suffixes[total.config],
+            )
+        )
     if not stand_in:
         lines.append([(ranking.sentence(finished), "best" if ranking.fastest else "dim")])
     if not has_real_timing:
-        lines.append([("This trace has no real timing, so there is no error against real time.",
-                       "dim")])
+        lines.append([("This trace has no real timing, so there is no error against real time.", "dim")])
     lines.append([])
 
     if not rows:
@@ -120,8 +146,9 @@ def chart_lines(
         return lines
     # A spread between configs of stand-in numbers compares placeholders, as the banner says:
     # no Δ then (the order by spread still works, and says what it sorts on).
-    lines.append([("Simulated time per kernel", "title"),
-                  (f"  (median over replicas; by {order}, o: order)", "dim")])
+    lines.append(
+        [("Simulated time per kernel", "title"), (f"  (median over replicas; by {order}, o: order)", "dim")]
+    )
     if stand_in:
         for text in textwrap.wrap("No Δ between configs: stand-in numbers.", max(20, width - 1)):
             lines.append([(text, "dim")])
@@ -129,10 +156,16 @@ def chart_lines(
     for row in order_kernel_rows(rows, order):
         name = short_kernel_name(row.kernel_name) or "?"
         share, spread = kernel_share(row, config_ns), kernel_spread(row)
-        facts = ((f"  share {share:.1f}%" if share is not None else "")
-                 + (f"  Δ {spread:+.1f}%" if spread is not None and not stand_in else ""))
-        lines.append([(f"#{row.kernel_index} ", "dim"),
-                      (ellipsize(name, max(10, width - 8 - len(facts))), "name"), (facts, "dim")])
+        facts = (f"  share {share:.1f}%" if share is not None else "") + (
+            f"  Δ {spread:+.1f}%" if spread is not None and not stand_in else ""
+        )
+        lines.append(
+            [
+                (f"#{row.kernel_index} ", "dim"),
+                (ellipsize(name, max(10, width - 8 - len(facts))), "name"),
+                (facts, "dim"),
+            ]
+        )
         values = [v for v in row.sim_ns.values() if v is not None]
         if row.real_ns is not None:
             values.append(row.real_ns)

@@ -18,15 +18,24 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tui": ("cascade_tui.tui_command", "open the terminal UI on a running server"),
     "worker": ("cascade_worker.cli", "run one sim: Accel-Sim, or the stand-in replay"),
     "upload": ("cascade_tui.scripting.upload_command", "upload a trace directory to the S3 endpoint"),
-    "timeline": ("cascade_tui.scripting.timeline_command", "import real timing and steps from a PyTorch profile"),
+    "timeline": (
+        "cascade_tui.scripting.timeline_command",
+        "import real timing and steps from a PyTorch profile",
+    ),
     "simulate": ("cascade_worker.simulate_cli", "predict a trace's steps from a sim's kernel times"),
     "compare": ("cascade_worker.compare_cli", "compare predicted steps with the measured ones"),
     "traces": ("cascade_tui.scripting.traces_command", "list the traces (or delete one)"),
     "configs": ("cascade_tui.scripting.configs_command", "list the GPU configs a run can use"),
     "runs": ("cascade_tui.scripting.runs_command", "list the runs"),
-    "run": ("cascade_tui.scripting.run_command", "start, follow, show, cancel, re-run, retry or delete a run"),
+    "run": (
+        "cascade_tui.scripting.run_command",
+        "start, follow, show, cancel, re-run, retry or delete a run",
+    ),
     "results": ("cascade_tui.scripting.results_command", "a run's results: totals, kernels or comparison"),
-    "simulator": ("cascade_worker.simulator.cli", "install the real Accel-Sim, or say which simulator is used"),
+    "simulator": (
+        "cascade_worker.simulator.cli",
+        "install the real Accel-Sim, or say which simulator is used",
+    ),
     "agent-prompt": ("cascade_server.agent_prompt", "print the prompt that lets an AI agent work this app"),
 }
 
@@ -62,8 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in SUBCOMMANDS:
-        print(f"cascade: unknown command {name!r} (commands: {', '.join(SUBCOMMANDS)}; "
-              "cascade --help says what each does)", file=sys.stderr)
+        print(
+            f"cascade: unknown command {name!r} (commands: {', '.join(SUBCOMMANDS)}; "
+            "cascade --help says what each does)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     module = importlib.import_module(SUBCOMMANDS[name][0])
     return int(module.main(rest) or 0)

@@ -162,8 +162,10 @@ class CascadeClient:
         if resp.status_code in (400, 431) and self._token_length > LONG_TOKEN:
             # The server refused the request's headers; a token this long is the likely cause,
             # and naming its length says so without showing it.
-            message += (f" (the token sent is {self._token_length:,} characters long; check "
-                        "CASCADE_TOKEN / --token: it must be the `token:` line `cascade serve` printed)")
+            message += (
+                f" (the token sent is {self._token_length:,} characters long; check "
+                "CASCADE_TOKEN / --token: it must be the `token:` line `cascade serve` printed)"
+            )
         raise ApiError(message, status=resp.status_code)
 
     async def _get_model(self, path: str, adapter: TypeAdapter[T]) -> T:
@@ -177,9 +179,11 @@ class CascadeClient:
 
     def _needs_token_message(self) -> str:
         token_file = default_data_dir() / "token"
-        return (f"the server at {self.base_url} needs a token: export CASCADE_TOKEN (or pass "
-                f"--token) with the `token:` line `cascade serve` printed; a server started on "
-                f"this machine keeps it in {token_file}")
+        return (
+            f"the server at {self.base_url} needs a token: export CASCADE_TOKEN (or pass "
+            f"--token) with the `token:` line `cascade serve` printed; a server started on "
+            f"this machine keeps it in {token_file}"
+        )
 
     async def health(self) -> dict[str, Any]:
         """The health answer; `NotCascade` when whatever answers is not a Cascade server."""
@@ -198,7 +202,7 @@ class CascadeClient:
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
         if resp.status_code != 200 or not isinstance(body, dict) or body.get("ok") is not True:
-            answer = f"{resp.status_code}" if resp.status_code != 200 else "200 without {\"ok\": true}"
+            answer = f"{resp.status_code}" if resp.status_code != 200 else '200 without {"ok": true}'
             raise NotCascade(
                 f"{self.base_url} answers but is not a Cascade server (GET /api/health: {answer}): "
                 "is `cascade up` on another port? Its start line names it; pass it with --url or "

@@ -21,8 +21,9 @@ class ColumnSpec:
     priority: int  # lower is kept first when the terminal is narrow
 
 
-def fit(specs: Sequence[ColumnSpec], rows: Sequence[Sequence[str]], width: int,
-        padding: int = CELL_PADDING) -> list[int | None]:
+def fit(
+    specs: Sequence[ColumnSpec], rows: Sequence[Sequence[str]], width: int, padding: int = CELL_PADDING
+) -> list[int | None]:
     """The width of each column (None: dropped) so the kept ones fill `width` cells."""
     order = sorted(range(len(specs)), key=lambda i: (specs[i].priority, i))
     kept: list[int] = []

@@ -49,15 +49,15 @@ class Ranking:
         if len(self.multiples) + len(self.missing) == 1 and self.fastest:
             return "Only one config in this run, so there is nothing to compare it with."
         if not self.fastest:
-            return (f"No config has a succeeded replica{'' if finished else ' yet'}, "
-                    "so there is no fastest config.")
+            return (
+                f"No config has a succeeded replica{'' if finished else ' yet'}, "
+                "so there is no fastest config."
+            )
         if len(self.fastest) > 1:
             head = " and ".join(self.fastest) + " tie for fastest (within 1%)."
         else:
             head = f"{self.fastest[0]} is fastest."
-        others = [
-            f"{cfg} {mult:.2f}x" for cfg, mult in self.multiples.items() if cfg not in self.fastest
-        ]
+        others = [f"{cfg} {mult:.2f}x" for cfg, mult in self.multiples.items() if cfg not in self.fastest]
         parts = [head]
         if others:
             parts.append("Others: " + ", ".join(others) + ".")
@@ -82,8 +82,7 @@ def kernel_rows(
     real: RealTiming | None = None,
 ) -> list[ComparisonRow]:
     """The server's per-kernel comparison (`cascade_server.shared.comparison`) over the sims the UI has."""
-    return comparison_rows(configs, {sim_id: sim.gpu_config for sim_id, sim in sims.items()},
-                                  kernels, real)
+    return comparison_rows(configs, {sim_id: sim.gpu_config for sim_id, sim in sims.items()}, kernels, real)
 
 
 def sim_totals(kernels: Iterable[KernelStat]) -> dict[str, float]:
@@ -127,13 +126,16 @@ def config_totals(
     return out
 
 
-def _partial_total(cfg: str, replicas: Sequence[SimSummary],
-                   per_sim: Mapping[str, float]) -> ConfigTotal:
+def _partial_total(cfg: str, replicas: Sequence[SimSummary], per_sim: Mapping[str, float]) -> ConfigTotal:
     started = [s for s in replicas if s.id in per_sim]
     totals = sorted(per_sim[s.id] for s in started)
     return ConfigTotal(
-        config=cfg, median_ns=_median(totals), low_ns=totals[0] if totals else None,
-        high_ns=totals[-1] if totals else None, succeeded=0, replicas=len(replicas),
+        config=cfg,
+        median_ns=_median(totals),
+        low_ns=totals[0] if totals else None,
+        high_ns=totals[-1] if totals else None,
+        succeeded=0,
+        replicas=len(replicas),
         partial=bool(started),
         kernels_done=max((s.kernels_done for s in started), default=0),
         kernels_total=max((s.kernels_total for s in replicas), default=0),
@@ -191,7 +193,9 @@ def stand_in_reason(run: RunSummary | None, sims: Iterable[SimSummary]) -> str |
     return None
 
 
-SAMPLE_RUN_NOTE = "sample run: real Accel-Sim results of the sample trace, recorded elsewhere and replayed here"
+SAMPLE_RUN_NOTE = (
+    "sample run: real Accel-Sim results of the sample trace, recorded elsewhere and replayed here"
+)
 
 
 def sample_note(run: RunSummary | None) -> str | None:
@@ -227,8 +231,7 @@ def kernel_spread(row: ComparisonRow) -> float | None:
 
 def kernel_share(row: ComparisonRow, totals: Mapping[str, float]) -> float | None:
     """The kernel's share of its config's total, in %, for the config with the largest share."""
-    shares = [v / totals[cfg] * 100.0 for cfg, v in row.sim_ns.items()
-              if v is not None and totals.get(cfg)]
+    shares = [v / totals[cfg] * 100.0 for cfg, v in row.sim_ns.items() if v is not None and totals.get(cfg)]
     return max(shares) if shares else None
 
 
@@ -236,8 +239,7 @@ def order_kernel_rows(rows: Sequence[ComparisonRow], order: str) -> list[Compari
     """`trace`: as launched; `time`: the longest (on its slowest config) first; `spread`: the
     kernels the configs disagree on most first."""
     if order == "time":
-        return sorted(rows, key=lambda r: -max((v for v in r.sim_ns.values() if v is not None),
-                                               default=0.0))
+        return sorted(rows, key=lambda r: -max((v for v in r.sim_ns.values() if v is not None), default=0.0))
     if order == "spread":
         return sorted(rows, key=lambda r: -(kernel_spread(r) or 0.0))
     return list(rows)

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cascade_server.shared.setting_errors import range_problem
-
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from cascade_server.shared.setting_errors import range_problem
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 

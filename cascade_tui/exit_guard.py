@@ -100,9 +100,15 @@ class ExitGuard:
     `ui_returned()` once the UI is gone; `finished()` once the caller's cleanup is done.
     """
 
-    def __init__(self, tty_fd: int | None = None, *, grace_s: float = GRACE_S,
-                 cleanup_s: float = CLEANUP_S, kill_grace_s: float = KILL_GRACE_S,
-                 poll_s: float = POLL_S) -> None:
+    def __init__(
+        self,
+        tty_fd: int | None = None,
+        *,
+        grace_s: float = GRACE_S,
+        cleanup_s: float = CLEANUP_S,
+        kill_grace_s: float = KILL_GRACE_S,
+        poll_s: float = POLL_S,
+    ) -> None:
         self.tty_fd = tty_fd
         self.grace_s = grace_s
         self.cleanup_s = cleanup_s
@@ -149,8 +155,7 @@ class ExitGuard:
             self._request_exit(signum)
         except Exception:  # noqa: BLE001 - the loop may be closed already; the deadline still holds
             pass
-        cleaned_up = (self._ui_returned.wait(self.grace_s)
-                      and self._finished.wait(self.cleanup_s))
+        cleaned_up = self._ui_returned.wait(self.grace_s) and self._finished.wait(self.cleanup_s)
         if not cleaned_up:
             kill_process_groups(self._groups, self.kill_grace_s)
             os._exit(128 + signum)

@@ -18,8 +18,13 @@ def matches(text: str, query: str) -> bool:
     return all(word in haystack for word in query.lower().split())
 
 
-def shown(items: Sequence[T], query: str, text_of: Callable[[T], str],
-          sort_key: Callable[[T], Any] | None = None, reverse: bool = False) -> list[T]:
+def shown(
+    items: Sequence[T],
+    query: str,
+    text_of: Callable[[T], str],
+    sort_key: Callable[[T], Any] | None = None,
+    reverse: bool = False,
+) -> list[T]:
     """The items the filter keeps, in the chosen order (the server's when `sort_key` is None);
     a stable sort, so equal values keep the server's order (newest first)."""
     kept = [item for item in items if not query or matches(text_of(item), query)]

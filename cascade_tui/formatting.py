@@ -7,7 +7,7 @@ screen. Everything returns plain `str`; colour is decided by the widgets.
 from __future__ import annotations
 
 import math
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,7 +36,14 @@ STATE_GLYPHS: dict[str, str] = {
 # The one order sim states are counted in (run header, runs list): live work first, then what
 # needs a look, then what is done.
 STATE_DISPLAY_ORDER: tuple[SimState, ...] = (
-    "running", "launching", "pending", "lost", "succeeded", "failed", "cancelled")
+    "running",
+    "launching",
+    "pending",
+    "lost",
+    "succeeded",
+    "failed",
+    "cancelled",
+)
 
 
 def state_label(state: str) -> str:
@@ -210,5 +217,4 @@ def s3_problem(health: dict) -> str | None:
     if not error:
         return None
     endpoint = health.get("s3_endpoint") or "the S3 endpoint"
-    return (f"⚠ S3 endpoint {endpoint} is failing, so new uploads are not seen until it answers "
-            f"again: {error}")
+    return f"⚠ S3 endpoint {endpoint} is failing, so new uploads are not seen until it answers again: {error}"

@@ -70,8 +70,9 @@ def forget_url(data_dir: Path, url: str) -> None:
             pass
 
 
-def local_server(url: str, url_given: bool, token: str | None,
-                 data_dir: Path | None = None) -> tuple[str, str | None]:
+def local_server(
+    url: str, url_given: bool, token: str | None, data_dir: Path | None = None
+) -> tuple[str, str | None]:
     """The URL and token a command should use. `url_given`: the operator chose the URL (flag,
     CASCADE_URL, config file), which always wins and never gets the local token file."""
     if url_given:
@@ -94,5 +95,7 @@ def stand_in_hint(url: str, token: str | None, timeout: float = 3.0) -> str | No
     simulator = body.get("simulator") if isinstance(body, dict) else None
     if not isinstance(simulator, dict) or simulator.get("kind") != "stand-in":
         return None
-    return ("sims run the stand-in (recorded numbers, not your trace): for real Accel-Sim run "
-            "`cascade simulator install` (about 5 minutes, no CUDA needed) or press A in the UI")
+    return (
+        "sims run the stand-in (recorded numbers, not your trace): for real Accel-Sim run "
+        "`cascade simulator install` (about 5 minutes, no CUDA needed) or press A in the UI"
+    )

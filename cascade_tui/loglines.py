@@ -95,13 +95,14 @@ def merge_live(fetched: Sequence[str], live_chunks: Sequence[Sequence[str]]) -> 
     """
     for k in range(len(live_chunks), 0, -1):
         joined = [line for chunk in live_chunks[:k] for line in chunk]
-        if len(joined) <= len(fetched) and list(fetched[len(fetched) - len(joined):]) == joined:
+        if len(joined) <= len(fetched) and list(fetched[len(fetched) - len(joined) :]) == joined:
             return [line for chunk in live_chunks[k:] for line in chunk]
     return [line for chunk in live_chunks for line in chunk]
 
 
-def wrapped_window(lines: Sequence[str], top: int, width: int, height: int,
-                   at_end: bool) -> list[tuple[int, int]]:
+def wrapped_window(
+    lines: Sequence[str], top: int, width: int, height: int, at_end: bool
+) -> list[tuple[int, int]]:
     """The rows a wrapping log view shows: (line index, offset of the piece) for each of `height`
     rows, from line `top` down, or (`at_end`: following) the last lines' pieces, bottom-aligned so
     the newest line is always whole on screen. Only the visible lines are measured."""
@@ -122,4 +123,4 @@ def wrapped_window(lines: Sequence[str], top: int, width: int, height: int,
     while index < len(lines) and len(rows) < height:
         rows.extend(pieces(index))
         index += 1
-    return rows[:max(0, height)]
+    return rows[: max(0, height)]

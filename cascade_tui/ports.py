@@ -35,8 +35,12 @@ def free_port_after(host: str, port: int) -> int:
         return sock.getsockname()[1]
 
 
-def choose_free_ports(url: str, environ: Mapping[str, str], *, url_chosen: bool = False,
-                      ) -> tuple[str, dict[str, str], list[str]]:
+def choose_free_ports(
+    url: str,
+    environ: Mapping[str, str],
+    *,
+    url_chosen: bool = False,
+) -> tuple[str, dict[str, str], list[str]]:
     """For a server to start at `url`: the URL to use, the environment `cascade serve` needs for it
     (CASCADE_S3_PORT), and a sentence per port that changed. A port the operator chose is left
     alone: the app's when `url_chosen`, the embedded S3 endpoint's when CASCADE_S3_PORT or an
@@ -48,12 +52,16 @@ def choose_free_ports(url: str, environ: Mapping[str, str], *, url_chosen: bool 
     if not url_chosen and port_taken(host, port):
         new = free_port_after(host, port)
         url = urlunsplit(parts._replace(netloc=f"{host}:{new}"))
-        notes.append(f"port {port} is taken by another program: the server listens on {new} instead "
-                     f"({url}; --url or CASCADE_URL to choose)")
+        notes.append(
+            f"port {port} is taken by another program: the server listens on {new} instead "
+            f"({url}; --url or CASCADE_URL to choose)"
+        )
     if not environ.get("CASCADE_S3_ENDPOINT") and not environ.get("CASCADE_S3_PORT"):
         if port_taken("127.0.0.1", DEFAULT_S3_PORT):
             new = free_port_after("127.0.0.1", DEFAULT_S3_PORT)
             env["CASCADE_S3_PORT"] = str(new)
-            notes.append(f"port {DEFAULT_S3_PORT} is taken: the embedded S3 endpoint listens on {new} instead "
-                         "(`cascade upload` on this machine finds it; CASCADE_S3_PORT to choose)")
+            notes.append(
+                f"port {DEFAULT_S3_PORT} is taken: the embedded S3 endpoint listens on {new} instead "
+                "(`cascade upload` on this machine finds it; CASCADE_S3_PORT to choose)"
+            )
     return url, env, notes

@@ -40,11 +40,15 @@ def up_quit_message(outcome: QuitOutcome | None, *, url: str, started_here: bool
     if outcome.choice == "cancelled":
         return f"cascade up: cancelled {outcome.what()} (their workers were told to stop); {stopped}"
     if outcome.choice == "kept":
-        return (f"cascade up: {stopped}; {outcome.what()} keep running without it and report "
-                "their output once a server is back on this data directory (`cascade up` again; "
-                "cancel them there with x)")
-    return (f"cascade up: {stopped}; it could not be asked about unfinished sims: any keep running "
-            "and report to the next `cascade up`")
+        return (
+            f"cascade up: {stopped}; {outcome.what()} keep running without it and report "
+            "their output once a server is back on this data directory (`cascade up` again; "
+            "cancel them there with x)"
+        )
+    return (
+        f"cascade up: {stopped}; it could not be asked about unfinished sims: any keep running "
+        "and report to the next `cascade up`"
+    )
 
 
 def tui_quit_message(outcome: QuitOutcome | None, *, url: str) -> str | None:

@@ -150,8 +150,10 @@ class RunModel:
         return dict(Counter(sim.state for sim in self.sims.values()))
 
     def state(self) -> str:
-        return run_state(sim.state for sim in self.sims.values()) if self.sims else (
-            self.run.state if self.run else "active"
+        return (
+            run_state(sim.state for sim in self.sims.values())
+            if self.sims
+            else (self.run.state if self.run else "active")
         )
 
     def summary(self) -> RunSummary | None:

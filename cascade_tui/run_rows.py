@@ -63,9 +63,15 @@ def header_text(badge: str, run_id: str, model: RunModel, state_filter: str, now
     # in the title bar) last.
     only = f"  [reverse]showing {state_filter}[/]" if state_filter != "all" else ""
     # A sample run's sims replay recorded results: their times here mean nothing.
-    took = "recorded results" if model.run.sample else run_duration(model.run.created_at, model.sims.values(), now)
-    return (f"{badge}  {state_label(model.state())}  {count_text}{only}  {took}  trace "
-            f"[b]{escape(model.run.trace_id)}[/]  [b]{model.run.id}[/]")
+    took = (
+        "recorded results"
+        if model.run.sample
+        else run_duration(model.run.created_at, model.sims.values(), now)
+    )
+    return (
+        f"{badge}  {state_label(model.state())}  {count_text}{only}  {took}  trace "
+        f"[b]{escape(model.run.trace_id)}[/]  [b]{model.run.id}[/]"
+    )
 
 
 def banner_text(model: RunModel) -> str:

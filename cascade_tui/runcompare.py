@@ -48,8 +48,10 @@ def config_totals(runs: Sequence[RunData]) -> list[tuple[str, tuple[float | None
     per_run = []
     for data in runs:
         sims = {s.id: s for s in data.run.sims}
-        totals = {t.config: (None if t.partial else t.median_ns)
-                  for t in compare.config_totals(configs, sims, data.kernels)}
+        totals = {
+            t.config: (None if t.partial else t.median_ns)
+            for t in compare.config_totals(configs, sims, data.kernels)
+        }
         per_run.append(totals)
     return [(cfg, tuple(totals.get(cfg) for totals in per_run)) for cfg in configs]
 
@@ -67,8 +69,12 @@ def kernel_differences(runs: Sequence[RunData], limit: int = 20) -> list[KernelD
     per_run = []
     for data in runs:
         sims = {s.id: s for s in data.run.sims}
-        per_run.append({(row.kernel_index, row.kernel_name): row.sim_ns
-                        for row in compare.kernel_rows(configs, sims, data.kernels)})
+        per_run.append(
+            {
+                (row.kernel_index, row.kernel_name): row.sim_ns
+                for row in compare.kernel_rows(configs, sims, data.kernels)
+            }
+        )
     keys: list[tuple[int, str]] = []
     for rows in per_run:
         keys.extend(k for k in rows if k not in keys)
@@ -86,22 +92,33 @@ def kernel_differences(runs: Sequence[RunData], limit: int = 20) -> list[KernelD
 def lines(runs: Sequence[RunData], limit: int = 20, width: int = 100) -> list[str]:
     """The comparison as text lines fitted to `width` cells (the screen shows them as they are)."""
     ids = [data.run.id for data in runs]
-    out = prose(f"Comparing {len(runs)} runs: " + ", ".join(
-        f"{data.run.id} ({data.run.trace_id})" for data in runs), width)
-    out += [""] + prose("Total simulated time per config (median over succeeded replicas); "
-                        "ratio: last run / first", width)
+    out = prose(
+        f"Comparing {len(runs)} runs: " + ", ".join(f"{data.run.id} ({data.run.trace_id})" for data in runs),
+        width,
+    )
+    out += [""] + prose(
+        "Total simulated time per config (median over succeeded replicas); ratio: last run / first", width
+    )
     rows = []
     for cfg, values in config_totals(runs):
         r = ratio(values)
         rows.append([cfg, *(time_ns(v) for v in values), f"{r:.3f}x" if r is not None else "-"])
     out += table(["config", *ids, "ratio"], rows, width)
-    out += [""] + prose(f"Kernels that differ most between the runs (largest spread first, top "
-                        f"{limit})", width)
+    out += [""] + prose(
+        f"Kernels that differ most between the runs (largest spread first, top {limit})", width
+    )
     diffs = kernel_differences(runs, limit)
     if not diffs:
         out.append("No kernel finished in two of these runs on the same config.")
         return out
-    rows = [[f"#{d.kernel_index:<3} {short_kernel_name(d.kernel_name) or '?'}", d.config,
-             *(time_ns(v) for v in d.values), f"{d.spread_pct:+.1f}%"] for d in diffs]
+    rows = [
+        [
+            f"#{d.kernel_index:<3} {short_kernel_name(d.kernel_name) or '?'}",
+            d.config,
+            *(time_ns(v) for v in d.values),
+            f"{d.spread_pct:+.1f}%",
+        ]
+        for d in diffs
+    ]
     out += table(["kernel", "config", *ids, "spread"], rows, width, left=2)
     return out

@@ -65,9 +65,10 @@ CONFIG_MAX = 20
 SORT_KEYS: tuple[str, ...] = ("config", "state", "progress", "cycles", "ipc", "rate", "heartbeat")
 
 # Order states read in when sorting by state: problems first, then live work, then done.
-_STATE_ORDER = {s: i for i, s in enumerate(
-    ("failed", "lost", "running", "launching", "pending", "cancelled", "succeeded")
-)}
+_STATE_ORDER = {
+    s: i
+    for i, s in enumerate(("failed", "lost", "running", "launching", "pending", "cancelled", "succeeded"))
+}
 
 
 # Before a column is dropped for want of room, the kernels column's bar gives up to this many
@@ -95,8 +96,10 @@ def layout(width: int, config_cells: int = 12) -> Layout:
     columns = tuple(replace(c, width=config_cells) if c.key == "config" else c for c in COLUMNS)
     overflow = sum(c.width + SEPARATOR for c in columns if c.priority < WIDE_ONLY) + FLEX_MIN - width
     if overflow > 0:
-        columns = tuple(replace(c, width=c.width - min(PROGRESS_SHRINK, overflow))
-                        if c.key == "progress" else c for c in columns)
+        columns = tuple(
+            replace(c, width=c.width - min(PROGRESS_SHRINK, overflow)) if c.key == "progress" else c
+            for c in columns
+        )
     fixed_cols = [c for c in columns if c.width]
     flex = [c for c in columns if not c.width]
     chosen: set[str] = set()
@@ -137,8 +140,12 @@ def eta_seconds(sim: SimSummary, now: datetime) -> float | None:
     """Seconds to go for a running sim at the rate it has finished kernels so far (None before
     its first kernel, and once it is done: no rate to go by, or nothing left)."""
     elapsed = elapsed_seconds(sim, now)
-    if (sim.state not in ("running", "launching") or elapsed is None or sim.kernels_done <= 0
-            or sim.kernels_total <= sim.kernels_done):
+    if (
+        sim.state not in ("running", "launching")
+        or elapsed is None
+        or sim.kernels_done <= 0
+        or sim.kernels_total <= sim.kernels_done
+    ):
         return None
     return elapsed / sim.kernels_done * (sim.kernels_total - sim.kernels_done)
 
@@ -170,8 +177,10 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, C
         "config": Cell(sim.gpu_config),
         "replica": Cell(str(sim.replica)),
         "state": Cell(state_label(sim.state), f"state-{sim.state}"),
-        "progress": Cell(progress_text(sim.kernels_done, sim.kernels_total, bar_width),
-                         "over" if sim.kernels_total and sim.kernels_done > sim.kernels_total else ""),
+        "progress": Cell(
+            progress_text(sim.kernels_done, sim.kernels_total, bar_width),
+            "over" if sim.kernels_total and sim.kernels_done > sim.kernels_total else "",
+        ),
         "cycles": Cell(si_number(sim.latest.gpu_tot_sim_cycle)),
         "ipc": Cell(fixed(sim.latest.gpu_tot_ipc, 1)),
         "rate": Cell(si_number(rate)),
@@ -189,8 +198,11 @@ def _is_job_id(ref: str | None) -> bool:
 
 def queued_text(sim: SimSummary) -> str:
     """A sim a scheduler holds: its job and what the scheduler says, `job 41_3 PENDING (Resources)`."""
-    return " ".join(part for part in (f"job {sim.launcher_ref}" if sim.launcher_ref else "", sim.launcher_state or "")
-                    if part)
+    return " ".join(
+        part
+        for part in (f"job {sim.launcher_ref}" if sim.launcher_ref else "", sim.launcher_state or "")
+        if part
+    )
 
 
 def row_texts(cells: dict[str, Cell], lay: Layout) -> tuple[tuple[str, str], ...]:
@@ -225,8 +237,12 @@ def sort_key_func(key: str, now: datetime) -> Callable[[SimSummary], tuple]:
     funcs: dict[str, Callable[[SimSummary], tuple]] = {
         "config": lambda s: (s.gpu_config, s.replica),
         "state": lambda s: (_STATE_ORDER.get(s.state, 99), s.gpu_config, s.replica),
-        "progress": lambda s: (progress_fraction(s.kernels_done, s.kernels_total), s.kernels_done,
-                               s.gpu_config, s.replica),
+        "progress": lambda s: (
+            progress_fraction(s.kernels_done, s.kernels_total),
+            s.kernels_done,
+            s.gpu_config,
+            s.replica,
+        ),
         "cycles": lambda s: (num(s.latest.gpu_tot_sim_cycle), s.gpu_config, s.replica),
         "ipc": lambda s: (num(s.latest.gpu_tot_ipc), s.gpu_config, s.replica),
         "rate": lambda s: (num(s.latest.sim_rate_ips), s.gpu_config, s.replica),
@@ -235,11 +251,11 @@ def sort_key_func(key: str, now: datetime) -> Callable[[SimSummary], tuple]:
     return funcs[key]
 
 
-def sorted_ids(sims: Iterable[SimSummary], key: str, reverse: bool, now: datetime,
-               state_filter: str = "all") -> list[str]:
+def sorted_ids(
+    sims: Iterable[SimSummary], key: str, reverse: bool, now: datetime, state_filter: str = "all"
+) -> list[str]:
     keep = STATE_FILTERS[state_filter]
-    return [s.id for s in sorted(sims, key=sort_key_func(key, now), reverse=reverse)
-            if keep(s.state)]
+    return [s.id for s in sorted(sims, key=sort_key_func(key, now), reverse=reverse) if keep(s.state)]
 
 
 # The sims table's state filter, in the order its key cycles through them.
@@ -266,15 +282,19 @@ DETAILS_TAIL_LINES = 12  # of the log, in the sim details dialog (the log pane h
 def sim_details(sim: SimSummary, log_tail: Sequence[str], now: datetime) -> str:
     """Everything about one sim that a table row cuts at 80 columns, shown whole by Enter on it:
     its state, exit code, error and the end of its log."""
-    out = [f"{sim.gpu_config} #{sim.replica}  {state_label(sim.state)}  ({sim.id})",
-           f"exit code: {'-' if sim.exit_code is None else sim.exit_code}"
-           f"   ran: {human_duration(elapsed_seconds(sim, now))}"
-           f"   kernels: {sim.kernels_done}/{sim.kernels_total}"]
+    out = [
+        f"{sim.gpu_config} #{sim.replica}  {state_label(sim.state)}  ({sim.id})",
+        f"exit code: {'-' if sim.exit_code is None else sim.exit_code}"
+        f"   ran: {human_duration(elapsed_seconds(sim, now))}"
+        f"   kernels: {sim.kernels_done}/{sim.kernels_total}",
+    ]
     if sim.launcher_ref or sim.launcher_state:
         out.append(f"launcher: {queued_text(sim)}")
     out.append(f"error: {sim.error}" if sim.error else "error: none")
     tail = list(log_tail)[-DETAILS_TAIL_LINES:]
-    out += ["", f"Last {len(tail)} log lines (l: the whole log, L saves it):" if tail
-            else "No log lines yet."]
+    out += [
+        "",
+        f"Last {len(tail)} log lines (l: the whole log, L saves it):" if tail else "No log lines yet.",
+    ]
     out += tail
     return "\n".join(out)

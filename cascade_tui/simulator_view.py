@@ -18,8 +18,10 @@ def simulator_line(info: SimulatorInfo | None) -> str:
     if info is None:
         return ""
     if info.kind == "stand-in":
-        return (f"Simulator: the stand-in (recorded numbers, not this trace). Press {INSTALL_KEY} to "
-                "install the real Accel-Sim.")
+        return (
+            f"Simulator: the stand-in (recorded numbers, not this trace). Press {INSTALL_KEY} to "
+            "install the real Accel-Sim."
+        )
     source = "installed" if info.kind == "installed" else "CASCADE_ACCELSIM_DIR"
     line = f"Simulator: real Accel-Sim ({source}, {info.configs} configs)"
     if info.problem:
@@ -32,21 +34,30 @@ def status_lines(info: SimulatorInfo | None) -> list[str]:
     if info is None:
         return ["The server does not say which simulator it uses (an older server)."]
     if info.kind == "stand-in":
-        lines = ["Sims run the stand-in: it replays recorded Accel-Sim logs, so their numbers describe",
-                 "the recording, not your trace.", "",
-                 "Press i to build the real Accel-Sim here (about 5 minutes on 2 cores; no CUDA needed),",
-                 "or run `cascade simulator install` in a shell on the server's host."]
+        lines = [
+            "Sims run the stand-in: it replays recorded Accel-Sim logs, so their numbers describe",
+            "the recording, not your trace.",
+            "",
+            "Press i to build the real Accel-Sim here (about 5 minutes on 2 cores; no CUDA needed),",
+            "or run `cascade simulator install` in a shell on the server's host.",
+        ]
     else:
-        source = ("installed by `cascade simulator install`" if info.kind == "installed"
-                  else "the checkout CASCADE_ACCELSIM_DIR names")
+        source = (
+            "installed by `cascade simulator install`"
+            if info.kind == "installed"
+            else "the checkout CASCADE_ACCELSIM_DIR names"
+        )
         smoke = {True: "passed", False: "FAILED", None: "not run (not built by Cascade)"}[info.smoke_passed]
-        lines = [f"Sims run real Accel-Sim, {source}.", "",
-                 f"path       {info.path}",
-                 f"commits    accel-sim-framework {info.framework_commit or '?'}",
-                 f"           gpgpu-sim {info.gpgpu_sim_commit or '?'}",
-                 f"built      {info.built_at or '?'}",
-                 f"configs    {info.configs}",
-                 f"smoke run  {smoke}" + (f" ({info.smoke_detail})" if info.smoke_detail else "")]
+        lines = [
+            f"Sims run real Accel-Sim, {source}.",
+            "",
+            f"path       {info.path}",
+            f"commits    accel-sim-framework {info.framework_commit or '?'}",
+            f"           gpgpu-sim {info.gpgpu_sim_commit or '?'}",
+            f"built      {info.built_at or '?'}",
+            f"configs    {info.configs}",
+            f"smoke run  {smoke}" + (f" ({info.smoke_detail})" if info.smoke_detail else ""),
+        ]
     if info.problem:
         lines += ["", f"⚠ {info.problem}"]
     return lines

@@ -19,8 +19,10 @@ from cascade_server.shared.timeline.stats import pct_text
 from .chart import Line, _bar_line
 from .formatting import ellipsize, plural, time_ns
 
-NO_TIMELINE = ("This trace has no step timeline: import a PyTorch profile of the workload "
-               "(`cascade timeline import PROFILE TRACE_DIR`, or `cascade upload --profile`) to get one.")
+NO_TIMELINE = (
+    "This trace has no step timeline: import a PyTorch profile of the workload "
+    "(`cascade timeline import PROFILE TRACE_DIR`, or `cascade upload --profile`) to get one."
+)
 NOT_YET = "No step timeline yet: each sim sends one when it succeeds."
 
 
@@ -44,11 +46,15 @@ def step_lines(
     lines: list[Line] = []
     wrap = max(20, width - 1)
     if stand_in:
-        warning = (f"⚠ Stand-in numbers ({stand_in}): the predicted steps use the recording's kernel "
-                   "times, not this trace's.")
+        warning = (
+            f"⚠ Stand-in numbers ({stand_in}): the predicted steps use the recording's kernel "
+            "times, not this trace's."
+        )
         lines += [[(text, "warn")] for text in textwrap.wrap(warning, wrap)]
     if not timelines:
-        lines += [[(text, "dim")] for text in textwrap.wrap(NOT_YET if has_step_timeline else NO_TIMELINE, wrap)]
+        lines += [
+            [(text, "dim")] for text in textwrap.wrap(NOT_YET if has_step_timeline else NO_TIMELINE, wrap)
+        ]
         return lines
     by_config: dict[str, list[SimStepTimeline]] = {}
     for timeline in timelines:
@@ -72,42 +78,78 @@ def step_lines(
                     walls.setdefault(step["index"], []).append(_num(step.get("wall_ns")))
                     if step.get("simulated_kernels") != 0:
                         simulated_steps.setdefault(config, set()).add(step["index"])
-                    names.setdefault(step["index"], (str(step.get("name", "step")), str(step.get("kind", "step"))))
+                    names.setdefault(
+                        step["index"], (str(step.get("name", "step")), str(step.get("kind", "step")))
+                    )
             for row in (timeline.compare or {}).get("steps", []):
                 if isinstance(row, dict) and isinstance(row.get("index"), int):
                     real.setdefault(row["index"], row)
         predicted[config] = {index: _median(values) for index, values in walls.items()}
 
-    lines.append([("Predicted step wall per config", "title"),
-                  ("  (real: measured by the profiler)" if real else "", "dim")])
+    lines.append(
+        [
+            ("Predicted step wall per config", "title"),
+            ("  (real: measured by the profiler)" if real else "", "dim"),
+        ]
+    )
     for config in shown:
         first = by_config[config][0]
-        summary = first.simulated.get("summary", {}) if isinstance(first.simulated.get("summary"), dict) else {}
-        coverage = summary.get("simulation", {}).get("coverage", {}) if isinstance(summary.get("simulation"), dict) else {}
+        summary = (
+            first.simulated.get("summary", {}) if isinstance(first.simulated.get("summary"), dict) else {}
+        )
+        coverage = (
+            summary.get("simulation", {}).get("coverage", {})
+            if isinstance(summary.get("simulation"), dict)
+            else {}
+        )
         replicas = len(by_config[config])
-        head: Line = [(ellipsize(config, label_w), style_of.get(config, "name")),
-                      (f"  {plural(replicas, 'replica')}", "dim")]
+        head: Line = [
+            (ellipsize(config, label_w), style_of.get(config, "name")),
+            (f"  {plural(replicas, 'replica')}", "dim"),
+        ]
         if coverage:
-            head.append((f"  {coverage.get('simulated_kernels', 0)}/{coverage.get('kernels', 0)} kernels simulated,"
-                         f" {(_num(coverage.get('gpu_time_fraction')) or 0) * 100:.0f}% of GPU time", "dim"))
+            head.append(
+                (
+                    f"  {coverage.get('simulated_kernels', 0)}/{coverage.get('kernels', 0)} kernels simulated,"
+                    f" {(_num(coverage.get('gpu_time_fraction')) or 0) * 100:.0f}% of GPU time",
+                    "dim",
+                )
+            )
         lines.append(head)
         wall = ((first.compare or {}).get("summary") or {}).get("wall_ns") or {}
         if wall.get("count"):
-            lines.append([("  step wall error: mean ", ""),
-                          (pct_text(_num(wall.get("mean_error_pct")), signed=True, digits=1), ""),
-                          (f", mean |err| {pct_text(_num(wall.get('mean_abs_error_pct')), digits=1)}"
-                           f", p95 |err| {pct_text(_num(wall.get('p95_abs_error_pct')), digits=1)}", ""),
-                          (f" ({plural(int(wall['count']), 'step')})", "dim")])
+            lines.append(
+                [
+                    ("  step wall error: mean ", ""),
+                    (pct_text(_num(wall.get("mean_error_pct")), signed=True, digits=1), ""),
+                    (
+                        f", mean |err| {pct_text(_num(wall.get('mean_abs_error_pct')), digits=1)}"
+                        f", p95 |err| {pct_text(_num(wall.get('p95_abs_error_pct')), digits=1)}",
+                        "",
+                    ),
+                    (f" ({plural(int(wall['count']), 'step')})", "dim"),
+                ]
+            )
         elif wall:
-            lines.append([("  step wall error: n/a", ""), ("  (no step simulated a kernel: nothing compared)", "dim")])
+            lines.append(
+                [("  step wall error: n/a", ""), ("  (no step simulated a kernel: nothing compared)", "dim")]
+            )
         per_kind = summary.get("per_kind", {}) if isinstance(summary.get("per_kind"), dict) else {}
         for kind, means in per_kind.items():
-            real_walls = [w for r in real.values()
-                          if r.get("kind") == kind and (w := _num(r.get("real_wall_ns"))) is not None]
+            real_walls = [
+                w
+                for r in real.values()
+                if r.get("kind") == kind and (w := _num(r.get("real_wall_ns"))) is not None
+            ]
             real_mean = statistics.fmean(real_walls) if real_walls else None
-            lines.append([(f"  {kind}: ", "dim"), (f"wall {time_ns(_num(means.get('wall_ns')))}", ""),
-                          (f", GPU busy {time_ns(_num(means.get('gpu_busy_ns')))}", "dim"),
-                          (f"  (real wall {time_ns(real_mean)})" if real_mean is not None else "", "dim")])
+            lines.append(
+                [
+                    (f"  {kind}: ", "dim"),
+                    (f"wall {time_ns(_num(means.get('wall_ns')))}", ""),
+                    (f", GPU busy {time_ns(_num(means.get('gpu_busy_ns')))}", "dim"),
+                    (f"  (real wall {time_ns(real_mean)})" if real_mean is not None else "", "dim"),
+                ]
+            )
     lines.append([])
 
     for index in sorted(names):
@@ -122,8 +164,13 @@ def step_lines(
             value = predicted[config].get(index)
             suffix: Line = []
             if real_wall and value is not None:
-                error = ((value - real_wall) / real_wall * 100
-                         if index in simulated_steps.get(config, set()) else None)
+                error = (
+                    (value - real_wall) / real_wall * 100
+                    if index in simulated_steps.get(config, set())
+                    else None
+                )
                 suffix.append((f"  {pct_text(error, signed=True, digits=1)}", "dim"))
-            lines.append(_bar_line(config, label_w, value, scale, bar_w, style_of.get(config, "name"), suffix))
+            lines.append(
+                _bar_line(config, label_w, value, scale, bar_w, style_of.get(config, "name"), suffix)
+            )
     return lines

@@ -17,8 +17,7 @@ GAP = 2  # cells between two columns
 NAME_MIN = 12
 
 
-def table(headings: Sequence[str], rows: Sequence[Sequence[str]], width: int,
-          left: int = 1) -> list[str]:
+def table(headings: Sequence[str], rows: Sequence[Sequence[str]], width: int, left: int = 1) -> list[str]:
     """The heading line and one line per row; the first `left` columns are left-aligned, the
     others (values) right-aligned; the first column is shortened (at its end) to fit `width`."""
     widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(headings)]
@@ -37,5 +36,6 @@ def table(headings: Sequence[str], rows: Sequence[Sequence[str]], width: int,
 
 def prose(text: str, width: int, indent: str = "") -> list[str]:
     """`text` wrapped to `width` (continuation lines indented by `indent`)."""
-    return textwrap.wrap(text, max(20, width), initial_indent=indent,
-                         subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
+    return textwrap.wrap(
+        text, max(20, width), initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
+    ) or [""]

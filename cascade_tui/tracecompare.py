@@ -44,8 +44,10 @@ class KernelDifference:
 
 def set_members(traces: Sequence[TraceSummary], sample_set: str) -> list[TraceSummary]:
     """The set's traces that can have runs (not the sample, not failed), by id (sm70, sm75)."""
-    return sorted((t for t in traces if t.sample_set == sample_set and not t.sample
-                   and t.state == "ready"), key=lambda t: t.id)
+    return sorted(
+        (t for t in traces if t.sample_set == sample_set and not t.sample and t.state == "ready"),
+        key=lambda t: t.id,
+    )
 
 
 def newest_runs_with_successes(trace_ids: Sequence[str], runs: Sequence[RunSummary]) -> dict[str, str]:
@@ -62,8 +64,11 @@ def _totals(data: RunData) -> dict[str, float]:
     """Per config of the run, the median total over succeeded replicas (partial ones left out)."""
     sims = {s.id: s for s in data.run.sims}
     configs = compare.config_order((e.gpu_config for e in data.run.entries), data.run.sims)
-    return {t.config: t.median_ns for t in compare.config_totals(configs, sims, data.kernels)
-            if t.median_ns is not None and not t.partial}
+    return {
+        t.config: t.median_ns
+        for t in compare.config_totals(configs, sims, data.kernels)
+        if t.median_ns is not None and not t.partial
+    }
 
 
 def reference_config(member: TraceRun) -> str | None:
@@ -139,18 +144,27 @@ def kernel_differences(members: Sequence[TraceRun], limit: int = 20) -> list[Ker
 
 def lines(sample_set: str, members: Sequence[TraceRun], limit: int = 20, width: int = 100) -> list[str]:
     """The comparison as text lines fitted to `width` cells (the screen shows them as they are)."""
-    out = prose(f"Comparing the traces of sample set {sample_set!r}: the newest run with succeeded "
-                "sims of each", width) + [""]
+    out = prose(
+        f"Comparing the traces of sample set {sample_set!r}: the newest run with succeeded sims of each",
+        width,
+    ) + [""]
     for m in members:
         if m.data is None:
-            out += prose(f"{m.trace.id}  {m.trace.trace_gpu_arch}  no run with succeeded sims yet "
-                         "(n on the trace starts one)", width, "  ")
+            out += prose(
+                f"{m.trace.id}  {m.trace.trace_gpu_arch}  no run with succeeded sims yet "
+                "(n on the trace starts one)",
+                width,
+                "  ",
+            )
         else:
-            out += prose(f"{m.trace.id}  {m.trace.trace_gpu_arch}  {m.data.run.id}  compared on "
-                         f"{reference_config(m) or '-'}", width, "  ")
+            out += prose(
+                f"{m.trace.id}  {m.trace.trace_gpu_arch}  {m.data.run.id}  compared on "
+                f"{reference_config(m) or '-'}",
+                width,
+                "  ",
+            )
             if reason := compare.stand_in_reason(m.data.run, m.data.run.sims):
-                out += prose(f"stand-in numbers ({reason}): a recording, not this trace", width,
-                             "    ")
+                out += prose(f"stand-in numbers ({reason}): a recording, not this trace", width, "    ")
     compared = [m for m in members if m.data is not None]
     if len(compared) < 2:
         out += ["", "Two traces of the set need a run with succeeded sims to be compared."]
@@ -158,14 +172,23 @@ def lines(sample_set: str, members: Sequence[TraceRun], limit: int = 20, width: 
     ids = [m.trace.id for m in compared]
     base = baseline(compared)
     out += [""] + prose("Total simulated time per config (median over succeeded replicas)", width)
-    out += prose("ratio: over " + (base[0] if base else "-")
-                 + "; on a config two traces share, the last over the first", width)
-    rows = [[cfg, *(time_ns(v) for v in values), f"{ratio:.3f}x" if ratio is not None else "-"]
-            for cfg, values, ratio in config_rows(compared)]
+    out += prose(
+        "ratio: over "
+        + (base[0] if base else "-")
+        + "; on a config two traces share, the last over the first",
+        width,
+    )
+    rows = [
+        [cfg, *(time_ns(v) for v in values), f"{ratio:.3f}x" if ratio is not None else "-"]
+        for cfg, values, ratio in config_rows(compared)
+    ]
     out += table(["config", *ids, "ratio"], rows, width)
-    out += [""] + prose("Kernels that differ most between the traces, each on its compared config "
-                        f"(matched by name and order; largest spread first, top {limit}; ratio: "
-                        "last over first)", width)
+    out += [""] + prose(
+        "Kernels that differ most between the traces, each on its compared config "
+        f"(matched by name and order; largest spread first, top {limit}; ratio: "
+        "last over first)",
+        width,
+    )
     diffs = kernel_differences(compared, limit)
     if not diffs:
         out.append("No kernel of one trace matches a kernel of another by name.")
@@ -174,7 +197,13 @@ def lines(sample_set: str, members: Sequence[TraceRun], limit: int = 20, width: 
     for d in diffs:
         nth = f" #{d.occurrence + 1}" if d.occurrence else ""
         have = [v for v in d.values if v is not None and v > 0]  # those spread_pct counted
-        rows.append([(short_kernel_name(d.name) or "?") + nth, *(time_ns(v) for v in d.values),
-                     f"{have[-1] / have[0]:.3f}x", f"{d.spread_pct:+.1f}%"])
+        rows.append(
+            [
+                (short_kernel_name(d.name) or "?") + nth,
+                *(time_ns(v) for v in d.values),
+                f"{have[-1] / have[0]:.3f}x",
+                f"{d.spread_pct:+.1f}%",
+            ]
+        )
     out += table(["kernel", *ids, "ratio", "spread"], rows, width)
     return out

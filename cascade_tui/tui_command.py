@@ -8,10 +8,10 @@ from pathlib import Path
 
 from cascade_server.shared.cli_usage import OneLineErrorParser
 
+from .config import ConfigError, TuiSettings, default_config_path, load_settings, save_config
 from .exit_guard import ExitGuard
 from .local_server import local_server
 from .quit_outcome import QuitOutcome, tui_quit_message
-from .config import ConfigError, TuiSettings, default_config_path, load_settings, save_config
 
 
 def build_parser(prog: str = "cascade tui") -> argparse.ArgumentParser:
@@ -23,10 +23,16 @@ def build_parser(prog: str = "cascade tui") -> argparse.ArgumentParser:
     )
     add_ui_arguments(parser)
     parser.add_argument("--url", help="the app's URL (CASCADE_URL; default http://127.0.0.1:8000)")
-    parser.add_argument("--token", help="the bearer token (CASCADE_TOKEN); prefer the env "
-                        "variable or the config file, since flags show in `ps`")
-    parser.add_argument("--save-config", action="store_true",
-                        help="write the URL and token to the config file (mode 0600) and exit")
+    parser.add_argument(
+        "--token",
+        help="the bearer token (CASCADE_TOKEN); prefer the env "
+        "variable or the config file, since flags show in `ps`",
+    )
+    parser.add_argument(
+        "--save-config",
+        action="store_true",
+        help="write the URL and token to the config file (mode 0600) and exit",
+    )
     return parser
 
 
@@ -35,8 +41,9 @@ def add_ui_arguments(parser: argparse.ArgumentParser) -> None:
     # `--config` stays as a hidden alias so scripts that pass it keep working.
     parser.add_argument("--config-file", dest="config", type=Path, help="TOML config file (CASCADE_CONFIG)")
     parser.add_argument("--config", dest="config", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--download-dir", type=Path,
-                        help="where downloads are saved (default ./cascade-downloads)")
+    parser.add_argument(
+        "--download-dir", type=Path, help="where downloads are saved (default ./cascade-downloads)"
+    )
     parser.add_argument("--refresh-hz", type=float, help="live redraw rate, 0.5 to 4 (default 2)")
     parser.add_argument("--run", metavar="RUN_ID", help="open this run at start")
 
@@ -51,8 +58,9 @@ def settings_from(args: argparse.Namespace, **overrides: object) -> TuiSettings:
     )
 
 
-def run_app(settings: TuiSettings, guard: ExitGuard,
-            open_run: str | None = None) -> tuple[int, QuitOutcome | None]:
+def run_app(
+    settings: TuiSettings, guard: ExitGuard, open_run: str | None = None
+) -> tuple[int, QuitOutcome | None]:
     """Run the UI under a started `guard` (SIGHUP/SIGTERM or a gone terminal always exit); its
     exit code, and what quitting did to unfinished sims (None: it did not quit with `q`)."""
     from .app import CascadeApp  # Textual is imported only when the UI really starts
@@ -71,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from(args)
         if not args.save_config:  # saves what it was given, never what it found
             # Not told where: the server `cascade up` started on this machine, like the commands.
-            url, token = local_server(settings.url, "url" in settings.model_fields_set, settings.token_value())
+            url, token = local_server(
+                settings.url, "url" in settings.model_fields_set, settings.token_value()
+            )
             settings = settings_from(args, url=url, token=token)
     except ConfigError as exc:
         print(f"cascade tui: {exc}", file=sys.stderr)

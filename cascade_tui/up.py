@@ -21,15 +21,21 @@ from urllib.parse import urlsplit
 from cascade_server.shared.cli_usage import OneLineErrorParser
 from cascade_server.shared.setting_errors import data_dir_problem
 
-from .tui_command import add_ui_arguments, run_app, settings_from
-from .local_server import (
-    default_data_dir, forget_url, health, local_server, read_token_file, record_url, stand_in_hint,
-)
-from .ports import choose_free_ports
-from .serve_log import cause_from_log
 from .config import DEFAULT_URL, ConfigError
 from .exit_guard import ExitGuard, block_stop_signals, exit_on_signal
+from .local_server import (
+    default_data_dir,
+    forget_url,
+    health,
+    local_server,
+    read_token_file,
+    record_url,
+    stand_in_hint,
+)
+from .ports import choose_free_ports
 from .quit_outcome import QuitOutcome, up_quit_message
+from .serve_log import cause_from_log
+from .tui_command import add_ui_arguments, run_app, settings_from
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 15.0
@@ -71,17 +77,23 @@ class Server:
             return proc.wait()
 
 
-def start_server(url: str, data_dir: Path | None, log_path: Path,
-                 timeout: float = START_TIMEOUT_S, env: dict[str, str] | None = None) -> Server:
+def start_server(
+    url: str,
+    data_dir: Path | None,
+    log_path: Path,
+    timeout: float = START_TIMEOUT_S,
+    env: dict[str, str] | None = None,
+) -> Server:
     """Start `cascade serve` for `url` in the background (with `env` added to this process's
     environment); return once /api/health answers."""
     parts = urlsplit(url)
     if parts.scheme != "http" or parts.hostname is None:
-        raise UpError(f"cannot start a server for {url}: `cascade up` starts local http servers "
-                      "only; start the server yourself and use `cascade tui`")
+        raise UpError(
+            f"cannot start a server for {url}: `cascade up` starts local http servers "
+            "only; start the server yourself and use `cascade tui`"
+        )
     port = parts.port or 80
-    cmd = [sys.executable, "-m", "cascade_tui.cli", "serve", "--host", parts.hostname,
-           "--port", str(port)]
+    cmd = [sys.executable, "-m", "cascade_tui.cli", "serve", "--host", parts.hostname, "--port", str(port)]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -89,7 +101,10 @@ def start_server(url: str, data_dir: Path | None, log_path: Path,
     log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
     log_start = log.tell()  # what this start writes: where its cause will be if it fails
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
         env={**os.environ, **env} if env else None,
         start_new_session=True,  # Ctrl+C and the terminal's signals go to the UI, not the server
     )
@@ -128,13 +143,16 @@ def _wait_ready(server: Server, token_seen: threading.Event, timeout: float) -> 
         if proc.poll() is not None:
             token_seen.wait(2)
             cause = cause_from_log(_read_from(log_path, server.log_start)) if log_path else None
-            raise UpError(f"`cascade serve` exited with status {proc.returncode} before it was "
-                          f"ready{': ' + cause if cause else ''}; its log is {log_path}")
+            raise UpError(
+                f"`cascade serve` exited with status {proc.returncode} before it was "
+                f"ready{': ' + cause if cause else ''}; its log is {log_path}"
+            )
         if token_seen.is_set() and health(url, timeout=1.0) is not None:
             return server
         if time.monotonic() > deadline:
-            raise UpError(f"`cascade serve` did not answer at {url} within {timeout:.0f} s; "
-                          f"its log is {log_path}")
+            raise UpError(
+                f"`cascade serve` did not answer at {url} within {timeout:.0f} s; its log is {log_path}"
+            )
         time.sleep(0.1)
 
 
@@ -147,8 +165,14 @@ def _read_from(path: Path, offset: int) -> str:
         return ""
 
 
-def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
-                         log_path: Path | None = None, *, free_ports: bool = False) -> Server:
+def find_or_start_server(
+    url: str,
+    token: str | None,
+    data_dir: Path | None,
+    log_path: Path | None = None,
+    *,
+    free_ports: bool = False,
+) -> Server:
     """The server at `url` if one answers (token from settings or its token file), else a new one.
     `free_ports`: the URL is the default, not the operator's choice, so a taken app port is
     swapped for a free one; so is a taken embedded S3 port the operator did not choose. Each
@@ -158,8 +182,11 @@ def find_or_start_server(url: str, token: str | None, data_dir: Path | None,
     if answer is not None:
         if token is None and answer.get("auth", True):
             token = read_token_file(data)
-        return Server(url=url, token=token, notes=[f"using the server already running at {url} "
-                                                   "(it keeps running when you quit)"])
+        return Server(
+            url=url,
+            token=token,
+            notes=[f"using the server already running at {url} (it keeps running when you quit)"],
+        )
     url, env, notes = choose_free_ports(url, os.environ, url_chosen=not free_ports)
     server = start_server(url, data_dir, log_path or data / "serve.log", env=env)
     server.notes = notes
@@ -178,8 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_ui_arguments(parser)
     parser.add_argument("--url", help=f"where the server is or will be (default {DEFAULT_URL})")
-    parser.add_argument("--data-dir", type=data_dir,
-                        help="data directory for a server this command starts (CASCADE_DATA_DIR)")
+    parser.add_argument(
+        "--data-dir", type=data_dir, help="data directory for a server this command starts (CASCADE_DATA_DIR)"
+    )
     return parser
 
 
@@ -213,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     outcome: QuitOutcome | None = None
     try:
         try:
-            server = find_or_start_server(url, settings.token_value(), args.data_dir,
-                                          free_ports=not url_given)
+            server = find_or_start_server(
+                url, settings.token_value(), args.data_dir, free_ports=not url_given
+            )
         except UpError as exc:
             say(f"cascade up: {exc}")
             return 1

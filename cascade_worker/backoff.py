@@ -7,8 +7,8 @@ lost the same server at the same moment, so they do not all come back at once wh
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 
 @dataclass

@@ -21,8 +21,8 @@ from cascade_server.shared.cli_usage import EXIT_USAGE, OneLineErrorParser, usag
 
 from . import accelsim, replay
 from .client import SimClient
-from .sim_session import Worker, WorkerPlan, make_scratch
 from .settings import NAMES, Options
+from .sim_session import Worker, WorkerPlan, make_scratch
 from .simulator.layout import lib_dir_of
 from .trace_fetch import FetchError, NodeTrace, cache_root, has_trace
 
@@ -47,23 +47,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--token", help="the server's token " + env % "CASCADE_TOKEN")
     parser.add_argument("--sim-id", help="the sim to run " + env % "CASCADE_SIM_ID")
     parser.add_argument("--gpu-config", help="e.g. SM7_QV100 " + env % "CASCADE_GPU_CONFIG")
-    parser.add_argument("--trace-dir", type=Path,
-                        help="the trace's directory, holding traces/kernelslist.g " + env % "CASCADE_TRACE_DIR")
-    parser.add_argument("--trace-id",
-                        help="the trace's id: fetched over the API into local scratch (once per node) when "
-                        "--trace-dir is not on this host " + env % "CASCADE_TRACE_ID")
-    parser.add_argument("--accelsim-dir", type=Path,
-                        help="an Accel-Sim checkout with a built accel-sim.out " + env % "CASCADE_ACCELSIM_DIR")
-    parser.add_argument("--samples-dir", type=Path,
-                        help="where the recordings are " + env % "CASCADE_SAMPLES_DIR")
-    parser.add_argument("--replay", type=Path, metavar="LOG",
-                        help="replay this recorded log instead of simulating")
-    parser.add_argument("--wall-seconds", type=float,
-                        help="the recorded run's wall time, for --replay LOG")
-    parser.add_argument("--speed", type=float,
-                        help="replay this many times faster than recorded " + env % "CASCADE_REPLAY_SPEED")
-    parser.add_argument("--scratch-dir", type=Path,
-                        help="parent of the worker's scratch directory " + env % "CASCADE_SCRATCH_DIR")
+    parser.add_argument(
+        "--trace-dir",
+        type=Path,
+        help="the trace's directory, holding traces/kernelslist.g " + env % "CASCADE_TRACE_DIR",
+    )
+    parser.add_argument(
+        "--trace-id",
+        help="the trace's id: fetched over the API into local scratch (once per node) when "
+        "--trace-dir is not on this host " + env % "CASCADE_TRACE_ID",
+    )
+    parser.add_argument(
+        "--accelsim-dir",
+        type=Path,
+        help="an Accel-Sim checkout with a built accel-sim.out " + env % "CASCADE_ACCELSIM_DIR",
+    )
+    parser.add_argument(
+        "--samples-dir", type=Path, help="where the recordings are " + env % "CASCADE_SAMPLES_DIR"
+    )
+    parser.add_argument(
+        "--replay", type=Path, metavar="LOG", help="replay this recorded log instead of simulating"
+    )
+    parser.add_argument("--wall-seconds", type=float, help="the recorded run's wall time, for --replay LOG")
+    parser.add_argument(
+        "--speed",
+        type=float,
+        help="replay this many times faster than recorded " + env % "CASCADE_REPLAY_SPEED",
+    )
+    parser.add_argument(
+        "--scratch-dir",
+        type=Path,
+        help="parent of the worker's scratch directory " + env % "CASCADE_SCRATCH_DIR",
+    )
     parser.add_argument("--keep-scratch", action="store_true", help="keep the scratch directory")
     return parser
 
@@ -72,10 +87,19 @@ def resolve_options(args: argparse.Namespace) -> Options:
     """Flags over `CASCADE_*` variables; raises UsageError with a message for anything missing
     or wrong."""
     flags = {
-        "url": args.url, "token": args.token, "sim_id": args.sim_id, "gpu_config": args.gpu_config,
-        "trace_dir": args.trace_dir, "trace_id": args.trace_id, "accelsim_dir": args.accelsim_dir, "samples_dir": args.samples_dir,
-        "replay": args.replay, "wall_seconds": args.wall_seconds, "speed": args.speed,
-        "scratch_parent": args.scratch_dir, "keep_scratch": args.keep_scratch or None,
+        "url": args.url,
+        "token": args.token,
+        "sim_id": args.sim_id,
+        "gpu_config": args.gpu_config,
+        "trace_dir": args.trace_dir,
+        "trace_id": args.trace_id,
+        "accelsim_dir": args.accelsim_dir,
+        "samples_dir": args.samples_dir,
+        "replay": args.replay,
+        "wall_seconds": args.wall_seconds,
+        "speed": args.speed,
+        "scratch_parent": args.scratch_dir,
+        "keep_scratch": args.keep_scratch or None,
     }
     try:
         return Options(**{name: value for name, value in flags.items() if value not in (None, "")})
@@ -101,11 +125,21 @@ def simulator_argv(options: Options, run_dir: Path) -> list[str]:
         recording = replay.recording_from_path(options.replay, options.wall_seconds)
     else:
         recording = replay.find_recording(options.samples_dir, options.gpu_config)
-    log.info("stand-in mode: replaying %s (recorded on %s), speed x%g; its numbers are the "
-             "recording's, not this trace's", recording.path, recording.config or "an unknown config",
-             options.speed)
-    argv = [sys.executable, "-m", "cascade_worker.replay", str(recording.path.resolve()),
-            "--speed", repr(options.speed)]
+    log.info(
+        "stand-in mode: replaying %s (recorded on %s), speed x%g; its numbers are the "
+        "recording's, not this trace's",
+        recording.path,
+        recording.config or "an unknown config",
+        options.speed,
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "cascade_worker.replay",
+        str(recording.path.resolve()),
+        "--speed",
+        repr(options.speed),
+    ]
     if recording.wall_seconds is not None:
         argv += ["--wall-seconds", repr(recording.wall_seconds)]
     return argv
@@ -114,18 +148,28 @@ def simulator_argv(options: Options, run_dir: Path) -> list[str]:
 async def run(options: Options) -> int:
     scratch = make_scratch(options.sim_id, options.scratch_parent)
     plan = WorkerPlan(
-        sim_id=options.sim_id, argv=[], run_dir=scratch / "run", scratch=scratch,
-        heartbeat_interval=options.heartbeat_interval, kill_grace=options.kill_grace,
-        give_up_after=options.give_up_after, keep_scratch=options.keep_scratch, trace_dir=options.trace_dir,
+        sim_id=options.sim_id,
+        argv=[],
+        run_dir=scratch / "run",
+        scratch=scratch,
+        heartbeat_interval=options.heartbeat_interval,
+        kill_grace=options.kill_grace,
+        give_up_after=options.give_up_after,
+        keep_scratch=options.keep_scratch,
+        trace_dir=options.trace_dir,
     )
-    async with SimClient(options.url, options.token, options.sim_id,
-                         give_up_after=options.give_up_after) as client:
+    async with SimClient(
+        options.url, options.token, options.sim_id, give_up_after=options.give_up_after
+    ) as client:
         worker = Worker(plan, client)
         async with contextlib.AsyncExitStack() as stack:
             try:
                 if options.trace_id is not None and needs_fetch(options):
-                    local = await stack.enter_async_context(NodeTrace(
-                        options.url, options.token, options.trace_id, cache_root(options.scratch_parent)))
+                    local = await stack.enter_async_context(
+                        NodeTrace(
+                            options.url, options.token, options.trace_id, cache_root(options.scratch_parent)
+                        )
+                    )
                     options = options.model_copy(update={"trace_dir": local})
                     plan.trace_dir = local  # with the step-timeline files, when the trace has them
                 plan.argv = simulator_argv(options, plan.run_dir)

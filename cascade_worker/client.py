@@ -11,13 +11,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 
 from cascade_server.shared.error_detail import error_detail
-from cascade_server.shared.models import Heartbeat, HeartbeatAck, LogChunk, SimFile, SimResults, StepTimelineUpload
+from cascade_server.shared.models import (
+    Heartbeat,
+    HeartbeatAck,
+    LogChunk,
+    SimFile,
+    SimResults,
+    StepTimelineUpload,
+)
 
 from .backoff import Backoff
 
@@ -73,22 +80,28 @@ class SimClient:
 
     async def heartbeat(self, beat: Heartbeat, *, give_up_after: float | None = None) -> HeartbeatAck:
         response = await self._call(
-            "POST", f"/api/sims/{self.sim_id}/heartbeat",
-            json=beat.model_dump(mode="json"), give_up_after=give_up_after,
+            "POST",
+            f"/api/sims/{self.sim_id}/heartbeat",
+            json=beat.model_dump(mode="json"),
+            give_up_after=give_up_after,
         )
         return HeartbeatAck.model_validate(response.json())
 
     async def send_chunk(self, chunk: LogChunk, *, give_up_after: float | None = None) -> None:
         await self._call(
-            "POST", f"/api/sims/{self.sim_id}/logs",
-            content=chunk.model_dump_json(), headers={"Content-Type": "application/json"},
+            "POST",
+            f"/api/sims/{self.sim_id}/logs",
+            content=chunk.model_dump_json(),
+            headers={"Content-Type": "application/json"},
             give_up_after=give_up_after,
         )
 
     async def put_file(self, name: str, data: bytes, *, give_up_after: float | None = None) -> SimFile:
         response = await self._call(
-            "PUT", f"/api/sims/{self.sim_id}/files/{name}",
-            content=data, headers={"Content-Type": "application/octet-stream"},
+            "PUT",
+            f"/api/sims/{self.sim_id}/files/{name}",
+            content=data,
+            headers={"Content-Type": "application/octet-stream"},
             give_up_after=give_up_after,
         )
         return SimFile.model_validate(response.json())
@@ -98,15 +111,20 @@ class SimClient:
         response = await self._call("GET", f"/api/sims/{self.sim_id}/results", give_up_after=give_up_after)
         return SimResults.model_validate_json(response.content)
 
-    async def put_step_timeline(self, upload: StepTimelineUpload, *, give_up_after: float | None = None) -> None:
+    async def put_step_timeline(
+        self, upload: StepTimelineUpload, *, give_up_after: float | None = None
+    ) -> None:
         await self._call(
-            "POST", f"/api/sims/{self.sim_id}/step-timeline",
-            content=upload.model_dump_json(), headers={"Content-Type": "application/json"},
+            "POST",
+            f"/api/sims/{self.sim_id}/step-timeline",
+            content=upload.model_dump_json(),
+            headers={"Content-Type": "application/json"},
             give_up_after=give_up_after,
         )
 
-    async def _call(self, method: str, path: str, *, give_up_after: float | None = None,
-                    **kwargs: Any) -> httpx.Response:
+    async def _call(
+        self, method: str, path: str, *, give_up_after: float | None = None, **kwargs: Any
+    ) -> httpx.Response:
         limit = self.give_up_after if give_up_after is None else give_up_after
         backoff = self._backoff()
         started = time.monotonic()
@@ -125,5 +143,7 @@ class SimClient:
                 raise ServerUnreachable(f"{method} {path}: gave up after {limit:.0f} s ({problem})")
             delay = backoff.next_delay()
             if backoff.attempt in (1, 5) or backoff.attempt % 20 == 0:
-                log.warning("%s %s failed (%s); retrying (attempt %d)", method, path, problem, backoff.attempt)
+                log.warning(
+                    "%s %s failed (%s); retrying (attempt %d)", method, path, problem, backoff.attempt
+                )
             await self._sleep(delay)

@@ -35,9 +35,11 @@ def wall_error_line(steps: int, wall: dict[str, Any]) -> str:
         head = f"{compared} of {steps} steps compared (the others simulated no kernel)"
     else:
         head = f"{compared} steps"
-    return (f"{head}: step wall error mean {pct_text(wall.get('mean_error_pct'), signed=True)}, "
-            f"mean |error| {pct_text(wall.get('mean_abs_error_pct'))}, "
-            f"p95 |error| {pct_text(wall.get('p95_abs_error_pct'))}")
+    return (
+        f"{head}: step wall error mean {pct_text(wall.get('mean_error_pct'), signed=True)}, "
+        f"mean |error| {pct_text(wall.get('mean_abs_error_pct'))}, "
+        f"p95 |error| {pct_text(wall.get('p95_abs_error_pct'))}"
+    )
 
 
 def main(argv: list[str]) -> int:

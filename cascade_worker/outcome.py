@@ -22,7 +22,9 @@ _UNDEFINED_INSTRUCTION = re.compile(r"ERROR:\s+undefined instruction : (?P<opcod
 # `GPGPU-Sim: ERROR …`, a config option it does not know. That line is the sim's error.
 _EARLY_ERROR = re.compile(
     r"error|cannot |can't |not found|undefined symbol|No such file|Segmentation fault|Aborted|terminate called"
-    r"|Unknown option|not supported", re.IGNORECASE)
+    r"|Unknown option|not supported",
+    re.IGNORECASE,
+)
 _FIRST_KERNEL = "launching kernel name:"
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s:/]+/)+([^\s:/]+)")
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cascade_server.shared.packaged import samples_dir
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from cascade_server.shared.packaged import samples_dir
 
 # The samples shipped with Cascade (the recordings the stand-in replays).
 DEFAULT_SAMPLES_DIR = samples_dir()
@@ -16,8 +17,9 @@ DEFAULT_SAMPLES_DIR = samples_dir()
 
 class Options(BaseSettings):
     # Fields without an alias read CASCADE_<FIELD>; an empty variable counts as unset.
-    model_config = SettingsConfigDict(env_prefix="CASCADE_", env_ignore_empty=True, extra="ignore",
-                                      populate_by_name=True, frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="CASCADE_", env_ignore_empty=True, extra="ignore", populate_by_name=True, frozen=True
+    )
 
     # Every field has a `description`: docs/gen_reference.py writes the configuration reference from them.
     url: str = Field(description="the server's URL")

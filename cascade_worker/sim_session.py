@@ -27,6 +27,7 @@ from pathlib import Path
 
 from cascade_server.shared.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk, utcnow
 from cascade_server.shared.timeline.stats import pct_text
+from cascade_server.shared.trace_layout import has_step_timeline
 
 from . import step_timeline, uploads
 from .chunks import Chunker, LineSplitter
@@ -34,7 +35,6 @@ from .client import ApiRefused, ServerUnreachable, SimClient
 from .environment import simulator_environment
 from .outcome import OutputMarkers, classify
 from .spool import Spool
-from cascade_server.shared.trace_layout import has_step_timeline
 
 log = logging.getLogger("cascade_worker")
 
@@ -61,7 +61,9 @@ class WorkerPlan:
     give_up_after: float = 6 * 3600.0
     keep_scratch: bool = False
     trace_dir: Path | None = None  # for the step timeline, when the trace has one
-    library_dir: Path | None = None  # real mode: the simulator's own libcudart folder, first on LD_LIBRARY_PATH
+    library_dir: Path | None = (
+        None  # real mode: the simulator's own libcudart folder, first on LD_LIBRARY_PATH
+    )
 
 
 def make_scratch(sim_id: str, parent: Path | None) -> Path:
@@ -103,11 +105,16 @@ class Worker:
         before = uploads.snapshot(self.plan.run_dir)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self.request_stop, f"worker stopped by {signal.Signals(signum).name}", EXIT_SIGNAL)
+            loop.add_signal_handler(
+                signum, self.request_stop, f"worker stopped by {signal.Signals(signum).name}", EXIT_SIGNAL
+            )
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *self.plan.argv, cwd=self.plan.run_dir, env=simulator_environment(os.environ, self.plan.library_dir),
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                *self.plan.argv,
+                cwd=self.plan.run_dir,
+                env=simulator_environment(os.environ, self.plan.library_dir),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
             )
         except OSError as exc:
@@ -129,11 +136,16 @@ class Worker:
             self._finish_output()
             outcome = classify(returncode, self.markers)
             exit_code = returncode if returncode >= 0 else 128 - returncode
-            log.info("simulator exited %d: %s%s", returncode, outcome.state,
-                     f" ({outcome.error})" if outcome.error else "")
+            log.info(
+                "simulator exited %d: %s%s",
+                returncode,
+                outcome.state,
+                f" ({outcome.error})" if outcome.error else "",
+            )
             # Everything below waits on the server; a cancel or a signal still ends it early.
-            finishing = asyncio.create_task(self._finish(sender, heartbeats, before, outcome, exit_code,
-                                                          ended_at))
+            finishing = asyncio.create_task(
+                self._finish(sender, heartbeats, before, outcome, exit_code, ended_at)
+            )
             await asyncio.wait({finishing, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
             if finishing.done():
                 return finishing.result()
@@ -147,8 +159,9 @@ class Worker:
             if self._proc.returncode is None:
                 await self._terminate()
             if len(self.spool):
-                log.warning("%d log chunks never reached the server; they are in %s",
-                            len(self.spool), self.spool_dir)
+                log.warning(
+                    "%d log chunks never reached the server; they are in %s", len(self.spool), self.spool_dir
+                )
             elif not self.plan.keep_scratch:
                 shutil.rmtree(self.plan.scratch, ignore_errors=True)
 
@@ -156,7 +169,9 @@ class Worker:
         """The simulator could not start: say so to the server as the sim's failure."""
         log.error("%s", reason)
         try:
-            await self.client.heartbeat(Heartbeat(state="failed", error=reason, at=utcnow()), give_up_after=60)
+            await self.client.heartbeat(
+                Heartbeat(state="failed", error=reason, at=utcnow()), give_up_after=60
+            )
         except (ApiRefused, ServerUnreachable) as exc:
             log.error("could not report the failure: %s", exc)
             return EXIT_SERVER
@@ -213,8 +228,11 @@ class Worker:
             await self.client.put_file(step_timeline.ERROR_FILE, f"step timeline not sent: {exc}\n".encode())
             return
         wall = upload.compare["summary"]["wall_ns"] if upload.compare else {}
-        log.info("step timeline sent: %d steps, mean |wall error| %s", len(upload.simulated["steps"]),
-                 pct_text(wall.get("mean_abs_error_pct"), digits=1))
+        log.info(
+            "step timeline sent: %d steps, mean |wall error| %s",
+            len(upload.simulated["steps"]),
+            pct_text(wall.get("mean_abs_error_pct"), digits=1),
+        )
 
     async def _upload_log(self) -> None:
         data = await asyncio.to_thread(_gzip_file, self.log_path)
@@ -356,4 +374,3 @@ def _gzip_file(path: Path) -> bytes:
 
 async def run_worker(plan: WorkerPlan, client: SimClient) -> int:
     return await Worker(plan, client).run()
-

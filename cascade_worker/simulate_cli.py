@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cascade_server.shared.models import SimResults
 from cascade_server.shared.cli_usage import OneLineErrorParser
+from cascade_server.shared.models import SimResults
 from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
 from cascade_server.shared.timeline.replay import sim_kernel_times, simulate
 
@@ -24,21 +24,35 @@ def build_parser() -> argparse.ArgumentParser:
         description="Predict the trace's steps on a simulated GPU: each measured step replayed with every "
         "mapped kernel's time replaced by the sim's (stream overlap and host gaps kept).",
     )
-    parser.add_argument("trace_dir", type=Path, help="the trace directory (with corrected_timeline.json "
-                        "and kernel_mapping.json from `cascade timeline import`)")
+    parser.add_argument(
+        "trace_dir",
+        type=Path,
+        help="the trace directory (with corrected_timeline.json "
+        "and kernel_mapping.json from `cascade timeline import`)",
+    )
     parser.add_argument("sim_results", type=Path, help="a sim's results JSON (GET /api/sims/{id}/results)")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="where to write simulated_timeline.json")
-    parser.add_argument("--gap-scale", type=float, default=1.0,
-                        help="scale the host's idle gaps by this factor (default 1.0)")
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="where to write simulated_timeline.json"
+    )
+    parser.add_argument(
+        "--gap-scale", type=float, default=1.0, help="scale the host's idle gaps by this factor (default 1.0)"
+    )
     return parser
 
 
-def simulate_sim(timeline: CorrectedTimeline, mapping: KernelMapping, results: SimResults,
-                 gap_scale: float = 1.0) -> dict[str, Any]:
+def simulate_sim(
+    timeline: CorrectedTimeline, mapping: KernelMapping, results: SimResults, gap_scale: float = 1.0
+) -> dict[str, Any]:
     """simulated_timeline.json for one sim (also what the worker sends)."""
-    meta = {"run_name": results.trace_id, "trace_id": results.trace_id, "sim_id": results.sim.id,
-            "gpu_config": results.gpu_config.name, "replica": results.sim.replica,
-            "profile": timeline.source.get("profile"), "device": timeline.source.get("device")}
+    meta = {
+        "run_name": results.trace_id,
+        "trace_id": results.trace_id,
+        "sim_id": results.sim.id,
+        "gpu_config": results.gpu_config.name,
+        "replica": results.sim.replica,
+        "profile": timeline.source.get("profile"),
+        "device": timeline.source.get("device"),
+    }
     return simulate(timeline, mapping, sim_kernel_times(results.kernels), gap_scale=gap_scale, meta=meta)
 
 
@@ -56,6 +70,8 @@ def main(argv: list[str]) -> int:
     simulated = simulate_sim(timeline, mapping, results, args.gap_scale)
     args.output.write_text(json.dumps(simulated, separators=(",", ":")) + "\n")
     coverage = simulated["summary"]["simulation"]["coverage"]
-    print(f"{len(simulated['steps'])} steps, {coverage['simulated_kernels']} / {coverage['kernels']} kernels "
-          f"simulated ({coverage['gpu_time_fraction'] * 100:.1f}% of the measured GPU time); wrote {args.output}")
+    print(
+        f"{len(simulated['steps'])} steps, {coverage['simulated_kernels']} / {coverage['kernels']} kernels "
+        f"simulated ({coverage['gpu_time_fraction'] * 100:.1f}% of the measured GPU time); wrote {args.output}"
+    )
     return 0

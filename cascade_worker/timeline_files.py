@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from cascade_server.shared.bounded_read import TIMING_FILE_MAX_BYTES, TooLargeError, read_bounded
-from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, locate
 from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
+from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, locate
 
 
 class TimelineFileError(Exception):
@@ -44,8 +44,11 @@ def read_step_inputs(trace_dir: Path) -> tuple[CorrectedTimeline, KernelMapping]
     for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME):
         path = locate(trace_dir, name)
         if path is None:
-            raise TimelineFileError(f"{trace_dir}: no {name} (run `cascade timeline import PROFILE {trace_dir}`)")
+            raise TimelineFileError(
+                f"{trace_dir}: no {name} (run `cascade timeline import PROFILE {trace_dir}`)"
+            )
         found[name] = path
-    return (read_model(found[CORRECTED_TIMELINE_NAME], CorrectedTimeline),
-            read_model(found[KERNEL_MAPPING_NAME], KernelMapping))
-
+    return (
+        read_model(found[CORRECTED_TIMELINE_NAME], CorrectedTimeline),
+        read_model(found[KERNEL_MAPPING_NAME], KernelMapping),
+    )

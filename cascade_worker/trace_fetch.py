@@ -90,13 +90,22 @@ class NodeTrace:
             async with httpx.AsyncClient(headers=headers, timeout=60) as http:
                 listing = await http.get(base)
                 if listing.status_code != 200:
-                    raise FetchError(f"cannot list trace {self.trace_id}'s files: HTTP {listing.status_code} "
-                                     f"{error_detail(listing)}")
+                    raise FetchError(
+                        f"cannot list trace {self.trace_id}'s files: HTTP {listing.status_code} "
+                        f"{error_detail(listing)}"
+                    )
                 files = listing.json()["files"]
-                log.info("fetching trace %s (%d files, %d bytes) into %s", self.trace_id, len(files),
-                         sum(f["size"] for f in files), self.directory)
+                log.info(
+                    "fetching trace %s (%d files, %d bytes) into %s",
+                    self.trace_id,
+                    len(files),
+                    sum(f["size"] for f in files),
+                    self.directory,
+                )
                 for entry in files:
-                    await self._fetch(http, f"{base}/{entry['path']}", self.directory / entry["path"], entry["size"])
+                    await self._fetch(
+                        http, f"{base}/{entry['path']}", self.directory / entry["path"], entry["size"]
+                    )
         except httpx.HTTPError as exc:
             raise FetchError(f"cannot fetch trace {self.trace_id}: {type(exc).__name__}") from None
         (self.directory / COMPLETE).write_text("")
@@ -107,7 +116,9 @@ class NodeTrace:
         async with http.stream("GET", url) as response:
             if response.status_code != 200:
                 await response.aread()
-                raise FetchError(f"cannot fetch {target.name}: HTTP {response.status_code} {error_detail(response)}")
+                raise FetchError(
+                    f"cannot fetch {target.name}: HTTP {response.status_code} {error_detail(response)}"
+                )
             with open(target, "wb") as out:
                 async for block in response.aiter_bytes(1 << 20):
                     out.write(block)

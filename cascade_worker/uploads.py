@@ -68,11 +68,7 @@ class Upload:
 def prepare(directory: Path, relative: Path) -> Upload | None:
     """The bytes to send for one file (gzipped when large text), or None to skip it."""
     data = (directory / relative).read_bytes()
-    gzipped = (
-        len(data) > GZIP_OVER
-        and not relative.name.endswith(".gz")
-        and looks_like_text(data[:8192])
-    )
+    gzipped = len(data) > GZIP_OVER and not relative.name.endswith(".gz") and looks_like_text(data[:8192])
     if gzipped:
         data = gzip.compress(data, compresslevel=6, mtime=0)
     name = upload_name(relative, gzipped)

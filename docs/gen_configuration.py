@@ -29,16 +29,31 @@ class Section:
 
 
 SECTIONS = [
-    Section("The server", "`cascade serve` (and the server `cascade up` starts).",
-            "cascade_server.settings:Settings", "not slurm"),
-    Section("The Slurm launcher", "`cascade serve` with `CASCADE_LAUNCHER=slurm` "
-            "([Run on a Slurm cluster](../guides/slurm.md)).", "cascade_server.settings:Settings", "slurm"),
-    Section("The worker", "`cascade worker`, one sim: flags first (`cascade worker --help`), then these. "
-            "A launcher passes them in the environment.", "cascade_worker.settings:Options"),
-    Section("The terminal UI and the scripting commands", "`cascade tui`, `cascade up`, `cascade traces`, "
-            "`runs`, `run`, `results`: flags first, then these variables, then the config file, which holds "
-            "the same settings by field name (`url = \"...\"`, `token = \"...\"`).",
-            "cascade_tui.config:TuiSettings"),
+    Section(
+        "The server",
+        "`cascade serve` (and the server `cascade up` starts).",
+        "cascade_server.settings:Settings",
+        "not slurm",
+    ),
+    Section(
+        "The Slurm launcher",
+        "`cascade serve` with `CASCADE_LAUNCHER=slurm` ([Run on a Slurm cluster](../guides/slurm.md)).",
+        "cascade_server.settings:Settings",
+        "slurm",
+    ),
+    Section(
+        "The worker",
+        "`cascade worker`, one sim: flags first (`cascade worker --help`), then these. "
+        "A launcher passes them in the environment.",
+        "cascade_worker.settings:Options",
+    ),
+    Section(
+        "The terminal UI and the scripting commands",
+        "`cascade tui`, `cascade up`, `cascade traces`, "
+        "`runs`, `run`, `results`: flags first, then these variables, then the config file, which holds "
+        'the same settings by field name (`url = "..."`, `token = "..."`).',
+        "cascade_tui.config:TuiSettings",
+    ),
 ]
 
 

@@ -27,10 +27,10 @@ from cascade_server.serve import start_s3
 from cascade_server.settings import Settings
 from cascade_tui.app import CascadeApp
 from cascade_tui.config import TuiSettings
-from cascade_tui.screens.runs_list import RunsScreen
-from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 
 OUT = Path(__file__).resolve().parent / "images"
 TOKEN = "docs-screenshots-token"
@@ -65,18 +65,32 @@ async def demo_trace_ready(url: str) -> None:
 
 
 async def capture(out: Path, size: tuple[int, int], work: Path) -> list[Path]:
-    settings = Settings(data_dir=work / "data", port=free_port(8000), s3_port=free_port(9020), token=TOKEN,
-                        launcher="manual", samples=True)
+    settings = Settings(
+        data_dir=work / "data",
+        port=free_port(8000),
+        s3_port=free_port(9020),
+        token=TOKEN,
+        launcher="manual",
+        samples=True,
+    )
     async with contextlib.AsyncExitStack() as stack:
         await start_s3(settings, stack)
-        runner = ApiRunner(create_app(settings), handler_cancellation=True, access_log=None,
-                           shutdown_timeout=2)
+        runner = ApiRunner(
+            create_app(settings), handler_cancellation=True, access_log=None, shutdown_timeout=2
+        )
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         await web.TCPSite(runner, "127.0.0.1", settings.port).start()
         await demo_trace_ready(settings.base_url)
-        app = CascadeApp(TuiSettings(url=settings.base_url, token=SecretStr(TOKEN), refresh_hz=4.0,
-                                     download_dir=work / "downloads", config=work / "no-config.toml"))
+        app = CascadeApp(
+            TuiSettings(
+                url=settings.base_url,
+                token=SecretStr(TOKEN),
+                refresh_hz=4.0,
+                download_dir=work / "downloads",
+                config=work / "no-config.toml",
+            )
+        )
         saved: list[Path] = []
 
         async def shot(name: str, screen: type, pilot) -> None:

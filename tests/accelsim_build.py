@@ -25,8 +25,10 @@ SAMPLES_REAL = SHARED / "samples-real"
 PREFIX_VARIABLE = "CASCADE_TEST_ACCELSIM_PREFIX"
 # Read when the tests are collected: the autouse clean_env fixture removes CASCADE_* variables.
 PREFIX = os.environ.get(PREFIX_VARIABLE)
-HOW = (f"run `cascade simulator install --prefix DIR --framework {FRAMEWORK_TARBALL} --gpgpu-sim "
-       f"{GPGPU_SIM_TARBALL}` and set {PREFIX_VARIABLE}=DIR (.ci/run does)")
+HOW = (
+    f"run `cascade simulator install --prefix DIR --framework {FRAMEWORK_TARBALL} --gpgpu-sim "
+    f"{GPGPU_SIM_TARBALL}` and set {PREFIX_VARIABLE}=DIR (.ci/run does)"
+)
 
 
 def source_tarballs() -> tuple[Path, Path]:
@@ -46,22 +48,40 @@ def finished_prefix() -> Path:
     if not value:
         pytest.skip(f"no real Accel-Sim build for this test: {HOW}")
     framework, gpgpu_sim = source_tarballs()
-    key = build_key(sources.resolve(sources.FRAMEWORK, framework), sources.resolve(sources.GPGPU_SIM, gpgpu_sim))
+    key = build_key(
+        sources.resolve(sources.FRAMEWORK, framework), sources.resolve(sources.GPGPU_SIM, gpgpu_sim)
+    )
     if not layout.is_complete(layout.InstallRoot(Path(value)).build(key)):
         pytest.skip(f"{value} has no finished build of the pinned sources: {HOW}")
     return Path(value)
 
 
 def cascade(*args: str | Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cascade_tui.cli", *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "cascade_tui.cli", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def install_into(data_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """`cascade simulator install` for `data_dir`, reusing the prefix's finished build."""
     framework, gpgpu_sim = source_tarballs()
-    return cascade("simulator", "install", "--data-dir", data_dir, "--prefix", finished_prefix(),
-                   "--framework", framework, "--gpgpu-sim", gpgpu_sim, env=env)
+    return cascade(
+        "simulator",
+        "install",
+        "--data-dir",
+        data_dir,
+        "--prefix",
+        finished_prefix(),
+        "--framework",
+        framework,
+        "--gpgpu-sim",
+        gpgpu_sim,
+        env=env,
+    )
 
 
 def plain_env(home: Path) -> dict[str, str]:

@@ -21,9 +21,9 @@ from botocore.config import Config
 from cascade_server.app import create_app
 from cascade_server.appkeys import STORE_KEY
 from cascade_server.clock import Clock
-from cascade_server.shared.models import KernelLaunch, TraceDetail, utcnow
 from cascade_server.runner import ApiRunner
 from cascade_server.settings import Settings
+from cascade_server.shared.models import KernelLaunch, TraceDetail, utcnow
 from cascade_server.storage import Store
 from tests.helpers import free_port, reserve_port, take_reserved
 
@@ -60,11 +60,18 @@ class LiveServer:
 
     async def start(self) -> LiveServer:
         self.runner = ApiRunner(
-            create_app(self.settings, self.clock), handler_cancellation=True, access_log=None, shutdown_timeout=2
+            create_app(self.settings, self.clock),
+            handler_cancellation=True,
+            access_log=None,
+            shutdown_timeout=2,
         )
         await self.runner.setup()
         sock = take_reserved(self.settings.port)  # the first start: the socket the OS bound for it
-        site = web.SockSite(self.runner, sock) if sock else web.TCPSite(self.runner, "127.0.0.1", self.settings.port)
+        site = (
+            web.SockSite(self.runner, sock)
+            if sock
+            else web.TCPSite(self.runner, "127.0.0.1", self.settings.port)
+        )
         await site.start()
         return self
 
@@ -95,8 +102,12 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = dict(
-            data_dir=tmp_path / "data", host="127.0.0.1", port=reserve_port(), token=TOKEN,
-            launcher="manual", samples=False,
+            data_dir=tmp_path / "data",
+            host="127.0.0.1",
+            port=reserve_port(),
+            token=TOKEN,
+            launcher="manual",
+            samples=False,
         )
         values.update(overrides)
         return Settings(**values)
@@ -129,13 +140,23 @@ async def client(server: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
         yield http
 
 
-def ready_trace(trace_id: str = "tinyformer-step-sm70", arch: str = "sm_70", kernels: int = 15, **fields) -> TraceDetail:
+def ready_trace(
+    trace_id: str = "tinyformer-step-sm70", arch: str = "sm_70", kernels: int = 15, **fields
+) -> TraceDetail:
     now = utcnow()
     values: dict[str, Any] = dict(
-        id=trace_id, state="ready", created_at=now, updated_at=now, trace_gpu_arch=arch,
-        kernel_count=kernels, bytes=1234, metadata={"status": "ok"},
-        kernels=[KernelLaunch(kernel_id=i + 1, name=f"_Z6kernel{i}v", grid=(1, 1, 1), block=(32, 1, 1))
-                 for i in range(kernels)],
+        id=trace_id,
+        state="ready",
+        created_at=now,
+        updated_at=now,
+        trace_gpu_arch=arch,
+        kernel_count=kernels,
+        bytes=1234,
+        metadata={"status": "ok"},
+        kernels=[
+            KernelLaunch(kernel_id=i + 1, name=f"_Z6kernel{i}v", grid=(1, 1, 1), block=(32, 1, 1))
+            for i in range(kernels)
+        ],
     )
     values.update(fields)
     return TraceDetail(**values)
@@ -150,13 +171,27 @@ def write_config(root: Path, name: str, text: str) -> None:
 @pytest.fixture
 def accelsim_dir(tmp_path: Path) -> Path:
     root = tmp_path / "accelsim"
-    write_config(root, "SM7_QV100", "# Volta\n-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 0\n"
-                 "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n")
-    write_config(root, "SM7_TITANV", "-gpgpu_clock_domains 1200.0:1200.0:1200.0:850.0\n")  # arch from the name
-    write_config(root, "SM6_TITANX", "-gpgpu_compute_capability_major 6\n-gpgpu_compute_capability_minor 1\n"
-                 "-gpgpu_clock_domains 1417.0:1417.0:1417.0:2500.0\n")
-    write_config(root, "SM75_RTX2060", "-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 5\n"
-                 "-gpgpu_clock_domains 1365:1365:1365:3500.5\n")
+    write_config(
+        root,
+        "SM7_QV100",
+        "# Volta\n-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 0\n"
+        "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n",
+    )
+    write_config(
+        root, "SM7_TITANV", "-gpgpu_clock_domains 1200.0:1200.0:1200.0:850.0\n"
+    )  # arch from the name
+    write_config(
+        root,
+        "SM6_TITANX",
+        "-gpgpu_compute_capability_major 6\n-gpgpu_compute_capability_minor 1\n"
+        "-gpgpu_clock_domains 1417.0:1417.0:1417.0:2500.0\n",
+    )
+    write_config(
+        root,
+        "SM75_RTX2060",
+        "-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 5\n"
+        "-gpgpu_clock_domains 1365:1365:1365:3500.5\n",
+    )
     write_config(root, "BROKEN", "-gpgpu_n_clusters 4\n")  # no clock: skipped
     write_config(root, "weird_name", "-gpgpu_clock_domains 1000:1:1:1\n")  # no arch: skipped
     return root

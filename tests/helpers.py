@@ -83,8 +83,11 @@ class ManualClock:
             async with self._moved:
                 self._t = min(end, self._t + step)
                 self._moved.notify_all()
-            await wait_until(lambda: len(self._waking_at) >= sleepers
-                             and all(due > self._t for due in self._waking_at), 30, 0.01)
+            await wait_until(
+                lambda: len(self._waking_at) >= sleepers and all(due > self._t for due in self._waking_at),
+                30,
+                0.01,
+            )
 
 
 async def wait_until(check: Callable[[], Any], timeout: float = 90.0, interval: float = 0.05) -> Any:
@@ -109,8 +112,12 @@ def small_tmpfs(directory: Path, options: str) -> Iterator[Path]:
     small real disk to fill. Skips the test where it cannot be mounted (needs root)."""
     if shutil.which("mount") is None:
         pytest.skip("no mount command to make a small tmpfs")
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(directory)],
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if result.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): {result.stderr.strip()}")
     try:
@@ -121,5 +128,6 @@ def small_tmpfs(directory: Path, options: str) -> Iterator[Path]:
 
 def remount_tmpfs(directory: Path, options: str) -> subprocess.CompletedProcess:
     """Change a `small_tmpfs` in place (`size=64m`: space is back)."""
-    return subprocess.run(["mount", "-o", f"remount,{options}", str(directory)],
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        ["mount", "-o", f"remount,{options}", str(directory)], capture_output=True, text=True, timeout=30
+    )

@@ -13,16 +13,24 @@ import pytest
 
 def cascade(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-    return subprocess.run([sys.executable, "-m", "cascade_tui.cli", *argv], capture_output=True,
-                          text=True, env={**clean, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cascade_tui.cli", *argv],
+        capture_output=True,
+        text=True,
+        env={**clean, **(env or {})},
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("flags, env, line", [
-    (["--port", "99999"], {}, "CASCADE_PORT / --port: must be a number from 1 to 65535 (got 99999)"),
-    (["--port", "-1"], {}, "CASCADE_PORT / --port: must be a number from 1 to 65535 (got -1)"),
-    ([], {"CASCADE_PORT": "0"}, "CASCADE_PORT / --port: must be a number from 1 to 65535 (got '0')"),
-    ([], {"CASCADE_S3_PORT": "70000"}, "CASCADE_S3_PORT: must be a number from 1 to 65535 (got '70000')"),
-])
+@pytest.mark.parametrize(
+    "flags, env, line",
+    [
+        (["--port", "99999"], {}, "CASCADE_PORT / --port: must be a number from 1 to 65535 (got 99999)"),
+        (["--port", "-1"], {}, "CASCADE_PORT / --port: must be a number from 1 to 65535 (got -1)"),
+        ([], {"CASCADE_PORT": "0"}, "CASCADE_PORT / --port: must be a number from 1 to 65535 (got '0')"),
+        ([], {"CASCADE_S3_PORT": "70000"}, "CASCADE_S3_PORT: must be a number from 1 to 65535 (got '70000')"),
+    ],
+)
 def test_serve_refuses_a_port_out_of_range_before_anything_starts(tmp_path, flags, env, line):
     data_dir = tmp_path / "data"
     done = cascade("serve", "--data-dir", str(data_dir), *flags, env=env)
@@ -34,7 +42,10 @@ def test_serve_refuses_a_port_out_of_range_before_anything_starts(tmp_path, flag
 def test_tui_refresh_hz_out_of_range_names_the_whole_range(value, got):
     done = cascade("tui", "--refresh-hz", value)
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == f"cascade tui: CASCADE_REFRESH_HZ / --refresh-hz must be a number from 0.5 to 4 (got {got})\n"
+    assert (
+        done.stderr
+        == f"cascade tui: CASCADE_REFRESH_HZ / --refresh-hz must be a number from 0.5 to 4 (got {got})\n"
+    )
 
 
 def test_upload_names_a_wrong_setting_in_one_line(tmp_path: Path):
@@ -53,11 +64,15 @@ def test_serve_says_a_data_dir_that_is_a_file_is_not_a_directory(tmp_path: Path)
     a_file.write_text("root:x:0:0::/root:/bin/sh\n")
     done = cascade("serve", "--data-dir", str(a_file))
     assert (done.returncode, done.stderr) == (
-        2, f"cascade serve: invalid settings: CASCADE_DATA_DIR / --data-dir: {a_file} is not a directory\n")
+        2,
+        f"cascade serve: invalid settings: CASCADE_DATA_DIR / --data-dir: {a_file} is not a directory\n",
+    )
     below = cascade("serve", "--data-dir", str(a_file / "cascade"))
     assert (below.returncode, below.stderr) == (
-        2, f"cascade serve: invalid settings: CASCADE_DATA_DIR / --data-dir: {a_file / 'cascade'} cannot be "
-        f"a directory: {a_file} is a file\n")
+        2,
+        f"cascade serve: invalid settings: CASCADE_DATA_DIR / --data-dir: {a_file / 'cascade'} cannot be "
+        f"a directory: {a_file} is a file\n",
+    )
     assert a_file.read_text() == "root:x:0:0::/root:/bin/sh\n"
 
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from cascade_tui.cli import SUBCOMMANDS, main
 from cascade_server.shared.cli_usage import OneLineErrorParser, spelled_out
+from cascade_tui.cli import SUBCOMMANDS, main
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
@@ -25,12 +25,15 @@ def test_an_unknown_flag_is_one_line_and_exit_2(name, capsys):
     assert "usage:" not in err  # (a missing required argument is named before the unknown flag)
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["upload"], "cascade upload: the following arguments are required: "),
-    (["timeline", "import"], "cascade timeline import: the following arguments are required: "),
-    (["simulate", "only-one"], "cascade simulate: the following arguments are required: "),
-    (["tui", "--refresh-hz", "fast"], "cascade tui: argument --refresh-hz: invalid float value: 'fast'"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["upload"], "cascade upload: the following arguments are required: "),
+        (["timeline", "import"], "cascade timeline import: the following arguments are required: "),
+        (["simulate", "only-one"], "cascade simulate: the following arguments are required: "),
+        (["tui", "--refresh-hz", "fast"], "cascade tui: argument --refresh-hz: invalid float value: 'fast'"),
+    ],
+)
 def test_missing_or_bad_arguments_are_one_line_too(argv, words, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -64,21 +67,37 @@ def test_control_characters_in_an_error_are_spelled_out(capsys):
 
 def cascade(*argv: str | bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`cascade ARGV...` as a real process; bytes arguments go to it as they are (a shell's $'\\xff')."""
-    return subprocess.run([sys.executable, "-m", "cascade_tui.cli", *argv], capture_output=True,
-                          text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cascade_tui.cli", *argv], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
-@pytest.mark.parametrize("argv, where", [
-    ([b"run", b"show", b"\xff"], "cascade run: argument '\\xff'"),
-    ([b"run", b"delete", b"\xff"], "cascade run: argument '\\xff'"),
-    ([b"results", b"\xff"], "cascade results: argument '\\xff'"),
-    ([b"traces", b"--delete", b"\xff"], "cascade traces: argument of --delete '\\xff'"),
-    ([b"run", b"start", b"--trace", b"t\xfe", b"--config", b"SM7_QV100"], "cascade run: argument of --trace 't\\xfe'"),
-    ([b"run", b"start", b"--trace", b"t", b"--config", b"\xff"], "cascade run: argument of --config '\\xff'"),
-    ([b"runs", b"--url", b"http://127.0.0.1:1/\xff"], "cascade runs: argument of --url 'http://127.0.0.1:1/\\xff'"),
-    ([b"runs", b"--url=http://127.0.0.1:1/\xff\x1b[2J"], "cascade runs: argument '--url=http://127.0.0.1:1/\\xff\\x1b[2J'"),
-    ([b"\xff"], "cascade: argument '\\xff'"),
-])
+@pytest.mark.parametrize(
+    "argv, where",
+    [
+        ([b"run", b"show", b"\xff"], "cascade run: argument '\\xff'"),
+        ([b"run", b"delete", b"\xff"], "cascade run: argument '\\xff'"),
+        ([b"results", b"\xff"], "cascade results: argument '\\xff'"),
+        ([b"traces", b"--delete", b"\xff"], "cascade traces: argument of --delete '\\xff'"),
+        (
+            [b"run", b"start", b"--trace", b"t\xfe", b"--config", b"SM7_QV100"],
+            "cascade run: argument of --trace 't\\xfe'",
+        ),
+        (
+            [b"run", b"start", b"--trace", b"t", b"--config", b"\xff"],
+            "cascade run: argument of --config '\\xff'",
+        ),
+        (
+            [b"runs", b"--url", b"http://127.0.0.1:1/\xff"],
+            "cascade runs: argument of --url 'http://127.0.0.1:1/\\xff'",
+        ),
+        (
+            [b"runs", b"--url=http://127.0.0.1:1/\xff\x1b[2J"],
+            "cascade runs: argument '--url=http://127.0.0.1:1/\\xff\\x1b[2J'",
+        ),
+        ([b"\xff"], "cascade: argument '\\xff'"),
+    ],
+)
 def test_an_argument_that_is_not_utf8_is_refused_in_one_line_naming_it(argv, where):
     done = cascade(*argv)
     assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), done.stderr
@@ -91,13 +110,20 @@ def test_cascade_without_a_command_prints_usage_on_stderr_and_exits_2():
     assert done.stderr.startswith("usage: cascade <command>")
 
 
-@pytest.mark.parametrize("argv, line", [
-    ([], "cascade worker: missing --url/CASCADE_URL and --sim-id/CASCADE_SIM_ID (--help for usage)"),
-    (["--url", "http://127.0.0.1:1", "--sim-id", "s", "--speed", "nan"],
-     "cascade worker: --speed/CASCADE_REPLAY_SPEED: Input should be a finite number (--help for usage)"),
-    (["--url", "http://127.0.0.1:1", "--sim-id", "s", "--speed", "-1"],
-     "cascade worker: --speed/CASCADE_REPLAY_SPEED: Input should be greater than 0 (--help for usage)"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        ([], "cascade worker: missing --url/CASCADE_URL and --sim-id/CASCADE_SIM_ID (--help for usage)"),
+        (
+            ["--url", "http://127.0.0.1:1", "--sim-id", "s", "--speed", "nan"],
+            "cascade worker: --speed/CASCADE_REPLAY_SPEED: Input should be a finite number (--help for usage)",
+        ),
+        (
+            ["--url", "http://127.0.0.1:1", "--sim-id", "s", "--speed", "-1"],
+            "cascade worker: --speed/CASCADE_REPLAY_SPEED: Input should be greater than 0 (--help for usage)",
+        ),
+    ],
+)
 def test_worker_setting_errors_are_one_line_and_exit_2(argv, line):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
     done = cascade("worker", *argv, env=env)
@@ -124,8 +150,24 @@ def test_tui_save_config_writes_where_either_name_says(flag, tmp_path):
     target = tmp_path / "my.toml"
     env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     env.pop("CASCADE_CONFIG", None)
-    done = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "tui", "--save-config", flag, str(target),
-                           "--url", "http://127.0.0.1:9", "--token", "t0ken"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cascade_tui.cli",
+            "tui",
+            "--save-config",
+            flag,
+            str(target),
+            "--url",
+            "http://127.0.0.1:9",
+            "--token",
+            "t0ken",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert 'url = "http://127.0.0.1:9"' in target.read_text()

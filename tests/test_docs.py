@@ -27,12 +27,19 @@ RUNNABLE = re.compile(r"^<!-- runnable\b[^>]*-->\n```bash\n(.*?)^```$", flags=re
 TOKEN = "docs-test-token-0123456789"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
-                    reason="mkdocs is not installed (pip install -e '.[test]' installs it)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("mkdocs") is None,
+    reason="mkdocs is not installed (pip install -e '.[test]' installs it)",
+)
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
-    result = subprocess.run([str(BIN / "mkdocs"), "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                            cwd=ROOT, capture_output=True, text=True, timeout=280,
-                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    result = subprocess.run(
+        [str(BIN / "mkdocs"), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -43,7 +50,8 @@ def test_every_setting_has_a_description_and_a_machine_independent_default() -> 
 @pytest.mark.parametrize("page", [gen_configuration.PAGE, gen_reference.INDEX], ids=lambda p: p.name)
 def test_generated_page_is_current(page: Path) -> None:
     assert page.read_text() == gen_reference.PAGES[page](), (
-        f"{page.relative_to(ROOT)} is stale: run python -m docs.gen_reference")
+        f"{page.relative_to(ROOT)} is stale: run python -m docs.gen_reference"
+    )
 
 
 def test_cli_reference_documents_every_subcommand() -> None:
@@ -55,7 +63,8 @@ def test_cli_reference_documents_every_subcommand() -> None:
 @pytest.mark.slow  # one `--help` subprocess per command: about half a minute on two cores
 def test_cli_reference_is_current() -> None:
     assert gen_cli.PAGE.read_text() == gen_cli.render(), (
-        "docs/reference/cli.md is stale: run python -m docs.gen_reference")
+        "docs/reference/cli.md is stale: run python -m docs.gen_reference"
+    )
 
 
 def test_the_readme_is_a_front_page_whose_links_all_lead_somewhere() -> None:
@@ -71,9 +80,12 @@ def test_runnable_blocks_are_found() -> None:
 
 
 def runnable_blocks() -> list[tuple[str, str]]:
-    return [(f"{page.relative_to(DOCS)}:{text[:match.start()].count(chr(10)) + 1}", match.group(1))
-            for page in sorted(DOCS.rglob("*.md")) for text in [page.read_text()]
-            for match in RUNNABLE.finditer(text)]
+    return [
+        (f"{page.relative_to(DOCS)}:{text[: match.start()].count(chr(10)) + 1}", match.group(1))
+        for page in sorted(DOCS.rglob("*.md"))
+        for text in [page.read_text()]
+        for match in RUNNABLE.finditer(text)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +94,15 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     trace the guides use is ready; its stand-in sims replay 50 times faster than recorded."""
     data = tmp_path_factory.mktemp("data")
     port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
-           "CASCADE_DATA_DIR": str(data), "CASCADE_PORT": str(port), "CASCADE_S3_PORT": str(free_port()),
-           "CASCADE_TOKEN": TOKEN, "CASCADE_REPLAY_SPEED": "50", "CASCADE_LOCAL_SLOTS": "2"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
+        "CASCADE_DATA_DIR": str(data),
+        "CASCADE_PORT": str(port),
+        "CASCADE_S3_PORT": str(free_port()),
+        "CASCADE_TOKEN": TOKEN,
+        "CASCADE_REPLAY_SPEED": "50",
+        "CASCADE_LOCAL_SLOTS": "2",
+    }
     log = (data.parent / "serve.log").open("wb")
     # The umbrella command as pip would install it from this checkout, wherever its module lives now.
     command = [sys.executable, "-m", gen_cli.umbrella_module(), "serve"]
@@ -105,7 +123,9 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def demo_trace_ready(url: str) -> bool:
     try:
-        resp = httpx.get(f"{url}/api/traces/tinyformer-step-sm70", headers={"Authorization": f"Bearer {TOKEN}"})
+        resp = httpx.get(
+            f"{url}/api/traces/tinyformer-step-sm70", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
     except (OSError, httpx.TransportError):
         return False
     return resp.status_code == 200 and resp.json()["state"] == "ready"
@@ -115,11 +135,22 @@ def demo_trace_ready(url: str) -> bool:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("where, block", runnable_blocks(), ids=[w for w, _ in runnable_blocks()])
 def test_runnable_block_runs_as_written(where: str, block: str, serve: str, tmp_path: Path) -> None:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
-           "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(tmp_path),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"), "CASCADE_URL": serve, "CASCADE_TOKEN": TOKEN}
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=280)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "CASCADE_URL": serve,
+        "CASCADE_TOKEN": TOKEN,
+    }
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
     assert result.returncode == 0, f"{where} exited {result.returncode}:\n{result.stderr}{result.stdout}"
     # A block may go on past a run that failed, saying so (`|| echo "run $RUN did not succeed"`).
     assert not re.search(r"^run \S* did not succeed$", result.stdout, flags=re.M), result.stderr
@@ -128,9 +159,14 @@ def test_runnable_block_runs_as_written(where: str, block: str, serve: str, tmp_
 @pytest.mark.slow  # a server with the sample data and the embedded S3 endpoint, and four screens
 @pytest.mark.timeout(240)
 def test_the_screenshot_script_saves_every_screen_of_the_guide(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "docs.screenshots", "--out", str(tmp_path)], cwd=ROOT,
-                            env={k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
-                            capture_output=True, text=True, timeout=220)
+    result = subprocess.run(
+        [sys.executable, "-m", "docs.screenshots", "--out", str(tmp_path)],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
     assert result.returncode == 0, result.stderr
     guide = (DOCS / "guides" / "terminal-ui.md").read_text()
     shown = sorted(re.findall(r"\(\.\./images/([\w-]+\.svg)\)", guide))

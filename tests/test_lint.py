@@ -25,6 +25,7 @@ BIN = Path(sys.executable).parent
     ids=["ruff", "mypy", "import-linter"],
 )
 def test_check_passes(command: list[str]) -> None:
-    result = subprocess.run([str(BIN / command[0]), *command[1:]], cwd=ROOT, capture_output=True,
-                            text=True, timeout=280)
+    result = subprocess.run(
+        [str(BIN / command[0]), *command[1:]], cwd=ROOT, capture_output=True, text=True, timeout=280
+    )
     assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout}{result.stderr}"

@@ -12,21 +12,39 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 # What a process (and Accel-Sim's shared libraries, and Python) needs to run at all.
-SYSTEM_VARIABLES = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-    "LD_LIBRARY_PATH", "CUDA_INSTALL_PATH", "PYTHONPATH",
-})
+SYSTEM_VARIABLES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "LD_LIBRARY_PATH",
+        "CUDA_INSTALL_PATH",
+        "PYTHONPATH",
+    }
+)
 SYSTEM_PREFIXES = ("LC_",)
 # Worker settings (docs/reference/configuration.md, The worker) an operator sets on the server for its workers.
-WORKER_SETTINGS = frozenset({
-    "CASCADE_HEARTBEAT_INTERVAL_S", "CASCADE_KILL_GRACE_S", "CASCADE_GIVE_UP_S", "CASCADE_SCRATCH_DIR",
-})
+WORKER_SETTINGS = frozenset(
+    {
+        "CASCADE_HEARTBEAT_INTERVAL_S",
+        "CASCADE_KILL_GRACE_S",
+        "CASCADE_GIVE_UP_S",
+        "CASCADE_SCRATCH_DIR",
+    }
+)
 
 
 def worker_environment(server_env: Mapping[str, str], sim_env: Mapping[str, str]) -> dict[str, str]:
     """The worker's whole environment: the kept part of `server_env`, then the sim's own."""
     kept = {
-        name: value for name, value in server_env.items()
+        name: value
+        for name, value in server_env.items()
         if name in SYSTEM_VARIABLES or name in WORKER_SETTINGS or name.startswith(SYSTEM_PREFIXES)
     }
     return {**kept, **sim_env}

@@ -22,8 +22,8 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from typing import IO
 from pathlib import Path
+from typing import IO
 
 from ..datadir import private_dir, private_file
 from ..shared.models import LauncherStatus
@@ -79,8 +79,13 @@ def _parse_pid(launcher_ref: str | None) -> int | None:
 class LocalLauncher(Launcher):
     name = "local"
 
-    def __init__(self, events: LauncherEvents, slots: int, log_dir: Path | None = None,
-                 kill_grace: float = KILL_GRACE_S) -> None:
+    def __init__(
+        self,
+        events: LauncherEvents,
+        slots: int,
+        log_dir: Path | None = None,
+        kill_grace: float = KILL_GRACE_S,
+    ) -> None:
         super().__init__(events)
         self.slots = max(1, slots)
         self.log_dir = log_dir
@@ -129,8 +134,9 @@ class LocalLauncher(Launcher):
         self._queue.clear()
 
     def status(self) -> LauncherStatus:
-        return LauncherStatus(name="local", slots=self.slots, running=len(self._running),
-                              queued=len(self._queue))
+        return LauncherStatus(
+            name="local", slots=self.slots, running=len(self._running), queued=len(self._queue)
+        )
 
     # --- internals --------------------------------------------------------------------------
 
@@ -142,7 +148,9 @@ class LocalLauncher(Launcher):
                     proc = self._start(spec)
                 except OSError as exc:
                     log.error("sim %s: cannot start a worker: %s", spec.sim_id, exc)
-                    await self._report_exit(spec.sim_id, None, f"cannot start a worker: {exc.strerror or exc}")
+                    await self._report_exit(
+                        spec.sim_id, None, f"cannot start a worker: {exc.strerror or exc}"
+                    )
                     continue
                 self._running[spec.sim_id] = proc.pid
                 self._children[spec.sim_id] = proc
@@ -163,7 +171,10 @@ class LocalLauncher(Launcher):
         try:
             return subprocess.Popen(
                 [sys.executable, "-m", "cascade_worker"],
-                env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: a server kill does not reach it
                 close_fds=True,
             )

@@ -51,7 +51,10 @@ COMMAND_TIMEOUT_S = 60.0
 # The worker's own settings, passed on to the jobs when the server was started with them (a
 # local worker inherits the server's whole environment; a job gets only what it is given).
 FORWARDED_WORKER_SETTINGS = (
-    "CASCADE_HEARTBEAT_INTERVAL_S", "CASCADE_KILL_GRACE_S", "CASCADE_GIVE_UP_S", "CASCADE_SCRATCH_DIR",
+    "CASCADE_HEARTBEAT_INTERVAL_S",
+    "CASCADE_KILL_GRACE_S",
+    "CASCADE_GIVE_UP_S",
+    "CASCADE_SCRATCH_DIR",
 )
 CANCEL_BATCH_S = 0.05  # cancels of one run arrive as one task each: gather them into one scancel
 
@@ -75,19 +78,27 @@ class Tracked:
     last: JobState | None = None
 
 
-async def run_command(argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None,
-                      timeout: float = COMMAND_TIMEOUT_S) -> tuple[int, str, str]:
+async def run_command(
+    argv: list[str],
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = COMMAND_TIMEOUT_S,
+) -> tuple[int, str, str]:
     """Run a Slurm command; (returncode, stdout, stderr). A missing command or a timeout raises SlurmError."""
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, env=env,
+            *argv,
+            env=env,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
     except OSError as exc:
         raise SlurmError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
     try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None), timeout)
+        out, err = await asyncio.wait_for(
+            proc.communicate(stdin.encode() if stdin is not None else None), timeout
+        )
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
@@ -137,7 +148,8 @@ class SlurmLauncher(Launcher):
         names = sorted({job_name(ArrayJob(s.run_id, s.gpu_config, ())) for s in pending})
         try:
             code, out, _ = await run_command(
-                ["squeue", "-h", "-r", "--states=all", "-o", ADOPT_FORMAT, "--name=" + ",".join(names)])
+                ["squeue", "-h", "-r", "--states=all", "-o", ADOPT_FORMAT, "--name=" + ",".join(names)]
+            )
         except SlurmError:
             return pending
         found = adoptable_tasks(out) if code == 0 else {}
@@ -170,8 +182,12 @@ class SlurmLauncher(Launcher):
         """Cascade's jobs only: what else waits in the partition is the cluster's business (and
         one more squeue call per request)."""
         running = sum(1 for job in self._tracked.values() if job.started)
-        return LauncherStatus(name="slurm", running=running, queued=len(self._tracked) - running,
-                              partition=self.options.partition)
+        return LauncherStatus(
+            name="slurm",
+            running=running,
+            queued=len(self._tracked) - running,
+            partition=self.options.partition,
+        )
 
     async def close(self) -> None:
         """Stop watching; the jobs go on and report to the next server."""
@@ -186,20 +202,32 @@ class SlurmLauncher(Launcher):
     # --- submitting ---------------------------------------------------------------------------
 
     async def _submit_entry(self, specs: list[SimSpec]) -> None:
-        job = ArrayJob(run_id=specs[0].run_id, gpu_config=specs[0].gpu_config,
-                       sim_ids=tuple(s.sim_id for s in specs), replicas=tuple(s.replica for s in specs))
+        job = ArrayJob(
+            run_id=specs[0].run_id,
+            gpu_config=specs[0].gpu_config,
+            sim_ids=tuple(s.sim_id for s in specs),
+            replicas=tuple(s.replica for s in specs),
+        )
         # The job gets exactly these variables (names only on the command line; values from
         # sbatch's environment), whatever the server's own environment holds.
         job_env = {name: os.environ[name] for name in FORWARDED_WORKER_SETTINGS if os.environ.get(name)}
         job_env.update({k: v for k, v in specs[0].env.items() if k != "CASCADE_SIM_ID"})
         job_env["PYTHONUNBUFFERED"] = "1"
-        argv = sbatch_argv(job, sorted(job_env), self.options.output_dir,
-                           partition=self.options.partition, account=self.options.account,
-                           time_limit=self.options.time_limit, extra=self.options.extra_args)
+        argv = sbatch_argv(
+            job,
+            sorted(job_env),
+            self.options.output_dir,
+            partition=self.options.partition,
+            account=self.options.account,
+            time_limit=self.options.time_limit,
+            extra=self.options.extra_args,
+        )
         try:
-            code, out, err = await run_command(argv, stdin=batch_script(job, self.options.worker_command,
-                                                                        self.options.output_dir),
-                                               env={**os.environ, **job_env})
+            code, out, err = await run_command(
+                argv,
+                stdin=batch_script(job, self.options.worker_command, self.options.output_dir),
+                env={**os.environ, **job_env},
+            )
             if code != 0:
                 raise SlurmError(slurm_message(err, "sbatch"))
             job_id = parse_sbatch_output(out)
@@ -275,7 +303,8 @@ class SlurmLauncher(Launcher):
         job_ids = sorted({j for j in (array_job_id(r) for r in refs) if j}, key=int)
         try:
             code, out, err = await run_command(
-                ["squeue", "-h", "-r", "--states=all", "-o", SQUEUE_FORMAT, "-j", ",".join(job_ids)])
+                ["squeue", "-h", "-r", "--states=all", "-o", SQUEUE_FORMAT, "-j", ",".join(job_ids)]
+            )
         except SlurmError as exc:
             log.warning("squeue: %s", exc)
             return None
@@ -298,15 +327,19 @@ class SlurmLauncher(Launcher):
             await self._report(tracked.sim_id, status, failure_reason(tracked.ref, last, status))
             if last is not None and last.final and last.state not in ("COMPLETED", "FAILED"):
                 # CANCELLED, TIMEOUT, OUT_OF_MEMORY, ...: the worker saw only a signal; say why.
-                await self._call(self.events.ended_by(tracked.sim_id, f"Slurm job {tracked.ref} {last.state}"),
-                                 tracked.sim_id)
+                await self._call(
+                    self.events.ended_by(tracked.sim_id, f"Slurm job {tracked.ref} {last.state}"),
+                    tracked.sim_id,
+                )
 
     async def _sacct(self, refs: list[str]) -> dict[str, JobState]:
         """Final states from accounting, when the cluster keeps it ({} when it does not)."""
         if self._accounting is False:
             return {}
         try:
-            code, out, err = await run_command(["sacct", "-n", "-X", "-P", "-o", SACCT_FIELDS, "-j", ",".join(refs)])
+            code, out, err = await run_command(
+                ["sacct", "-n", "-X", "-P", "-o", SACCT_FIELDS, "-j", ",".join(refs)]
+            )
         except SlurmError:
             self._accounting = False
             return {}

@@ -19,10 +19,21 @@ from pathlib import Path
 
 # squeue's %T for a job that will not run again. (COMPLETING is not one: the job is still
 # cleaning up, and its exit-code file may not be written yet.)
-FINAL_STATES = frozenset({
-    "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
-    "PREEMPTED", "REVOKED", "SPECIAL_EXIT", "TIMEOUT",
-})
+FINAL_STATES = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "REVOKED",
+        "SPECIAL_EXIT",
+        "TIMEOUT",
+    }
+)
 # States in which the job has not started yet: its sim stays `pending`.
 WAITING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"})
 
@@ -92,21 +103,23 @@ def batch_script(job: ArrayJob, worker_command: list[str], output_dir: Path) -> 
     """The job's script: picks the task's sim, runs the worker, records its exit status."""
     sims = " ".join(shlex.quote(s) for s in job.sim_ids)
     exit_file = shlex.quote(str(output_dir)) + '/"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.exit"'
-    return "\n".join([
-        "#!/bin/bash",
-        f"# Cascade run {job.run_id}, config {job.gpu_config}: array task N runs sims[N].",
-        "# Written by `cascade serve` (CASCADE_LAUNCHER=slurm). The worker's settings come in the",
-        "# job's environment (--export), never in this script.",
-        f"sims=({sims})",
-        'export CASCADE_SIM_ID="${sims[$SLURM_ARRAY_TASK_ID]}"',
-        "# A cancel or time limit sends TERM to the worker too; the shell waits for it to report.",
-        "trap true TERM",
-        shlex.join(worker_command),
-        "status=$?",
-        f'echo "$status" > {exit_file}.tmp && mv {exit_file}.tmp {exit_file}',
-        'exit "$status"',
-        "",
-    ])
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            f"# Cascade run {job.run_id}, config {job.gpu_config}: array task N runs sims[N].",
+            "# Written by `cascade serve` (CASCADE_LAUNCHER=slurm). The worker's settings come in the",
+            "# job's environment (--export), never in this script.",
+            f"sims=({sims})",
+            'export CASCADE_SIM_ID="${sims[$SLURM_ARRAY_TASK_ID]}"',
+            "# A cancel or time limit sends TERM to the worker too; the shell waits for it to report.",
+            "trap true TERM",
+            shlex.join(worker_command),
+            "status=$?",
+            f'echo "$status" > {exit_file}.tmp && mv {exit_file}.tmp {exit_file}',
+            'exit "$status"',
+            "",
+        ]
+    )
 
 
 # sbatch options Cascade sets itself and depends on: the job name finds its jobs after a restart,
@@ -127,17 +140,27 @@ def reserved_option_problem(extra: list[str]) -> str | None:
         else:
             continue
         if hits:
-            return (f"CASCADE_SLURM_ARGS may not set --{hits[0]} ({arg!r}): Cascade sets it itself and needs "
-                    "it to track its jobs (the job name finds them again after a restart); remove it")
+            return (
+                f"CASCADE_SLURM_ARGS may not set --{hits[0]} ({arg!r}): Cascade sets it itself and needs "
+                "it to track its jobs (the job name finds them again after a restart); remove it"
+            )
     return None
 
 
-def sbatch_argv(job: ArrayJob, env_names: list[str], output_dir: Path, *, partition: str | None = None,
-                account: str | None = None, time_limit: str | None = None,
-                extra: list[str] | None = None) -> list[str]:
+def sbatch_argv(
+    job: ArrayJob,
+    env_names: list[str],
+    output_dir: Path,
+    *,
+    partition: str | None = None,
+    account: str | None = None,
+    time_limit: str | None = None,
+    extra: list[str] | None = None,
+) -> list[str]:
     """`sbatch` for one entry; the script comes on stdin. Extra arguments go last, so they win."""
     argv = [
-        "sbatch", "--parsable",
+        "sbatch",
+        "--parsable",
         f"--job-name={job_name(job)}",
         f"--array=0-{len(job.sim_ids) - 1}",
         # Absolute paths: relative ones land in sbatch's working directory (infra.md).

@@ -118,8 +118,9 @@ def bounded_lines(stream: IO[bytes], what: str, max_line: int = MAX_LINE_BYTES) 
         yield line
 
 
-def bounded_text_lines(stream: IO[bytes], what: str, max_line: int = MAX_LINE_BYTES,
-                       errors: str = "strict") -> Iterator[str]:
+def bounded_text_lines(
+    stream: IO[bytes], what: str, max_line: int = MAX_LINE_BYTES, errors: str = "strict"
+) -> Iterator[str]:
     """`bounded_lines` decoded as UTF-8 (`errors` as `bytes.decode`)."""
     for line in bounded_lines(stream, what, max_line):
         yield line.decode("utf-8", errors)

@@ -38,18 +38,19 @@ def kernel_rows(
             continue
         first_name.setdefault(stat.kernel_index, stat.kernel_name)
         if stat.sim_time_ns is not None:
-            by_position.setdefault(stat.kernel_index, {}).setdefault(config, []).append(
-                stat.sim_time_ns)
+            by_position.setdefault(stat.kernel_index, {}).setdefault(config, []).append(stat.sim_time_ns)
     real = real or ()
     n_rows = max([len(real), *(index + 1 for index in first_name)], default=0)
     rows = []
     for index in range(n_rows):
         real_name, real_ns = real[index] if index < len(real) else (None, None)
         times = by_position.get(index, {})
-        rows.append(ComparisonRow(
-            kernel_index=index,
-            kernel_name=real_name or first_name.get(index, ""),
-            real_ns=real_ns,
-            sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
-        ))
+        rows.append(
+            ComparisonRow(
+                kernel_index=index,
+                kernel_name=real_name or first_name.get(index, ""),
+                real_ns=real_ns,
+                sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
+            )
+        )
     return rows

@@ -8,7 +8,7 @@ Field descriptions follow `spec/003-...`, section "Types".
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -20,7 +20,13 @@ SimState = Literal["pending", "launching", "running", "lost", "succeeded", "fail
 RunState = Literal["active", "succeeded", "partial", "failed", "cancelled"]
 
 SIM_STATES: tuple[SimState, ...] = (
-    "pending", "launching", "running", "lost", "succeeded", "failed", "cancelled",
+    "pending",
+    "launching",
+    "running",
+    "lost",
+    "succeeded",
+    "failed",
+    "cancelled",
 )
 TERMINAL_SIM_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -199,13 +205,16 @@ class SimulatorInfo(Model):
 
     kind: Literal["stand-in", "installed", "accelsim-dir"] = Field(
         description="stand-in: the replay of a recording; installed: built by `cascade simulator install`; "
-        "accelsim-dir: the checkout CASCADE_ACCELSIM_DIR names.")
+        "accelsim-dir: the checkout CASCADE_ACCELSIM_DIR names."
+    )
     path: str | None = Field(default=None, description="The Accel-Sim tree (null for the stand-in).")
     framework_commit: str | None = None
     gpgpu_sim_commit: str | None = None
     built_at: str | None = Field(default=None, description="installed: when it was built (ISO 8601, UTC).")
     configs: int = Field(default=0, description="GPU configs this simulator has.")
-    smoke_passed: bool | None = Field(default=None, description="installed: its smoke run passed; null when unknown.")
+    smoke_passed: bool | None = Field(
+        default=None, description="installed: its smoke run passed; null when unknown."
+    )
     smoke_detail: str | None = None
     problem: str | None = Field(default=None, description="Why real sims cannot run from it here, or null.")
     hint: str | None = Field(default=None, description="What to do to simulate for real, or null.")
@@ -216,10 +225,19 @@ class LauncherStatus(Model):
     now, so a client can say how many of a new run's sims start at once and how many wait."""
 
     name: Literal["local", "manual", "slurm"]
-    slots: int | None = Field(default=None, description="local: sims run at once (CASCADE_LOCAL_SLOTS); else null.")
-    running: int = Field(default=0, description="local: workers running now; slurm: Cascade's jobs Slurm runs now.")
-    queued: int = Field(default=0, description="local: sims waiting for a slot; slurm: Cascade's jobs waiting in Slurm's queue.")
-    partition: str | None = Field(default=None, description="slurm: the partition jobs go to (null: the cluster's default).")
+    slots: int | None = Field(
+        default=None, description="local: sims run at once (CASCADE_LOCAL_SLOTS); else null."
+    )
+    running: int = Field(
+        default=0, description="local: workers running now; slurm: Cascade's jobs Slurm runs now."
+    )
+    queued: int = Field(
+        default=0,
+        description="local: sims waiting for a slot; slurm: Cascade's jobs waiting in Slurm's queue.",
+    )
+    partition: str | None = Field(
+        default=None, description="slurm: the partition jobs go to (null: the cluster's default)."
+    )
     simulator: SimulatorInfo | None = Field(default=None, description="Which simulator new sims run.")
 
 
@@ -294,6 +312,7 @@ class RunFile(SimFile):
 
 # --- events on GET /api/runs/{run_id}/events -------------------------------------------------
 
+
 class SnapshotEvent(Model):
     type: Literal["snapshot"] = "snapshot"
     run: RunDetail
@@ -316,12 +335,11 @@ class KernelEvent(Model):
     stat: KernelStat
 
 
-RunEvent = Annotated[
-    SnapshotEvent | SimEvent | LogEvent | KernelEvent, Field(discriminator="type")
-]
+RunEvent = Annotated[SnapshotEvent | SimEvent | LogEvent | KernelEvent, Field(discriminator="type")]
 
 
 # --- simulator endpoints (spec 002) ----------------------------------------------------------
+
 
 class Heartbeat(Model):
     state: Literal["running", "succeeded", "failed"]
@@ -332,7 +350,9 @@ class Heartbeat(Model):
     # entered `state` (started running, exited), stamped by the sender. A heartbeat retried after
     # an outage keeps it, so the sim's started_at/finished_at are its own times, not when the
     # server heard of them; the server bounds it (never in the future, never before the sim).
-    at: datetime | None = Field(default=None, description="When the sim entered `state`, as the simulator saw it.")
+    at: datetime | None = Field(
+        default=None, description="When the sim entered `state`, as the simulator saw it."
+    )
 
 
 class HeartbeatAck(Model):

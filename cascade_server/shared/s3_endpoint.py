@@ -87,8 +87,10 @@ def read_credentials_file(data_dir: Path) -> S3Info | None:
     path = credentials_path(data_dir)
     try:
         data = json.loads(path.read_text())
-        return S3Info(**{k: data.get(k) for k in ("endpoint", "bucket", "access_key", "secret_key")},
-                      region=data.get("region") or "us-east-1")
+        return S3Info(
+            **{k: data.get(k) for k in ("endpoint", "bucket", "access_key", "secret_key")},
+            region=data.get("region") or "us-east-1",
+        )
     except (OSError, ValueError, TypeError):
         return None
 

@@ -9,15 +9,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 import annotated_types
 from pydantic import BaseModel, ValidationError
 
 # pydantic's error types for a number outside its bounds, or not a finite number at all.
-_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number",
-                 "int_parsing", "float_parsing", "int_from_float"}
+_RANGE_ERRORS = {
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "finite_number",
+    "int_parsing",
+    "float_parsing",
+    "int_from_float",
+}
 
 
 def number_range(model: type[BaseModel], field: str) -> tuple[Any, Any] | None:
@@ -59,7 +67,11 @@ def data_dir_problem(path: Path) -> str | None:
     blocker = _non_directory_on(path)
     if blocker is None:
         return None
-    return f"{path} is not a directory" if blocker == path else f"{path} cannot be a directory: {blocker} is a file"
+    return (
+        f"{path} is not a directory"
+        if blocker == path
+        else f"{path} cannot be a directory: {blocker} is a file"
+    )
 
 
 def _non_directory_on(path: Path) -> Path | None:
@@ -81,8 +93,10 @@ def token_problem(token: str) -> str | None:
         return "the token is empty"
     bad = next((c for c in token if not "!" <= c <= "~"), None)
     if bad is not None:
-        return (f"the token holds {bad!r}, which an HTTP header cannot carry as is: use printable "
-                "ASCII without spaces (letters, digits and punctuation)")
+        return (
+            f"the token holds {bad!r}, which an HTTP header cannot carry as is: use printable "
+            "ASCII without spaces (letters, digits and punctuation)"
+        )
     return None
 
 

@@ -34,7 +34,7 @@ def relative_key(key: str, trace_id: str) -> str:
     (`accelsim-traces/<id>/traces/x`) and keys relative to the trace (`traces/x`) both work."""
     own_prefix = f"{TRACES_PREFIX}{trace_id}/"
     if key.startswith(own_prefix):
-        return key[len(own_prefix):]
+        return key[len(own_prefix) :]
     if key.startswith(TRACES_PREFIX):
         raise MetadataError(f"metadata.json lists {key!r}, which belongs to another trace")
     return key.lstrip("/")
@@ -89,7 +89,8 @@ def has_real_timing(trace_dir: Path, metadata: dict[str, Any] | None = None) -> 
 
 def has_step_timeline(trace_dir: Path | None, metadata: dict[str, Any] | None = None) -> bool:
     return trace_dir is not None and all(
-        locate(trace_dir, name, metadata) is not None for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME)
+        locate(trace_dir, name, metadata) is not None
+        for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME)
     )
 
 
@@ -107,11 +108,13 @@ def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
         kernel_id = item.get("kernel_id", item.get("id", position))
         duration = item.get("duration_ns")
         name = item.get("kernel_name", item.get("name"))
-        rows.append((
-            kernel_id if isinstance(kernel_id, (int, float)) else position,
-            name if isinstance(name, str) else None,
-            float(duration) if isinstance(duration, (int, float)) else None,
-        ))
+        rows.append(
+            (
+                kernel_id if isinstance(kernel_id, (int, float)) else position,
+                name if isinstance(name, str) else None,
+                float(duration) if isinstance(duration, (int, float)) else None,
+            )
+        )
     rows.sort(key=lambda row: row[0])
     return [(name, duration) for _, name, duration in rows]
 

@@ -37,8 +37,10 @@ def launch_shape_problem(grid: tuple[int, int, int], block: tuple[int, int, int]
     if any(b > m for b, m in zip(block, MAX_BLOCK_DIM)):
         return "block dim ({},{},{}) is past CUDA's maximum ({},{},{})".format(*block, *MAX_BLOCK_DIM)
     if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
-        return (f"block dim ({block[0]},{block[1]},{block[2]}) has {block[0] * block[1] * block[2]} "
-                f"threads, past CUDA's {MAX_THREADS_PER_BLOCK} per block")
+        return (
+            f"block dim ({block[0]},{block[1]},{block[2]}) has {block[0] * block[1] * block[2]} "
+            f"threads, past CUDA's {MAX_THREADS_PER_BLOCK} per block"
+        )
     if any(g > m for g, m in zip(grid, MAX_GRID_DIM)):
         return "grid dim ({},{},{}) is past CUDA's maximum ({},{},{})".format(*grid, *MAX_GRID_DIM)
     return None

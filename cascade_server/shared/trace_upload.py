@@ -28,8 +28,14 @@ MULTIPART_CHUNK = 16 * 1024 * 1024
 
 # Fields of metadata.json (see docs/trace-a-workload.md); "files" and "status" are filled in here.
 METADATA_FIELDS = (
-    "model", "layers", "gpu", "trace_gpu_arch", "suggested_sim_config",
-    "real_gpu_config", "sample_sim_configs", "sample_set",
+    "model",
+    "layers",
+    "gpu",
+    "trace_gpu_arch",
+    "suggested_sim_config",
+    "real_gpu_config",
+    "sample_sim_configs",
+    "sample_set",
 )
 
 
@@ -156,6 +162,8 @@ def sample_set_choice(fields: dict[str, Any], asked: str | None) -> str | None:
         fields["sample_set"] = asked
         return None
     if found:
-        return (f"sample_set: dropped {found!r} from the folder's metadata.json "
-                f"(--sample-set {found} to join that set)")
+        return (
+            f"sample_set: dropped {found!r} from the folder's metadata.json "
+            f"(--sample-set {found} to join that set)"
+        )
     return None

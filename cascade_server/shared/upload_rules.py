@@ -32,7 +32,7 @@ def layout_problem(paths: Iterable[str]) -> str | None:
     paths = list(paths)
     if not any(path == "traces" or path.startswith("traces/") for path in paths):
         return "the upload has no traces/ directory"
-    top = [path[len("traces/"):] for path in paths if path.startswith("traces/") and path.count("/") == 1]
+    top = [path[len("traces/") :] for path in paths if path.startswith("traces/") and path.count("/") == 1]
     if KERNELSLIST_G not in top and not any(is_raw_kernelslist(name) for name in top):
         return "the upload has neither traces/kernelslist.g nor a raw traces/kernelslist"
     return None

@@ -6,7 +6,7 @@ import json
 import pickle
 import secrets
 import zlib
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from typing import Any
 
 import aiosqlite

@@ -45,12 +45,12 @@ class LogStore(SimStateStore):
         self._log_queue: list[_PendingChunk] = []
         self._log_writer: asyncio.Task[None] | None = None
 
-
     async def delete_run(self, run_id: str) -> RunDetail:
         run = await super().delete_run(run_id)
         for sim in run.sims:
             self._parsers.pop(sim.id, None)  # a cached parser must not outlive its sim
         return run
+
     async def append_log(self, sim_id: str, seq: int, lines: list[str]) -> None:
         """Store a chunk (the first one per seq wins) and parse every chunk now in order.
         This returns once the chunk's group is committed."""
@@ -163,21 +163,36 @@ class LogStore(SimStateStore):
                 if base is not None:
                     events.append(LogEvent(sim_id=sim_id, lines=lines))
                 for kernel in kernels:
-                    kernel_rows.append((
-                        sim_id, kernel.kernel_index, kernel.kernel_name, kernel.kernel_launch_uid,
-                        kernel.gpu_sim_cycle, kernel.gpu_sim_insn, kernel.gpu_ipc, kernel.sim_time_ns,
-                        pack_stats(kernel.stats),
-                    ))
+                    kernel_rows.append(
+                        (
+                            sim_id,
+                            kernel.kernel_index,
+                            kernel.kernel_name,
+                            kernel.kernel_launch_uid,
+                            kernel.gpu_sim_cycle,
+                            kernel.gpu_sim_insn,
+                            kernel.gpu_ipc,
+                            kernel.sim_time_ns,
+                            pack_stats(kernel.stats),
+                        )
+                    )
                     if base is not None:
                         events.append(KernelEvent(stat=kernel.to_stat(sim_id)))
                 if base is not None:
                     events.append(SimEvent(sim=base.model_copy(update=_progress(parser))))
             tx.publish(row["run_id"], events)
             progress = _progress(parser)
-            sim_updates.append((
-                next_seq, pack_state(parser.state()), progress["kernels_done"], progress["current_kernel"],
-                progress["latest"].model_dump_json(), json.dumps(progress["log_tail"]), sim_id,
-            ))
+            sim_updates.append(
+                (
+                    next_seq,
+                    pack_state(parser.state()),
+                    progress["kernels_done"],
+                    progress["current_kernel"],
+                    progress["latest"].model_dump_json(),
+                    json.dumps(progress["log_tail"]),
+                    sim_id,
+                )
+            )
             parsed[sim_id] = (next_seq, parser)
         if kernel_rows:
             await conn.executemany("INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernel_rows)

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from ..shared.models import KernelStat, RunFile, SimFile, SimStepTimeline, SnapshotEvent, StepTimelineUpload, utcnow
+from ..shared.models import (
+    KernelStat,
+    RunFile,
+    SimFile,
+    SimStepTimeline,
+    SnapshotEvent,
+    StepTimelineUpload,
+    utcnow,
+)
 from .codecs import iso, kernel_from_row, pack, unpack
 from .core import NotFound, Transaction
 from .runs import RunStore
@@ -11,9 +19,13 @@ from .runs import RunStore
 class OutputStore(RunStore):
     async def run_kernels(self, run_id: str, with_stats: bool = False) -> list[KernelStat]:
         """Every finished kernel of the run, by config, replica, then kernel."""
-        columns = "kernels.*" if with_stats else (
-            "kernels.sim_id, kernel_index, kernel_name, kernel_launch_uid, gpu_sim_cycle,"
-            " gpu_sim_insn, gpu_ipc, sim_time_ns, NULL AS stats"
+        columns = (
+            "kernels.*"
+            if with_stats
+            else (
+                "kernels.sim_id, kernel_index, kernel_name, kernel_launch_uid, gpu_sim_cycle,"
+                " gpu_sim_insn, gpu_ipc, sim_time_ns, NULL AS stats"
+            )
         )
         async with self.r.execute(
             f"SELECT {columns} FROM kernels JOIN sims ON sims.id = kernels.sim_id"
@@ -86,7 +98,12 @@ class OutputStore(RunStore):
         ) as cur:
             rows = await cur.fetchall()
         return [
-            SimStepTimeline(sim_id=row["sim_id"], gpu_config=row["gpu_config"], replica=row["replica"],
-                            simulated=unpack(row["simulated"]), compare=unpack(row["compare"]))
+            SimStepTimeline(
+                sim_id=row["sim_id"],
+                gpu_config=row["gpu_config"],
+                replica=row["replica"],
+                simulated=unpack(row["simulated"]),
+                compare=unpack(row["compare"]),
+            )
             for row in rows
         ]

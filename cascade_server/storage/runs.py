@@ -8,7 +8,16 @@ from typing import Any
 
 import aiosqlite
 
-from ..shared.models import GpuConfig, RunDetail, RunEntry, RunSummary, SimSummary, TraceDetail, run_state, utcnow
+from ..shared.models import (
+    GpuConfig,
+    RunDetail,
+    RunEntry,
+    RunSummary,
+    SimSummary,
+    TraceDetail,
+    run_state,
+    utcnow,
+)
 from .codecs import iso, new_id, sim_from_row
 from .core import Conflict, NotFound
 from .traces import TraceStore, pick
@@ -43,8 +52,16 @@ class RunStore(TraceStore):
                 "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
                 " kernels_total, core_clock_mhz) VALUES (?,?,?,?,'pending',?,?,?,?)",
                 [
-                    (new_id("sim"), run_id, e.gpu_config, replica, now, now, kernels_total,
-                     configs[e.gpu_config].core_clock_mhz)
+                    (
+                        new_id("sim"),
+                        run_id,
+                        e.gpu_config,
+                        replica,
+                        now,
+                        now,
+                        kernels_total,
+                        configs[e.gpu_config].core_clock_mhz,
+                    )
                     for e in entries
                     for replica in range(e.count)
                 ],

@@ -121,6 +121,8 @@ async def migrate(conn: aiosqlite.Connection, path: Path) -> None:
         row = await cur.fetchone()
     version = 0 if row is None else row[0]
     if version > len(MIGRATIONS):
-        raise RuntimeError(f"{path} has schema version {version}, newer than this Cascade ({len(MIGRATIONS)})")
+        raise RuntimeError(
+            f"{path} has schema version {version}, newer than this Cascade ({len(MIGRATIONS)})"
+        )
     for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
         await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")

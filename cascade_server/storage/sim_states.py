@@ -8,8 +8,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..shared.models import TERMINAL_SIM_STATES, Heartbeat, HeartbeatAck, RunDetail, SimEvent, SimSummary, can_transition, utcnow
 from ..reported_time import reported_time
+from ..shared.models import (
+    TERMINAL_SIM_STATES,
+    Heartbeat,
+    HeartbeatAck,
+    RunDetail,
+    SimEvent,
+    SimSummary,
+    can_transition,
+    utcnow,
+)
 from .codecs import iso, sim_from_row
 from .core import NotFound, Transaction
 from .outputs import OutputStore
@@ -107,7 +116,9 @@ class SimStateStore(OutputStore):
             sim = await self.get_sim(sim_id, tx.conn)
             if sim is None or sim.state != "failed" or cause in (sim.error or ""):
                 return
-            updated = await self._update_sim(tx, sim_id, error=f"{sim.error} ({cause})" if sim.error else cause)
+            updated = await self._update_sim(
+                tx, sim_id, error=f"{sim.error} ({cause})" if sim.error else cause
+            )
             tx.publish(updated.run_id, [SimEvent(sim=updated)])
 
     async def mark_failed(self, sim_id: str, error: str, exit_code: int | None = None) -> None:
@@ -139,8 +150,9 @@ class SimStateStore(OutputStore):
             assert run is not None
         return run, cancelled
 
-    async def expire_heartbeats(self, timeout_s: float, now: datetime | None = None,
-                                awake_since: datetime | None = None) -> list[SimSummary]:
+    async def expire_heartbeats(
+        self, timeout_s: float, now: datetime | None = None, awake_since: datetime | None = None
+    ) -> list[SimSummary]:
         """The heartbeat monitor: `lost` after `timeout_s` without a heartbeat, `failed` after 10x.
         Silence before `awake_since` (when the server last started running again) is not
         counted: the server was not there to hear the heartbeats (monitor.py)."""
@@ -167,7 +179,9 @@ class SimStateStore(OutputStore):
                     if silent_since >= failed_before:
                         continue
                     fields = _move(
-                        sim, "failed", stamp,
+                        sim,
+                        "failed",
+                        stamp,
                         error=f"no heartbeat for {_seconds(10 * timeout_s)}: the sim was lost and did not come back",
                     )
                 else:

@@ -21,18 +21,23 @@ _Listed = TypeVar("_Listed", RunSummary, TraceSummary)
 
 def trace_in_use(trace_id: str, run_ids: list[str]) -> str:
     one = len(run_ids) == 1
-    return (f"trace {trace_id} is used by active {'run' if one else 'runs'} {', '.join(run_ids)}: "
-            f"cancel {'it' if one else 'them'} or wait until {'it finishes' if one else 'they finish'}")
+    return (
+        f"trace {trace_id} is used by active {'run' if one else 'runs'} {', '.join(run_ids)}: "
+        f"cancel {'it' if one else 'them'} or wait until {'it finishes' if one else 'they finish'}"
+    )
 
 
 def deleted_trace_record(trace: TraceSummary, trace_id: str, deleted_at: datetime) -> TraceSummary:
     """What a run shows of its trace once that trace is deleted: the trace as it was (id, model,
     arch, kernels), failed with an error saying so, and without the real timing that went with
     its files."""
-    error = (f"trace {trace_id} was deleted at {iso(deleted_at)}; "
-             "a trace uploaded since under this id is another trace")
-    return trace.model_copy(update={"state": "failed", "error": error, "updated_at": deleted_at,
-                                    "has_real_timing": False})
+    error = (
+        f"trace {trace_id} was deleted at {iso(deleted_at)}; "
+        "a trace uploaded since under this id is another trace"
+    )
+    return trace.model_copy(
+        update={"state": "failed", "error": error, "updated_at": deleted_at, "has_real_timing": False}
+    )
 
 
 def unrecorded_trace(trace_id: str, run_created_at: datetime, entries: list[RunEntry]) -> TraceSummary:
@@ -41,10 +46,13 @@ def unrecorded_trace(trace_id: str, run_created_at: datetime, entries: list[RunE
     trace's arch), the model's default only when their names disagree; its times are the run's,
     the one moment the trace is known to have existed (TraceSummary's times cannot be null)."""
     arches = {arch_from_name(entry.gpu_config) for entry in entries}
-    error = (f"trace {trace_id} was deleted before this server kept records of deleted traces "
-             "(when is not known); a trace uploaded since under this id is another trace")
-    trace = TraceSummary(id=trace_id, state="failed", error=error, created_at=run_created_at,
-                         updated_at=run_created_at)
+    error = (
+        f"trace {trace_id} was deleted before this server kept records of deleted traces "
+        "(when is not known); a trace uploaded since under this id is another trace"
+    )
+    trace = TraceSummary(
+        id=trace_id, state="failed", error=error, created_at=run_created_at, updated_at=run_created_at
+    )
     if len(arches) == 1 and (arch := arches.pop()) is not None:
         trace.trace_gpu_arch = arch
     return trace
@@ -108,8 +116,9 @@ class TraceStore(StoreCore):
                 raise Conflict(f"trace {trace_id} is being deleted")
             if active := await self.active_runs_of(trace_id, tx.conn):
                 raise Conflict(trace_in_use(trace_id, active))
-            await tx.conn.execute("INSERT INTO trace_deletes(trace_id, started_at) VALUES (?, ?)",
-                                  (trace_id, iso(utcnow())))
+            await tx.conn.execute(
+                "INSERT INTO trace_deletes(trace_id, started_at) VALUES (?, ?)", (trace_id, iso(utcnow()))
+            )
             self._deleting_traces.add(trace_id)
             self.deletes_under_way.add(trace_id)  # the caller carries it out: no resumption does
 
@@ -178,8 +187,13 @@ class TraceStore(StoreCore):
         detail = await self.get_trace(run["trace_id"])
         if detail is None:  # a run's trace was removed by hand: keep the run readable
             now = utcnow()
-            return TraceSummary(id=run["trace_id"], state="failed", error="trace no longer exists",
-                                created_at=now, updated_at=now)
+            return TraceSummary(
+                id=run["trace_id"],
+                state="failed",
+                error="trace no longer exists",
+                created_at=now,
+                updated_at=now,
+            )
         return detail.summary()
 
     async def live_trace_of_run(self, run_id: str) -> TraceDetail | None:

@@ -18,11 +18,10 @@ def split_key(key: str) -> tuple[str, str] | None:
     inside a trace (directory markers, objects directly under the prefix)."""
     if not key.startswith(TRACES_PREFIX):
         return None
-    trace_id, sep, rel = key[len(TRACES_PREFIX):].partition("/")
+    trace_id, sep, rel = key[len(TRACES_PREFIX) :].partition("/")
     if not trace_id or not sep or not rel or rel.endswith("/"):
         return None
     return trace_id, rel
-
 
 
 def is_safe_relative_path(rel: str) -> bool:
@@ -65,8 +64,10 @@ def pending_files(expected: dict[str, int], mirrored: dict[str, int]) -> list[Pe
 
 def missing_metadata_error(waited_s: float) -> str:
     """One line for a prefix whose metadata.json never came (it is what says an upload is done)."""
-    return (f"upload incomplete after {waited_s:.0f} s without progress: {METADATA_NAME} never arrived "
-            "(the uploader writes it last, listing every file)")
+    return (
+        f"upload incomplete after {waited_s:.0f} s without progress: {METADATA_NAME} never arrived "
+        "(the uploader writes it last, listing every file)"
+    )
 
 
 def incomplete_upload_error(pending: list[PendingFile], waited_s: float) -> str:

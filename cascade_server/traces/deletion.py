@@ -38,17 +38,22 @@ def endpoint_failing(scanner: TraceScanner | None, trace_id: str) -> str | None:
     reason = scanner.health_error() if scanner is not None else None
     if reason is None:
         return None
-    return (f"the S3 endpoint is failing ({reason}): trace {trace_id} was not deleted; "
-            "delete it again once /api/health shows no s3_error")
+    return (
+        f"the S3 endpoint is failing ({reason}): trace {trace_id} was not deleted; "
+        "delete it again once /api/health shows no s3_error"
+    )
 
 
 def endpoint_timed_out(trace_id: str) -> str:
-    return (f"the S3 endpoint did not answer within {BUCKET_DELETE_WAIT_S:g} s: the delete of trace "
-            f"{trace_id} is journaled and finishes once the endpoint answers (it takes no new run meanwhile)")
+    return (
+        f"the S3 endpoint did not answer within {BUCKET_DELETE_WAIT_S:g} s: the delete of trace "
+        f"{trace_id} is journaled and finishes once the endpoint answers (it takes no new run meanwhile)"
+    )
 
 
-async def finish_trace_delete(store: Store, settings: Settings, scanner: TraceScanner | None,
-                              trace_id: str, *, in_bucket: bool = True) -> None:
+async def finish_trace_delete(
+    store: Store, settings: Settings, scanner: TraceScanner | None, trace_id: str, *, in_bucket: bool = True
+) -> None:
     """Carry a journaled delete to its end. `in_bucket` False: a sample, which has no objects.
     A failing bucket raises BucketDeleteError (the journal entry stays, so the trace takes no
     run meanwhile)."""
@@ -74,7 +79,9 @@ async def resume_trace_deletes(store: Store, settings: Settings, scanner: TraceS
         store.deletes_under_way.add(trace_id)
         try:
             trace = await store.get_trace(trace_id)
-            await finish_trace_delete(store, settings, scanner, trace_id, in_bucket=trace is None or not trace.sample)
+            await finish_trace_delete(
+                store, settings, scanner, trace_id, in_bucket=trace is None or not trace.sample
+            )
         except Exception as exc:  # noqa: BLE001 - the bucket refused: the next scan tries again
             message = f"could not finish deleting trace {trace_id} yet: {one_line(exc)}"
             if scanner is not None:

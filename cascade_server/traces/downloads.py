@@ -16,7 +16,6 @@ from ..datadir import private_dir
 from ..partial_files import TRACE_TEMP_DIR_NAME
 from ..settings import Settings
 
-
 DOWNLOADS_NAME = TRACE_TEMP_DIR_NAME
 
 

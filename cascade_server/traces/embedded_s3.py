@@ -24,8 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..childproc import die_with_parent
+from ..shared.s3_endpoint import (
+    S3Info,
+    credentials_path,
+    make_client,
+    read_credentials_file,
+    write_credentials_file,
+)
 from ..shared.trace_layout import TRACES_PREFIX
-from ..shared.s3_endpoint import S3Info, credentials_path, make_client, read_credentials_file, write_credentials_file
 from ..shared.trace_upload import build_metadata, collect_files, read_metadata_fields, upload_trace
 
 if TYPE_CHECKING:
@@ -85,7 +91,9 @@ async def _wait_until_serving(proc: asyncio.subprocess.Process, port: int, log_p
         if await _listening(port) and proc.returncode is None:
             return
         if loop.time() > deadline:
-            raise EmbeddedS3Error(f"rclone serve s3 did not listen on 127.0.0.1:{port} within {START_TIMEOUT_S:.0f} s")
+            raise EmbeddedS3Error(
+                f"rclone serve s3 did not listen on 127.0.0.1:{port} within {START_TIMEOUT_S:.0f} s"
+            )
         await asyncio.sleep(0.05)
 
 
@@ -108,8 +116,9 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
-async def _start_rclone(port: int, root: Path, data_dir: Path, info: S3Info,
-                        log_path: Path) -> asyncio.subprocess.Process:
+async def _start_rclone(
+    port: int, root: Path, data_dir: Path, info: S3Info, log_path: Path
+) -> asyncio.subprocess.Process:
     """Start `rclone serve s3` on 127.0.0.1:`port` over `root`; return once it listens."""
     if await _listening(port):  # do not mistake another server (an older Cascade?) for ours
         raise EmbeddedS3Error(
@@ -118,11 +127,19 @@ async def _start_rclone(port: int, root: Path, data_dir: Path, info: S3Info,
         )
     with open(log_path, "ab") as log_file:
         proc = await asyncio.create_subprocess_exec(
-            str(rclone_binary()), "serve", "s3", "--addr", f"127.0.0.1:{port}", str(root),
+            str(rclone_binary()),
+            "serve",
+            "s3",
+            "--addr",
+            f"127.0.0.1:{port}",
+            str(root),
             # Through the environment, not argv, so the secret is not in `ps` output. rclone reads
             # list flags from the environment as CSV, hence the quotes around "id,secret".
-            env={"RCLONE_AUTH_KEY": f'"{info.access_key},{info.secret_key}"', "RCLONE_CONFIG": "/dev/null",
-                 "HOME": str(data_dir)},
+            env={
+                "RCLONE_AUTH_KEY": f'"{info.access_key},{info.secret_key}"',
+                "RCLONE_CONFIG": "/dev/null",
+                "HOME": str(data_dir),
+            },
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log_file,
             stderr=log_file,
@@ -161,8 +178,12 @@ class Supervisor:
     RESTART_DELAYS_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
     STABLE_S = 60.0
 
-    def __init__(self, start: Callable[[], Awaitable[asyncio.subprocess.Process]],
-                 proc: asyncio.subprocess.Process, info: S3Info) -> None:
+    def __init__(
+        self,
+        start: Callable[[], Awaitable[asyncio.subprocess.Process]],
+        proc: asyncio.subprocess.Process,
+        info: S3Info,
+    ) -> None:
         self._start = start
         self.proc = proc
         self.info = info
@@ -179,8 +200,13 @@ class Supervisor:
             while True:
                 delay = self.RESTART_DELAYS_S[min(failures, len(self.RESTART_DELAYS_S) - 1)]
                 failures += 1
-                log.warning("embedded S3 endpoint %s is down (%s): restart %d in %.1f s",
-                            self.info.endpoint, why, self.restarts + 1, delay)
+                log.warning(
+                    "embedded S3 endpoint %s is down (%s): restart %d in %.1f s",
+                    self.info.endpoint,
+                    why,
+                    self.restarts + 1,
+                    delay,
+                )
                 await asyncio.sleep(delay)
                 self.restarts += 1
                 try:
@@ -222,11 +248,18 @@ async def supervised_s3(settings: Settings, port: int | None = None) -> AsyncIte
         try:
             write_credentials_file(data_dir, info)
         except OSError as exc:  # a full disk: serve on; uploaders here read the file as it was
-            log.warning("could not write the S3 credentials file %s (%s): `cascade upload` on this "
-                        "machine reads the one already there, if any", credentials_path(data_dir),
-                        exc.strerror or exc)
-        log.info("embedded S3 endpoint %s, bucket %s (rclone pid %s)", info.endpoint, info.bucket,
-                 supervisor.proc.pid)
+            log.warning(
+                "could not write the S3 credentials file %s (%s): `cascade upload` on this "
+                "machine reads the one already there, if any",
+                credentials_path(data_dir),
+                exc.strerror or exc,
+            )
+        log.info(
+            "embedded S3 endpoint %s, bucket %s (rclone pid %s)",
+            info.endpoint,
+            info.bucket,
+            supervisor.proc.pid,
+        )
         yield supervisor
     finally:
         task.cancel()

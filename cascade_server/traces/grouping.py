@@ -161,7 +161,9 @@ def processed_name(raw_name: str) -> str:
     return raw_name + "g"
 
 
-def rewrite_kernelslist(lines: Iterable[str], source: str = "kernelslist") -> tuple[list[str], list[KernelEntry]]:
+def rewrite_kernelslist(
+    lines: Iterable[str], source: str = "kernelslist"
+) -> tuple[list[str], list[KernelEntry]]:
     """The `kernelslist.g` lines for a raw `kernelslist`, and the kernels it names in order.
     `Memcpy...` lines are copied, `kernel...` lines renamed, blank lines dropped; anything else
     is an error, as in the C++ tool (`Undefined command`)."""

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from ..appkeys import SETTINGS_KEY, STORE_KEY
-from .deletion import resume_trace_deletes
 from ..shared.s3_endpoint import resolve_s3_info
+from .deletion import resume_trace_deletes
 from .scanner import TraceScanner
 
 log = logging.getLogger(__name__)
@@ -25,8 +25,10 @@ async def trace_ingest_ctx(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS_KEY]
     s3 = resolve_s3_info(settings)
     if s3 is None:
-        log.warning("no S3 endpoint: set CASCADE_S3_ENDPOINT or start the embedded one with `cascade serve`; "
-                    "traces will not be ingested")
+        log.warning(
+            "no S3 endpoint: set CASCADE_S3_ENDPOINT or start the embedded one with `cascade serve`; "
+            "traces will not be ingested"
+        )
         await resume_trace_deletes(app[STORE_KEY], settings, None)  # samples: no bucket objects
         yield
         return

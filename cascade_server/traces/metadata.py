@@ -68,14 +68,20 @@ def _files(value: Any, trace_id: str) -> dict[str, int]:
     if value is None:
         return {}
     if not isinstance(value, list):
-        raise MetadataError("metadata.json 'files' must be a list of {\"key\", \"bytes\"} objects")
+        raise MetadataError('metadata.json \'files\' must be a list of {"key", "bytes"} objects')
     if len(value) > METADATA_MAX_FILES:  # each scan checks every listed file until all arrived
         raise MetadataError(f"metadata.json lists {len(value)} files, more than {METADATA_MAX_FILES}")
     files: dict[str, int] = {}
     for index, item in enumerate(value):
         key = item.get("key") if isinstance(item, dict) else None
         size = item.get("bytes") if isinstance(item, dict) else None
-        if not isinstance(key, str) or not key or isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        if (
+            not isinstance(key, str)
+            or not key
+            or isinstance(size, bool)
+            or not isinstance(size, int)
+            or size < 0
+        ):
             raise MetadataError(
                 f"metadata.json files[{index}] needs a string 'key' and a non-negative integer 'bytes'"
             )

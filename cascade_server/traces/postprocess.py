@@ -48,6 +48,7 @@ from typing import IO, Any
 from ..partial_files import TRACE_TEMP_DIR_NAME
 from ..shared.bounded_read import TooLargeError, bounded_text_lines, read_bounded
 from ..shared.trace_inputs import kernel_files
+from ..shared.trace_limits import KERNELSLIST_MAX_BYTES
 from ..shared.upload_rules import KERNELSLIST_G, is_raw_kernelslist, layout_problem
 from .grouping import (
     TraceFormatError,
@@ -55,7 +56,6 @@ from .grouping import (
     lines_like_getline,
     rewrite_kernelslist,
 )
-from ..shared.trace_limits import KERNELSLIST_MAX_BYTES
 
 LOCK_NAME = ".postprocess.lock"
 EXIT_FAILED = 1
@@ -217,14 +217,14 @@ def _find_raw(traces_dir: Path, name: str, kernelslist: str) -> Path:
     raise PostprocessError(f"traces/{kernelslist} names {name}, which is not in the upload")
 
 
-
-
 def process_kernelslists(traces_dir: Path, run: _Run) -> None:
     lists = sorted(p for p in traces_dir.iterdir() if p.is_file() and is_raw_kernelslist(p.name))
     # kernelslist.g is written last: it is what marks the trace as processed.
     for index, kernelslist in reversed(list(enumerate(lists))):
         try:
-            text = read_bounded(kernelslist, KERNELSLIST_MAX_BYTES, f"traces/{kernelslist.name}").decode("utf-8")
+            text = read_bounded(kernelslist, KERNELSLIST_MAX_BYTES, f"traces/{kernelslist.name}").decode(
+                "utf-8"
+            )
         except TooLargeError as exc:
             raise PostprocessError(str(exc)) from None
         except _READ_ERRORS as exc:

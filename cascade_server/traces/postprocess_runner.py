@@ -22,9 +22,16 @@ async def run_postprocessor(trace_dir: Path, settings: Settings) -> tuple[str | 
     dies with the server (even on SIGKILL), and waits for the trace's lock, so a restarted
     server never runs two on one directory."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cascade_server.traces.postprocess", str(trace_dir),
-        "--max-ratio", str(settings.postprocess_max_ratio), "--max-bytes", str(settings.postprocess_max_bytes),
-        "--timeout-s", str(settings.postprocess_timeout_s),
+        sys.executable,
+        "-m",
+        "cascade_server.traces.postprocess",
+        str(trace_dir),
+        "--max-ratio",
+        str(settings.postprocess_max_ratio),
+        "--max-bytes",
+        str(settings.postprocess_max_bytes),
+        "--timeout-s",
+        str(settings.postprocess_timeout_s),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
@@ -39,8 +46,9 @@ async def run_postprocessor(trace_dir: Path, settings: Settings) -> tuple[str | 
             await proc.wait()
         if isinstance(exc, TimeoutError):
             await asyncio.to_thread(remove_stale_temporaries, trace_dir)
-            return (f"took longer than {settings.postprocess_timeout_s:g} s "
-                    "(CASCADE_POSTPROCESS_TIMEOUT_S)"), False
+            return (
+                f"took longer than {settings.postprocess_timeout_s:g} s (CASCADE_POSTPROCESS_TIMEOUT_S)"
+            ), False
         raise
     if proc.returncode == 0:
         return None, False

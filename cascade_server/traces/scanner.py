@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..shared.models import TraceDetail, utcnow
-from ..shared.trace_layout import METADATA_NAME, TRACES_PREFIX
+from ..shared.s3_endpoint import S3Info, make_client
+from ..shared.trace_kernels import KernelStatsError, read_kernels
+from ..shared.trace_layout import METADATA_NAME, TRACES_PREFIX, has_real_timing, has_step_timeline
+from ..shared.upload_rules import trace_id_problem
 from .completeness import (
     incomplete_upload_error,
     is_safe_relative_path,
@@ -31,17 +34,13 @@ from .completeness import (
     pending_files,
     split_key,
 )
-from ..shared.upload_rules import trace_id_problem
 from .deletion import remove_trace_files, resume_trace_deletes
-from ..shared.trace_kernels import KernelStatsError, read_kernels
 from .downloads import DOWNLOADS_NAME, clear_downloads, download_path
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, read_metadata_file
-from .trace_arch import arch_fields
 from .postprocess import LOCK_NAME, NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
 from .scan_errors import TraceReadError, TraceRetryLater, mirror_error, one_line
-from ..shared.s3_endpoint import S3Info, make_client
-from ..shared.trace_layout import has_real_timing, has_step_timeline
+from .trace_arch import arch_fields
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -195,7 +194,8 @@ class TraceScanner:
     def _settled(self) -> set[str]:
         """Traces the scan leaves alone: ready, failed, samples, or being post-processed."""
         return {
-            trace_id for trace_id, trace in self.traces.items()
+            trace_id
+            for trace_id, trace in self.traces.items()
             if trace.state in TERMINAL_STATES or trace.sample or trace_id in self._processing
         }
 
@@ -206,7 +206,7 @@ class TraceScanner:
         trace_ids = []
         for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=TRACES_PREFIX, Delimiter="/"):
             for common in page.get("CommonPrefixes", []):
-                trace_id = common["Prefix"][len(TRACES_PREFIX):].rstrip("/")
+                trace_id = common["Prefix"][len(TRACES_PREFIX) :].rstrip("/")
                 if trace_id and trace_id not in settled:
                     trace_ids.append(trace_id)
         traces: dict[str, Listing] = {}
@@ -237,8 +237,12 @@ class TraceScanner:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure reading one trace stays with it
             # A full data dir (the scan's own bookkeeping) is not the trace's fault either.
-            if isinstance(exc, TraceRetryLater) or (isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS):
-                self.warn_once(f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc)
+            if isinstance(exc, TraceRetryLater) or (
+                isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS
+            ):
+                self.warn_once(
+                    f"{trace_id}\0{exc}", "trace %s: %s; trying again on the next scan", trace_id, exc
+                )
             elif isinstance(exc, TraceReadError):
                 await self._fail(trace_id, str(exc))
             else:
@@ -255,7 +259,9 @@ class TraceScanner:
 
     async def _scan_trace(self, trace_id: str, objects: Listing) -> None:
         trace = self.traces.get(trace_id)
-        if trace is not None and (trace.state in TERMINAL_STATES or trace.sample or trace_id in self._processing):
+        if trace is not None and (
+            trace.state in TERMINAL_STATES or trace.sample or trace_id in self._processing
+        ):
             return
         if trace is None:
             now = utcnow()
@@ -301,7 +307,9 @@ class TraceScanner:
         waited = time.monotonic() - self._last_progress[trace_id]
         if meta is not None and meta.failed:
             update.update(state="failed", error=FAILED_STATUS_ERROR)
-        elif meta is None and update.get("state") != "failed" and waited > self.settings.trace_upload_timeout_s:
+        elif (
+            meta is None and update.get("state") != "failed" and waited > self.settings.trace_upload_timeout_s
+        ):
             update.update(state="failed", error=missing_metadata_error(waited))  # the same timeout
         elif meta is not None and update.get("state") != "failed":
             mirrored = {rel: size for rel, (size, _) in book.items()}
@@ -336,10 +344,14 @@ class TraceScanner:
         for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=f"{TRACES_PREFIX}{trace_id}/"):
             keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
             if keys:  # a listing page holds at most 1,000 keys, what one DeleteObjects takes
-                answer = self.client.delete_objects(Bucket=self.s3.bucket, Delete={"Objects": keys, "Quiet": True})
+                answer = self.client.delete_objects(
+                    Bucket=self.s3.bucket, Delete={"Objects": keys, "Quiet": True}
+                )
                 if errors := answer.get("Errors"):
                     first = errors[0]
-                    raise OSError(f"{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}".strip())
+                    raise OSError(
+                        f"{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}".strip()
+                    )
                 deleted += len(keys)
         return deleted
 
@@ -477,7 +489,9 @@ class TraceScanner:
                 continue
             self._no_space.pop(trace_id)
             log.info("retrying trace %s: disk space is back", trace_id)
-            await self._save(trace.model_copy(update={"state": "processing", "error": None, "updated_at": utcnow()}))
+            await self._save(
+                trace.model_copy(update={"state": "processing", "error": None, "updated_at": utcnow()})
+            )
             self._start_processing(trace_id)
 
     # --- store -------------------------------------------------------------------------------

@@ -31,15 +31,19 @@ def arch_problem(claimed: Any, traced: str) -> str | None:
     """Why metadata.json's `trace_gpu_arch` cannot stand beside the header's arch, or None."""
     if not isinstance(claimed, str) or not claimed or claimed == traced:
         return None
-    return (f"metadata.json says trace_gpu_arch {claimed!r}, but the trace's kernels were captured "
-            f"for {traced} (-binary version in their headers): fix or drop trace_gpu_arch")
+    return (
+        f"metadata.json says trace_gpu_arch {claimed!r}, but the trace's kernels were captured "
+        f"for {traced} (-binary version in their headers): fix or drop trace_gpu_arch"
+    )
 
 
 def traced_arch(trace_dir: Path) -> str | None:
     """The arch the first kernel trace `traces/kernelslist.g` names says it was captured for
     (blocking; None when the trace's headers do not say)."""
     try:
-        text = read_bounded(trace_dir / "traces" / "kernelslist.g", KERNELSLIST_MAX_BYTES, "traces/kernelslist.g")
+        text = read_bounded(
+            trace_dir / "traces" / "kernelslist.g", KERNELSLIST_MAX_BYTES, "traces/kernelslist.g"
+        )
         names = kernel_files(text.decode("utf-8", errors="replace"))
     except (OSError, TooLargeError, TraceFormatError):
         return None  # the kernel reader reports these

@@ -59,17 +59,21 @@ class FilesPane(ReportsWorkerErrors, Vertical):
             options.append(Option(f"Log of {sim.gpu_config} #{sim.replica} ({sim.id}.log)", id="log"))
             mine = [f for f in self._files if f.sim_id == sim.id]
             if mine:
-                options.append(Option(f"All {plural(len(mine), 'file')} of {sim.gpu_config} #{sim.replica}"
-                                      if len(mine) > 1 else
-                                      f"The only file of {sim.gpu_config} #{sim.replica}",
-                                      id="files"))
+                options.append(
+                    Option(
+                        f"All {plural(len(mine), 'file')} of {sim.gpu_config} #{sim.replica}"
+                        if len(mine) > 1
+                        else f"The only file of {sim.gpu_config} #{sim.replica}",
+                        id="files",
+                    )
+                )
             options.append(None)
             for f in mine:
-                options.append(Option(f"{f.name}  {human_bytes(f.size)}  {f.content_type}",
-                                      id=f"file:{f.name}"))
+                options.append(
+                    Option(f"{f.name}  {human_bytes(f.size)}  {f.content_type}", id=f"file:{f.name}")
+                )
             if not mine:
-                options.append(Option("(this sim has uploaded no files yet)", id="none",
-                                      disabled=True))
+                options.append(Option("(this sim has uploaded no files yet)", id="none", disabled=True))
         files_list = self.options
         highlighted = files_list.highlighted
         files_list.clear_options()
@@ -83,7 +87,8 @@ class FilesPane(ReportsWorkerErrors, Vertical):
         focused = self.options.has_focus
         self.query_one("#files-title", Static).update(
             ("▶ " if focused else "") + "Enter saves the highlighted item to "
-            f"{self.services.settings.download_dir}" + ("" if focused else " · Tab: this list"))
+            f"{self.services.settings.download_dir}" + ("" if focused else " · Tab: this list")
+        )
 
     def on_descendant_focus(self) -> None:
         self._update_title()
@@ -113,11 +118,15 @@ class FilesPane(ReportsWorkerErrors, Vertical):
     async def _download(self, what: str, sim_id: str | None) -> None:
         client, dest = self.services.client, self.services.settings.download_dir
         if what == "results":
-            paths = [await client.download(f"/api/runs/{self.run_id}/results", dest,
-                                           f"{self.run_id}-results.json")]
+            paths = [
+                await client.download(f"/api/runs/{self.run_id}/results", dest, f"{self.run_id}-results.json")
+            ]
         elif what == "perfetto":
-            paths = [await client.download(f"/api/runs/{self.run_id}/perfetto", dest,
-                                           f"{self.run_id}-perfetto.json")]
+            paths = [
+                await client.download(
+                    f"/api/runs/{self.run_id}/perfetto", dest, f"{self.run_id}-perfetto.json"
+                )
+            ]
         elif what == "log":
             paths = [await client.download(f"/api/sims/{sim_id}/log", dest, f"{sim_id}.log")]
         else:
@@ -125,13 +134,15 @@ class FilesPane(ReportsWorkerErrors, Vertical):
             if not files:
                 self.notify("This sim has uploaded no files yet.", severity="warning")
                 return
-            paths = [await client.download(f"/api/sims/{sim_id}/files/{f.name}",
-                                           dest / (sim_id or ""), f.name) for f in files]
+            paths = [
+                await client.download(f"/api/sims/{sim_id}/files/{f.name}", dest / (sim_id or ""), f.name)
+                for f in files
+            ]
         self.notify(saved_message(paths), title="Download saved", markup=False)
 
     @work(group="downloads", exit_on_error=False)
     async def _download_file(self, sim_id: str | None, name: str) -> None:
         path = await self.services.client.download(
-            f"/api/sims/{sim_id}/files/{name}", self.services.settings.download_dir / (sim_id or ""),
-            name)
+            f"/api/sims/{sim_id}/files/{name}", self.services.settings.download_dir / (sim_id or ""), name
+        )
         self.notify(saved_message([path]), title="Download saved", markup=False)

@@ -22,8 +22,7 @@ COMPARISON_REFRESH_S = 5.0
 
 
 class KernelsPane(ReportsWorkerErrors, Vertical):
-    def __init__(self, run_id: str, model: RunModel, services: Services, *,
-                 id: str | None = None) -> None:
+    def __init__(self, run_id: str, model: RunModel, services: Services, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.run_id = run_id
         self.model = model
@@ -75,17 +74,25 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         if model.run is None or width <= 0:
             return  # not laid out yet (hidden): drawn when shown, at its real width
         self.dirty = False
-        configs = compare.config_order((e.gpu_config for e in model.run.entries),
-                                       model.sims.values())
+        configs = compare.config_order((e.gpu_config for e in model.run.entries), model.sims.values())
         kernels = model.all_kernels()
         rows = compare.kernel_rows(configs, model.sims, kernels, self._real)
         totals = compare.config_totals(configs, model.sims, kernels)
         has_real = model.run.trace.has_real_timing
-        widget.set_lines(chart.chart_lines(
-            configs, rows, totals, compare.rank(totals), compare.mape(rows, configs), has_real,
-            width, compare.stand_in_reason(model.summary(), model.sims.values()),
-            finished=model.is_finished(), order=self.order,
-        ))
+        widget.set_lines(
+            chart.chart_lines(
+                configs,
+                rows,
+                totals,
+                compare.rank(totals),
+                compare.mape(rows, configs),
+                has_real,
+                width,
+                compare.stand_in_reason(model.summary(), model.sims.values()),
+                finished=model.is_finished(),
+                order=self.order,
+            )
+        )
         if has_real and not model.is_finished():
             self.load_comparison()
 

@@ -89,8 +89,7 @@ class LogPane(ReportsWorkerErrors, Vertical):
     @work(exclusive=True, group="log", exit_on_error=False)
     async def _fetch(self, sim_id: str) -> None:
         try:
-            lines, _total = await self.services.client.log_tail(
-                sim_id, self.services.settings.log_max_lines)
+            lines, _total = await self.services.client.log_tail(sim_id, self.services.settings.log_max_lines)
         except Exception:  # the app reports it; a cancelled fetch leaves the next one loading
             self.loading = False
             raise
@@ -139,8 +138,10 @@ class LogPane(ReportsWorkerErrors, Vertical):
             # Most useful first, so 80 columns cut only the sim id: following or paused (with
             # the key that resumes), the line count, whose log it is.
             loading = " · loading…" if self.loading else ""
-            title = (f"{view.status_text()} · {plural(len(view.store), 'line')} · "
-                     f"log {sim.gpu_config} #{sim.replica}{loading}{focus} · {sim.id}")
+            title = (
+                f"{view.status_text()} · {plural(len(view.store), 'line')} · "
+                f"log {sim.gpu_config} #{sim.replica}{loading}{focus} · {sim.id}"
+            )
             if view.store.dropped:
                 title += f" · {view.store.dropped:,} older lines not kept: download the log for all"
         if view.has_focus:
@@ -171,8 +172,9 @@ class LogPane(ReportsWorkerErrors, Vertical):
         view.set_search(compile_search(text) if text else None)
         self.query_one(LogSearch).action_dismiss()
         if text and not view.find():
-            self.notify(f"No line matches {text!r} in the {plural(len(view.store), 'line')} kept.",
-                        severity="warning")
+            self.notify(
+                f"No line matches {text!r} in the {plural(len(view.store), 'line')} kept.", severity="warning"
+            )
         self.refresh_title()
 
     def clear_search(self) -> bool:

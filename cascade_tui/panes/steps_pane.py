@@ -25,8 +25,7 @@ TIMELINES_REFRESH_S = 5.0
 class StepsPane(ReportsWorkerErrors, Vertical):
     ERROR_TITLES = {"step-timelines": "Step timelines"}
 
-    def __init__(self, run_id: str, model: RunModel, services: Services, *,
-                 id: str | None = None) -> None:
+    def __init__(self, run_id: str, model: RunModel, services: Services, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.run_id = run_id
         self.model = model
@@ -56,10 +55,15 @@ class StepsPane(ReportsWorkerErrors, Vertical):
         self.dirty = False
         configs = compare.config_order((e.gpu_config for e in model.run.entries), model.sims.values())
         has_timeline = model.run.trace.has_step_timeline
-        self.chart.set_lines(step_chart.step_lines(
-            self.timelines, configs, max(40, width), has_step_timeline=has_timeline,
-            stand_in=compare.stand_in_reason(model.summary(), model.sims.values()),
-        ))
+        self.chart.set_lines(
+            step_chart.step_lines(
+                self.timelines,
+                configs,
+                max(40, width),
+                has_step_timeline=has_timeline,
+                stand_in=compare.stand_in_reason(model.summary(), model.sims.values()),
+            )
+        )
         succeeded = sum(sim.state == "succeeded" for sim in model.sims.values())
         if has_timeline and succeeded and (succeeded != self._succeeded or not self._loaded):
             self.load(succeeded)

@@ -8,10 +8,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual import events
 from textual.containers import ScrollableContainer
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static

@@ -61,5 +61,4 @@ class ConnectScreen(ReportsWorkerErrors, Screen):
         title = error_title(exc, self.ERROR_TITLES["check"])
         message = self.query_one("#connect-message", Static)
         message.add_class("-problem")
-        message.update(f"[b]{title}[/b]\n\n{exc}\n\nURL: {self.services.settings.url}\n\n"
-                       "r: retry    q: quit")
+        message.update(f"[b]{title}[/b]\n\n{exc}\n\nURL: {self.services.settings.url}\n\nr: retry    q: quit")

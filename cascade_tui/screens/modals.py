@@ -7,13 +7,12 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
-
 
 DialogResult = TypeVar("DialogResult")
 
@@ -76,9 +75,7 @@ class QuitScreen(Dialog[str]):
         Binding("escape,s,n", "answer('stay')", "Stay", id="quit.stay"),
     ]
     DEFAULT_CSS = "QuitScreen .dialog-keys { color: $text; }"
-    KEYS = ("[b]c[/b]  cancel the runs and quit\n"
-            "[b]q[/b]  quit, they keep running\n"
-            "[b]Esc[/b]  stay")
+    KEYS = "[b]c[/b]  cancel the runs and quit\n[b]q[/b]  quit, they keep running\n[b]Esc[/b]  stay"
 
     def __init__(self, body: str) -> None:
         super().__init__("Sims are still running", body)
@@ -114,8 +111,10 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"Help: {screen_title(self.below)} "
-                         "(Esc to close; Ctrl+P searches every command)", id="help-title")
+            yield Static(
+                f"Help: {screen_title(self.below)} (Esc to close; Ctrl+P searches every command)",
+                id="help-title",
+            )
             with VerticalScroll():
                 yield Static(help_text(self.below), id="help-body")
 
@@ -147,8 +146,10 @@ def help_text(screen: Screen) -> Text:
         for name, meaning in rows:
             text.append(f"  {name:<12}", style="bold")
             text.append(f"{meaning}\n")
-    text.append("\nArrows, PgUp/PgDn and Home/End move in tables, lists and the log; Tab moves "
-                "between panes.", style="dim")
+    text.append(
+        "\nArrows, PgUp/PgDn and Home/End move in tables, lists and the log; Tab moves between panes.",
+        style="dim",
+    )
     return text
 
 
@@ -163,8 +164,6 @@ def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
             continue
         seen.add(binding.id or key)
         # The screen's own keys first, then the focused Cascade widget's, then app-wide ones.
-        rank = (3 if not binding.id else 0 if active.node is screen
-                else 2 if active.node is screen.app else 1)
-        ranked.append((rank, (screen.app.get_key_display(binding), binding.description,
-                              binding.id or "")))
+        rank = 3 if not binding.id else 0 if active.node is screen else 2 if active.node is screen.app else 1
+        ranked.append((rank, (screen.app.get_key_display(binding), binding.description, binding.id or "")))
     return [row for _, row in sorted(ranked, key=lambda item: item[0])]

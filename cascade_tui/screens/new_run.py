@@ -15,14 +15,21 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cascade_server.shared.models import MAX_ENTRY_COUNT, GpuConfig, LauncherStatus, RunCreate, RunEntry, TraceSummary
+from cascade_server.shared.models import (
+    MAX_ENTRY_COUNT,
+    GpuConfig,
+    LauncherStatus,
+    RunCreate,
+    RunEntry,
+    TraceSummary,
+)
 
 from ..capacity import start_plan
-from ..simulator_view import simulator_line
 from ..client import ApiError
 from ..formatting import human_bytes, plural
 from ..messages import OpenRun, ReportsWorkerErrors
 from ..services import Services
+from ..simulator_view import simulator_line
 from .modals import ConfirmScreen
 
 CONFIRM_ABOVE = 4  # sims in total; more asks first
@@ -36,8 +43,12 @@ def launchable(traces: list[TraceSummary]) -> list[TraceSummary]:
 def initial_counts(trace: TraceSummary, configs: list[GpuConfig]) -> dict[str, int]:
     """The suggested config (or the trace's preselected sample configs) at 1, others at 0."""
     names = {c.name for c in configs}
-    chosen = [n for n in ([trace.suggested_sim_config] if trace.suggested_sim_config else [])
-              + list(trace.sample_sim_configs) if n in names]
+    chosen = [
+        n
+        for n in ([trace.suggested_sim_config] if trace.suggested_sim_config else [])
+        + list(trace.sample_sim_configs)
+        if n in names
+    ]
     if not chosen and len(configs) == 1:
         chosen = [configs[0].name]
     return {c.name: (1 if c.name in chosen else 0) for c in configs}
@@ -54,10 +65,10 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         Binding("space", "toggle", "Pick config", id="new_run.toggle"),
         Binding("plus,equals_sign,right", "change(1)", "+1", id="new_run.more"),
         Binding("minus,left", "change(-1)", "-1", id="new_run.fewer"),
-        Binding("left_square_bracket", "other_trace(-1)", "Prev trace", show=False,
-                id="new_run.previous_trace"),
-        Binding("right_square_bracket", "other_trace(1)", "Next trace", show=False,
-                id="new_run.next_trace"),
+        Binding(
+            "left_square_bracket", "other_trace(-1)", "Prev trace", show=False, id="new_run.previous_trace"
+        ),
+        Binding("right_square_bracket", "other_trace(1)", "Next trace", show=False, id="new_run.next_trace"),
     ]
     DEFAULT_CSS = """
     NewRunScreen #new-run-trace { padding: 0 1; height: auto; }
@@ -85,8 +96,10 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         yield Header()
         with Vertical():
             yield Static("loading traces and GPU configs…", id="new-run-trace")
-            yield Static("space: pick/unpick a config   + / -: count   [ / ]: other trace   "
-                         "Enter: launch   Esc: back", id="new-run-help")
+            yield Static(
+                "space: pick/unpick a config   + / -: count   [ / ]: other trace   Enter: launch   Esc: back",
+                id="new-run-help",
+            )
             yield OptionList(id="configs")
             yield Static("", id="new-run-total")
             yield Static("", id="new-run-plan")
@@ -118,7 +131,8 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
             if not traces:
                 self.query_one("#new-run-trace", Static).update(
                     "No trace is ready to run. Upload one with `cascade upload`, then wait for "
-                    "it to be ready on the Traces screen (t).")
+                    "it to be ready on the Traces screen (t)."
+                )
                 return
             self.trace = traces[0]
         self._select_trace(self.trace)
@@ -127,16 +141,22 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         self.trace = trace
         self.configs = [c for c in self.all_configs if c.arch == trace.trace_gpu_arch]
         self.counts = initial_counts(trace, self.configs)
-        info = (f"Trace [b]{escape(trace.id)}[/]  {escape(trace.model or '')}  arch {trace.trace_gpu_arch}  "
-                f"{plural(trace.kernel_count, 'kernel')}  {human_bytes(trace.bytes)}")
+        info = (
+            f"Trace [b]{escape(trace.id)}[/]  {escape(trace.model or '')}  arch {trace.trace_gpu_arch}  "
+            f"{plural(trace.kernel_count, 'kernel')}  {human_bytes(trace.bytes)}"
+        )
         if trace.state != "ready" or trace.sample:
             info += "\n[red]This trace cannot start a run"
-            info += (": it is the sample trace, which has no instruction traces.[/]"
-                     if trace.sample else f": it is {trace.state}, not ready.[/]")
+            info += (
+                ": it is the sample trace, which has no instruction traces.[/]"
+                if trace.sample
+                else f": it is {trace.state}, not ready.[/]"
+            )
         elif not self.configs:
-            info += (f"\n[red]No GPU config has arch {trace.trace_gpu_arch}; "
-                     "the server knows: " + ", ".join(sorted({c.arch for c in self.all_configs}))
-                     + "[/]")
+            info += (
+                f"\n[red]No GPU config has arch {trace.trace_gpu_arch}; "
+                "the server knows: " + ", ".join(sorted({c.arch for c in self.all_configs})) + "[/]"
+            )
         self.query_one("#new-run-trace", Static).update(info)
         options = self.query_one("#configs", OptionList)
         options.clear_options()
@@ -152,8 +172,11 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         mark = "[x]" if n else "[ ]"
         suggested = "  (suggested)" if self.trace and config.name == self.trace.suggested_sim_config else ""
         count = f"× {n}" if n else "   "
-        return Text(f"{mark} {config.name:<20} {config.arch:<6} {config.core_clock_mhz:>7.0f} MHz  "
-                    f"{count}{suggested}", style="bold" if n else "")
+        return Text(
+            f"{mark} {config.name:<20} {config.arch:<6} {config.core_clock_mhz:>7.0f} MHz  "
+            f"{count}{suggested}",
+            style="bold" if n else "",
+        )
 
     def _refresh_option(self, name: str) -> None:
         options = self.query_one("#configs", OptionList)
@@ -167,9 +190,11 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         if not entries:
             text = "Pick at least one config (space)."
         else:
-            text = (f"{len(entries)} config{'s' if len(entries) != 1 else ''}, "
-                    f"{total} sim{'s' if total != 1 else ''} in total"
-                    + ("  (you will be asked to confirm)" if total > CONFIRM_ABOVE else ""))
+            text = (
+                f"{len(entries)} config{'s' if len(entries) != 1 else ''}, "
+                f"{total} sim{'s' if total != 1 else ''} in total"
+                + ("  (you will be asked to confirm)" if total > CONFIRM_ABOVE else "")
+            )
         self.query_one("#new-run-total", Static).update(text)
         self._show_plan()
 
@@ -230,8 +255,10 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
         if total > CONFIRM_ABOVE:
             listing = "\n".join(f"  {e.gpu_config:<22} × {e.count}" for e in entries)
             self.app.push_screen(
-                ConfirmScreen(f"Launch {plural(total, 'sim')}?",
-                              f"Trace {trace.id}\n{listing}\n\n{plural(total, 'sim')} in total."),
+                ConfirmScreen(
+                    f"Launch {plural(total, 'sim')}?",
+                    f"Trace {trace.id}\n{listing}\n\n{plural(total, 'sim')} in total.",
+                ),
                 partial(self._launch_if, body),
             )
         else:

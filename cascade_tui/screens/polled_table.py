@@ -21,7 +21,6 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-
 from ..columns import ColumnSpec, fit
 from ..filter_sort import next_column, shown
 from ..messages import ReportsWorkerErrors
@@ -30,8 +29,14 @@ from ..services import Services
 POLL_SECONDS = 2.0
 
 STATE_COLOURS = {
-    "uploading": "cyan", "processing": "cyan", "ready": "green", "failed": "red bold",
-    "active": "blue bold", "succeeded": "green", "partial": "yellow", "cancelled": "dim",
+    "uploading": "cyan",
+    "processing": "cyan",
+    "ready": "green",
+    "failed": "red bold",
+    "active": "blue bold",
+    "succeeded": "green",
+    "partial": "yellow",
+    "cancelled": "dim",
 }
 
 Cell = tuple[str, str]  # (text, style): what the diff compares
@@ -110,8 +115,10 @@ class PolledTable(ReportsWorkerErrors, Screen):
         yield Static(self.EMPTY, id="list-empty")
         yield ListTable(cursor_type="row", zebra_stripes=True, id="list")
         yield Static("", id="list-detail")
-        yield FilterInput(placeholder="filter: words of the id, trace, model, state or configs "
-                          "(Enter keeps, Esc clears)", id="list-filter")
+        yield FilterInput(
+            placeholder="filter: words of the id, trace, model, state or configs (Enter keeps, Esc clears)",
+            id="list-filter",
+        )
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
 
     def on_mount(self) -> None:
@@ -161,9 +168,15 @@ class PolledTable(ReportsWorkerErrors, Screen):
     def show_items(self) -> None:
         """The fetched items through the filter and the sort."""
         column = self.COLUMNS[self.sort_column].title if self.sort_column is not None else None
-        self.apply_items(shown(
-            self.fetched, self.query_text, self.search_text,
-            (lambda item: self.sort_value(item, column)) if column else None, self.sort_reverse))
+        self.apply_items(
+            shown(
+                self.fetched,
+                self.query_text,
+                self.search_text,
+                (lambda item: self.sort_value(item, column)) if column else None,
+                self.sort_reverse,
+            )
+        )
         self._update_title()
 
     def title_notes(self) -> list[str]:
@@ -237,8 +250,9 @@ class PolledTable(ReportsWorkerErrors, Screen):
                 if width is not None:
                     table.add_column(spec.title, width=width, key=spec.title)
             for item_id, row in cells.items():
-                table.add_row(*(Text(t, style=s) for (t, s), w in zip(row, widths) if w is not None),
-                              key=item_id)
+                table.add_row(
+                    *(Text(t, style=s) for (t, s), w in zip(row, widths) if w is not None), key=item_id
+                )
             if current is not None and current in new:
                 table.move_cursor(row=table.get_row_index(current), animate=False)
         else:
@@ -247,8 +261,7 @@ class PolledTable(ReportsWorkerErrors, Screen):
                     old = self._cells.get(item_id, ())
                     for i, cell in enumerate(row):
                         if widths[i] is not None and (i >= len(old) or old[i] != cell):
-                            table.update_cell(item_id, self.COLUMNS[i].title,
-                                              Text(cell[0], style=cell[1]))
+                            table.update_cell(item_id, self.COLUMNS[i].title, Text(cell[0], style=cell[1]))
         self.items = new
         self._cells = cells
         self._widths = widths

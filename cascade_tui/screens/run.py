@@ -64,8 +64,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         # The selected sim's error, exit code and log tail whole (a row cuts them at 80 columns).
         Binding("enter,i", "sim_details", "Sim details", show=False, id="run.sim_details"),
         Binding("z", "zoom", "Zoom pane", show=False, id="run.zoom"),
-        Binding("o", "kernel_order", "Kernels by trace/time/spread", show=False,
-                id="run.kernel_order"),
+        Binding("o", "kernel_order", "Kernels by trace/time/spread", show=False, id="run.kernel_order"),
         Binding("R", "manage('rerun')", "Re-run", show=False, id="run.rerun"),
         Binding("Y", "manage('retry')", "Retry failed sims", show=False, id="run.retry"),
         Binding("D", "manage('delete')", "Delete run", show=False, id="run.delete"),
@@ -199,8 +198,11 @@ class RunScreen(ReportsWorkerErrors, Screen):
         if self.view == "steps" and steps.dirty:
             steps.draw()
         self._announce(changes.sims, changes.reset)
-        if self.view == "files" and self.selected_sim and (
-                changes.reset or self.selected_sim in changes.sims):
+        if (
+            self.view == "files"
+            and self.selected_sim
+            and (changes.reset or self.selected_sim in changes.sims)
+        ):
             # A worker uploads its files before its final heartbeat: refetch when the shown sim's
             # state changes, not on every progress heartbeat.
             sim = self.model.sims.get(self.selected_sim)
@@ -221,8 +223,12 @@ class RunScreen(ReportsWorkerErrors, Screen):
             for sim_id in changed:
                 sim = self.model.sims[sim_id]
                 if sim.state == "failed" and self._seen_states.get(sim_id) != "failed":
-                    self.notify(f"{sim.gpu_config} #{sim.replica} failed: {sim.error or 'no reason given'}",
-                                title="Sim failed", severity="warning", timeout=6)
+                    self.notify(
+                        f"{sim.gpu_config} #{sim.replica} failed: {sim.error or 'no reason given'}",
+                        title="Sim failed",
+                        severity="warning",
+                        timeout=6,
+                    )
             if self._seen_run_state == "active" and run_state not in (None, "active"):
                 self.notify(f"{self.run_id} finished: {run_state}", title="Run finished", timeout=6)
         self._seen_states = states
@@ -240,7 +246,9 @@ class RunScreen(ReportsWorkerErrors, Screen):
         badge = CONNECTION_BADGES.get(self.connection, self.connection)
         if self.connection_detail:
             badge += f" [dim]({self.connection_detail})[/]"
-        text = header_text(badge, self.run_id, model, self.query_one(SimTable).state_filter, self.services.now())
+        text = header_text(
+            badge, self.run_id, model, self.query_one(SimTable).state_filter, self.services.now()
+        )
         if text != self._header_text:
             self._header_text = text
             self.query_one("#run-header", Static).update(text)
@@ -328,8 +336,9 @@ class RunScreen(ReportsWorkerErrors, Screen):
             return
         log = self.log_pane
         tail = log.view.store.lines[-20:] if log.sim_id == sim.id and not log.loading else sim.log_tail
-        self.app.push_screen(MessageScreen(f"Sim {sim.gpu_config} #{sim.replica}",
-                                           sim_details(sim, tail, self.services.now())))
+        self.app.push_screen(
+            MessageScreen(f"Sim {sim.gpu_config} #{sim.replica}", sim_details(sim, tail, self.services.now()))
+        )
 
     def action_kernel_order(self) -> None:
         if self.view != "kernels":
@@ -357,8 +366,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table.set_state_filter(next_state_filter(table.state_filter))
         self._update_header()
         if table.sims and not table.order:
-            self.notify(f"Sims shown: {table.state_filter}: no sim is {table.state_filter}",
-                        timeout=3)
+            self.notify(f"Sims shown: {table.state_filter}: no sim is {table.state_filter}", timeout=3)
         else:
             self.notify(f"Sims shown: {table.state_filter}", timeout=2)
 

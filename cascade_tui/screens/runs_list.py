@@ -15,6 +15,7 @@ from cascade_server.shared.models import RunSummary
 from cascade_server.shared.run_actions import refusal, unfinished_sims
 
 from ..columns import ColumnSpec
+from ..compare import SAMPLE_RUN_NOTE
 from ..formatting import (
     age,
     progress_fraction,
@@ -23,9 +24,8 @@ from ..formatting import (
     state_label,
 )
 from ..messages import ConfirmCancel, ManageRun, OpenNewRun, OpenRun
-from ..services import Services
-from ..compare import SAMPLE_RUN_NOTE
 from ..run_rows import entries_label, run_mark, run_progress, run_time, sims_count_text
+from ..services import Services
 from .compare_runs import CompareRunsScreen
 from .polled_table import STATE_COLOURS, Cell, PolledTable
 
@@ -46,9 +46,15 @@ class RunsScreen(PolledTable):
     # The run column has room for the compare mark ("+run-…"). At 80 columns run, trace, state,
     # `ok` (succeeded of all), `time` (took, or so far) and `sims` fit, also beside a scrollbar;
     # `age` comes from about 90.
-    COLUMNS = (ColumnSpec("run", 17, 17, 0), ColumnSpec("trace", 20, 40, 0),
-               ColumnSpec("state", 9, 12, 0), ColumnSpec("ok", 5, 7, 1),
-               ColumnSpec("time", 5, 6, 1), ColumnSpec("age", 5, 6, 3), ColumnSpec("sims", 10, 0, 1))
+    COLUMNS = (
+        ColumnSpec("run", 17, 17, 0),
+        ColumnSpec("trace", 20, 40, 0),
+        ColumnSpec("state", 9, 12, 0),
+        ColumnSpec("ok", 5, 7, 1),
+        ColumnSpec("time", 5, 6, 1),
+        ColumnSpec("age", 5, 6, 3),
+        ColumnSpec("sims", 10, 0, 1),
+    )
     HEADING = "Cascade · Runs"
     EMPTY = "No runs yet. Press t for traces, then n on a ready trace to start one."
 
@@ -82,9 +88,12 @@ class RunsScreen(PolledTable):
     def sort_value(self, r: RunSummary, column: str) -> Any:
         total = sum(r.sim_counts.values())
         finished = r.finished_at if r.state != "active" else None
-        numbers = {"ok": progress_fraction(r.sim_counts.get("succeeded", 0), total),
-                   "time": run_seconds(r.created_at, finished, self.services.now()),
-                   "age": -r.created_at.timestamp(), "sims": unfinished_sims(r)}
+        numbers = {
+            "ok": progress_fraction(r.sim_counts.get("succeeded", 0), total),
+            "time": run_seconds(r.created_at, finished, self.services.now()),
+            "age": -r.created_at.timestamp(),
+            "sims": unfinished_sims(r),
+        }
         return numbers[column] if column in numbers else super().sort_value(r, column)
 
     def detail_text(self, r: RunSummary) -> str:

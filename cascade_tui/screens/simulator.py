@@ -71,8 +71,9 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
         if self.process is not None and self.process.returncode is None:
             return
         if not is_local(self.services.settings.url):
-            self.notify("The server is on another host: run `cascade simulator install` there.",
-                        severity="warning")
+            self.notify(
+                "The server is on another host: run `cascade simulator install` there.", severity="warning"
+            )
             return
         self._install()
 
@@ -82,14 +83,21 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
 
     @work(exclusive=True, group="install", exit_on_error=False)
     async def _install(self) -> None:
-        bar, log, step = self.query_one(ProgressBar), self.query_one(Log), self.query_one("#simulator-step", Static)
+        bar, log, step = (
+            self.query_one(ProgressBar),
+            self.query_one(Log),
+            self.query_one("#simulator-step", Static),
+        )
         bar.display = log.display = True
         bar.update(progress=0)
         log.clear()
         self.outcome = None
         self.process = await asyncio.create_subprocess_exec(
-            *install_argv(), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT)
+            *install_argv(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         assert self.process.stdout is not None
         async for raw in self.process.stdout:
             line = raw.decode(errors="replace").rstrip("\n")
@@ -106,6 +114,9 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
             step.update("Installed: the next run simulates for real.")
             self.notify("Real Accel-Sim installed: new runs simulate for real.", title="Simulator")
         else:
-            step.update("Stopped: nothing was installed." if code == 130 else
-                        "The build failed: the log above says why. Nothing was installed.")
+            step.update(
+                "Stopped: nothing was installed."
+                if code == 130
+                else "The build failed: the log above says why. Nothing was installed."
+            )
         self.refresh_status()

@@ -30,21 +30,27 @@ from .polled_table import STATE_COLOURS, Cell, PolledTable
 class TracesScreen(PolledTable):
     BINDINGS = [
         Binding("n", "new_run", "New run", id="traces.new_run"),
-        Binding("enter", "open", "New run (a failed trace: its error)", show=False,
-                id="traces.open"),
+        Binding("enter", "open", "New run (a failed trace: its error)", show=False, id="traces.open"),
         Binding("g", "poll", "Refresh", show=False, id="traces.refresh"),
         Binding("r", "app.goto('runs')", "Runs", id="traces.runs"),
         Binding("D", "delete", "Delete trace", show=False, id="traces.delete"),
-        Binding("c", "compare_set", "Compare the traces of its sample set", show=False,
-                id="traces.compare_set"),
+        Binding(
+            "c", "compare_set", "Compare the traces of its sample set", show=False, id="traces.compare_set"
+        ),
     ]
     # At 80 columns: trace, state, arch (it decides which configs can run the trace), the note
     # (a failed trace's error) and age come first; the model goes first when space is short.
     # The id is what tells traces apart (`tinyformer-step-sm70` / `-sm75`): never cut short.
-    COLUMNS = (ColumnSpec("trace", 24, 40, 0), ColumnSpec("state", 12, 12, 0),
-               ColumnSpec("model", 8, 24, 5), ColumnSpec("arch", 5, 6, 0),
-               ColumnSpec("kernels", 7, 7, 3), ColumnSpec("size", 8, 9, 2),
-               ColumnSpec("age", 5, 6, 1), ColumnSpec("note", 16, 0, 0))
+    COLUMNS = (
+        ColumnSpec("trace", 24, 40, 0),
+        ColumnSpec("state", 12, 12, 0),
+        ColumnSpec("model", 8, 24, 5),
+        ColumnSpec("arch", 5, 6, 0),
+        ColumnSpec("kernels", 7, 7, 3),
+        ColumnSpec("size", 8, 9, 2),
+        ColumnSpec("age", 5, 6, 1),
+        ColumnSpec("note", 16, 0, 0),
+    )
     HEADING = "Cascade · Traces"
     EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see docs/guides/traces.md)."
 
@@ -70,8 +76,7 @@ class TracesScreen(PolledTable):
             # Short, so a narrow note column keeps it whole (the line under the table says more).
             note = ("sample: no instruction traces to run", "dim")
         elif t.state == "ready":
-            note = (f"n: run on {t.suggested_sim_config}" if t.suggested_sim_config
-                    else "n: new run", "dim")
+            note = (f"n: run on {t.suggested_sim_config}" if t.suggested_sim_config else "n: new run", "dim")
         else:
             note = ("upload in progress" if t.state == "uploading" else "post-processing", "cyan")
         return (
@@ -86,21 +91,35 @@ class TracesScreen(PolledTable):
         )
 
     def search_text(self, t: TraceSummary) -> str:
-        return " ".join([super().search_text(t), t.state, t.model or "", t.source_gpu or "",
-                         t.suggested_sim_config or "", t.sample_set or "", t.error or ""])
+        return " ".join(
+            [
+                super().search_text(t),
+                t.state,
+                t.model or "",
+                t.source_gpu or "",
+                t.suggested_sim_config or "",
+                t.sample_set or "",
+                t.error or "",
+            ]
+        )
 
     def sort_value(self, t: TraceSummary, column: str) -> Any:
-        numbers = {"kernels": t.kernel_count, "size": t.bytes or 0,
-                   "age": -t.created_at.timestamp()}  # youngest first, as ages read
+        numbers = {
+            "kernels": t.kernel_count,
+            "size": t.bytes or 0,
+            "age": -t.created_at.timestamp(),
+        }  # youngest first, as ages read
         return numbers[column] if column in numbers else super().sort_value(t, column)
 
     def detail_text(self, t: TraceSummary) -> str:
         """A failed trace's error first and whole (the pane grows for it), then the rest."""
         layers = f" Layers: {', '.join(t.layers)}." if t.layers else ""
         sample_set = f" In sample set {t.sample_set} (c compares its traces)." if t.sample_set else ""
-        head = (f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
-                f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
-                f"traced on {t.source_gpu or 'an unknown GPU'}.{sample_set}{layers}")
+        head = (
+            f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
+            f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
+            f"traced on {t.source_gpu or 'an unknown GPU'}.{sample_set}{layers}"
+        )
         s3 = f"[b red]{escape(self.s3_problem)}[/]\n" if self.s3_problem else ""
         if t.state == "failed":
             return f"{s3}[b red]{escape(t.error or 'failed, no reason given')}[/] [dim](Enter: all of it)[/]\n{escape(head)}"
@@ -126,8 +145,11 @@ class TracesScreen(PolledTable):
         """`c`: the traces of the highlighted trace's sample set, side by side."""
         trace = self.selected()
         if trace is None or not trace.sample_set:
-            self.notify("This trace belongs to no sample set (metadata.json's sample_set): "
-                        "nothing to compare it with.", severity="warning")
+            self.notify(
+                "This trace belongs to no sample set (metadata.json's sample_set): "
+                "nothing to compare it with.",
+                severity="warning",
+            )
             return
         self.app.push_screen(CompareTracesScreen(trace.sample_set, self.services))
 
@@ -135,8 +157,9 @@ class TracesScreen(PolledTable):
         """Enter: a new run on the trace, or a failed trace's whole error."""
         trace = self.selected()
         if trace is not None and trace.state == "failed":
-            self.app.push_screen(MessageScreen(f"Trace {trace.id} failed",
-                                               trace.error or "The server gave no reason."))
+            self.app.push_screen(
+                MessageScreen(f"Trace {trace.id} failed", trace.error or "The server gave no reason.")
+            )
             return
         self.action_new_run()
 

@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import quote
@@ -28,8 +28,10 @@ EXIT_OK = 0
 EXIT_NOT_SUCCEEDED = 1
 EXIT_SERVER = 3
 
-EXIT_CODES_HELP = ("exit codes: 0 done, 1 the run did not succeed (with --wait), 2 bad usage or "
-                   "settings, 3 no server, a refused token or a refused request (unknown id, ...)")
+EXIT_CODES_HELP = (
+    "exit codes: 0 done, 1 the run did not succeed (with --wait), 2 bad usage or "
+    "settings, 3 no server, a refused token or a refused request (unknown id, ...)"
+)
 
 
 class CommandError(Exception):
@@ -46,10 +48,16 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         f"flags first, then CASCADE_URL / CASCADE_TOKEN, then the config file (default {default_config_path()})",
     )
     group.add_argument("--url", help="the app's URL (CASCADE_URL; default http://127.0.0.1:8000)")
-    group.add_argument("--token", help="the bearer token (CASCADE_TOKEN; a flag shows in `ps`, "
-                       "prefer the variable or the config file)")
+    group.add_argument(
+        "--token",
+        help="the bearer token (CASCADE_TOKEN; a flag shows in `ps`, prefer the variable or the config file)",
+    )
     # Not `--config` as in `cascade tui`: `cascade run start --config` names GPU configs.
-    group.add_argument("--config-file", type=Path, help="TOML config file, as `cascade tui --config-file` takes it (CASCADE_CONFIG)")
+    group.add_argument(
+        "--config-file",
+        type=Path,
+        help="TOML config file, as `cascade tui --config-file` takes it (CASCADE_CONFIG)",
+    )
 
 
 def new_parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -18,10 +18,17 @@ PROG = "cascade configs"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = new_parser(PROG, "List the GPU configs a run can use (`cascade run start --config NAME`): "
-                        "name, arch and core clock. A trace runs only on configs of its own arch.")
-    parser.add_argument("--arch", action="append", metavar="ARCH",
-                        help="only configs of this arch (sm_70, as `cascade traces` shows it); repeat for several")
+    parser = new_parser(
+        PROG,
+        "List the GPU configs a run can use (`cascade run start --config NAME`): "
+        "name, arch and core clock. A trace runs only on configs of its own arch.",
+    )
+    parser.add_argument(
+        "--arch",
+        action="append",
+        metavar="ARCH",
+        help="only configs of this arch (sm_70, as `cascade traces` shows it); repeat for several",
+    )
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
     add_connection_arguments(parser)
     return parser

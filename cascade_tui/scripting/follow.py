@@ -74,7 +74,9 @@ def _counts(sims: list[SimSummary]) -> dict[str, int]:
     return counts
 
 
-async def wait_for_run(client: CascadeClient, run_id: str, stream: TextIO) -> tuple[RunState, list[SimSummary]]:
+async def wait_for_run(
+    client: CascadeClient, run_id: str, stream: TextIO
+) -> tuple[RunState, list[SimSummary]]:
     """Follow `run_id` until every sim has finished; its final state and sims. Reconnects after a
     dropped connection (each new connection starts with a fresh snapshot)."""
     progress = ProgressLine(run_id, stream)

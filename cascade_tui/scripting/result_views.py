@@ -7,8 +7,8 @@ exact; the columns say how the table shows them. Pure: no I/O, no Textual.
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 
 from cascade_server.shared.models import (
     Comparison,
@@ -63,19 +63,31 @@ def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]
     # Stand-in numbers describe a recording, not each config: no multiples, as in the UI.
     multiples = {} if stand_in_reason(run, run.sims) else rank(totals).multiples
     return [
-        {"config": t.config, "succeeded": t.succeeded, "replicas": t.replicas,
-         **({"total_ns": None, "low_ns": None, "high_ns": None} if t.partial
-            else {"total_ns": t.median_ns, "low_ns": t.low_ns, "high_ns": t.high_ns}),
-         "vs_fastest": multiples.get(t.config), "cycles": t.cycles, "ipc": t.ipc,
-         "partial_ns": t.median_ns if t.partial else None, "note": _partial_note(t)}
+        {
+            "config": t.config,
+            "succeeded": t.succeeded,
+            "replicas": t.replicas,
+            **(
+                {"total_ns": None, "low_ns": None, "high_ns": None}
+                if t.partial
+                else {"total_ns": t.median_ns, "low_ns": t.low_ns, "high_ns": t.high_ns}
+            ),
+            "vs_fastest": multiples.get(t.config),
+            "cycles": t.cycles,
+            "ipc": t.ipc,
+            "partial_ns": t.median_ns if t.partial else None,
+            "note": _partial_note(t),
+        }
         for t in totals
     ]
 
 
 def ranking_sentence(run: RunDetail, kernels: Sequence[KernelStat]) -> str:
     if reason := stand_in_reason(run, run.sims):
-        return (f"Stand-in numbers ({reason}): configs cannot be compared from this run, "
-                "so no config is named fastest.")
+        return (
+            f"Stand-in numbers ({reason}): configs cannot be compared from this run, "
+            "so no config is named fastest."
+        )
     sims = {s.id: s for s in run.sims}
     totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
     return rank(totals).sentence(finished=run.state != "active")
@@ -105,14 +117,21 @@ def kernel_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record
     records = []
     for stat in kernels:
         sim = sims.get(stat.sim_id)
-        records.append({
-            "gpu_config": sim.gpu_config if sim else None, "replica": sim.replica if sim else None,
-            "sim_id": stat.sim_id, "kernel_index": stat.kernel_index,
-            # the table shortens the demangled name; `kernel` keeps it whole for scripts
-            "kernel": demangle(stat.kernel_name), "kernel_name": stat.kernel_name,
-            "sim_time_ns": stat.sim_time_ns, "gpu_sim_cycle": stat.gpu_sim_cycle,
-            "gpu_sim_insn": stat.gpu_sim_insn, "gpu_ipc": stat.gpu_ipc,
-        })
+        records.append(
+            {
+                "gpu_config": sim.gpu_config if sim else None,
+                "replica": sim.replica if sim else None,
+                "sim_id": stat.sim_id,
+                "kernel_index": stat.kernel_index,
+                # the table shortens the demangled name; `kernel` keeps it whole for scripts
+                "kernel": demangle(stat.kernel_name),
+                "kernel_name": stat.kernel_name,
+                "sim_time_ns": stat.sim_time_ns,
+                "gpu_sim_cycle": stat.gpu_sim_cycle,
+                "gpu_sim_insn": stat.gpu_sim_insn,
+                "gpu_ipc": stat.gpu_ipc,
+            }
+        )
     return records
 
 
@@ -132,11 +151,17 @@ def stat_records(results: RunResults, key_glob: str | None = None) -> list[Recor
             kernel = demangle(stat.kernel_name)
             for key, value in stat.stats.items():
                 if key_glob is None or fnmatchcase(key, key_glob):
-                    records.append({
-                        "gpu_config": sim.gpu_config.name, "replica": sim.sim.replica,
-                        "sim_id": sim.sim.id, "kernel_index": stat.kernel_index, "kernel": kernel,
-                        "key": key, "value": value,
-                    })
+                    records.append(
+                        {
+                            "gpu_config": sim.gpu_config.name,
+                            "replica": sim.sim.replica,
+                            "sim_id": sim.sim.id,
+                            "kernel_index": stat.kernel_index,
+                            "kernel": kernel,
+                            "key": key,
+                            "value": value,
+                        }
+                    )
     return records
 
 
@@ -154,8 +179,12 @@ def comparison_columns(comparison: Comparison) -> tuple[Column, ...]:
 def comparison_records(comparison: Comparison) -> list[Record]:
     """Per kernel position: real time and each config's median simulated time, in ns."""
     return [
-        {"kernel_index": row.kernel_index, "kernel": demangle(row.kernel_name),
-         "kernel_name": row.kernel_name, "real_ns": row.real_ns,
-         **{config: row.sim_ns.get(config) for config in comparison.configs}}
+        {
+            "kernel_index": row.kernel_index,
+            "kernel": demangle(row.kernel_name),
+            "kernel_name": row.kernel_name,
+            "real_ns": row.real_ns,
+            **{config: row.sim_ns.get(config) for config in comparison.configs},
+        }
         for row in comparison.rows
     ]

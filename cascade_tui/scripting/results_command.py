@@ -33,19 +33,33 @@ PROG = "cascade results"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = new_parser(PROG, "A run's results: per-config totals (default), every kernel, or the "
-                        "real-vs-simulated comparison; kernel names demangled.")
+    parser = new_parser(
+        PROG,
+        "A run's results: per-config totals (default), every kernel, or the "
+        "real-vs-simulated comparison; kernel names demangled.",
+    )
     parser.add_argument("run_id", metavar="RUN_ID", type=identifier)
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--kernels", action="store_true", help="every kernel every sim finished")
-    view.add_argument("--stats", action="store_true",
-                      help="every stats line of every kernel, one row per kernel and key")
-    view.add_argument("--comparison", action="store_true",
-                      help="per kernel: real time and each config's median simulated time")
-    parser.add_argument("--key", metavar="GLOB",
-                        help="with --stats: only the keys matching GLOB (e.g. 'Bank_Level_Parallism*')")
-    parser.add_argument("--format", choices=FORMATS, default="table",
-                        help="table (default, for reading), json or csv (raw values, times in ns)")
+    view.add_argument(
+        "--stats", action="store_true", help="every stats line of every kernel, one row per kernel and key"
+    )
+    view.add_argument(
+        "--comparison",
+        action="store_true",
+        help="per kernel: real time and each config's median simulated time",
+    )
+    parser.add_argument(
+        "--key",
+        metavar="GLOB",
+        help="with --stats: only the keys matching GLOB (e.g. 'Bank_Level_Parallism*')",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (default, for reading), json or csv (raw values, times in ns)",
+    )
     add_connection_arguments(parser)
     return parser
 

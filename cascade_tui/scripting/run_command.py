@@ -41,23 +41,35 @@ def build_parser() -> argparse.ArgumentParser:
         if run_id:
             sub.add_argument("run_id", metavar="RUN_ID", type=identifier)
         if wait:
-            sub.add_argument("--wait", action="store_true",
-                             help="follow the run to its end (progress on stderr); exit 1 unless it succeeded")
+            sub.add_argument(
+                "--wait",
+                action="store_true",
+                help="follow the run to its end (progress on stderr); exit 1 unless it succeeded",
+            )
         add_connection_arguments(sub)
         return sub
 
     start = command("start", "start a run: prints its id", run_id=False, wait=True)
     start.add_argument("--trace", required=True, metavar="TRACE_ID", type=identifier, help="a ready trace")
-    start.add_argument("--config", action="extend", nargs="+", default=[], metavar="NAME[xN]",
-                       help="a GPU config of the trace's arch, N sims of it (default 1); repeat or list "
-                       "several; default: the trace's suggested config")
+    start.add_argument(
+        "--config",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="NAME[xN]",
+        help="a GPU config of the trace's arch, N sims of it (default 1); repeat or list "
+        "several; default: the trace's suggested config",
+    )
     show = command("show", "the run and its sims as a plain-text table")
     show.add_argument("--json", action="store_true", help="print the API's JSON instead")
     command("wait", "follow a run to its end (progress on stderr); exit 1 unless it succeeded")
     command("cancel", "cancel every unfinished sim of the run")
     command("rerun", "start a new run of the same trace with the same configs: prints its id", wait=True)
-    command("retry", "start a new run with one sim per failed sim of this run, same configs: "
-            "prints its id", wait=True)
+    command(
+        "retry",
+        "start a new run with one sim per failed sim of this run, same configs: prints its id",
+        wait=True,
+    )
     command("delete", "delete a finished run with its logs, kernels and files")
     return parser
 
@@ -71,8 +83,10 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
     if not entries:
         trace = await client.trace(segment(args.trace))
         if not trace.suggested_sim_config:
-            raise CommandError(f"trace {trace.id} suggests no config: give --config NAME[xN] "
-                               f"({await arch_configs(client, trace.trace_gpu_arch)})")
+            raise CommandError(
+                f"trace {trace.id} suggests no config: give --config NAME[xN] "
+                f"({await arch_configs(client, trace.trace_gpu_arch)})"
+            )
         suggested = trace.suggested_sim_config
         entries = parse_entries([suggested])
     try:
@@ -83,8 +97,11 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
         # The server's detail points at its HTTP route; a command line user gets the command.
         trace = await client.trace(segment(args.trace))
         message = str(exc).split("; GET /api/gpu-configs", 1)[0]
-        raise CommandError(f"{message} ({await arch_configs(client, trace.trace_gpu_arch)}; "
-                           "`cascade configs` lists every config)", EXIT_SERVER) from None
+        raise CommandError(
+            f"{message} ({await arch_configs(client, trace.trace_gpu_arch)}; "
+            "`cascade configs` lists every config)",
+            EXIT_SERVER,
+        ) from None
     if suggested:  # said once the server took it: a refused run used no config
         print(f"config: {suggested} (the trace's suggested config; --config to choose)", file=sys.stderr)
     return run
@@ -105,8 +122,13 @@ async def wait(client: CascadeClient, run_id: str) -> int:
     for sim in sims:
         if sim.state != "succeeded":
             reason = sim.error or ("exit code " + str(sim.exit_code) if sim.exit_code is not None else "")
-            print(printable(f"  {sim.gpu_config} #{sim.replica} {sim.id} {sim.state}" + (f": {reason}" if reason else "")),
-                  file=sys.stderr)
+            print(
+                printable(
+                    f"  {sim.gpu_config} #{sim.replica} {sim.id} {sim.state}"
+                    + (f": {reason}" if reason else "")
+                ),
+                file=sys.stderr,
+            )
     return EXIT_OK if state == "succeeded" else EXIT_NOT_SUCCEEDED
 
 
@@ -115,7 +137,9 @@ def show(run: RunDetail, as_json: bool) -> None:
         emit(run.model_dump_json(indent=2))  # as the API sends it
         return
     moment = now()
-    emit("\n".join(run_header(run, moment)) + "\n\n" + render_table(SIM_COLUMNS, sim_records(run.sims, moment)))
+    emit(
+        "\n".join(run_header(run, moment)) + "\n\n" + render_table(SIM_COLUMNS, sim_records(run.sims, moment))
+    )
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -153,8 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             except ApiError as exc:
                 if exc.status != 409:  # 409: the run is active (the server's detail names its HTTP route)
                     raise
-                raise CommandError(f"409: {active_refusal(args.run_id)} "
-                                   f"(cascade run cancel {shlex.quote(args.run_id)})", EXIT_SERVER) from None
+                raise CommandError(
+                    f"409: {active_refusal(args.run_id)} (cascade run cancel {shlex.quote(args.run_id)})",
+                    EXIT_SERVER,
+                ) from None
             print(printable(f"deleted run {args.run_id}"), file=sys.stderr)
             return EXIT_OK
         if args.command == "start":

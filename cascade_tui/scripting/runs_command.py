@@ -9,7 +9,7 @@ from typing import get_args
 
 from pydantic import TypeAdapter
 
-from cascade_server.shared.models import RunSummary, RunState
+from cascade_server.shared.models import RunState, RunSummary
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, new_parser, now, run_with_client
@@ -22,9 +22,14 @@ PROG = "cascade runs"
 def add_list_arguments(parser: argparse.ArgumentParser, states: tuple[str, ...], what: str) -> None:
     # The example is built from `states` too: a fixed one named trace states under `cascade runs`.
     example = ",".join(states[-2:])
-    parser.add_argument("--state", action="extend", type=state_list(states), metavar="STATE",
-                        help=f"only {what} in this state ({', '.join(states)}); several comma-separated "
-                        f"({example}), as the API takes them, or --state repeated")
+    parser.add_argument(
+        "--state",
+        action="extend",
+        type=state_list(states),
+        metavar="STATE",
+        help=f"only {what} in this state ({', '.join(states)}); several comma-separated "
+        f"({example}), as the API takes them, or --state repeated",
+    )
     parser.add_argument("--limit", type=positive, metavar="N", help=f"the newest N {what} only")
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of a table")
 
@@ -37,7 +42,8 @@ def state_list(states: tuple[str, ...]) -> Callable[[str], list[str]]:
         for state in given:
             if state not in states:
                 raise argparse.ArgumentTypeError(
-                    f"invalid choice: {state!r} (choose from {', '.join(map(repr, states))})")
+                    f"invalid choice: {state!r} (choose from {', '.join(map(repr, states))})"
+                )
         return given
 
     return parse
@@ -54,9 +60,12 @@ def positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = new_parser(PROG, "List the runs, newest first: state, trace, sims succeeded of all, "
-                        "configs (as `cascade run start --config` takes them), how long it took "
-                        "(or has run so far) and age.")
+    parser = new_parser(
+        PROG,
+        "List the runs, newest first: state, trace, sims succeeded of all, "
+        "configs (as `cascade run start --config` takes them), how long it took "
+        "(or has run so far) and age.",
+    )
     add_list_arguments(parser, get_args(RunState), "runs")
     add_connection_arguments(parser)
     return parser

@@ -19,7 +19,6 @@ from cascade_server.shared.timeline.kineto import DEFAULT_STEP_PATTERN, ProfileE
 from cascade_server.shared.trace_kernels import KernelStatsError, read_kernels
 from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
 
-
 # Below half the launches mapped, the profile is most likely of another workload (or the trace of
 # another step): the step errors would mostly measure the profile against itself.
 DEFAULT_MIN_COVERAGE = 50.0
@@ -33,20 +32,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="cascade timeline", description="Step timelines and real timing.")
     commands = parser.add_subparsers(dest="command", required=True)
     imp = commands.add_parser(
-        "import", prog="cascade timeline import",
+        "import",
+        prog="cascade timeline import",
         description="Read a PyTorch profiler (Kineto) trace (.json or .json.gz) and the tracer output "
         "in TRACE_DIR (its stats.csv / kernel list); write corrected_timeline.json, kernel_mapping.json "
         "and real_timing.json into TRACE_DIR, next to metadata.json.",
     )
     imp.add_argument("profile", type=Path, help="the profiler's trace, e.g. trace.json.gz")
     imp.add_argument("trace_dir", type=Path, help="the tracer's output directory")
-    imp.add_argument("--step-pattern", default=DEFAULT_STEP_PATTERN, metavar="REGEX",
-                     help=f"CPU annotations that mark a step (default: {DEFAULT_STEP_PATTERN})")
-    imp.add_argument("--min-coverage", type=coverage_pct, default=DEFAULT_MIN_COVERAGE, metavar="PCT",
-                     help="refuse the profile when fewer than PCT%% of the kernels launched in its steps "
-                     f"map to the trace's kernels (default: {DEFAULT_MIN_COVERAGE:g}; 0 takes any profile): "
-                     "a step no kernel of which is simulated replays its measured time, and would "
-                     "compare as a 0%% error")
+    imp.add_argument(
+        "--step-pattern",
+        default=DEFAULT_STEP_PATTERN,
+        metavar="REGEX",
+        help=f"CPU annotations that mark a step (default: {DEFAULT_STEP_PATTERN})",
+    )
+    imp.add_argument(
+        "--min-coverage",
+        type=coverage_pct,
+        default=DEFAULT_MIN_COVERAGE,
+        metavar="PCT",
+        help="refuse the profile when fewer than PCT%% of the kernels launched in its steps "
+        f"map to the trace's kernels (default: {DEFAULT_MIN_COVERAGE:g}; 0 takes any profile): "
+        "a step no kernel of which is simulated replays its measured time, and would "
+        "compare as a 0%% error",
+    )
     return parser
 
 
@@ -67,7 +76,9 @@ def _write_json(path: Path, data: object) -> None:
 
 
 def run_import(
-    profile: Path, trace_dir: Path, step_pattern: str = DEFAULT_STEP_PATTERN,
+    profile: Path,
+    trace_dir: Path,
+    step_pattern: str = DEFAULT_STEP_PATTERN,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> ImportResult:
     """Import and write the three files; raises ImportFailed with one line, and writes nothing when
@@ -79,7 +90,9 @@ def run_import(
     except (KernelStatsError, OSError) as exc:
         raise ImportFailed(f"{trace_dir}: {str(exc).splitlines()[0]}") from None
     if not kernels:
-        raise ImportFailed(f"{trace_dir}: no traced kernels (no stats.csv, stats_ctx_* or traces/kernelslist.g)")
+        raise ImportFailed(
+            f"{trace_dir}: no traced kernels (no stats.csv, stats_ctx_* or traces/kernelslist.g)"
+        )
     try:
         raw = read_bounded(profile, PROFILE_MAX_BYTES, str(profile), decompress=False)  # gzip: decode_profile
     except TooLargeError as exc:
@@ -88,8 +101,11 @@ def run_import(
         raise ImportFailed(f"{profile}: {exc.strerror or exc}") from None
     try:
         result = import_profile(
-            decode_profile(raw), [(k.kernel_id, k.name) for k in kernels], demangle,
-            step_pattern=step_pattern, source={"profile": profile.name},
+            decode_profile(raw),
+            [(k.kernel_id, k.name) for k in kernels],
+            demangle,
+            step_pattern=step_pattern,
+            source={"profile": profile.name},
         )
     except ProfileError as exc:
         raise ImportFailed(f"{profile}: {exc}") from None
@@ -98,7 +114,8 @@ def run_import(
         raise ImportFailed(
             f"{profile}: {result.mapped:,} of {result.launches:,} kernel launches ({coverage:.1f}%) map to "
             f"the trace's kernels, below --min-coverage {min_coverage:g}: is it a profile of the traced "
-            "workload? (--min-coverage 0 imports it anyway)")
+            "workload? (--min-coverage 0 imports it anyway)"
+        )
     _write_json(trace_dir / CORRECTED_TIMELINE_NAME, result.timeline.model_dump(mode="json"))
     _write_json(trace_dir / KERNEL_MAPPING_NAME, result.mapping.model_dump(mode="json"))
     _write_json(trace_dir / REAL_TIMING_NAME, result.real_timing.model_dump(mode="json"))

@@ -8,7 +8,7 @@ from typing import get_args
 
 from pydantic import TypeAdapter
 
-from cascade_server.shared.models import TraceSummary, TraceState
+from cascade_server.shared.models import TraceState, TraceSummary
 
 from ..client import CascadeClient
 from .common import add_connection_arguments, emit, identifier, new_parser, now, run_with_client, segment
@@ -20,12 +20,18 @@ PROG = "cascade traces"
 
 
 def build_parser():
-    parser = new_parser(PROG, "List the traces, newest first: state, model, arch, kernels, size, "
-                        "age, and a failed trace's error in full.")
+    parser = new_parser(
+        PROG,
+        "List the traces, newest first: state, model, arch, kernels, size, "
+        "age, and a failed trace's error in full.",
+    )
     add_list_arguments(parser, get_args(TraceState), "traces")
-    parser.add_argument("--delete", metavar="TRACE_ID", type=identifier,
-                        help="delete this ready or failed trace (its bucket objects and mirror) "
-                        "when no active run uses it")
+    parser.add_argument(
+        "--delete",
+        metavar="TRACE_ID",
+        type=identifier,
+        help="delete this ready or failed trace (its bucket objects and mirror) when no active run uses it",
+    )
     add_connection_arguments(parser)
     return parser
 

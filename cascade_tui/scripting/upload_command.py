@@ -26,9 +26,6 @@ from cascade_server.shared.cli_usage import OneLineErrorParser
 from cascade_server.shared.s3_endpoint import S3Info, make_client, resolve_s3_info
 from cascade_server.shared.setting_errors import data_dir_problem, settings_problem_line
 from cascade_server.shared.trace_layout import TRACES_PREFIX
-from cascade_server.shared.upload_rules import layout_problem, trace_id_problem
-
-from .timeline_command import DEFAULT_MIN_COVERAGE, coverage_pct
 from cascade_server.shared.trace_upload import (
     LocalFile,
     arch_from_trace_headers,
@@ -38,8 +35,10 @@ from cascade_server.shared.trace_upload import (
     sample_set_choice,
     upload_trace,
 )
+from cascade_server.shared.upload_rules import layout_problem, trace_id_problem
 
 from ..local_server import default_data_dir
+from .timeline_command import DEFAULT_MIN_COVERAGE, coverage_pct
 
 _ARCH = re.compile(r"sm_\d{2,3}[a-z]?\Z")
 
@@ -75,23 +74,44 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Upload a trace directory to the S3 endpoint the Cascade server scans "
         "(CASCADE_S3_ENDPOINT, or the embedded one `cascade serve` started on this machine).",
     )
-    parser.add_argument("directory", type=Path, help="the tracer's output directory (its traces/ folder or the folder holding it)")
+    parser.add_argument(
+        "directory",
+        type=Path,
+        help="the tracer's output directory (its traces/ folder or the folder holding it)",
+    )
     parser.add_argument("--trace-id", required=True, help="the trace's id (letters, digits, '.', '_', '-')")
     parser.add_argument("--model", help="the workload's model, e.g. facebook/opt-125m")
     parser.add_argument("--gpu", help="the GPU it was traced on, e.g. 'NVIDIA H100 80GB HBM3'")
     parser.add_argument("--arch", help="the traced GPU's arch, e.g. sm_90 (the default on the server)")
     parser.add_argument("--suggested-config", help="the Accel-Sim config to preselect, e.g. SM90_H100")
-    parser.add_argument("--sample-set", help="join the traces compared side by side under this name "
-                        "(a sample_set in the folder's metadata.json is dropped without it)")
-    parser.add_argument("--endpoint", help="S3 endpoint URL (default: CASCADE_S3_ENDPOINT or the embedded one)")
+    parser.add_argument(
+        "--sample-set",
+        help="join the traces compared side by side under this name "
+        "(a sample_set in the folder's metadata.json is dropped without it)",
+    )
+    parser.add_argument(
+        "--endpoint", help="S3 endpoint URL (default: CASCADE_S3_ENDPOINT or the embedded one)"
+    )
     parser.add_argument("--bucket", help="bucket (default: CASCADE_S3_BUCKET, or 'cascade')")
-    parser.add_argument("--profile", type=Path, help="a PyTorch profiler (Kineto) trace of the same workload: "
-                        "`cascade timeline import` runs on it first, so the trace gets real timing and steps")
-    parser.add_argument("--step-pattern", metavar="REGEX", help="with --profile: the CPU annotations that "
-                        "mark a step (default: ProfilerStep#N)")
-    parser.add_argument("--min-coverage", type=coverage_pct, default=DEFAULT_MIN_COVERAGE, metavar="PCT",
-                        help="with --profile: refuse it when fewer than PCT%% of its steps' kernel launches map "
-                        f"to the trace's kernels (default: {DEFAULT_MIN_COVERAGE:g})")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="a PyTorch profiler (Kineto) trace of the same workload: "
+        "`cascade timeline import` runs on it first, so the trace gets real timing and steps",
+    )
+    parser.add_argument(
+        "--step-pattern",
+        metavar="REGEX",
+        help="with --profile: the CPU annotations that mark a step (default: ProfilerStep#N)",
+    )
+    parser.add_argument(
+        "--min-coverage",
+        type=coverage_pct,
+        default=DEFAULT_MIN_COVERAGE,
+        metavar="PCT",
+        help="with --profile: refuse it when fewer than PCT%% of its steps' kernel launches map "
+        f"to the trace's kernels (default: {DEFAULT_MIN_COVERAGE:g})",
+    )
     return parser.parse_args(argv)
 
 
@@ -166,7 +186,13 @@ def _check_files(directory: Path) -> list[LocalFile]:
 
 
 # What an S3 endpoint answers when it has no room: MinIO's code, the HTTP status for it, quotas.
-_NO_SPACE_CODES = {"XMinioStorageFull", "InsufficientStorage", "507", "QuotaExceeded", "XMinioAdminBucketQuotaExceeded"}
+_NO_SPACE_CODES = {
+    "XMinioStorageFull",
+    "InsufficientStorage",
+    "507",
+    "QuotaExceeded",
+    "XMinioAdminBucketQuotaExceeded",
+}
 
 
 def _describe_client_error(exc: Exception, info: S3Info, *, storing: bool = False) -> str:
@@ -195,8 +221,10 @@ def _describe_client_error(exc: Exception, info: S3Info, *, storing: bool = Fals
             return f"{refused}: no space left on the S3 endpoint ({said})"
         if storing and (status or 500) >= 500:
             # rclone answers a full disk with a bare 500 InternalError: the reason is in its log.
-            return (f"{refused}: the endpoint failed to store them ({said}), e.g. its disk is full; "
-                    "its log says why")
+            return (
+                f"{refused}: the endpoint failed to store them ({said}), e.g. its disk is full; "
+                "its log says why"
+            )
         return f"{refused}: {said}" if storing else f"S3 error from {where}: {said}"
     detail = str(exc).splitlines()[0] if str(exc) else ""
     return f"S3 error from {where}: {type(exc).__name__}" + (f": {detail}" if detail else "")
@@ -208,8 +236,9 @@ def _import_profile(args: argparse.Namespace) -> None:
     from .timeline_command import ImportFailed, run_import
 
     try:
-        result = run_import(args.profile, args.directory, args.step_pattern or DEFAULT_STEP_PATTERN,
-                            args.min_coverage)
+        result = run_import(
+            args.profile, args.directory, args.step_pattern or DEFAULT_STEP_PATTERN, args.min_coverage
+        )
     except ImportFailed as exc:
         raise UploadError(f"--profile: {exc}") from None
     for line in result.summary_lines():
@@ -237,19 +266,33 @@ def upload(args: argparse.Namespace) -> str:
     try:
         client = make_client(info)
     except ValueError as exc:  # botocore refuses a malformed endpoint URL
-        raise UploadError(f"invalid S3 endpoint {info.endpoint!r} (CASCADE_S3_ENDPOINT / --endpoint): {exc}", 2) from None
+        raise UploadError(
+            f"invalid S3 endpoint {info.endpoint!r} (CASCADE_S3_ENDPOINT / --endpoint): {exc}", 2
+        ) from None
     try:
         client.head_bucket(Bucket=info.bucket)
-        existing = client.list_objects_v2(Bucket=info.bucket, Prefix=f"{TRACES_PREFIX}{args.trace_id}/", MaxKeys=1)
+        existing = client.list_objects_v2(
+            Bucket=info.bucket, Prefix=f"{TRACES_PREFIX}{args.trace_id}/", MaxKeys=1
+        )
     except (BotoCoreError, ClientError, Boto3Error) as exc:
         raise UploadError(_describe_client_error(exc, info)) from None
     if existing.get("KeyCount", 0):
-        raise UploadError(f"trace {args.trace_id!r} already exists in bucket {info.bucket!r}: choose another --trace-id")
+        raise UploadError(
+            f"trace {args.trace_id!r} already exists in bucket {info.bucket!r}: choose another --trace-id"
+        )
 
-    fields.update({k: v for k, v in {
-        "model": args.model, "gpu": args.gpu, "trace_gpu_arch": args.arch,
-        "suggested_sim_config": args.suggested_config,
-    }.items() if v is not None})
+    fields.update(
+        {
+            k: v
+            for k, v in {
+                "model": args.model,
+                "gpu": args.gpu,
+                "trace_gpu_arch": args.arch,
+                "suggested_sim_config": args.suggested_config,
+            }.items()
+            if v is not None
+        }
+    )
     if note := sample_set_choice(fields, args.sample_set):
         print(note, file=sys.stderr)
     if "trace_gpu_arch" not in fields:
@@ -259,12 +302,17 @@ def upload(args: argparse.Namespace) -> str:
             fields["trace_gpu_arch"] = detected
             print(f"arch: {detected} (from the traces' -binary version; --arch to override)", file=sys.stderr)
         else:
-            print("arch: not given and not found in the traces; the server assumes sm_90 (--arch to set it)",
-                  file=sys.stderr)
+            print(
+                "arch: not given and not found in the traces; the server assumes sm_90 (--arch to set it)",
+                file=sys.stderr,
+            )
     metadata = build_metadata(args.trace_id, files, fields)
     total = sum(f.size for f in files)
-    print(f"uploading {len(files)} files ({_mb(total)}) to {info.endpoint or 's3'}/{info.bucket}/"
-          f"{TRACES_PREFIX}{args.trace_id}/", file=sys.stderr)
+    print(
+        f"uploading {len(files)} files ({_mb(total)}) to {info.endpoint or 's3'}/{info.bucket}/"
+        f"{TRACES_PREFIX}{args.trace_id}/",
+        file=sys.stderr,
+    )
     bar = ProgressBar(total)
     try:
         upload_trace(client, info.bucket, args.trace_id, files, metadata, progress=bar)
@@ -284,9 +332,15 @@ def main(argv: list[str]) -> int:
         print(f"cascade upload: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
-        print("cascade upload: interrupted; the trace stays incomplete (metadata.json not written)", file=sys.stderr)
+        print(
+            "cascade upload: interrupted; the trace stays incomplete (metadata.json not written)",
+            file=sys.stderr,
+        )
         return 130
     print(trace_id)
-    print(f"uploaded; the server registers it within seconds: watch it with `cascade tui` "
-          f"or GET /api/traces/{trace_id}", file=sys.stderr)
+    print(
+        f"uploaded; the server registers it within seconds: watch it with `cascade tui` "
+        f"or GET /api/traces/{trace_id}",
+        file=sys.stderr,
+    )
     return 0

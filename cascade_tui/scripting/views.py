@@ -89,10 +89,16 @@ def run_records(runs: Sequence[RunSummary], now: datetime) -> list[Record]:
     """`time`: how long a finished run took (created to its last sim's end), or an active one
     has run so far (the state column tells them apart)."""
     return [
-        {"id": r.id, "state": r.state, "trace_id": r.trace_id, "sims": sims_text(r.sim_counts),
-         "configs": entries_text(r.entries),
-         "time": human_duration(run_seconds(r.created_at, _finished_at(r), now)),
-         "age": age(r.created_at, now), "marks": run_mark(r)}
+        {
+            "id": r.id,
+            "state": r.state,
+            "trace_id": r.trace_id,
+            "sims": sims_text(r.sim_counts),
+            "configs": entries_text(r.entries),
+            "time": human_duration(run_seconds(r.created_at, _finished_at(r), now)),
+            "age": age(r.created_at, now),
+            "marks": run_mark(r),
+        }
         for r in runs
     ]
 
@@ -111,10 +117,17 @@ TRACE_COLUMNS = (
 
 def trace_records(traces: Sequence[TraceSummary], now: datetime) -> list[Record]:
     return [
-        {"id": t.id, "state": t.state, "model": t.model, "arch": t.trace_gpu_arch,
-         "kernels": t.kernel_count, "size": human_bytes(t.bytes), "age": age(t.created_at, now),
-         # a failed trace's error is the first thing to read about it, whole
-         "note": t.error or ("sample" if t.sample else "")}
+        {
+            "id": t.id,
+            "state": t.state,
+            "model": t.model,
+            "arch": t.trace_gpu_arch,
+            "kernels": t.kernel_count,
+            "size": human_bytes(t.bytes),
+            "age": age(t.created_at, now),
+            # a failed trace's error is the first thing to read about it, whole
+            "note": t.error or ("sample" if t.sample else ""),
+        }
         for t in traces
     ]
 
@@ -162,13 +175,20 @@ def sim_records(sims: Sequence[SimSummary], now: datetime) -> list[Record]:
             detail = f"last: {kernel}"
         else:
             detail = kernel
-        records.append({
-            "gpu_config": sim.gpu_config, "replica": sim.replica, "state": sim.state,
-            "kernels": f"{sim.kernels_done}/{sim.kernels_total}",
-            "cycles": sim.latest.gpu_tot_sim_cycle, "ipc": sim.latest.gpu_tot_ipc,
-            "rate": sim.latest.sim_rate_ips, "elapsed": _elapsed(sim, now), "id": sim.id,
-            "detail": detail,
-        })
+        records.append(
+            {
+                "gpu_config": sim.gpu_config,
+                "replica": sim.replica,
+                "state": sim.state,
+                "kernels": f"{sim.kernels_done}/{sim.kernels_total}",
+                "cycles": sim.latest.gpu_tot_sim_cycle,
+                "ipc": sim.latest.gpu_tot_ipc,
+                "rate": sim.latest.sim_rate_ips,
+                "elapsed": _elapsed(sim, now),
+                "id": sim.id,
+                "detail": detail,
+            }
+        )
     return records
 
 
@@ -226,8 +246,10 @@ def progress_line(run_id: str, sims: Sequence[SimSummary], columns: int | None =
     weight = {s.id: max(s.kernels_total, 1) for s in sims}
     total = sum(weight.values())
     good = sum(
-        weight[s.id] if s.state == "succeeded"
-        else 0 if s.state in TERMINAL_SIM_STATES
+        weight[s.id]
+        if s.state == "succeeded"
+        else 0
+        if s.state in TERMINAL_SIM_STATES
         else min(s.kernels_done, weight[s.id])
         for s in sims
     )

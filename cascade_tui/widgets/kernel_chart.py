@@ -60,7 +60,9 @@ class KernelChart(ScrollView, can_focus=True):
         base = self.rich_style
         if index >= len(self.lines):
             return Strip.blank(width, base)
-        segments = [Segment(text, base + CHART_STYLES[style] if style in CHART_STYLES else base)
-                    for text, style in self.lines[index]]
+        segments = [
+            Segment(text, base + CHART_STYLES[style] if style in CHART_STYLES else base)
+            for text, style in self.lines[index]
+        ]
         scroll_x = int(self.scroll_x)
         return Strip(segments).crop_extend(scroll_x, scroll_x + width, base)

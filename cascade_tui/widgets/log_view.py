@@ -121,8 +121,7 @@ class LogView(ScrollView, can_focus=True):
 
     def action_scroll_lines(self, delta: int) -> None:
         # Not animated: following pauses (or resumes at the end) on the very key press.
-        self.scroll_to(y=max(0, min(self.max_scroll_y, self.scroll_y + delta)), animate=False,
-                       immediate=True)
+        self.scroll_to(y=max(0, min(self.max_scroll_y, self.scroll_y + delta)), animate=False, immediate=True)
 
     def action_scroll_pages(self, pages: int) -> None:
         self.action_scroll_lines(pages * max(1, self.scrollable_content_region.height - 1))
@@ -188,8 +187,7 @@ class LogView(ScrollView, can_focus=True):
 
     def _render_wrapped(self, y: int) -> Strip:
         width = self.size.width
-        rows = wrapped_window(self.store.lines, int(self.scroll_y), width, self.size.height,
-                              self.following)
+        rows = wrapped_window(self.store.lines, int(self.scroll_y), width, self.size.height, self.following)
         if y >= len(rows):
             return Strip.blank(width, self.rich_style)
         index, start = rows[y]
@@ -200,7 +198,7 @@ class LogView(ScrollView, can_focus=True):
         if strip is None:
             if len(self._strips) > 2048:
                 self._strips.clear()
-            piece = self.store.lines[index][start:start + width]
+            piece = self.store.lines[index][start : start + width]
             strip = self._strips[key] = self._paint(piece, 0, width, current)
         return strip
 
@@ -220,14 +218,15 @@ class LogView(ScrollView, can_focus=True):
         if strip is None:
             if len(self._strips) > 2048:
                 self._strips.clear()
-            strip = self._strips[key] = self._paint(self.store.lines[index], scroll_x, width,
-                                                    absolute == self.current_match)
+            strip = self._strips[key] = self._paint(
+                self.store.lines[index], scroll_x, width, absolute == self.current_match
+            )
         return strip
 
     def _paint(self, line: str, scroll_x: int, width: int, current: bool) -> Strip:
         base = self.rich_style
         if self.pattern is None or not self.pattern.search(line):
-            visible = line[scroll_x: scroll_x + width]
+            visible = line[scroll_x : scroll_x + width]
             return Strip([Segment(visible, base)]).crop_extend(0, width, base)
         text = Text(line, style=base, no_wrap=True, end="")
         text.highlight_regex(self.pattern, CURRENT_MATCH_STYLE if current else MATCH_STYLE)

@@ -55,8 +55,11 @@ COLUMNS_HELP: tuple[tuple[str, str], ...] = (
     ("rate/s", "simulated instructions per second of real time (the simulator's speed)"),
     ("time", "how long the sim has run (until it finished); from about 95 columns"),
     ("ETA", "time to go at the rate it has finished kernels so far; from about 95 columns"),
-    ("kernel", "the kernel being simulated; `last:` once the sim finished; or its error; for a sim "
-               "a scheduler still holds, its job and what Slurm says (job 41_3 PENDING (Resources))"),
+    (
+        "kernel",
+        "the kernel being simulated; `last:` once the sim finished; or its error; for a sim "
+        "a scheduler still holds, its job and what Slurm says (job 41_3 PENDING (Resources))",
+    ),
 )
 
 
@@ -120,14 +123,16 @@ class SimTable(ScrollView, can_focus=True):
 
     # --- data -------------------------------------------------------------------------------------
 
-    def update_rows(self, sims: Mapping[str, SimSummary], changed: set[str] | None = None,
-                    reset: bool = False) -> None:
+    def update_rows(
+        self, sims: Mapping[str, SimSummary], changed: set[str] | None = None, reset: bool = False
+    ) -> None:
         """Bring the table up to date. Recomputes the text of visible rows (cheap) and repaints a
         row only if its text changed; re-sorts, keeping the cursor on its sim."""
         now = self._now()
         self.sims = dict(sims)
-        new_order = simrows.sorted_ids(self.sims.values(), self.sort_key, self.sort_reverse, now,
-                                       self.state_filter)
+        new_order = simrows.sorted_ids(
+            self.sims.values(), self.sort_key, self.sort_reverse, now, self.state_filter
+        )
         structural = reset or new_order != self.order
         config_cells = simrows.config_width(s.gpu_config for s in self.sims.values())
         if config_cells != self._config_cells:
@@ -158,8 +163,9 @@ class SimTable(ScrollView, can_focus=True):
                 self.repaints += 1
 
     def _row_texts(self, sim_id: str, now: datetime) -> tuple[tuple[str, str], ...]:
-        return simrows.row_texts(simrows.sim_cells(self.sims[sim_id], now, self._layout.bar_width),
-                                 self._layout)
+        return simrows.row_texts(
+            simrows.sim_cells(self.sims[sim_id], now, self._layout.bar_width), self._layout
+        )
 
     def set_state_filter(self, name: str) -> None:
         self.state_filter = name
@@ -248,7 +254,8 @@ class SimTable(ScrollView, can_focus=True):
             if index == 0 and self.sims:  # the state filter hides every sim: say so
                 note = f"no sim is {self.state_filter} (v: show other sims)"
                 return Strip([Segment(note, self.rich_style + Style(dim=True))]).crop_extend(
-                    0, width, self.rich_style)
+                    0, width, self.rich_style
+                )
             return Strip.blank(width, self.rich_style)
         sim_id = self.order[index]
         texts = self._rows.get(sim_id)

@@ -97,15 +97,25 @@ class BuildFailed(Exception):
 SCRIPT = 'source gpu-simulator/setup_environment.sh >/dev/null 2>&1 || exit 97\nexec make -j"$JOBS" -C gpu-simulator\n'
 
 
-def run_make(accelsim: Path, env: dict[str, str], log_path: Path, jobs: int,
-             on_line: Callable[[str], None]) -> None:
+def run_make(
+    accelsim: Path, env: dict[str, str], log_path: Path, jobs: int, on_line: Callable[[str], None]
+) -> None:
     """setup_environment.sh then make, in its own process group (a Ctrl+C stops every compiler);
     every line to the log file and `on_line`. Raises BuildFailed with the error lines."""
     env = {**env, "JOBS": str(jobs)}
     with open(log_path, "a", encoding="utf-8", errors="replace") as log:
-        proc = subprocess.Popen(["bash", "-c", SCRIPT], cwd=accelsim, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                                text=True, errors="replace", bufsize=1)
+        proc = subprocess.Popen(
+            ["bash", "-c", SCRIPT],
+            cwd=accelsim,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+            errors="replace",
+            bufsize=1,
+        )
         assert proc.stdout is not None
         tail: list[str] = []
         try:
@@ -122,7 +132,9 @@ def run_make(accelsim: Path, env: dict[str, str], log_path: Path, jobs: int,
     if code == 97:
         raise BuildFailed("gpu-simulator/setup_environment.sh failed", error_lines(tail) or tail[-5:])
     if code != 0:
-        raise BuildFailed(f"make exited with status {code}", error_lines(tail) or [t.rstrip() for t in tail[-5:]])
+        raise BuildFailed(
+            f"make exited with status {code}", error_lines(tail) or [t.rstrip() for t in tail[-5:]]
+        )
 
 
 def stop_group(proc: subprocess.Popen, grace: float = 5.0) -> None:

@@ -35,27 +35,46 @@ def _env_path(name: str) -> Path | None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
-        prog=PROG, description="Install the real Accel-Sim simulator, or say which simulator the server uses.")
+        prog=PROG, description="Install the real Accel-Sim simulator, or say which simulator the server uses."
+    )
     commands = parser.add_subparsers(dest="command", metavar="{install,status}")
     install = commands.add_parser(
-        "install", help="build Accel-Sim (no CUDA toolkit needed; about 5 minutes on 2 cores)",
+        "install",
+        help="build Accel-Sim (no CUDA toolkit needed; about 5 minutes on 2 cores)",
         description="Build Accel-Sim's trace-driven simulator from pinned public commits (or local "
         "tarballs/checkouts) with CUDA 11.8 headers from PyPI wheels, smoke-run it, and make it the "
-        "simulator of the server on this data directory. A second install of the same sources reuses the build.")
+        "simulator of the server on this data directory. A second install of the same sources reuses the build.",
+    )
     install.add_argument("--data-dir", type=Path, help="Cascade's data directory (env CASCADE_DATA_DIR)")
-    install.add_argument("--prefix", type=Path,
-                         help="build here instead of DATA_DIR/simulator, e.g. on storage a cluster's nodes share "
-                         "(env CASCADE_SIMULATOR_PREFIX)")
-    install.add_argument("--framework", type=Path, metavar="PATH",
-                         help="accel-sim-framework as a .tar.gz or checkout (default: the pinned commit from GitHub; "
-                         "env CASCADE_SIMULATOR_FRAMEWORK)")
-    install.add_argument("--gpgpu-sim", type=Path, metavar="PATH",
-                         help="gpgpu-sim_distribution as a .tar.gz or checkout (default: the pinned commit from GitHub; "
-                         "env CASCADE_SIMULATOR_GPGPU_SIM)")
-    install.add_argument("--cuda-wheels", type=Path, metavar="DIR",
-                         help="a folder with the three nvidia-cuda-*-cu11 wheels (default: pip downloads them)")
-    install.add_argument("--install-deps", action="store_true",
-                         help="install missing build packages with apt-get (as root)")
+    install.add_argument(
+        "--prefix",
+        type=Path,
+        help="build here instead of DATA_DIR/simulator, e.g. on storage a cluster's nodes share "
+        "(env CASCADE_SIMULATOR_PREFIX)",
+    )
+    install.add_argument(
+        "--framework",
+        type=Path,
+        metavar="PATH",
+        help="accel-sim-framework as a .tar.gz or checkout (default: the pinned commit from GitHub; "
+        "env CASCADE_SIMULATOR_FRAMEWORK)",
+    )
+    install.add_argument(
+        "--gpgpu-sim",
+        type=Path,
+        metavar="PATH",
+        help="gpgpu-sim_distribution as a .tar.gz or checkout (default: the pinned commit from GitHub; "
+        "env CASCADE_SIMULATOR_GPGPU_SIM)",
+    )
+    install.add_argument(
+        "--cuda-wheels",
+        type=Path,
+        metavar="DIR",
+        help="a folder with the three nvidia-cuda-*-cu11 wheels (default: pip downloads them)",
+    )
+    install.add_argument(
+        "--install-deps", action="store_true", help="install missing build packages with apt-get (as root)"
+    )
     install.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="parallel compile jobs")
     install.add_argument("--rebuild", action="store_true", help="build again even if a finished build exists")
     status = commands.add_parser("status", help="which simulator the server uses, its configs and smoke run")
@@ -72,12 +91,16 @@ def run_install(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         print(f"{PROG} install: --jobs must be 1 or more (got {args.jobs})", file=sys.stderr)
         return EXIT_USAGE
-    request = Request(data_dir=(args.data_dir or default_data_dir()).absolute(),
-                      prefix=args.prefix or _env_path("CASCADE_SIMULATOR_PREFIX"),
-                      framework=args.framework or _env_path("CASCADE_SIMULATOR_FRAMEWORK"),
-                      gpgpu_sim=args.gpgpu_sim or _env_path("CASCADE_SIMULATOR_GPGPU_SIM"),
-                      cuda_wheels=args.cuda_wheels,
-                      install_deps=args.install_deps, jobs=args.jobs, rebuild=args.rebuild)
+    request = Request(
+        data_dir=(args.data_dir or default_data_dir()).absolute(),
+        prefix=args.prefix or _env_path("CASCADE_SIMULATOR_PREFIX"),
+        framework=args.framework or _env_path("CASCADE_SIMULATOR_FRAMEWORK"),
+        gpgpu_sim=args.gpgpu_sim or _env_path("CASCADE_SIMULATOR_GPGPU_SIM"),
+        cuda_wheels=args.cuda_wheels,
+        install_deps=args.install_deps,
+        jobs=args.jobs,
+        rebuild=args.rebuild,
+    )
     try:
         build = install(request, report)
     except InstallError as exc:
@@ -93,12 +116,17 @@ def run_install(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         report.finish()
-        print(f"{PROG} install: interrupted; the partial build was removed and nothing was installed "
-              "(the server keeps the simulator it had)", file=sys.stderr)
+        print(
+            f"{PROG} install: interrupted; the partial build was removed and nothing was installed "
+            "(the server keeps the simulator it had)",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     report.finish()
-    print(f"{PROG} install: installed {layout.accelsim_dir(build)}; the server on {request.data_dir} runs "
-          "real Accel-Sim sims from the next run (CASCADE_ACCELSIM_DIR, when set, still wins)")
+    print(
+        f"{PROG} install: installed {layout.accelsim_dir(build)}; the server on {request.data_dir} runs "
+        "real Accel-Sim sims from the next run (CASCADE_ACCELSIM_DIR, when set, still wins)"
+    )
     return 0
 
 
@@ -116,14 +144,20 @@ def run_status(args: argparse.Namespace) -> int:
 def status_text(info, data_dir: Path) -> str:
     """The human summary (pure)."""
     if info.kind == "stand-in":
-        lines = ["simulator: the stand-in (replays recorded logs; its numbers are not your trace's)",
-                 f"data dir:  {data_dir}"]
+        lines = [
+            "simulator: the stand-in (replays recorded logs; its numbers are not your trace's)",
+            f"data dir:  {data_dir}",
+        ]
     else:
-        source = "installed by `cascade simulator install`" if info.kind == "installed" else "CASCADE_ACCELSIM_DIR"
+        source = (
+            "installed by `cascade simulator install`" if info.kind == "installed" else "CASCADE_ACCELSIM_DIR"
+        )
         lines = [f"simulator: real Accel-Sim, {source}", f"path:      {info.path}"]
         if info.framework_commit or info.gpgpu_sim_commit:
-            lines.append(f"commits:   accel-sim-framework {info.framework_commit or '?'}, "
-                         f"gpgpu-sim {info.gpgpu_sim_commit or '?'}")
+            lines.append(
+                f"commits:   accel-sim-framework {info.framework_commit or '?'}, "
+                f"gpgpu-sim {info.gpgpu_sim_commit or '?'}"
+            )
         if info.built_at:
             lines.append(f"built:     {info.built_at}")
         lines.append(f"configs:   {info.configs}")

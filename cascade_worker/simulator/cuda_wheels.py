@@ -51,13 +51,26 @@ def member_target(member: str) -> PurePosixPath | None:
 def download(dest: Path) -> list[Path]:
     """The three wheels into `dest` with pip (its cache makes a second time quick)."""
     dest.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-            "--disable-pip-version-check", "-d", str(dest), *WHEELS]
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-d",
+        str(dest),
+        *WHEELS,
+    ]
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
-        raise WheelError("pip could not download the CUDA 11.8 header wheels from PyPI: "
-                         + (lines[-1] if lines else f"pip exited {result.returncode}"))
+        raise WheelError(
+            "pip could not download the CUDA 11.8 header wheels from PyPI: "
+            + (lines[-1] if lines else f"pip exited {result.returncode}")
+        )
     return wheels_in(dest)
 
 

@@ -32,8 +32,9 @@ ALL_PACKAGES = ("build-essential", "bison", "flex", "zlib1g-dev", "xutils-dev", 
 HEADER_DIRS = (Path("/usr/include"), Path("/usr/local/include"), Path("/usr/include/x86_64-linux-gnu"))
 
 
-def missing(which: Callable[[str], str | None] = shutil.which,
-            header_exists: Callable[[str], bool] | None = None) -> list[Requirement]:
+def missing(
+    which: Callable[[str], str | None] = shutil.which, header_exists: Callable[[str], bool] | None = None
+) -> list[Requirement]:
     """The requirements not met here. Pure given its two probes (the defaults look at PATH and
     the usual include folders)."""
     has_header = header_exists or (lambda name: any((d / name).is_file() for d in HEADER_DIRS))
@@ -64,7 +65,10 @@ def can_install() -> bool:
 def install(names: list[str]) -> tuple[bool, str]:
     """apt-get update + install; (succeeded, the last lines of its output when it failed)."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *names]):
+    for argv in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *names],
+    ):
         result = subprocess.run(argv, env=env, capture_output=True, text=True)
         if result.returncode != 0:
             tail = (result.stderr or result.stdout).strip().splitlines()[-5:]

@@ -23,7 +23,6 @@ from . import build as make
 from . import cuda_wheels, deps, layout, smoke, sources
 from .report import Reporter
 
-
 INTERMEDIATES = (Path("gpu-simulator/gpgpu-sim/build"), Path("gpu-simulator/build"))
 
 
@@ -119,8 +118,16 @@ def _install(request: Request, report: Reporter) -> Path:
     return final
 
 
-def _build(request: Request, framework: sources.Source, gpgpu_sim: sources.Source, key: str,
-           staging: Path, log_path: Path, started: float, report: Reporter) -> Path:
+def _build(
+    request: Request,
+    framework: sources.Source,
+    gpgpu_sim: sources.Source,
+    key: str,
+    staging: Path,
+    log_path: Path,
+    started: float,
+    report: Reporter,
+) -> Path:
     accelsim = layout.accelsim_dir(staging)
     try:
         report.step(f"sources: {framework.describe()} and {gpgpu_sim.describe()}")
@@ -148,8 +155,10 @@ def _build(request: Request, framework: sources.Source, gpgpu_sim: sources.Sourc
         make.run_make(accelsim, env, log_path, request.jobs, on_line)
     except make.BuildFailed as exc:
         hint = _disk_hint(exc.errors, request.root.path)
-        raise InstallError(f"the build failed after {make.elapsed(time.monotonic() - started)}: {exc}{hint}",
-                           [*exc.errors, f"full log: {log_path}"]) from None
+        raise InstallError(
+            f"the build failed after {make.elapsed(time.monotonic() - started)}: {exc}{hint}",
+            [*exc.errors, f"full log: {log_path}"],
+        ) from None
     report.progress(1.0, progress.done, progress.done, time.monotonic() - started)
     # The object files (~380 MB) are not needed to run: accel-sim.out links gpgpu-sim statically
     # and loads only libcudart.so from gpgpu-sim/lib. The smoke run below proves it.
@@ -158,14 +167,20 @@ def _build(request: Request, framework: sources.Source, gpgpu_sim: sources.Sourc
     report.step(f"compiled in {make.elapsed(time.monotonic() - started)}; smoke run on {smoke.CONFIG}")
     result = smoke.run_smoke(accelsim, env)
     if not result.passed:
-        raise InstallError(f"the smoke run failed: {result.detail}; nothing was installed",
-                           [f"full log: {log_path}"])
+        raise InstallError(
+            f"the smoke run failed: {result.detail}; nothing was installed", [f"full log: {log_path}"]
+        )
     report.step(f"smoke run passed ({result.detail}, {result.seconds:.1f} s)")
     manifest = layout.Manifest(
-        key=key, framework_commit=framework.commit, gpgpu_sim_commit=gpgpu_sim.commit,
-        framework_source=framework.describe(), gpgpu_sim_source=gpgpu_sim.describe(),
+        key=key,
+        framework_commit=framework.commit,
+        gpgpu_sim_commit=gpgpu_sim.commit,
+        framework_source=framework.describe(),
+        gpgpu_sim_source=gpgpu_sim.describe(),
         built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        build_seconds=round(time.monotonic() - started, 1), smoke_passed=True, smoke_detail=result.detail,
+        build_seconds=round(time.monotonic() - started, 1),
+        smoke_passed=True,
+        smoke_detail=result.detail,
         compiler=f"{platform.system()} {platform.machine()}",
     )
     (staging / layout.MANIFEST).write_text(manifest.to_json())
@@ -185,23 +200,31 @@ def _move_into_place(staging: Path, final: Path) -> None:
 def _install_deps(missing: list[deps.Requirement], request: Request, report: Reporter) -> None:
     line = deps.apt_line(missing)
     if not request.install_deps:
-        raise InstallError(f"missing build packages: {deps.describe(missing)}",
-                           [f"install them with: {line}", "or run this again with --install-deps (as root)"])
+        raise InstallError(
+            f"missing build packages: {deps.describe(missing)}",
+            [f"install them with: {line}", "or run this again with --install-deps (as root)"],
+        )
     if not deps.can_install():
-        raise InstallError(f"missing build packages: {deps.describe(missing)}; --install-deps needs root and "
-                           f"apt-get", [f"as root: {line}"])
+        raise InstallError(
+            f"missing build packages: {deps.describe(missing)}; --install-deps needs root and apt-get",
+            [f"as root: {line}"],
+        )
     report.step(f"installing {' '.join(deps.packages(missing))} with apt-get")
     ok, output = deps.install(deps.packages(missing))
     still = deps.missing()
     if not ok or still:
-        raise InstallError(f"apt-get could not install the build packages: {deps.describe(still or missing)}",
-                           output.splitlines())
+        raise InstallError(
+            f"apt-get could not install the build packages: {deps.describe(still or missing)}",
+            output.splitlines(),
+        )
 
 
 def _os_problem(exc: OSError, root: Path) -> str:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return (f"the disk holding {root} is full ({exc.strerror}); a build needs about 600 MB: free some "
-                "space or install elsewhere with --prefix DIR. Nothing was installed")
+        return (
+            f"the disk holding {root} is full ({exc.strerror}); a build needs about 600 MB: free some "
+            "space or install elsewhere with --prefix DIR. Nothing was installed"
+        )
     where = f" ({exc.filename})" if exc.filename else ""
     return f"the build stopped: {exc.strerror or exc}{where}. Nothing was installed"
 
@@ -219,8 +242,10 @@ def _disk_full(root: Path) -> bool:
 
 def _disk_hint(errors: list[str], root: Path) -> str:
     if any("No space left on device" in line for line in errors) or _disk_full(root):
-        return (f"; the disk holding {root} is full: a build needs about 600 MB (free some space or use "
-                "--prefix DIR). Nothing was installed")
+        return (
+            f"; the disk holding {root} is full: a build needs about 600 MB (free some space or use "
+            "--prefix DIR). Nothing was installed"
+        )
     return ". Nothing was installed"
 
 

@@ -138,7 +138,12 @@ def read_manifest(build: Path) -> Manifest | None:
 def is_complete(build: Path) -> bool:
     """A finished build: its binary is there and its manifest says the smoke run passed."""
     manifest = read_manifest(build)
-    return manifest is not None and manifest.smoke_passed and manifest.recipe == RECIPE and binary(build).is_file()
+    return (
+        manifest is not None
+        and manifest.smoke_passed
+        and manifest.recipe == RECIPE
+        and binary(build).is_file()
+    )
 
 
 def installed_build(data_dir: Path) -> Path | None:
@@ -186,7 +191,9 @@ def with_library_dir(env: dict[str, str], lib_dir: Path | None) -> dict[str, str
     would find that one first and the simulator dies at start (status 127, undefined symbol)."""
     if lib_dir is None:
         return env
-    rest = [part for part in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if part and part != str(lib_dir)]
+    rest = [
+        part for part in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if part and part != str(lib_dir)
+    ]
     return {**env, "LD_LIBRARY_PATH": os.pathsep.join([str(lib_dir), *rest])}
 
 
@@ -208,9 +215,12 @@ def describe(data_dir: Path, accelsim_dir_setting: Path | None, stand_in_configs
             ours = build_of(accelsim_dir_setting)
             manifest = read_manifest(ours) if ours else None
             return _info("accelsim-dir", accelsim_dir_setting, manifest)
-        return SimulatorInfo(kind="stand-in", configs=stand_in_configs,
-                             problem=f"CASCADE_ACCELSIM_DIR={accelsim_dir_setting} has no built {BINARY}",
-                             hint="build it there, or unset CASCADE_ACCELSIM_DIR and " + INSTALL_HINT.removeprefix("run "))
+        return SimulatorInfo(
+            kind="stand-in",
+            configs=stand_in_configs,
+            problem=f"CASCADE_ACCELSIM_DIR={accelsim_dir_setting} has no built {BINARY}",
+            hint="build it there, or unset CASCADE_ACCELSIM_DIR and " + INSTALL_HINT.removeprefix("run "),
+        )
     build = installed_build(data_dir)
     if build is not None:
         return _info("installed", accelsim_dir(build), read_manifest(build))
@@ -219,7 +229,9 @@ def describe(data_dir: Path, accelsim_dir_setting: Path | None, stand_in_configs
 
 def _info(kind, accelsim: Path, manifest: Manifest | None) -> SimulatorInfo:
     return SimulatorInfo(
-        kind=kind, path=str(accelsim), configs=count_configs(accelsim),
+        kind=kind,
+        path=str(accelsim),
+        configs=count_configs(accelsim),
         framework_commit=manifest.framework_commit if manifest else None,
         gpgpu_sim_commit=manifest.gpgpu_sim_commit if manifest else None,
         built_at=manifest.built_at if manifest else None,

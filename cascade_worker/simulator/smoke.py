@@ -33,12 +33,16 @@ class SmokeResult:
     seconds: float
 
 
-def check_output(returncode: int, output: str, expected: tuple[int, ...] = EXPECTED_CYCLES) -> tuple[bool, str]:
+def check_output(
+    returncode: int, output: str, expected: tuple[int, ...] = EXPECTED_CYCLES
+) -> tuple[bool, str]:
     """Pure: did this run print the expected cycles and the exit line?"""
     cycles = tuple(int(c) for c in _CYCLE.findall(output))
     if returncode != 0 or EXIT_LINE not in output:
         first = next((line for line in output.splitlines() if line.strip()), "no output")
-        errors = [line for line in output.splitlines() if re.search(r"error|Error|ERROR|undefined|cannot", line)]
+        errors = [
+            line for line in output.splitlines() if re.search(r"error|Error|ERROR|undefined|cannot", line)
+        ]
         return False, f"exited with status {returncode}: {(errors or [first])[0][:300]}"
     if cycles != expected:
         return False, f"gpu_sim_cycle {list(cycles)}, expected {list(expected)}"
@@ -61,15 +65,31 @@ def run_smoke(accelsim: Path, env: dict[str, str], timeout: float = TIMEOUT_S) -
             if item.is_file():
                 shutil.copyfile(item, run_dir / item.name)
         shutil.copyfile(trace_config, run_dir / "trace.config")
-        argv = [str(accelsim / layout.BINARY), "-trace", str(TRACE / "kernelslist.g"),
-                "-config", "./gpgpusim.config", "-config", "./trace.config"]
+        argv = [
+            str(accelsim / layout.BINARY),
+            "-trace",
+            str(TRACE / "kernelslist.g"),
+            "-config",
+            "./gpgpusim.config",
+            "-config",
+            "./trace.config",
+        ]
         try:
-            result = subprocess.run(argv, cwd=run_dir, env=layout.with_library_dir(env, lib_dir),
-                                    stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                    errors="replace", timeout=timeout)
+            result = subprocess.run(
+                argv,
+                cwd=run_dir,
+                env=layout.with_library_dir(env, lib_dir),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
             return SmokeResult(False, f"no result within {timeout:.0f} s", time.monotonic() - started)
         except OSError as exc:
-            return SmokeResult(False, f"cannot run {argv[0]}: {exc.strerror or exc}", time.monotonic() - started)
+            return SmokeResult(
+                False, f"cannot run {argv[0]}: {exc.strerror or exc}", time.monotonic() - started
+            )
     passed, detail = check_output(result.returncode, result.stdout + result.stderr)
     return SmokeResult(passed, detail, time.monotonic() - started)

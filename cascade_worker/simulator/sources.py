@@ -44,10 +44,16 @@ class Pinned:
         return f"{self.name}-{self.commit}.tar.gz"
 
 
-FRAMEWORK = Pinned("accel-sim/accel-sim-framework", "73f9fac68a1a717750da54d2d867c7524b47b4c3",
-                   "4095e41646711c04996c9e0627d437637e4b36a45c1fb376fe5ce1a616c0995e")
-GPGPU_SIM = Pinned("accel-sim/gpgpu-sim_distribution", "667834cfe5214523edd7769aeab77f91b7137686",
-                   "f094668c29d9622e819931c8d8ba7c07a4115b4b6b8e2a839e65189dad69aff2")
+FRAMEWORK = Pinned(
+    "accel-sim/accel-sim-framework",
+    "73f9fac68a1a717750da54d2d867c7524b47b4c3",
+    "4095e41646711c04996c9e0627d437637e4b36a45c1fb376fe5ce1a616c0995e",
+)
+GPGPU_SIM = Pinned(
+    "accel-sim/gpgpu-sim_distribution",
+    "667834cfe5214523edd7769aeab77f91b7137686",
+    "f094668c29d9622e819931c8d8ba7c07a4115b4b6b8e2a839e65189dad69aff2",
+)
 
 _COMMIT_IN_NAME = re.compile(r"-([0-9a-f]{40})(?:\.tar\.gz|\.tgz)?$")
 
@@ -91,7 +97,9 @@ def resolve(pinned: Pinned, given: Path | None) -> Source:
     if path.is_dir():
         return Source(pinned, path, _tree_hash(path), _checkout_commit(path))
     if not path.is_file():
-        raise SourceError(f"{given}: no such file or directory (give a .tar.gz of {pinned.repo} or a checkout)")
+        raise SourceError(
+            f"{given}: no such file or directory (give a .tar.gz of {pinned.repo} or a checkout)"
+        )
     try:
         digest = sha256_file(path)
     except OSError as exc:
@@ -100,7 +108,8 @@ def resolve(pinned: Pinned, given: Path | None) -> Source:
     if commit == pinned.commit and digest != pinned.sha256:
         raise SourceError(
             f"{path} is corrupt: its sha256 is {digest}, but {pinned.repo} at {commit[:8]} is "
-            f"{pinned.sha256}; fetch it again")
+            f"{pinned.sha256}; fetch it again"
+        )
     return Source(pinned, path, digest, commit)
 
 
@@ -135,19 +144,25 @@ def download(source: Source, downloads: Path, timeout: float = 60.0) -> Path:
     downloads.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".part")
     try:
-        with urllib.request.urlopen(source.pinned.url, timeout=timeout) as response, open(partial, "wb") as out:
+        with (
+            urllib.request.urlopen(source.pinned.url, timeout=timeout) as response,
+            open(partial, "wb") as out,
+        ):
             shutil.copyfileobj(response, out, 1 << 20)
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
         partial.unlink(missing_ok=True)
         reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
         raise SourceError(
             f"cannot download {source.pinned.url}: {reason}. Without GitHub access, pass local "
-            f"tarballs or checkouts: --framework PATH --gpgpu-sim PATH") from None
+            f"tarballs or checkouts: --framework PATH --gpgpu-sim PATH"
+        ) from None
     digest = sha256_file(partial)
     if digest != source.pinned.sha256:
         partial.unlink(missing_ok=True)
-        raise SourceError(f"{source.pinned.url} sent a file with sha256 {digest}, not the pinned "
-                          f"{source.pinned.sha256}; refusing to build it")
+        raise SourceError(
+            f"{source.pinned.url} sent a file with sha256 {digest}, not the pinned "
+            f"{source.pinned.sha256}; refusing to build it"
+        )
     os.replace(partial, target)
     return target
 
@@ -165,8 +180,10 @@ def unpack(source: Source, tarball_or_dir: Path, dest: Path) -> None:
             archive.extractall(holder, filter="data")
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         shutil.rmtree(holder, ignore_errors=True)
-        raise SourceError(f"{tarball_or_dir} is not a readable .tar.gz ({exc}); the file is corrupt "
-                          "or not a source tarball: fetch it again") from None
+        raise SourceError(
+            f"{tarball_or_dir} is not a readable .tar.gz ({exc}); the file is corrupt "
+            "or not a source tarball: fetch it again"
+        ) from None
     entries = list(holder.iterdir())
     top = entries[0] if len(entries) == 1 and entries[0].is_dir() else holder
     os.replace(top, dest)

@@ -11,8 +11,8 @@ import sys
 import httpx
 from aiohttp import web
 
-from cascade_server.shared import models
 from cascade_server.agent_prompt import URL_MARK, prompt_text, skill_text
+from cascade_server.shared import models
 from tests.conftest import TOKEN, LiveServer
 
 
@@ -28,7 +28,9 @@ def route_exists(app: web.Application, method: str, path: str) -> bool:
     return False
 
 
-async def test_prompt_and_skill_are_served_without_a_token_with_the_url_and_never_the_token(server: LiveServer):
+async def test_prompt_and_skill_are_served_without_a_token_with_the_url_and_never_the_token(
+    server: LiveServer,
+):
     async with httpx.AsyncClient(base_url=server.url) as anonymous:
         prompt = await anonymous.get("/agent-prompt.md")
         skill = await anonymous.get("/cascade-skill/SKILL.md")
@@ -53,11 +55,20 @@ async def test_public_url_wins_over_the_request_host(make_server):
 
 
 def test_cascade_agent_prompt_prints_the_same_text():
-    out = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "agent-prompt", "--url", "http://10.1.2.3:8000"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "cascade_tui.cli", "agent-prompt", "--url", "http://10.1.2.3:8000"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out == prompt_text("http://10.1.2.3:8000")
-    skill = subprocess.run([sys.executable, "-m", "cascade_tui.cli", "agent-prompt", "--skill"],
-                           capture_output=True, text=True, check=True, env={"CASCADE_URL": "http://h:1"}).stdout
+    skill = subprocess.run(
+        [sys.executable, "-m", "cascade_tui.cli", "agent-prompt", "--skill"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"CASCADE_URL": "http://h:1"},
+    ).stdout
     assert skill == skill_text("http://h:1")
 
 

@@ -21,7 +21,9 @@ from tests.helpers import wait_until
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.timeout(240),
-    pytest.mark.skipif(not (shutil.which("curl") and shutil.which("jq")), reason="the prompt's commands need curl and jq"),
+    pytest.mark.skipif(
+        not (shutil.which("curl") and shutil.which("jq")), reason="the prompt's commands need curl and jq"
+    ),
 ]
 
 SM70_CONFIGS = ["SM7_GV100", "SM7_QV100", "SM7_TITANV"]  # the sm_70 configs under samples/accelsim
@@ -47,7 +49,11 @@ async def sh(script: str, server: LiveServer, **env: str) -> str:
     """Run a block as the agent would, in bash with the two variables the prompt asks for. Async:
     the server answers from this same event loop."""
     proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", script, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        "bash",
+        "-c",
+        script,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "CASCADE_URL": server.url, "CASCADE_TOKEN": TOKEN, **env},
     )
     out, err = await proc.communicate()
@@ -63,8 +69,10 @@ async def seed_traces(server: LiveServer) -> None:
     await server.store.put_trace(ready_trace(TRACE, has_real_timing=True))
     uploading: TraceState = "uploading"
     await server.store.put_trace(ready_trace("newest-upload", state=uploading, kernels=0))
-    real = [{"kernel_id": i + 1, "kernel_name": f"_Z6kernel{i}v", "duration_ns": 2000.0 + 500 * i}
-            for i in range(KERNELS)]
+    real = [
+        {"kernel_id": i + 1, "kernel_name": f"_Z6kernel{i}v", "duration_ns": 2000.0 + 500 * i}
+        for i in range(KERNELS)
+    ]
     trace_dir = server.settings.traces_dir / TRACE
     trace_dir.mkdir(parents=True, exist_ok=True)
     (trace_dir / "real_timing.json").write_text(json.dumps({"kernels": real}))
@@ -88,10 +96,12 @@ async def test_agent_follows_the_prompt_to_a_stand_in_report(make_server, worker
         assert health["ok"] is True and health["auth"] is True
 
     # Connect: both variables are set.
-    assert (await sh(block_with(prompt, 'echo set'), server)).strip() == "set"
+    assert (await sh(block_with(prompt, "echo set"), server)).strip() == "set"
 
     # 1. Find the trace: the newest ready one that is not the sample.
-    trace_id, arch, suggested = (await sh(block_with(prompt, "select(.state == \"ready\""), server)).splitlines()
+    trace_id, arch, suggested = (
+        await sh(block_with(prompt, 'select(.state == "ready"'), server)
+    ).splitlines()
     assert (trace_id, arch, suggested) == (TRACE, "sm_70", "")
 
     # 2. Pick the configs: no suggested config, so every config of the trace's arch.
@@ -101,7 +111,8 @@ async def test_agent_follows_the_prompt_to_a_stand_in_report(make_server, worker
     # 3. Size: one each, 3 sims, under the 4 that need the user's yes.  4. Launch.
     body = json.dumps({"trace_id": trace_id, "entries": [{"gpu_config": c, "count": 1} for c in configs]})
     launch = block_with(prompt, "-X POST").replace(
-        '{"trace_id": "<trace id>", "entries": [{"gpu_config": "<name>", "count": 1}]}', body)
+        '{"trace_id": "<trace id>", "entries": [{"gpu_config": "<name>", "count": 1}]}', body
+    )
     run_id, replay = (await sh(launch, server)).split()
     assert run_id.startswith("run-") and replay == "true"  # no Accel-Sim here: the stand-in runs
 
@@ -142,6 +153,9 @@ async def test_agent_follows_the_prompt_to_a_stand_in_report(make_server, worker
         assert f"median {totals[config]:.1f} ns simulated" in line and "1 replicas" in line
     assert comparison["has_real_timing"] is True
     for config in SM70_CONFIGS:
-        errors = [abs(r["sim_ns"][config] - r["real_ns"]) / r["real_ns"] * 100
-                  for r in comparison["rows"] if r["real_ns"] and r["sim_ns"].get(config) is not None]
+        errors = [
+            abs(r["sim_ns"][config] - r["real_ns"]) / r["real_ns"] * 100
+            for r in comparison["rows"]
+            if r["real_ns"] and r["sim_ns"].get(config) is not None
+        ]
         assert f"{config}: MAPE {statistics.mean(errors):.1f}% over {len(errors)} kernels" in report

@@ -22,6 +22,7 @@ from cascade_server.shared import models
 from tests.conftest import LiveServer, ready_trace
 from tests.server.test_http_edges import exchange
 
+
 @pytest.fixture
 async def core(make_server, accelsim_dir):
     server = await make_server(accelsim_dir=accelsim_dir)
@@ -30,8 +31,15 @@ async def core(make_server, accelsim_dir):
 
 
 HOSTILE_HOSTS = [
-    "x$(touch /tmp/pwned-cascade)", "x`touch /tmp/pwned-cascade`", "a';touch /tmp/pwned-cascade;'",
-    "attacker.example", "attacker.example:8000", "evil.example/x", "bad host.example", "h\\x", "127.0.0.1:8000@evil.example",
+    "x$(touch /tmp/pwned-cascade)",
+    "x`touch /tmp/pwned-cascade`",
+    "a';touch /tmp/pwned-cascade;'",
+    "attacker.example",
+    "attacker.example:8000",
+    "evil.example/x",
+    "bad host.example",
+    "h\\x",
+    "127.0.0.1:8000@evil.example",
 ]
 
 
@@ -63,8 +71,17 @@ async def test_on_every_address_a_plain_host_is_used_and_a_crafted_one_is_not(ma
     assert "$(id)" not in body.decode()
 
 
-@pytest.mark.parametrize("url", ["http://h/$(touch /tmp/x)", "http://h:1/'x'", "javascript:alert(1)", "http://h/?a=1",
-                                 "http://user:pw@h/", "http://h/a b"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://h/$(touch /tmp/x)",
+        "http://h:1/'x'",
+        "javascript:alert(1)",
+        "http://h/?a=1",
+        "http://user:pw@h/",
+        "http://h/a b",
+    ],
+)
 def test_a_public_url_that_is_not_plain_is_refused_at_start(tmp_path, url):
     with pytest.raises(ValidationError, match="public_url"):
         Settings(data_dir=tmp_path, public_url=url)
@@ -74,16 +91,27 @@ def test_the_url_is_shell_quoted_in_the_commands_that_hold_it(tmp_path):
     """Even a URL no check would let through runs nothing: the env file command quotes it."""
     url = "http://h:1/a'$(touch pwned)`touch pwned2`"
     prompt = prompt_text(url)
-    [block] = [b for b in re.findall(r"```bash\n(.*?)```", prompt, flags=re.S) if "~/.cascade.env" in b and "printf" in b]
+    [block] = [
+        b
+        for b in re.findall(r"```bash\n(.*?)```", prompt, flags=re.S)
+        if "~/.cascade.env" in b and "printf" in b
+    ]
     printf = next(line for line in block.splitlines() if "printf" in line).replace("<token>", "tok")
     subprocess.run(["bash", "-c", printf], cwd=tmp_path, env={"HOME": str(tmp_path)}, check=True)
-    loaded = subprocess.run(["bash", "-c", '. ~/.cascade.env && printf %s "$CASCADE_URL"'], cwd=tmp_path,
-                            env={"HOME": str(tmp_path)}, capture_output=True, text=True, check=True).stdout
+    loaded = subprocess.run(
+        ["bash", "-c", '. ~/.cascade.env && printf %s "$CASCADE_URL"'],
+        cwd=tmp_path,
+        env={"HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert loaded == url
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
 
 
 # --- generated from the routes and the models ---------------------------------------------------
+
 
 def table_rows(prompt: str) -> list[tuple[str, str]]:
     return re.findall(r"^\| (GET|POST|PUT|DELETE) \| `([^`]*)` \|", section(prompt, "API"), flags=re.M)
@@ -112,8 +140,12 @@ def test_the_types_section_is_every_field_of_every_model_with_its_type():
         assert listed == declared, model.__name__
     # The types the API returns are all there: every model a listed type refers to is listed.
     named = {m.__name__ for m in TYPES}
-    referred = {word for model in TYPES for info in model.model_fields.values()
-                for word in re.findall(r"[A-Z]\w+", type_name(info.annotation))}
+    referred = {
+        word
+        for model in TYPES
+        for info in model.model_fields.values()
+        for word in re.findall(r"[A-Z]\w+", type_name(info.annotation))
+    }
     assert referred - named - {"Any", "None", "Literal", "TraceState", "SimState", "RunState"} == set()
     assert agent_prompt_types.stale_notes() == []
 
@@ -121,16 +153,20 @@ def test_the_types_section_is_every_field_of_every_model_with_its_type():
 def test_the_types_follow_a_model_change(monkeypatch):
     """A field added to a model appears in the prompt with no edit to the prompt's source."""
     before = prompt_text("http://x")
-    monkeypatch.setitem(models.SimSummary.model_fields, "queue_position",
-                        models.SimSummary.model_fields["replica"])
+    monkeypatch.setitem(
+        models.SimSummary.model_fields, "queue_position", models.SimSummary.model_fields["replica"]
+    )
     after = prompt_text("http://x")
     assert "`queue_position`" not in before and "- `queue_position` (`int`)" in section(after, "Types")
 
 
 def test_the_states_section_is_every_state_and_every_move():
     states = section(prompt_text("http://x"), "States")
-    for name, literal in (("TraceState", models.TraceState), ("SimState", models.SimState),
-                          ("RunState", models.RunState)):
+    for name, literal in (
+        ("TraceState", models.TraceState),
+        ("SimState", models.SimState),
+        ("RunState", models.RunState),
+    ):
         block = states.split(f"### {name}\n", 1)[1].split("###", 1)[0]
         assert re.findall(r"^- `(\w+)`", block, flags=re.M) == list(typing.get_args(literal))
     for state, moves in models.SIM_TRANSITIONS.items():
@@ -141,7 +177,7 @@ def test_the_states_section_is_every_state_and_every_move():
 
 # --- the step timeline's error only with its coverage -------------------------------------------
 
-STEP_BLOCK_MARK = "/step-timelines\""
+STEP_BLOCK_MARK = '/step-timelines"'
 
 
 def step_command(prompt: str) -> str:
@@ -149,30 +185,64 @@ def step_command(prompt: str) -> str:
     return block
 
 
-@pytest.mark.parametrize(("coverage", "compared", "says"), [
-    ({"kernels": 40, "simulated_kernels": 0}, {"count": 0, "mean_abs_error_pct": None}, "n/a (nothing compared)"),
-    ({"kernels": 40, "simulated_kernels": 0}, None, "n/a (nothing compared)"),
-    ({}, None, "n/a (nothing compared)"),
-    ({"kernels": 40, "simulated_kernels": 38}, {"count": 0, "mean_abs_error_pct": None}, "n/a (nothing compared)"),
-    ({"kernels": 40, "simulated_kernels": 38}, {"count": 3, "mean_abs_error_pct": 12.345}, "12.35% mean absolute"),
-])
+@pytest.mark.parametrize(
+    ("coverage", "compared", "says"),
+    [
+        (
+            {"kernels": 40, "simulated_kernels": 0},
+            {"count": 0, "mean_abs_error_pct": None},
+            "n/a (nothing compared)",
+        ),
+        ({"kernels": 40, "simulated_kernels": 0}, None, "n/a (nothing compared)"),
+        ({}, None, "n/a (nothing compared)"),
+        (
+            {"kernels": 40, "simulated_kernels": 38},
+            {"count": 0, "mean_abs_error_pct": None},
+            "n/a (nothing compared)",
+        ),
+        (
+            {"kernels": 40, "simulated_kernels": 38},
+            {"count": 3, "mean_abs_error_pct": 12.345},
+            "12.35% mean absolute",
+        ),
+    ],
+)
 async def test_the_prompt_reads_the_coverage_before_the_step_error(core, tmp_path, coverage, compared, says):
     from tests.server.test_api_core import create_run
 
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
-        body = {"simulated": {"steps": [{"index": 0, "wall_ns": 5.0}],
-                              "summary": {"per_kind": {}, "simulation": {"coverage": coverage}}},
-                "compare": None if compared is None else {"steps": [], "summary": {"wall_ns": compared}}}
-        assert (await http.post(f"/api/sims/{run['sims'][0]['id']}/step-timeline", json=body)).status_code == 204
-    env = {"PATH": "/usr/bin:/bin", "CASCADE_URL": core.url, "CASCADE_TOKEN": core.settings.token,
-           "RUN_ID": run["id"], "HOME": str(tmp_path)}
+        body = {
+            "simulated": {
+                "steps": [{"index": 0, "wall_ns": 5.0}],
+                "summary": {"per_kind": {}, "simulation": {"coverage": coverage}},
+            },
+            "compare": None if compared is None else {"steps": [], "summary": {"wall_ns": compared}},
+        }
+        assert (
+            await http.post(f"/api/sims/{run['sims'][0]['id']}/step-timeline", json=body)
+        ).status_code == 204
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CASCADE_URL": core.url,
+        "CASCADE_TOKEN": core.settings.token,
+        "RUN_ID": run["id"],
+        "HOME": str(tmp_path),
+    }
     # asyncio's subprocess: the server answering curl runs in this event loop
-    proc = await asyncio.create_subprocess_exec("bash", "-c", step_command(prompt_text(core.url)), env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        step_command(prompt_text(core.url)),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, stderr
     kernels, simulated = coverage.get("kernels", 0), coverage.get("simulated_kernels", 0)
     steps = (compared or {}).get("count", 0)
-    assert stdout.decode().strip() == (f"SM7_QV100 #0: {simulated} of {kernels} kernels simulated, {steps} steps "
-                                  f"compared; step wall error {says}"), json.dumps(body)
+    assert stdout.decode().strip() == (
+        f"SM7_QV100 #0: {simulated} of {kernels} kernels simulated, {steps} steps "
+        f"compared; step wall error {says}"
+    ), json.dumps(body)

@@ -34,18 +34,33 @@ class Result:
     err: str
 
 
-async def cascade(*args: str, url: str | None, token: str | None = TOKEN, home: Path,
-                  extra_env: dict[str, str] | None = None) -> Result:
+async def cascade(
+    *args: str,
+    url: str | None,
+    token: str | None = TOKEN,
+    home: Path,
+    extra_env: dict[str, str] | None = None,
+) -> Result:
     """`cascade ARGS` in a subprocess (the server runs in this event loop, so wait without
     blocking it), with only the settings given here (no config file of the machine's)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"), **(extra_env or {})}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        **(extra_env or {}),
+    }
     if url:
         env["CASCADE_URL"] = url
     if token:
         env["CASCADE_TOKEN"] = token
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cascade_tui.cli", *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "cascade_tui.cli",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await proc.communicate()
     assert proc.returncode is not None
@@ -76,8 +91,18 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
     url = live.url
     # Not a terminal (a pipe, as a file): plain progress lines, no bar sized for a width, never
     # cut, however narrow COLUMNS says the terminal is.
-    started = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x2",
-                            "--wait", url=url, home=tmp_path, extra_env={"COLUMNS": "30"})
+    started = await cascade(
+        "run",
+        "start",
+        "--trace",
+        "tinyformer-step-sm70",
+        "--config",
+        "SM7_QV100x2",
+        "--wait",
+        url=url,
+        home=tmp_path,
+        extra_env={"COLUMNS": "30"},
+    )
     assert started.code == 0, started.err
     run_id = started.out.strip()
     assert run_id.startswith("run-") and started.out == run_id + "\n"  # stdout: just the id
@@ -98,11 +123,16 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
     assert len(rows) == len(kernels)
     for row, stat in zip(rows, kernels):
         assert (row["sim_id"], int(row["kernel_index"]), row["kernel_name"]) == (
-            stat["sim_id"], stat["kernel_index"], stat["kernel_name"])
+            stat["sim_id"],
+            stat["kernel_index"],
+            stat["kernel_name"],
+        )
         assert float(row["sim_time_ns"]) == stat["sim_time_ns"]
         assert int(row["gpu_sim_cycle"]) == stat["gpu_sim_cycle"] and float(row["gpu_ipc"]) == stat["gpu_ipc"]
     assert rows[0]["kernel_name"].startswith("_Z") and not rows[0]["kernel"].startswith("_Z")
-    assert rows[0]["kernel"] == "embedding_kernel(int const*, float4 const*, float4 const*, float4*, int, int)"
+    assert (
+        rows[0]["kernel"] == "embedding_kernel(int const*, float4 const*, float4 const*, float4*, int, int)"
+    )
 
     # The same records as JSON and as CSV, for every view.
     for view in ([], ["--kernels"], ["--comparison"], ["--stats", "--key", "L2_*"]):
@@ -111,30 +141,57 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
         records = json.loads(as_json.out)
         read_back = list(csv.DictReader(io.StringIO(as_csv.out)))
         assert [{k: "" if v is None else str(v) for k, v in r.items()} for r in records] == read_back, view
-    comparison_rows = json.loads((await cascade("results", run_id, "--comparison", "--format", "json",
-                                                url=url, home=tmp_path)).out)
+    comparison_rows = json.loads(
+        (await cascade("results", run_id, "--comparison", "--format", "json", url=url, home=tmp_path)).out
+    )
     assert [r["SM7_QV100"] for r in comparison_rows] == [r["sim_ns"]["SM7_QV100"] for r in comparison["rows"]]
 
     # --stats: every stats line, a row per kernel and key, repeats numbered as in /results;
     # --key keeps the keys matching a glob.
     async with live.client() as http:
         results = (await http.get(f"/api/runs/{run_id}/results")).json()
-    stats = json.loads((await cascade("results", run_id, "--stats", "--format", "json", url=url, home=tmp_path)).out)
+    stats = json.loads(
+        (await cascade("results", run_id, "--stats", "--format", "json", url=url, home=tmp_path)).out
+    )
     assert len(stats) == sum(len(k["stats"]) for sim in results["sims"] for k in sim["kernels"])
-    blp = await cascade("results", run_id, "--stats", "--key", "Bank_Level_Parallism*", "--format", "json",
-                        url=url, home=tmp_path)
+    blp = await cascade(
+        "results",
+        run_id,
+        "--stats",
+        "--key",
+        "Bank_Level_Parallism*",
+        "--format",
+        "json",
+        url=url,
+        home=tmp_path,
+    )
     first = results["sims"][0]["kernels"][0]
     expected = [(k, v) for k, v in first["stats"].items() if k.startswith("Bank_Level_Parallism")]
-    assert [(r["key"], r["value"]) for r in json.loads(blp.out)
-            if (r["sim_id"], r["kernel_index"]) == (first["sim_id"], first["kernel_index"])] == expected
-    assert len(expected) > 2 and ("Bank_Level_Parallism#2", first["stats"]["Bank_Level_Parallism#2"]) in expected
+    assert [
+        (r["key"], r["value"])
+        for r in json.loads(blp.out)
+        if (r["sim_id"], r["kernel_index"]) == (first["sim_id"], first["kernel_index"])
+    ] == expected
+    assert (
+        len(expected) > 2 and ("Bank_Level_Parallism#2", first["stats"]["Bank_Level_Parallism#2"]) in expected
+    )
     misuse = await cascade("results", run_id, "--key", "x*", url=url, home=tmp_path)
     assert (misuse.code, misuse.err) == (2, "cascade results: --key goes with --stats (--help for usage)\n")
 
     table = await cascade("results", run_id, url=url, home=tmp_path)
     assert table.code == 0
-    assert table.out.splitlines()[0].split() == ["config", "ok", "of", "simulated", "lowest", "highest",
-                                                 "x", "fastest", "cycles", "IPC"]
+    assert table.out.splitlines()[0].split() == [
+        "config",
+        "ok",
+        "of",
+        "simulated",
+        "lowest",
+        "highest",
+        "x",
+        "fastest",
+        "cycles",
+        "IPC",
+    ]
     assert table.out.splitlines()[1].split()[:3] == ["SM7_QV100", "2", "2"]
     assert "numbers from the stand-in simulator" in table.err  # said, but off stdout
     assert "configs cannot be compared from this run, so no config is named fastest" in table.err
@@ -142,15 +199,35 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
 
 
 async def test_run_start_wait_exits_1_when_the_run_fails_or_is_partial(live, tmp_path):
-    failed = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_TITANV",
-                           "--wait", url=live.url, home=tmp_path)
+    failed = await cascade(
+        "run",
+        "start",
+        "--trace",
+        "tinyformer-step-sm70",
+        "--config",
+        "SM7_TITANV",
+        "--wait",
+        url=live.url,
+        home=tmp_path,
+    )
     assert failed.code == 1, failed.err
     run_id = failed.out.strip()
     assert f"{run_id} failed: 0/1 succeeded, 1 failed" in failed.err
     assert "SM7_TITANV #0 sim-" in failed.err and "failed: " in failed.err  # the reason, per sim
 
-    partial = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100",
-                            "--config", "SM7_TITANV", "--wait", url=live.url, home=tmp_path)
+    partial = await cascade(
+        "run",
+        "start",
+        "--trace",
+        "tinyformer-step-sm70",
+        "--config",
+        "SM7_QV100",
+        "--config",
+        "SM7_TITANV",
+        "--wait",
+        url=live.url,
+        home=tmp_path,
+    )
     assert partial.code == 1
     assert "partial: 1/2 succeeded, 1 failed" in partial.err
 
@@ -167,8 +244,19 @@ async def test_lists_show_and_delete(live, tmp_path):
     url = live.url
     empty = await cascade("runs", url=url, home=tmp_path)
     assert (empty.code, empty.out, empty.err) == (0, "", "no runs\n")
-    run_id = (await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100",
-                            "--wait", url=url, home=tmp_path)).out.strip()
+    run_id = (
+        await cascade(
+            "run",
+            "start",
+            "--trace",
+            "tinyformer-step-sm70",
+            "--config",
+            "SM7_QV100",
+            "--wait",
+            url=url,
+            home=tmp_path,
+        )
+    ).out.strip()
     listed = await cascade("runs", url=url, home=tmp_path)
     header, row = listed.out.splitlines()
     assert header.split() == ["run", "state", "trace", "sims", "configs", "time", "age", "note"]
@@ -178,8 +266,15 @@ async def test_lists_show_and_delete(live, tmp_path):
     finished = datetime.fromisoformat(api_run["finished_at"])
     took = human_duration((finished - datetime.fromisoformat(api_run["created_at"])).total_seconds())
     assert row.split()[7] == took  # how long the run took, not its age
-    assert json.loads((await cascade("runs", "--json", "--state", "succeeded", url=url, home=tmp_path)).out)[0]["id"] == run_id
-    assert (await cascade("runs", "--state", "failed", url=url, home=tmp_path)).err == "no runs in state failed\n"
+    assert (
+        json.loads((await cascade("runs", "--json", "--state", "succeeded", url=url, home=tmp_path)).out)[0][
+            "id"
+        ]
+        == run_id
+    )
+    assert (
+        await cascade("runs", "--state", "failed", url=url, home=tmp_path)
+    ).err == "no runs in state failed\n"
 
     shown = await cascade("run", "show", run_id, url=url, home=tmp_path)
     lines = shown.out.splitlines()
@@ -187,7 +282,9 @@ async def test_lists_show_and_delete(live, tmp_path):
     assert "note     numbers from the stand-in simulator" in shown.out
     assert f"time     took {took} (finished {finished:%Y-%m-%d %H:%M:%S} UTC)" in lines
     started = datetime.fromisoformat(api_run["started_at"])
-    assert any(line.startswith(f"started  {started:%Y-%m-%d %H:%M:%S} UTC (the first sim, ") for line in lines)
+    assert any(
+        line.startswith(f"started  {started:%Y-%m-%d %H:%M:%S} UTC (the first sim, ") for line in lines
+    )
     sims_header = lines.index("") + 1
     assert lines[sims_header].split()[:4] == ["config", "#", "state", "kernels"]
     assert lines[sims_header + 1].split()[:5] == ["SM7_QV100", "0", "✔", "succeeded", "15/15"]
@@ -208,21 +305,46 @@ async def test_errors_are_one_line_with_an_exit_code(live, tmp_path):
     nobody = f"http://127.0.0.1:{free_port()}"
     cases = [
         (["runs"], {"url": nobody}, 3, f"cascade runs: No Cascade server answers at {nobody} (ConnectError)"),
-        (["traces"], {"token": "wrong"}, 3, "cascade traces: The server refused the token (401 Unauthorized)"),
+        (
+            ["traces"],
+            {"token": "wrong"},
+            3,
+            "cascade traces: The server refused the token (401 Unauthorized)",
+        ),
         (["runs"], {"token": None}, 3, "cascade runs: the server at http://127.0.0.1:"),
         (["run", "show", "run-000000000000"], {}, 3, "cascade run show: 404: run run-000000000000 not found"),
         (["results", "nope/../x"], {}, 3, "cascade results: 404: run nope/../x not found"),
-        (["run", "start", "--trace", "missing", "--config", "SM7_QV100"], {}, 3,
-         "cascade run start: 404: trace missing not found"),
-        (["run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM75_RTX2060"], {}, 3,
-         "cascade run start: 422: gpu_config 'SM75_RTX2060' is sm_75, but trace tinyformer-step-sm70 is sm_70"),
-        (["run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x99"], {}, 2,
-         "cascade run start: --config 'SM7_QV100x99': the count must be 1 to 64"),
-        (["run", "start", "--trace", "tinyformer-step-sm70"], {}, 2,
-         "cascade run start: trace tinyformer-step-sm70 suggests no config: give --config NAME[xN] "
-         "(sm_70: SM7_GV100, SM7_QV100, SM7_TITANV)"),
-        (["runs"], {"url": "localhost:8000"}, 2,
-         "cascade runs: CASCADE_URL / --url must start with http:// or https://: got 'localhost:8000'\n"),
+        (
+            ["run", "start", "--trace", "missing", "--config", "SM7_QV100"],
+            {},
+            3,
+            "cascade run start: 404: trace missing not found",
+        ),
+        (
+            ["run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM75_RTX2060"],
+            {},
+            3,
+            "cascade run start: 422: gpu_config 'SM75_RTX2060' is sm_75, but trace tinyformer-step-sm70 is sm_70",
+        ),
+        (
+            ["run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x99"],
+            {},
+            2,
+            "cascade run start: --config 'SM7_QV100x99': the count must be 1 to 64",
+        ),
+        (
+            ["run", "start", "--trace", "tinyformer-step-sm70"],
+            {},
+            2,
+            "cascade run start: trace tinyformer-step-sm70 suggests no config: give --config NAME[xN] "
+            "(sm_70: SM7_GV100, SM7_QV100, SM7_TITANV)",
+        ),
+        (
+            ["runs"],
+            {"url": "localhost:8000"},
+            2,
+            "cascade runs: CASCADE_URL / --url must start with http:// or https://: got 'localhost:8000'\n",
+        ),
     ]
     for args, overrides, code, message in cases:
         result = await cascade(*args, **{"url": url, "home": tmp_path, **overrides})
@@ -249,17 +371,30 @@ async def test_settings_come_from_the_tui_config_file(live, tmp_path):
 async def test_bad_ids_urls_and_tokens_are_one_line_and_exit_2(live, tmp_path):
     url = live.url
     cases = [
-        *((["run", command, ""], {}, f"cascade run {command}: argument RUN_ID: must not be empty")
-          for command in ("show", "wait", "cancel", "rerun", "retry", "delete")),
+        *(
+            (["run", command, ""], {}, f"cascade run {command}: argument RUN_ID: must not be empty")
+            for command in ("show", "wait", "cancel", "rerun", "retry", "delete")
+        ),
         (["results", " "], {}, "cascade results: argument RUN_ID: must not be empty"),
         (["traces", "--delete", ""], {}, "cascade traces: argument --delete: must not be empty"),
-        (["runs"], {"url": "http://[::1"}, "cascade runs: CASCADE_URL / --url: 'http://[::1' is not a valid URL"),
+        (
+            ["runs"],
+            {"url": "http://[::1"},
+            "cascade runs: CASCADE_URL / --url: 'http://[::1' is not a valid URL",
+        ),
         (["runs"], {"token": "é"}, "cascade runs: CASCADE_TOKEN / --token must be printable ASCII"),
         (["runs"], {"token": "a\nb"}, "cascade runs: CASCADE_TOKEN / --token must be printable ASCII"),
-        (["runs", "--state", "bogus"], {}, "cascade runs: argument --state: invalid choice: 'bogus' (choose from "),
+        (
+            ["runs", "--state", "bogus"],
+            {},
+            "cascade runs: argument --state: invalid choice: 'bogus' (choose from ",
+        ),
         (["run"], {}, "cascade run: the following arguments are required: COMMAND"),
-        (["run", "start", "--trace", "t", "--confg", "SM7_QV100"], {},
-         "cascade run start: unrecognized arguments: --confg SM7_QV100 (--help for usage)"),
+        (
+            ["run", "start", "--trace", "t", "--confg", "SM7_QV100"],
+            {},
+            "cascade run start: unrecognized arguments: --confg SM7_QV100 (--help for usage)",
+        ),
         (["run", "show", "run-1", "--jsn"], {}, "cascade run show: unrecognized arguments: --jsn"),
     ]
     for args, overrides, message in cases:
@@ -276,11 +411,24 @@ async def test_bad_ids_urls_and_tokens_are_one_line_and_exit_2(live, tmp_path):
 async def test_deleting_an_active_run_suggests_the_cancel_command(live, tmp_path):
     url = live.url
     # 8 sims on 2 slots: the run is still active when the delete arrives
-    run_id = (await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "SM7_QV100x8",
-                            url=url, home=tmp_path)).out.strip()
+    run_id = (
+        await cascade(
+            "run",
+            "start",
+            "--trace",
+            "tinyformer-step-sm70",
+            "--config",
+            "SM7_QV100x8",
+            url=url,
+            home=tmp_path,
+        )
+    ).out.strip()
     refused = await cascade("run", "delete", run_id, url=url, home=tmp_path)
     assert (refused.code, refused.out) == (3, "")
-    assert refused.err == f"cascade run delete: 409: run {run_id} is active: cancel it first (cascade run cancel {run_id})\n"
+    assert (
+        refused.err
+        == f"cascade run delete: 409: run {run_id} is active: cancel it first (cascade run cancel {run_id})\n"
+    )
     assert (await cascade("run", "cancel", run_id, url=url, home=tmp_path)).code == 0
     waited = await cascade("run", "wait", run_id, url=url, home=tmp_path)
     assert waited.code == 1 and "100%" not in waited.err  # a cancelled run never reads complete
@@ -294,7 +442,9 @@ async def test_control_characters_from_the_server_are_spelled_out_in_tables_but_
     assert table.code == 0 and "\x1b" not in table.out and "\x07" not in table.out
     assert len(table.out.splitlines()) == 2  # the header and one row: the newline did not break it
     assert r"opt\x1b[2J\x1b[H" in table.out and r"boom\x1b]0;pwned\x07\nfake line" in table.out
-    exact = json.loads((await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out)
+    exact = json.loads(
+        (await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out
+    )
     assert (exact[0]["model"], exact[0]["error"]) == (model, error)
 
 
@@ -309,16 +459,20 @@ async def test_configs_lists_the_gpu_configs_and_an_unknown_config_names_the_com
     assert [line.split()[0] for line in lines[1:]] == [c["name"] for c in api]
     sm70 = await cascade("configs", "--arch", "sm_70", url=url, home=tmp_path)
     assert [line.split()[:2] for line in sm70.out.splitlines()[1:]] == [
-        [c["name"], "sm_70"] for c in api if c["arch"] == "sm_70"]
+        [c["name"], "sm_70"] for c in api if c["arch"] == "sm_70"
+    ]
     assert json.loads((await cascade("configs", "--json", url=url, home=tmp_path)).out) == api
     none = await cascade("configs", "--arch", "sm_1", url=url, home=tmp_path)
     assert (none.code, none.out) == (0, "") and none.err.startswith("no configs of arch sm_1 (archs: ")
 
-    unknown = await cascade("run", "start", "--trace", "tinyformer-step-sm70", "--config", "NOPE",
-                            url=url, home=tmp_path)
+    unknown = await cascade(
+        "run", "start", "--trace", "tinyformer-step-sm70", "--config", "NOPE", url=url, home=tmp_path
+    )
     assert (unknown.code, unknown.out) == (3, "")
-    assert unknown.err == ("cascade run start: 422: unknown gpu_config 'NOPE' (sm_70: SM7_GV100, SM7_QV100, "
-                           "SM7_TITANV; `cascade configs` lists every config)\n")
+    assert unknown.err == (
+        "cascade run start: 422: unknown gpu_config 'NOPE' (sm_70: SM7_GV100, SM7_QV100, "
+        "SM7_TITANV; `cascade configs` lists every config)\n"
+    )
 
 
 async def test_the_suggested_config_is_named_only_once_the_server_took_the_run(live, tmp_path):
@@ -326,8 +480,9 @@ async def test_the_suggested_config_is_named_only_once_the_server_took_the_run(l
     await live.store.put_trace(ready_trace("a-sample", suggested_sim_config="SM7_QV100", sample=True))
     refused = await cascade("run", "start", "--trace", "a-sample", url=live.url, home=tmp_path)
     assert (refused.code, refused.out) == (3, "")
-    assert refused.err == ("cascade run start: 409: trace a-sample is a sample, which has no instruction "
-                           "traces to simulate\n")  # no `config:` line for a run that was never made
+    assert refused.err == (
+        "cascade run start: 409: trace a-sample is a sample, which has no instruction traces to simulate\n"
+    )  # no `config:` line for a run that was never made
     taken = await cascade("run", "start", "--trace", "suggests-qv100", url=live.url, home=tmp_path)
     assert taken.code == 0 and taken.out.startswith("run-")
     assert taken.err == "config: SM7_QV100 (the trace's suggested config; --config to choose)\n"
@@ -350,9 +505,11 @@ async def test_a_server_that_is_not_cascade_is_named_as_such(not_cascade, tmp_pa
     for args in (["runs"], ["results", "run-1"], ["run", "show", "run-1"], ["configs"]):
         result = await cascade(*args, url=not_cascade, home=tmp_path)
         assert (result.code, result.out) == (3, ""), (args, result)
-        assert result.err == (f"cascade {' '.join(args[:2] if args[0] == 'run' else args[:1])}: {not_cascade} answers "
-                              "but is not a Cascade server (GET /api/health: 404): is `cascade up` on another "
-                              "port? Its start line names it; pass it with --url or CASCADE_URL\n"), args
+        assert result.err == (
+            f"cascade {' '.join(args[:2] if args[0] == 'run' else args[:1])}: {not_cascade} answers "
+            "but is not a Cascade server (GET /api/health: 404): is `cascade up` on another "
+            "port? Its start line names it; pass it with --url or CASCADE_URL\n"
+        ), args
 
 
 async def test_commands_find_the_server_cascade_up_started_on_another_port(live, not_cascade, tmp_path):
@@ -376,9 +533,13 @@ async def test_commands_find_the_server_cascade_up_started_on_another_port(live,
 
 async def test_traces_state_takes_a_comma_list_like_the_api(live, tmp_path):
     await live.store.put_trace(ready_trace("broken-trace", state="failed", error="bad header"))
-    both = json.loads((await cascade("traces", "--json", "--state", "ready,failed", url=live.url, home=tmp_path)).out)
+    both = json.loads(
+        (await cascade("traces", "--json", "--state", "ready,failed", url=live.url, home=tmp_path)).out
+    )
     assert {t["state"] for t in both} == {"ready", "failed"} and "broken-trace" in {t["id"] for t in both}
-    only_failed = json.loads((await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out)
+    only_failed = json.loads(
+        (await cascade("traces", "--json", "--state", "failed", url=live.url, home=tmp_path)).out
+    )
     assert [t["id"] for t in only_failed] == ["broken-trace"]
 
 
@@ -398,7 +559,9 @@ async def test_a_token_too_long_for_the_server_is_named_as_such(live, tmp_path):
     token = "x" * 10_000
     result = await cascade("runs", url=live.url, token=token, home=tmp_path)
     assert (result.code, result.out) == (3, ""), result
-    assert result.err == ("cascade runs: 400: malformed HTTP request: the request line or a header is too long "
-                          "(the token sent is 10,000 characters long; check CASCADE_TOKEN / --token: it must be "
-                          "the `token:` line `cascade serve` printed)\n"), result.err
+    assert result.err == (
+        "cascade runs: 400: malformed HTTP request: the request line or a header is too long "
+        "(the token sent is 10,000 characters long; check CASCADE_TOKEN / --token: it must be "
+        "the `token:` line `cascade serve` printed)\n"
+    ), result.err
     assert "not a Cascade server" not in result.err and "xxxx" not in result.err

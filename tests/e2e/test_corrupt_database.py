@@ -32,8 +32,21 @@ async def real_database(path: Path) -> bytes:
 def serve(data_dir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "CASCADE_TOKEN": TOKEN, "CASCADE_S3_PORT": str(free_port()), "CASCADE_SAMPLES": "0"}
     return subprocess.run(
-        [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(free_port()), "--data-dir", str(data_dir)],
-        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "cascade_tui.cli",
+            "serve",
+            "--port",
+            str(free_port()),
+            "--data-dir",
+            str(data_dir),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -57,7 +70,9 @@ async def test_the_checked_header_of_a_real_database(tmp_path):
     assert all(problems.values()), problems
 
 
-@pytest.mark.parametrize("kind", ["truncated to whole pages", "truncated mid-page", "garbage header", "a text file"])
+@pytest.mark.parametrize(
+    "kind", ["truncated to whole pages", "truncated mid-page", "garbage header", "a text file"]
+)
 async def test_serve_refuses_a_corrupt_database_and_leaves_it_alone(tmp_path, kind):
     data_dir = tmp_path / "data"
     data_dir.mkdir()

@@ -26,13 +26,29 @@ HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 async def start_serve(data_dir: Path, log_path: Path, **env: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     full_env = {
-        **os.environ, "CASCADE_S3_PORT": str(free_port()), "CASCADE_TOKEN": TOKEN,
-        "CASCADE_HEARTBEAT_INTERVAL_S": "0.5", "CASCADE_SAMPLES": "0", **env,
+        **os.environ,
+        "CASCADE_S3_PORT": str(free_port()),
+        "CASCADE_TOKEN": TOKEN,
+        "CASCADE_HEARTBEAT_INTERVAL_S": "0.5",
+        "CASCADE_SAMPLES": "0",
+        **env,
     }
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
-            env=full_env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "cascade_tui.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data_dir),
+            ],
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
     url = f"http://127.0.0.1:{port}"
 
@@ -68,10 +84,16 @@ async def test_everything_in_the_data_dir_is_private(tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir(mode=0o755)  # an older install's directory: tightened at start
     data_dir.chmod(0o755)
-    proc, url = await start_serve(data_dir, tmp_path / "serve.log", CASCADE_SAMPLES="1",
-                                  CASCADE_LAUNCHER="local", CASCADE_REPLAY_SPEED="50")
+    proc, url = await start_serve(
+        data_dir,
+        tmp_path / "serve.log",
+        CASCADE_SAMPLES="1",
+        CASCADE_LAUNCHER="local",
+        CASCADE_REPLAY_SPEED="50",
+    )
     try:
         async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
+
             async def demo_ready():
                 resp = await http.get("/api/traces/tinyformer-step-sm70")
                 return resp.status_code == 200 and resp.json()["state"] == "ready"
@@ -82,8 +104,15 @@ async def test_everything_in_the_data_dir_is_private(tmp_path):
             assert final["state"] == "succeeded", final
             sim_id = final["sims"][0]["id"]
         # While it runs (the WAL exists only then) and after it stopped.
-        for part in ("cascade.db", "cascade.db-wal", "s3-credentials.json", "s3", "traces/tinyformer-step-sm70",
-                     f"files/{sim_id}/accelsim.log.gz", f"workers/{sim_id}.log"):
+        for part in (
+            "cascade.db",
+            "cascade.db-wal",
+            "s3-credentials.json",
+            "s3",
+            "traces/tinyformer-step-sm70",
+            f"files/{sim_id}/accelsim.log.gz",
+            f"workers/{sim_id}.log",
+        ):
             assert (data_dir / part).exists(), part
         assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
         assert readable_by_others(data_dir) == []
@@ -115,8 +144,11 @@ async def test_a_put_cut_by_kill_9_leaves_no_part_file(tmp_path):
 
         async def put():
             async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
-                await http.put(f"/api/sims/{sim_id}/files/big.bin", content=body(),
-                               headers={"Content-Type": "application/octet-stream"})
+                await http.put(
+                    f"/api/sims/{sim_id}/files/big.bin",
+                    content=body(),
+                    headers={"Content-Type": "application/octet-stream"},
+                )
 
         upload = asyncio.create_task(put())
         sim_dir = data_dir / "files" / sim_id
@@ -131,9 +163,11 @@ async def test_a_put_cut_by_kill_9_leaves_no_part_file(tmp_path):
         assert not (sim_dir / "big.bin").exists()
         async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
             assert (await http.get(f"/api/sims/{sim_id}/files")).json() == []
-            resp = await http.put(f"/api/sims/{sim_id}/files/big.bin", content=b"whole",
-                                  headers={"Content-Type": "application/octet-stream"})
+            resp = await http.put(
+                f"/api/sims/{sim_id}/files/big.bin",
+                content=b"whole",
+                headers={"Content-Type": "application/octet-stream"},
+            )
             assert resp.status_code == 200 and (sim_dir / "big.bin").read_bytes() == b"whole"
     finally:
         stop(proc)
-

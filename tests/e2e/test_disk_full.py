@@ -49,24 +49,40 @@ async def test_writes_answer_507_keep_acknowledged_data_and_resume(small_disk, m
     server = await make_server(data_dir=small_disk / "data")
     await server.store.put_trace(ready_trace())
     async with server.client() as http:
-        run = (await http.post("/api/runs", json={"trace_id": "tinyformer-step-sm70",
-                                                  "entries": [{"gpu_config": "SM7_QV100", "count": 2}]})).json()
+        run = (
+            await http.post(
+                "/api/runs",
+                json={
+                    "trace_id": "tinyformer-step-sm70",
+                    "entries": [{"gpu_config": "SM7_QV100", "count": 2}],
+                },
+            )
+        ).json()
         sim = run["sims"][0]["id"]
         sims = f"/api/sims/{sim}"
         assert (await http.post(f"{sims}/heartbeat", json={"state": "running"})).status_code == 200
         for seq in range(3):
-            assert (await http.post(f"{sims}/logs", json={"seq": seq, "lines": [f"line {seq}"]})).status_code == 204
+            assert (
+                await http.post(f"{sims}/logs", json={"seq": seq, "lines": [f"line {seq}"]})
+            ).status_code == 204
         assert (await http.put(f"{sims}/files/out.txt", content=b"kept", headers=OCTETS)).status_code == 200
         before = (await http.get(f"/api/runs/{run['id']}")).json()
 
         filler = fill(small_disk)
         writes = {
             "heartbeat": lambda: http.post(f"{sims}/heartbeat", json={"state": "running"}),
-            "log chunk": lambda: http.post(f"{sims}/logs", json={"seq": 3, "lines": ["line 3 " + "x" * 5000]}),
+            "log chunk": lambda: http.post(
+                f"{sims}/logs", json={"seq": 3, "lines": ["line 3 " + "x" * 5000]}
+            ),
             "file": lambda: http.put(f"{sims}/files/big.txt", content=os.urandom(1 << 20), headers=OCTETS),
             "step timeline": lambda: http.post(f"{sims}/step-timeline", json=STEP_TIMELINE),
-            "new run": lambda: http.post("/api/runs", json={"trace_id": "tinyformer-step-sm70",
-                                                            "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}),
+            "new run": lambda: http.post(
+                "/api/runs",
+                json={
+                    "trace_id": "tinyformer-step-sm70",
+                    "entries": [{"gpu_config": "SM7_QV100", "count": 1}],
+                },
+            ),
             "cancel": lambda: http.post(f"/api/runs/{run['id']}/cancel"),
         }
         for name, write in writes.items():
@@ -81,7 +97,14 @@ async def test_writes_answer_507_keep_acknowledged_data_and_resume(small_disk, m
         assert len((await http.get("/api/runs")).json()) == 1
 
         filler.unlink()  # space returns: the same writes now succeed
-        expected = {"heartbeat": 200, "log chunk": 204, "file": 200, "step timeline": 204, "new run": 201, "cancel": 200}
+        expected = {
+            "heartbeat": 200,
+            "log chunk": 204,
+            "file": 200,
+            "step timeline": 204,
+            "new run": 201,
+            "cancel": 200,
+        }
         for name, write in writes.items():
             assert (await write()).status_code == expected[name], name
         assert (await http.get(f"{sims}/log")).text.startswith("line 0\nline 1\nline 2\nline 3 ")

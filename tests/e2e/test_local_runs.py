@@ -45,10 +45,16 @@ async def finished_run(http: httpx.AsyncClient, run_id: str, timeout: float = 12
     return await wait_until(done, timeout)
 
 
-async def create_run(http: httpx.AsyncClient, entries: list[tuple[str, int]], trace_id="tinyformer-step-sm70") -> dict:
-    resp = await http.post("/api/runs", json={
-        "trace_id": trace_id, "entries": [{"gpu_config": c, "count": n} for c, n in entries],
-    })
+async def create_run(
+    http: httpx.AsyncClient, entries: list[tuple[str, int]], trace_id="tinyformer-step-sm70"
+) -> dict:
+    resp = await http.post(
+        "/api/runs",
+        json={
+            "trace_id": trace_id,
+            "entries": [{"gpu_config": c, "count": n} for c, n in entries],
+        },
+    )
     assert resp.status_code == 201, resp.text
     return resp.json()
 
@@ -58,7 +64,13 @@ async def record_sim_states(http: httpx.AsyncClient, run_id: str, states: dict[s
     async with aconnect_sse(http, "GET", f"/api/runs/{run_id}/events", timeout=None) as source:
         async for event in source.aiter_sse():
             data = json.loads(event.data)
-            sims = data["run"]["sims"] if data["type"] == "snapshot" else [data["sim"]] if data["type"] == "sim" else []
+            sims = (
+                data["run"]["sims"]
+                if data["type"] == "snapshot"
+                else [data["sim"]]
+                if data["type"] == "sim"
+                else []
+            )
             for sim in sims:
                 if not states[sim["id"]] or states[sim["id"]][-1] != sim["state"]:
                     states[sim["id"]].append(sim["state"])
@@ -81,7 +93,9 @@ async def test_three_configs_two_replicas_replay_to_success(make_server, worker_
         watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
         try:
             final = await finished_run(http, run["id"])
-            await wait_until(lambda: all(s and s[-1] == "succeeded" for s in states.values()) and len(states) == 6, 10)
+            await wait_until(
+                lambda: all(s and s[-1] == "succeeded" for s in states.values()) and len(states) == 6, 10
+            )
         finally:
             watcher.cancel()
         assert final["state"] == "succeeded"
@@ -139,6 +153,7 @@ async def test_a_sigkilled_worker_fails_with_its_exit_status(make_server, worker
         states: dict[str, list[str]] = defaultdict(list)
         watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
         try:
+
             async def running():
                 sim = (await get_run(http, run["id"]))["sims"][0]
                 return sim if sim["state"] == "running" else None
@@ -168,6 +183,7 @@ async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, mo
         states: dict[str, list[str]] = defaultdict(list)
         watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
         try:
+
             async def running():
                 sim = (await get_run(http, run["id"]))["sims"][0]
                 return sim if sim["state"] == "running" else None
@@ -226,6 +242,7 @@ async def test_slot_limit_keeps_the_rest_pending(make_server, worker_env):
         watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
         most_at_once = 0
         try:
+
             async def done():
                 nonlocal most_at_once
                 current = await get_run(http, run["id"])
@@ -256,10 +273,13 @@ FAILURES = {
 
 
 async def test_each_failure_reason_with_a_fake_accelsim(make_server, worker_env, tmp_path):
-    fake = install_fake_accelsim(tmp_path / "accel-sim", {
-        "SM7_OK": {"fake_behaviour": "ok", "fake_kernels": "3"},
-        **{name: options for name, (options, _) in FAILURES.items()},
-    })
+    fake = install_fake_accelsim(
+        tmp_path / "accel-sim",
+        {
+            "SM7_OK": {"fake_behaviour": "ok", "fake_kernels": "3"},
+            **{name: options for name, (options, _) in FAILURES.items()},
+        },
+    )
     server = await make_server(launcher="local", local_slots=4, accelsim_dir=fake)
     trace = ready_trace("fake-trace", kernels=3)
     await server.store.put_trace(trace)

@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cascade_server.traces.postprocess import LOCK_NAME
 from cascade_server.shared.s3_endpoint import make_client, read_credentials_file
 from cascade_server.shared.trace_upload import build_metadata, collect_files, upload_trace
+from cascade_server.traces.postprocess import LOCK_NAME
 from tests.conftest import TOKEN
-from tests.helpers import free_port, wait_until
 from tests.e2e.test_local_server_kill import start_serve
+from tests.helpers import free_port, wait_until
 from tests.server.test_trace_helpers import SM70
 
 pytestmark = pytest.mark.timeout(240)
@@ -84,7 +84,10 @@ async def test_kill_9_the_server_mid_postprocessing(tmp_path, monkeypatch):
         assert len(second) == 1 and [ppid for ppid, _ in second.values()] == [server.pid]
         os.close(lock)  # let it work
 
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as http:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30
+        ) as http:
+
             async def ready() -> dict | None:
                 trace = (await http.get(f"/api/traces/{TRACE_ID}")).json()
                 return trace if trace["state"] in ("ready", "failed") else None

@@ -19,7 +19,11 @@ import pytest
 
 from cascade_worker.simulator import layout
 from tests.accelsim_build import (
-    finished_prefix, install_into, other_cuda_in_ld_so_conf, plain_env, real_kernel_stats,
+    finished_prefix,
+    install_into,
+    other_cuda_in_ld_so_conf,
+    plain_env,
+    real_kernel_stats,
 )
 from tests.conftest import ready_trace
 from tests.e2e.test_local_runs import create_run, finished_run
@@ -55,8 +59,20 @@ def wait_for(check, timeout: float, what: str, log: Path):
 
 async def run_start_wait(trace: str, config: str, env: dict[str, str]) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cascade_tui.cli", "run", "start", "--trace", trace, "--config", config,
-        "--wait", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "cascade_tui.cli",
+        "run",
+        "start",
+        "--trace",
+        trace,
+        "--config",
+        config,
+        "--wait",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await proc.communicate()
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
@@ -70,16 +86,30 @@ def test_demo_traces_simulate_for_real_after_install(tmp_path: Path) -> None:
     assert "smoke run passed" in installed.stdout
 
     port, s3_port = free_port(), free_port()
-    serve_env = {**env, "CASCADE_DATA_DIR": str(data), "CASCADE_PORT": str(port),
-                 "CASCADE_S3_PORT": str(s3_port), "CASCADE_SCAN_INTERVAL_S": "0.5"}
+    serve_env = {
+        **env,
+        "CASCADE_DATA_DIR": str(data),
+        "CASCADE_PORT": str(port),
+        "CASCADE_S3_PORT": str(s3_port),
+        "CASCADE_SCAN_INTERVAL_S": "0.5",
+    }
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
-        serve = subprocess.Popen([sys.executable, "-m", "cascade_tui.cli", "serve"], env=serve_env,
-                                 stdout=out, stderr=subprocess.STDOUT)
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "cascade_tui.cli", "serve"],
+            env=serve_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         base = f"http://127.0.0.1:{port}"
-        token = (data / "token").read_text().strip() if (data / "token").exists() else \
-            wait_for(lambda: (data / "token").exists() and (data / "token").read_text().strip(), 60, "token", log)
+        token = (
+            (data / "token").read_text().strip()
+            if (data / "token").exists()
+            else wait_for(
+                lambda: (data / "token").exists() and (data / "token").read_text().strip(), 60, "token", log
+            )
+        )
         launcher = wait_for(lambda: get(base, "/api/launcher", token), 60, "the launcher", log)
         simulator = launcher["simulator"]
         assert simulator["kind"] == "installed" and simulator["smoke_passed"] is True, simulator
@@ -103,7 +133,10 @@ def test_demo_traces_simulate_for_real_after_install(tmp_path: Path) -> None:
             run = get(base, f"/api/runs/{run_id}", token)
             assert run["state"] == "succeeded" and run["replay"] is False, run
             kernels = get(base, f"/api/runs/{run_id}/kernels", token)
-            got = [(k["gpu_sim_cycle"], k["gpu_sim_insn"]) for k in sorted(kernels, key=lambda k: k["kernel_index"])]
+            got = [
+                (k["gpu_sim_cycle"], k["gpu_sim_insn"])
+                for k in sorted(kernels, key=lambda k: k["kernel_index"])
+            ]
             assert got == real_kernel_stats(config), f"{trace} on {config}"
     finally:
         serve.send_signal(signal.SIGTERM)
@@ -132,7 +165,9 @@ async def test_a_sim_that_dies_at_start_fails_with_the_loaders_line(make_server,
         sim = (await finished_run(http, run["id"]))["sims"][0]
     assert (sim["state"], sim["exit_code"]) == ("failed", 127)
     if other_cuda_in_ld_so_conf():
-        assert sim["error"] == ("accel-sim.out: symbol lookup error: accel-sim.out: undefined symbol: "
-                                "_ZTI10shd_warp_t (exit status 127)")
+        assert sim["error"] == (
+            "accel-sim.out: symbol lookup error: accel-sim.out: undefined symbol: "
+            "_ZTI10shd_warp_t (exit status 127)"
+        )
     else:
         assert sim["error"].startswith("accel-sim.out: error while loading shared libraries: libcudart.so")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from cascade_server.shared.models import RunEntry
-from cascade_server.samples import SAMPLE_CONFIGS, SAMPLE_TRACE_ID, SEEDED_KEY, sample_trace, seed_samples
 from cascade_server.gpu_configs import scan_gpu_configs
+from cascade_server.samples import SAMPLE_CONFIGS, SAMPLE_TRACE_ID, SEEDED_KEY, sample_trace, seed_samples
+from cascade_server.shared.models import RunEntry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,8 +29,15 @@ async def test_samples_are_seeded_once_and_read_like_live_data(make_server):
         run = (await http.get(f"/api/runs/{runs[0]['id']}")).json()
         assert sorted(s["gpu_config"] for s in run["sims"]) == sorted(SAMPLE_CONFIGS)
         for sim in run["sims"]:
-            assert (sim["state"], sim["kernels_done"], sim["kernels_total"], sim["exit_code"]) == ("succeeded", 15, 15, 0)
-            recording = gzip.decompress((REPO / "samples" / "recordings" / f"{sim['gpu_config']}.log.gz").read_bytes())
+            assert (sim["state"], sim["kernels_done"], sim["kernels_total"], sim["exit_code"]) == (
+                "succeeded",
+                15,
+                15,
+                0,
+            )
+            recording = gzip.decompress(
+                (REPO / "samples" / "recordings" / f"{sim['gpu_config']}.log.gz").read_bytes()
+            )
             assert (await http.get(f"/api/sims/{sim['id']}/log")).content == recording
             files = (await http.get(f"/api/sims/{sim['id']}/files")).json()
             assert [f["name"] for f in files] == ["accelsim.log.gz"]
@@ -40,8 +47,10 @@ async def test_samples_are_seeded_once_and_read_like_live_data(make_server):
         kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
         assert len(kernels) == 45
 
-        resp = await http.post("/api/runs", json={"trace_id": SAMPLE_TRACE_ID,
-                                                  "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
+        resp = await http.post(
+            "/api/runs",
+            json={"trace_id": SAMPLE_TRACE_ID, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]},
+        )
         assert resp.status_code == 409
         cancel = await http.post(f"/api/runs/{run['id']}/cancel")
         assert cancel.json()["state"] == "succeeded"
@@ -61,8 +70,9 @@ async def test_an_interrupted_seed_is_closed_and_seeded_again(make_server):
     trace = sample_trace(settings.samples_dir)
     await store.put_trace(trace)
     configs = scan_gpu_configs(settings.samples_dir / "accelsim")
-    stale = await store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=1)], configs,
-                                   sample=True, replay=True)
+    stale = await store.create_run(
+        trace, [RunEntry(gpu_config="SM7_QV100", count=1)], configs, sample=True, replay=True
+    )
     assert await store.get_meta(SEEDED_KEY) is None
     await seed_samples(store, settings)
     old = await store.get_run(stale.id)

@@ -39,8 +39,12 @@ async def test_a_frozen_server_does_not_lose_every_sim_on_resume(tmp_path):
     store = await Store(data_dir / "cascade.db", Broker()).open()
     await store.put_trace(ready_trace())
     await store.close()
-    proc, url = await start_serve(data_dir, tmp_path / "serve.log", CASCADE_LAUNCHER="manual",
-                                  CASCADE_HEARTBEAT_TIMEOUT_S=str(TIMEOUT_S))
+    proc, url = await start_serve(
+        data_dir,
+        tmp_path / "serve.log",
+        CASCADE_LAUNCHER="manual",
+        CASCADE_HEARTBEAT_TIMEOUT_S=str(TIMEOUT_S),
+    )
     try:
         async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
             run = await create_run(http, [("SM7_QV100", 2)])
@@ -94,6 +98,3 @@ async def _state_since(data_dir, sim_id: str) -> datetime:
     with sqlite3.connect(f"file:{data_dir / 'cascade.db'}?mode=ro", uri=True) as db:
         (value,) = db.execute("SELECT state_since FROM sims WHERE id=?", (sim_id,)).fetchone()
     return datetime.fromisoformat(value)
-
-
-

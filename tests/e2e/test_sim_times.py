@@ -25,6 +25,7 @@ def _time(text: str) -> datetime:
 
 async def _launched(http, run_id: str) -> None:
     """The manual launcher has the sims `launching`: waiting for a worker's heartbeat."""
+
     async def launching() -> bool:
         return all(s["state"] == "launching" for s in (await get_run(http, run_id))["sims"])
 
@@ -41,12 +42,28 @@ async def test_a_server_outage_is_not_the_sims_time(server, tmp_path):
     output = tmp_path / "worker.out"
     with open(output, "wb") as out:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "cascade_worker", "--url", server.url, "--token", TOKEN, "--sim-id", sim_id,
-             "--gpu-config", "SM7_TITANV", "--speed", "50"],
-            env={**os.environ, "CASCADE_HEARTBEAT_INTERVAL_S": "0.3"}, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "cascade_worker",
+                "--url",
+                server.url,
+                "--token",
+                TOKEN,
+                "--sim-id",
+                sim_id,
+                "--gpu-config",
+                "SM7_TITANV",
+                "--speed",
+                "50",
+            ],
+            env={**os.environ, "CASCADE_HEARTBEAT_INTERVAL_S": "0.3"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
+
         async def simulator_exited() -> bool:
             return "simulator exited" in output.read_text()
 
@@ -84,13 +101,22 @@ async def test_a_reported_time_is_bounded_by_now_and_the_sims_creation(server):
         future = (utcnow() + timedelta(days=1)).isoformat()
         past = (created - timedelta(days=1)).isoformat()
         # A clock a day ahead: never in the future.
-        assert (await http.post(f"/api/sims/{late}/heartbeat", json={"state": "running", "at": future})).status_code == 200
+        assert (
+            await http.post(f"/api/sims/{late}/heartbeat", json={"state": "running", "at": future})
+        ).status_code == 200
         before_final = utcnow()
-        assert (await http.post(f"/api/sims/{late}/heartbeat", json={"state": "failed", "error": "x",
-                                                                     "at": future})).status_code == 200
+        assert (
+            await http.post(
+                f"/api/sims/{late}/heartbeat", json={"state": "failed", "error": "x", "at": future}
+            )
+        ).status_code == 200
         # A clock a day behind: never before the sim existed (nor finished before it started).
-        assert (await http.post(f"/api/sims/{early}/heartbeat", json={"state": "running", "at": past})).status_code == 200
-        assert (await http.post(f"/api/sims/{early}/heartbeat", json={"state": "succeeded", "at": past})).status_code == 200
+        assert (
+            await http.post(f"/api/sims/{early}/heartbeat", json={"state": "running", "at": past})
+        ).status_code == 200
+        assert (
+            await http.post(f"/api/sims/{early}/heartbeat", json={"state": "succeeded", "at": past})
+        ).status_code == 200
         # A spec client sends no `at`: the time the server heard it, as before.
         sims = {s["id"]: s for s in (await get_run(http, run["id"]))["sims"]}
         bad = await http.post(f"/api/sims/{early}/heartbeat", json={"state": "running", "at": "yesterday"})

@@ -25,8 +25,10 @@ pytestmark = pytest.mark.timeout(240)
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "accelsim-traces" / "tinyformer-step-sm70"
 TRACE = SAMPLE.name
 PREFIX = f"accelsim-traces/{TRACE}/"
-REAL_TIMING = {"format": "cascade.real_timing/1",
-               "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}]}
+REAL_TIMING = {
+    "format": "cascade.real_timing/1",
+    "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}],
+}
 
 
 def upload(info: S3Info, *, real_timing: bool) -> None:
@@ -34,7 +36,9 @@ def upload(info: S3Info, *, real_timing: bool) -> None:
     s3 = make_client(info)
     metadata = json.loads((SAMPLE / "metadata.json").read_text())
     for path in sorted(p for p in SAMPLE.rglob("*") if p.is_file() and p.name != "metadata.json"):
-        s3.put_object(Bucket=info.bucket, Key=PREFIX + path.relative_to(SAMPLE).as_posix(), Body=path.read_bytes())
+        s3.put_object(
+            Bucket=info.bucket, Key=PREFIX + path.relative_to(SAMPLE).as_posix(), Body=path.read_bytes()
+        )
     if real_timing:
         body = json.dumps(REAL_TIMING).encode()
         s3.put_object(Bucket=info.bucket, Key=PREFIX + "real_timing.json", Body=body)
@@ -69,7 +73,9 @@ async def test_kill_9_mid_delete_then_the_same_id_uploaded_again(tmp_path):
     proc = start(data_dir, port, **env)
     try:
         lines = startup_lines(proc)
-        info = S3Info(lines["s3_endpoint"], lines["s3_bucket"], lines["s3_access_key"], lines["s3_secret_key"])
+        info = S3Info(
+            lines["s3_endpoint"], lines["s3_bucket"], lines["s3_access_key"], lines["s3_secret_key"]
+        )
         headers = {"Authorization": f"Bearer {lines['token']}"}
         async with httpx.AsyncClient(base_url=lines["app"], headers=headers, timeout=30) as http:
             upload(info, real_timing=True)
@@ -107,8 +113,11 @@ async def test_kill_9_mid_delete_then_the_same_id_uploaded_again(tmp_path):
     try:
         lines = startup_lines(proc)
         async with httpx.AsyncClient(base_url=lines["app"], headers=headers, timeout=30) as http:
+
             async def deleted():
-                return (await http.get(f"/api/traces/{TRACE}")).status_code == 404 and not journaled(data_dir / "cascade.db")
+                return (await http.get(f"/api/traces/{TRACE}")).status_code == 404 and not journaled(
+                    data_dir / "cascade.db"
+                )
 
             await wait_until(deleted)
             assert bucket_keys(info) == []
@@ -122,7 +131,9 @@ async def test_kill_9_mid_delete_then_the_same_id_uploaded_again(tmp_path):
             assert new["has_real_timing"] is False
             assert new["created_at"] > old["created_at"]
             assert not (data_dir / "traces" / TRACE / "real_timing.json").exists()
-            assert "real_timing.json" not in json.loads((data_dir / "trace-scan" / f"{TRACE}.json").read_text())
+            assert "real_timing.json" not in json.loads(
+                (data_dir / "trace-scan" / f"{TRACE}.json").read_text()
+            )
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, stderr_of(proc)

@@ -19,13 +19,16 @@ def start_worker(*args: str, env: dict[str, str] | None = None) -> subprocess.Po
     return subprocess.Popen(
         [sys.executable, "-m", "cascade_worker", *args],
         env={**os.environ, "CASCADE_HEARTBEAT_INTERVAL_S": "0.3", "CASCADE_KILL_GRACE_S": "3", **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
 async def wait_exit(proc: subprocess.Popen, timeout: float = 60) -> int:
     async def ended():
         return proc.poll() is not None
+
     await wait_until(ended, timeout)
     return proc.returncode
 
@@ -35,8 +38,18 @@ async def test_a_worker_by_hand_runs_a_sim_to_success(server):
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1)])
         sim = run["sims"][0]
-        worker = start_worker("--url", server.url, "--token", TOKEN, "--sim-id", sim["id"],
-                              "--gpu-config", "SM7_TITANV", "--speed", "50")
+        worker = start_worker(
+            "--url",
+            server.url,
+            "--token",
+            TOKEN,
+            "--sim-id",
+            sim["id"],
+            "--gpu-config",
+            "SM7_TITANV",
+            "--speed",
+            "50",
+        )
         assert await wait_exit(worker) == 0, worker.stdout.read().decode()
         final = await finished_run(http, run["id"])
         assert final["sims"][0]["state"] == "succeeded"
@@ -77,8 +90,15 @@ async def test_a_wrong_token_stops_the_worker_with_a_clear_message(server):
 
 
 async def test_an_unreachable_server_is_given_up_after_the_limit():
-    worker = start_worker("--url", f"http://127.0.0.1:{free_port()}", "--sim-id", "sim-000000000000",
-                          "--speed", "1000", env={"CASCADE_GIVE_UP_S": "1"})
+    worker = start_worker(
+        "--url",
+        f"http://127.0.0.1:{free_port()}",
+        "--sim-id",
+        "sim-000000000000",
+        "--speed",
+        "1000",
+        env={"CASCADE_GIVE_UP_S": "1"},
+    )
     assert await wait_exit(worker, 60) == 3
     output = worker.stdout.read().decode()
     assert "gave up after 1 s" in output and "Traceback" not in output
@@ -95,8 +115,20 @@ async def test_a_step_timeline_that_cannot_be_built_never_fails_the_sim(server, 
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1)])
         sim = run["sims"][0]
-        worker = start_worker("--url", server.url, "--token", TOKEN, "--sim-id", sim["id"],
-                              "--gpu-config", "SM7_TITANV", "--speed", "50", "--trace-dir", str(trace_dir))
+        worker = start_worker(
+            "--url",
+            server.url,
+            "--token",
+            TOKEN,
+            "--sim-id",
+            sim["id"],
+            "--gpu-config",
+            "SM7_TITANV",
+            "--speed",
+            "50",
+            "--trace-dir",
+            str(trace_dir),
+        )
         assert await wait_exit(worker) == 0
         output = worker.stdout.read().decode()
         assert "step timeline not sent: " in output and "corrected_timeline.json: steps" in output

@@ -41,7 +41,9 @@ def assert_no_secret(env: dict[str, str], who: str) -> None:
 
 
 async def test_accelsim_gets_no_token_and_the_worker_nothing_unrelated(make_server, server_env, tmp_path):
-    fake = install_fake_accelsim(tmp_path / "accel-sim", {"SM7_ENV": {"fake_behaviour": "env", "fake_kernels": "1"}})
+    fake = install_fake_accelsim(
+        tmp_path / "accel-sim", {"SM7_ENV": {"fake_behaviour": "env", "fake_kernels": "1"}}
+    )
     server = await make_server(launcher="local", local_slots=1, accelsim_dir=fake)
     trace = ready_trace("env-trace", kernels=1)
     await server.store.put_trace(trace)

@@ -48,7 +48,9 @@ def test_the_ready_check_reads_kernelslist_as_the_inputs_do(tmp_path):
     (traces / "kernelslist.g").write_text("# a comment\nkernel-1.traceg\n")
     check_kernelslist_g(traces)
     (traces / "kernelslist.g").write_text("kernel-1.traceg\nkernel-x/y.traceg\n")
-    with pytest.raises(PostprocessError, match="traces/kernelslist.g line 2: kernel trace 'kernel-x/y.traceg'"):
+    with pytest.raises(
+        PostprocessError, match="traces/kernelslist.g line 2: kernel trace 'kernel-x/y.traceg'"
+    ):
         check_kernelslist_g(traces)
     (traces / "kernel-2.traceg").mkdir()
     (traces / "kernelslist.g").write_text("kernel-1.traceg\nkernel-2.traceg\n")
@@ -67,11 +69,18 @@ async def test_trace_inputs_errors_are_json_and_unknown_parameters_a_422(server,
     assert error["loc"] == ["query", "kernels"] and "Extra inputs are not permitted" in error["msg"]
     for path in ("traces/kernel-2.traceg", "traces/kernel-3.traceg"):  # missing; a directory
         resp = await client.get(f"/api/traces/tinyformer-step-sm70/inputs/{path}")
-        assert (resp.status_code, resp.json()) == (409, {"detail": f"trace tinyformer-step-sm70 lacks {path} on the server"})
+        assert (resp.status_code, resp.json()) == (
+            409,
+            {"detail": f"trace tinyformer-step-sm70 lacks {path} on the server"},
+        )
     resp = await client.get("/api/traces/tinyformer-step-sm70/inputs")
     assert (resp.status_code, resp.json()) == (
-        409, {"detail": "trace tinyformer-step-sm70 lacks traces/kernel-2.traceg on the server"})
-    (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernelslist.g").write_text("kernel-1.traceg\n# c\n")
+        409,
+        {"detail": "trace tinyformer-step-sm70 lacks traces/kernel-2.traceg on the server"},
+    )
+    (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernelslist.g").write_text(
+        "kernel-1.traceg\n# c\n"
+    )
     listing = (await client.get("/api/traces/tinyformer-step-sm70/inputs")).json()
     assert [f["path"] for f in listing["files"]] == ["traces/kernelslist.g", "traces/kernel-1.traceg"]
 
@@ -84,12 +93,31 @@ async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_pa
     async with server.client() as http:
         listing = (await http.get("/api/traces/tinyformer-step-sm70/inputs")).json()
         assert [f["path"] for f in listing["files"]] == [
-            "traces/kernelslist.g", "traces/kernel-1.traceg", "traces/kernel-2.traceg", "traces/kernel-3.traceg"]
+            "traces/kernelslist.g",
+            "traces/kernel-1.traceg",
+            "traces/kernel-2.traceg",
+            "traces/kernel-3.traceg",
+        ]
         run = await create_run(http, [("SM7_QV100", 2)])
         workers = [
-            start_worker("--url", server.url, "--token", TOKEN, "--sim-id", sim["id"], "--gpu-config", "SM7_QV100",
-                         "--accelsim-dir", str(accelsim), "--trace-dir", str(tmp_path / "not-on-this-node"),
-                         "--trace-id", "tinyformer-step-sm70", "--scratch-dir", str(node))
+            start_worker(
+                "--url",
+                server.url,
+                "--token",
+                TOKEN,
+                "--sim-id",
+                sim["id"],
+                "--gpu-config",
+                "SM7_QV100",
+                "--accelsim-dir",
+                str(accelsim),
+                "--trace-dir",
+                str(tmp_path / "not-on-this-node"),
+                "--trace-id",
+                "tinyformer-step-sm70",
+                "--scratch-dir",
+                str(node),
+            )
             for sim in run["sims"]
         ]
         for worker in workers:
@@ -107,15 +135,29 @@ async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(ser
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         sim = run["sims"][0]
-        worker = start_worker("--url", server.url, "--token", TOKEN, "--sim-id", sim["id"],
-                              "--gpu-config", "SM7_QV100", "--accelsim-dir", str(accelsim),
-                              "--trace-id", "tinyformer-step-sm70", "--scratch-dir", str(tmp_path / "node"))
+        worker = start_worker(
+            "--url",
+            server.url,
+            "--token",
+            TOKEN,
+            "--sim-id",
+            sim["id"],
+            "--gpu-config",
+            "SM7_QV100",
+            "--accelsim-dir",
+            str(accelsim),
+            "--trace-id",
+            "tinyformer-step-sm70",
+            "--scratch-dir",
+            str(tmp_path / "node"),
+        )
         assert await wait_exit(worker) != 0
         final = await finished_run(http, run["id"])
         assert final["sims"][0]["state"] == "failed"
         assert final["sims"][0]["error"] == (
             "cannot list trace tinyformer-step-sm70's files: HTTP 409 "
-            "trace tinyformer-step-sm70 lacks traces/kernel-2.traceg on the server")
+            "trace tinyformer-step-sm70 lacks traces/kernel-2.traceg on the server"
+        )
 
 
 async def test_trace_inputs_routes_refuse_what_they_cannot_serve(server, client):
@@ -124,7 +166,9 @@ async def test_trace_inputs_routes_refuse_what_they_cannot_serve(server, client)
     mirror_trace(server, "tinyformer-step-sm70", kernels=1)
     assert (await client.get("/api/traces/nope/inputs")).json() == {"detail": "trace nope not found"}
     resp = await client.get("/api/traces/uploading-one/inputs")
-    assert resp.status_code == 409 and resp.json() == {"detail": "trace uploading-one is uploading, not ready"}
+    assert resp.status_code == 409 and resp.json() == {
+        "detail": "trace uploading-one is uploading, not ready"
+    }
     resp = await client.get("/api/traces/tinyformer-step-sm70/inputs/traces/kernel-1.trace")
     assert resp.status_code == 404  # the raw upload is not a simulator input
     resp = await client.get("/api/traces/tinyformer-step-sm70/inputs/traces/kernel-1.traceg")

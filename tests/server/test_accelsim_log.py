@@ -21,7 +21,13 @@ from hypothesis import strategies as st
 
 from cascade_server import accelsim_log
 from cascade_server.accelsim_log import (
-    MAX_BLOCK_KEYS, STATS_LINE_MAX, TAIL_LINE_MAX, TAIL_LINES, LogParser, ParsedKernel, parse_value,
+    MAX_BLOCK_KEYS,
+    STATS_LINE_MAX,
+    TAIL_LINE_MAX,
+    TAIL_LINES,
+    LogParser,
+    ParsedKernel,
+    parse_value,
 )
 from cascade_server.shared.models import KernelStat
 
@@ -40,16 +46,75 @@ CONFIGS = list(CLOCK_MHZ)
 
 # samples-real README, "Per-kernel gpu_sim_cycle" (uid 1..15, per config).
 EXPECTED_CYCLES = {
-    "SM7_QV100": [6146, 7091, 19639, 5992, 7458, 5792, 9223, 14990, 5727, 7085, 19658, 5966,
-                  41998, 5732, 7091],
-    "SM7_GV100": [6230, 7139, 19743, 5992, 7458, 5794, 9197, 14995, 5726, 7137, 19772, 5937,
-                  42864, 5733, 7142],
-    "SM7_TITANV": [1230, 2122, 14695, 1148, 2496, 929, 4309, 10024, 763, 2131, 14842, 1159,
-                   37482, 786, 2020],
-    "SM75_RTX2060": [6428, 6488, 20109, 6354, 7881, 6104, 9815, 15549, 5930, 6467, 20354, 6205,
-                     44507, 5912, 6491],
-    "SM75_RTX2060_S": [6275, 6693, 19693, 6310, 7377, 5892, 9212, 14904, 5805, 6346, 19700, 5979,
-                       42115, 5781, 6542],
+    "SM7_QV100": [
+        6146,
+        7091,
+        19639,
+        5992,
+        7458,
+        5792,
+        9223,
+        14990,
+        5727,
+        7085,
+        19658,
+        5966,
+        41998,
+        5732,
+        7091,
+    ],
+    "SM7_GV100": [
+        6230,
+        7139,
+        19743,
+        5992,
+        7458,
+        5794,
+        9197,
+        14995,
+        5726,
+        7137,
+        19772,
+        5937,
+        42864,
+        5733,
+        7142,
+    ],
+    "SM7_TITANV": [1230, 2122, 14695, 1148, 2496, 929, 4309, 10024, 763, 2131, 14842, 1159, 37482, 786, 2020],
+    "SM75_RTX2060": [
+        6428,
+        6488,
+        20109,
+        6354,
+        7881,
+        6104,
+        9815,
+        15549,
+        5930,
+        6467,
+        20354,
+        6205,
+        44507,
+        5912,
+        6491,
+    ],
+    "SM75_RTX2060_S": [
+        6275,
+        6693,
+        19693,
+        6310,
+        7377,
+        5892,
+        9212,
+        14904,
+        5805,
+        6346,
+        19700,
+        5979,
+        42115,
+        5781,
+        6542,
+    ],
 }
 # samples-real README, "Results": gpu_tot_sim_cycle and gpu_tot_sim_insn at the end of each run.
 EXPECTED_TOTALS = {
@@ -64,10 +129,21 @@ SGEMM64 = "_Z11sgemm_tiledILi64ELi64ELi16EEvPKfS1_S1_Pfiii"
 SGEMM32 = "_Z11sgemm_tiledILi32ELi64ELi16EEvPKfS1_S1_Pfiii"
 RESID = "_Z19residual_add_kernelP6float4PKS_i"
 EXPECTED_NAMES = [
-    "_Z16embedding_kernelPKiPK6float4S3_PS1_ii", LN, SGEMM64,
-    "_Z20kv_cache_copy_kernelPK6float4PS_i", "_Z18attn_scores_kernelPKfPfiif",
-    "_Z21causal_softmax_kernelILi64EEvPKfPfi", "_Z19attn_context_kernelPKfS0_Pfii", SGEMM32,
-    RESID, LN, SGEMM64, "_Z11gelu_kernelP6float4i", SGEMM32, RESID, LN,
+    "_Z16embedding_kernelPKiPK6float4S3_PS1_ii",
+    LN,
+    SGEMM64,
+    "_Z20kv_cache_copy_kernelPK6float4PS_i",
+    "_Z18attn_scores_kernelPKfPfiif",
+    "_Z21causal_softmax_kernelILi64EEvPKfPfi",
+    "_Z19attn_context_kernelPKfS0_Pfii",
+    SGEMM32,
+    RESID,
+    LN,
+    SGEMM64,
+    "_Z11gelu_kernelP6float4i",
+    SGEMM32,
+    RESID,
+    LN,
 ]
 
 
@@ -107,28 +183,31 @@ def real_log(config: str) -> tuple[str, ...]:
 def feed_all(parser: LogParser, lines, size: int) -> list[ParsedKernel]:
     kernels: list[ParsedKernel] = []
     for start in range(0, len(lines), size):
-        kernels += parser.feed(list(lines[start:start + size]))
+        kernels += parser.feed(list(lines[start : start + size]))
     return kernels
 
 
 def snapshot(parser: LogParser, kernels: list[ParsedKernel]) -> str:
     """Everything observable, as JSON: NaN compares equal to NaN this way, and key order counts."""
-    return json.dumps({
-        "kernels": [dataclasses.asdict(k) for k in kernels],
-        "latest": parser.latest,
-        "tail": parser.log_tail,
-        "current": parser.current_kernel,
-        "done": parser.kernels_done,
-        "exit": parser.exit_detected,
-        "in_block": parser.in_block,
-        "state": parser.state(),
-    })
+    return json.dumps(
+        {
+            "kernels": [dataclasses.asdict(k) for k in kernels],
+            "latest": parser.latest,
+            "tail": parser.log_tail,
+            "current": parser.current_kernel,
+            "done": parser.kernels_done,
+            "exit": parser.exit_detected,
+            "in_block": parser.in_block,
+            "state": parser.state(),
+        }
+    )
 
 
 # ---- an independent, obviously-slow reference: one Python loop over lines ------------------
 
 _REF_NUMBER = re.compile(
-    r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|nan|inf|infinity)%?", re.I)
+    r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|nan|inf|infinity)%?", re.I
+)
 _REF_KEY_EQ_VALUE = re.compile(r"\s*([A-Za-z_][\w.\[\]]*)=([^\s=]+)\s*")
 
 
@@ -152,7 +231,7 @@ def reference_stats(lines) -> list[dict]:
     block = None
     for line in lines:
         if line.startswith("kernel_name = "):
-            block = {"kernel_name": line[len("kernel_name = "):].strip()}
+            block = {"kernel_name": line[len("kernel_name = ") :].strip()}
             continue
         if block is None:
             continue
@@ -172,6 +251,7 @@ def reference_stats(lines) -> list[dict]:
 
 
 # ---- the real logs -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_real_log_whole(config: str) -> None:
@@ -240,13 +320,14 @@ def test_to_stat_is_the_api_type() -> None:
 
 # ---- any chunking, any resume point --------------------------------------------------------
 
+
 @cache
 def property_slice() -> tuple[str, ...]:
     """RTX2060 from a little before its first block through its third: about 4,200 lines."""
     lines = real_log("SM75_RTX2060")
     first = lines.index(next(ln for ln in lines if ln.startswith("kernel_name = ")))
     ends = [i for i, ln in enumerate(lines) if ln.startswith("gpgpu_silicon_slowdown = ")]
-    return lines[first - 60:ends[2] + 5]
+    return lines[first - 60 : ends[2] + 5]
 
 
 @cache
@@ -263,8 +344,11 @@ def split_at(lines, cuts: list[int]) -> list[list[str]]:
 cut_lists = st.lists(st.integers(min_value=0, max_value=len(property_slice())), max_size=40)
 
 
-@settings(max_examples=60, deadline=None, 
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(cuts=cut_lists)
 def test_any_chunking_gives_the_same_result(cuts: list[int]) -> None:
     parser = LogParser(1365)
@@ -275,8 +359,11 @@ def test_any_chunking_gives_the_same_result(cuts: list[int]) -> None:
     assert snapshot(parser, kernels) == property_expected()
 
 
-@settings(max_examples=60, deadline=None, 
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(cuts=cut_lists, data=st.data())
 def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -> None:
     chunks = split_at(property_slice(), cuts)
@@ -296,12 +383,21 @@ def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -
 # Any such log, in any chunking, with a restore anywhere, gives the line-by-line reference's
 # stats.
 _common_line = st.sampled_from(["a", "b", "c", " a "]).map(lambda key: f"{key} = 1")
-_data_line = st.one_of(st.integers(0, 3).map(lambda n: f"chip skew: {n}/2 = 0.5"),
-                       st.just("kernel_name=y"))
-_rare_line = st.sampled_from([
-    "b#2 = 1", "a#3 = 1", "kernel_name = x", "n_cmd=4 n_nop=2", "rate=7", "b=2", "kernel_name=y",
-    "==== junk ====", " = 3", "x",
-])
+_data_line = st.one_of(st.integers(0, 3).map(lambda n: f"chip skew: {n}/2 = 0.5"), st.just("kernel_name=y"))
+_rare_line = st.sampled_from(
+    [
+        "b#2 = 1",
+        "a#3 = 1",
+        "kernel_name = x",
+        "n_cmd=4 n_nop=2",
+        "rate=7",
+        "b=2",
+        "kernel_name=y",
+        "==== junk ====",
+        " = 3",
+        "x",
+    ]
+)
 _body_lines = st.one_of(_common_line, _common_line, _data_line, _data_line, _data_line, _rare_line)
 
 
@@ -314,13 +410,16 @@ def alike_blocks(draw) -> list[str]:
             for _ in range(draw(st.integers(1, 3))):
                 at = draw(st.integers(0, len(body)))
                 new = draw(st.lists(st.one_of(_data_line, _body_lines), max_size=2))
-                body = [*body[:at], *new, *body[at + 1:]]
+                body = [*body[:at], *new, *body[at + 1 :]]
         lines += block("_Z1kv", str(n), *body)
     return lines
 
 
-@settings(max_examples=300, deadline=None, 
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(lines=alike_blocks(), data=st.data())
 def test_alike_blocks_in_any_chunking_and_resume_match_the_reference(lines, data) -> None:
     cuts = data.draw(st.lists(st.integers(0, len(lines)), max_size=12))
@@ -362,6 +461,7 @@ def test_state_is_a_snapshot_not_a_view() -> None:
 
 # ---- truncated logs ------------------------------------------------------------------------
 
+
 def test_log_cut_mid_block_yields_only_finished_kernels() -> None:
     lines = real_log("SM7_TITANV")
     starts = [i for i, ln in enumerate(lines) if ln.startswith("kernel_name = ")]
@@ -370,7 +470,8 @@ def test_log_cut_mid_block_yields_only_finished_kernels() -> None:
     parser = LogParser(1200)
     kernels = feed_all(parser, lines[:cut], 1000)
     assert json.dumps([dataclasses.asdict(k) for k in kernels]) == json.dumps(
-        [dataclasses.asdict(k) for k in full[:5]])
+        [dataclasses.asdict(k) for k in full[:5]]
+    )
     assert parser.kernels_done == 5 and parser.in_block and not parser.exit_detected
     assert parser.latest["gpu_tot_sim_cycle"] == full[4].stats["gpu_tot_sim_cycle"]
 
@@ -419,12 +520,20 @@ def test_slowdown_line_without_x_completes_when_the_next_line_arrives() -> None:
 
 # ---- hand-made edge cases ------------------------------------------------------------------
 
+
 def block(name: str = "_Z3fooPf", uid: str = "7", *body: str, end: str = "368369x") -> list[str]:
     return [
-        f"kernel_name = {name} ", f"kernel_launch_uid = {uid} ", "gpu_sim_cycle = 2000",
-        "gpu_sim_insn = 4000", "gpu_ipc =       2.0000", "gpu_tot_sim_cycle = 9000",
-        "gpu_tot_sim_insn = 12000", "gpu_tot_ipc =       1.3333", *body,
-        "gpgpu_simulation_rate = 777 (inst/sec)", "gpgpu_simulation_rate = 55 (cycle/sec)",
+        f"kernel_name = {name} ",
+        f"kernel_launch_uid = {uid} ",
+        "gpu_sim_cycle = 2000",
+        "gpu_sim_insn = 4000",
+        "gpu_ipc =       2.0000",
+        "gpu_tot_sim_cycle = 9000",
+        "gpu_tot_sim_insn = 12000",
+        "gpu_tot_ipc =       1.3333",
+        *body,
+        "gpgpu_simulation_rate = 777 (inst/sec)",
+        "gpgpu_simulation_rate = 55 (cycle/sec)",
         f"gpgpu_silicon_slowdown = {end}",
     ]
 
@@ -444,10 +553,22 @@ def test_both_launch_line_formats() -> None:
 
 def test_special_values() -> None:
     body = [
-        "gpu_occupancy = -nan% ", "gpu_tot_occupancy = 95.6263% ", "Miss_rate = nan",
-        "Row_Buffer_Locality_write = -nan", "a_inf = inf", "b_inf = -inf", "c = INF",
-        "maybe = none", "avg = 1.5e3", "neg = -2", "maxmflatency = 493 ", "L2_BW  =   1.9742 GB/Sec",
-        "pct_only = %", "under = 1_000", "empty_value = ", "\tindented_key\t = 3\t",
+        "gpu_occupancy = -nan% ",
+        "gpu_tot_occupancy = 95.6263% ",
+        "Miss_rate = nan",
+        "Row_Buffer_Locality_write = -nan",
+        "a_inf = inf",
+        "b_inf = -inf",
+        "c = INF",
+        "maybe = none",
+        "avg = 1.5e3",
+        "neg = -2",
+        "maxmflatency = 493 ",
+        "L2_BW  =   1.9742 GB/Sec",
+        "pct_only = %",
+        "under = 1_000",
+        "empty_value = ",
+        "\tindented_key\t = 3\t",
         "gpu_stall_icnt2sh    = 0",
     ]
     [k] = LogParser(1000).feed(block("_Z3fooPf", "7", *body))
@@ -472,8 +593,12 @@ def test_non_finite_head_values_become_none() -> None:
     [k] = parser.feed(lines)
     assert k.gpu_sim_cycle is None and k.sim_time_ns is None and k.gpu_ipc is None
     assert math.isnan(num(k.stats["gpu_ipc"]))
-    assert parser.latest == {"gpu_tot_sim_cycle": 9000.0, "gpu_tot_sim_insn": 12000.0,
-                             "gpu_tot_ipc": None, "sim_rate_ips": 777.0}
+    assert parser.latest == {
+        "gpu_tot_sim_cycle": 9000.0,
+        "gpu_tot_sim_insn": 12000.0,
+        "gpu_tot_ipc": None,
+        "sim_rate_ips": 777.0,
+    }
     assert LogParser(0).feed(block())[0].sim_time_ns is None  # a config with no known clock
     assert LogParser(1500).feed(block())[0].sim_time_ns == pytest.approx(2000 / 1500 * 1000)
 
@@ -490,9 +615,21 @@ def test_kernel_name_stays_a_string() -> None:
 
 
 def test_every_value_is_kept_repeats_numbered_in_log_order() -> None:
-    body = ["dup = 1", "gpu_sim_cycle = 99", "other = x", "dup = 2", "gpu_total_sim_rate=5",
-            "gpu_total_sim_rate = 6", "late = 1", "kv_first = 1", "kv_first=2", "dup#3 = taken",
-            "dup = 1", "dup = 4", "dup#3 = again"]
+    body = [
+        "dup = 1",
+        "gpu_sim_cycle = 99",
+        "other = x",
+        "dup = 2",
+        "gpu_total_sim_rate=5",
+        "gpu_total_sim_rate = 6",
+        "late = 1",
+        "kv_first = 1",
+        "kv_first=2",
+        "dup#3 = taken",
+        "dup = 1",
+        "dup = 4",
+        "dup#3 = again",
+    ]
     lines = block("_Z1kv", "1", *body)
     expected = None
     for size in range(1, len(lines) + 1):
@@ -532,25 +669,43 @@ def test_a_real_block_keeps_every_line(config: str) -> None:
     [first, *_] = LogParser(CLOCK_MHZ[config]).feed(list(lines))
     start = lines.index(next(ln for ln in lines if ln.startswith("kernel_name = ")))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("gpgpu_silicon_slowdown = "))
-    body = lines[start + 1:end + 1]
-    kv_lines = [ln for ln in body if " = " in ln and ln.partition(" = ")[0].strip()
-                or " = " not in ln and _REF_KEY_EQ_VALUE.fullmatch(ln)]
+    body = lines[start + 1 : end + 1]
+    kv_lines = [
+        ln
+        for ln in body
+        if " = " in ln
+        and ln.partition(" = ")[0].strip()
+        or " = " not in ln
+        and _REF_KEY_EQ_VALUE.fullmatch(ln)
+    ]
     assert len(first.stats) == 1 + len(kv_lines)  # kernel_name is the block's first line
     blp = [float(ln.partition(" = ")[2]) for ln in body if ln.startswith("Bank_Level_Parallism = ")]
     names = ["Bank_Level_Parallism"] + [f"Bank_Level_Parallism#{n}" for n in range(2, len(blp) + 1)]
     assert [first.stats[n] for n in names] == blp
     assert f"Bank_Level_Parallism#{len(blp) + 1}" not in first.stats
-    assert len(blp) == {"SM7_QV100": 32, "SM7_GV100": 32, "SM7_TITANV": 24, "SM75_RTX2060": 12,
-                        "SM75_RTX2060_S": 16}[config]
+    assert (
+        len(blp)
+        == {"SM7_QV100": 32, "SM7_GV100": 32, "SM7_TITANV": 24, "SM75_RTX2060": 12, "SM75_RTX2060_S": 16}[
+            config
+        ]
+    )
 
 
 def test_key_value_forms() -> None:
     body = [
-        "icnt_total_pkts_mem_to_simt=352252", "  spaced_eq=7  ", "n_cmd=1 n_nop=2 n_act=3",
-        "========= Core cache stats =========", "mrqq: max=64 avg=1.63", "DRAM[0]: 16 bks, busW=2",
+        "icnt_total_pkts_mem_to_simt=352252",
+        "  spaced_eq=7  ",
+        "n_cmd=1 n_nop=2 n_act=3",
+        "========= Core cache stats =========",
+        "mrqq: max=64 avg=1.63",
+        "DRAM[0]: 16 bks, busW=2",
         "\tL1D_cache_core[0]: Access = 196, Miss = 193, Miss_rate = 0.985",
-        "average row locality = 2056/187 = 10.99", " = orphan value", "no separator here",
-        "a=b=c", "x =y", "y= z",
+        "average row locality = 2056/187 = 10.99",
+        " = orphan value",
+        "no separator here",
+        "a=b=c",
+        "x =y",
+        "y= z",
     ]
     [k] = LogParser(1000).feed(block("_Z1kv", "1", *body))
     s = k.stats
@@ -563,8 +718,18 @@ def test_key_value_forms() -> None:
 
 def test_junk_never_raises() -> None:
     junk = [
-        "\x00\x01\x02\xff\ufffd", "\udcff\udcfe binary = \udc80", "=", " = ", "= = =",
-        "kernel_name =", "\r", "key = value\r", "", " " * 500, "é = ü", "x" * 100_000,
+        "\x00\x01\x02\xff\ufffd",
+        "\udcff\udcfe binary = \udc80",
+        "=",
+        " = ",
+        "= = =",
+        "kernel_name =",
+        "\r",
+        "key = value\r",
+        "",
+        " " * 500,
+        "é = ü",
+        "x" * 100_000,
         "launching kernel name: \x00 uid: 1",
     ]
     parser = LogParser(1000)
@@ -578,8 +743,10 @@ def test_junk_never_raises() -> None:
     again = LogParser(1000, state=json.loads(json.dumps(parser.state())))
     # The tail's lines are cut to TAIL_LINE_MAX characters, saying how long they were.
     said = "… (100,000 characters)"
-    tail = [ln if len(ln) <= TAIL_LINE_MAX else ln[:TAIL_LINE_MAX - len(said)] + said
-            for ln in lines[-TAIL_LINES:]]
+    tail = [
+        ln if len(ln) <= TAIL_LINE_MAX else ln[: TAIL_LINE_MAX - len(said)] + said
+        for ln in lines[-TAIL_LINES:]
+    ]
     assert again.log_tail == parser.log_tail == tail
     assert parser.feed([]) == []
 
@@ -598,16 +765,19 @@ def test_new_block_before_the_end_drops_the_cut_one() -> None:
     for size in (1, 3, 100):
         parser = LogParser(1000)
         kernels = feed_all(parser, first + block("_Z1bv", "2"), size)
-        assert [(k.kernel_index, k.kernel_name, k.kernel_launch_uid) for k in kernels] == [
-            (0, "_Z1bv", 2)]
+        assert [(k.kernel_index, k.kernel_name, k.kernel_launch_uid) for k in kernels] == [(0, "_Z1bv", 2)]
 
 
 def test_lines_outside_blocks_are_not_stats() -> None:
     parser = LogParser(1000)
     lines = ["gpu_sim_cycle = 5", "gpgpu_silicon_slowdown = 3x", "-gpgpu_clock_domains 1132.0:1132.0"]
     assert parser.feed(lines) == [] and not parser.in_block
-    assert parser.latest == {"gpu_tot_sim_cycle": None, "gpu_tot_sim_insn": None,
-                             "gpu_tot_ipc": None, "sim_rate_ips": None}
+    assert parser.latest == {
+        "gpu_tot_sim_cycle": None,
+        "gpu_tot_sim_insn": None,
+        "gpu_tot_ipc": None,
+        "sim_rate_ips": None,
+    }
     parser.feed(["gpgpu_simulation_rate = 42 (inst/sec)", "gpgpu_simulation_rate = 9 (cycle/sec)"])
     assert parser.latest["sim_rate_ips"] == 42.0
 
@@ -640,11 +810,25 @@ def test_log_tail_spans_chunks() -> None:
     assert parser.log_tail == [f"big {i}" for i in range(30, 50)]
 
 
-@pytest.mark.parametrize("state", [
-    {}, {"version": 99}, [], "x",
-    {"version": 1, "kernels_done": -1, "current_kernel": None, "latest": {}, "log_tail": [],
-     "exit_detected": False, "block": None, "block_ended": False},
-])
+@pytest.mark.parametrize(
+    "state",
+    [
+        {},
+        {"version": 99},
+        [],
+        "x",
+        {
+            "version": 1,
+            "kernels_done": -1,
+            "current_kernel": None,
+            "latest": {},
+            "log_tail": [],
+            "exit_detected": False,
+            "block": None,
+            "block_ended": False,
+        },
+    ],
+)
 def test_bad_state_is_a_clear_error(state) -> None:
     with pytest.raises(ValueError, match="invalid LogParser state"):
         LogParser(1000, state=state)

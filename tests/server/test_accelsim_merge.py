@@ -62,30 +62,108 @@ def same_items(a: dict, b: dict) -> bool:
 # numbers with %, nan/inf spellings, separators float() refuses, non-ASCII digits and letters,
 # NUL, lone surrogates (logs are decoded with surrogateescape); and arbitrary text.
 _blank = st.sampled_from(["", " ", "  ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x85", "\u3000"])
-_key = st.sampled_from(["a", "b", "a#2", "a#3", "b#2#2", "kernel_name", "gpu_sim_cycle", "k.x[1]",
-                        "é", "\udcff", "chip skew: 9/4", "", "x y"])
+_key = st.sampled_from(
+    [
+        "a",
+        "b",
+        "a#2",
+        "a#3",
+        "b#2#2",
+        "kernel_name",
+        "gpu_sim_cycle",
+        "k.x[1]",
+        "é",
+        "\udcff",
+        "chip skew: 9/4",
+        "",
+        "x y",
+    ]
+)
 _value = st.one_of(
-    st.sampled_from(["1", "-2.5", "+.5", "1e5", "1E-3", "1e999", "95.6%", "-nan%", "nan", "-NaN",
-                     "inf", "-Infinity", "iNF", "none", "12 (inst/sec)", "1,2", "1_0", "0x10",
-                     "1.9742 GB/Sec", "15000000x", "%", "5\t%", "5\x1f", "\x1c5", "５", "1\x002",
-                     "", "=", " = ", "\udc80", "Nan"]),
+    st.sampled_from(
+        [
+            "1",
+            "-2.5",
+            "+.5",
+            "1e5",
+            "1E-3",
+            "1e999",
+            "95.6%",
+            "-nan%",
+            "nan",
+            "-NaN",
+            "inf",
+            "-Infinity",
+            "iNF",
+            "none",
+            "12 (inst/sec)",
+            "1,2",
+            "1_0",
+            "0x10",
+            "1.9742 GB/Sec",
+            "15000000x",
+            "%",
+            "5\t%",
+            "5\x1f",
+            "\x1c5",
+            "５",
+            "1\x002",
+            "",
+            "=",
+            " = ",
+            "\udc80",
+            "Nan",
+        ]
+    ),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers().map(str),
     st.text(max_size=6),
 )
-_kv_line = st.builds(lambda b1, k, b2, sep, b3, v, b4: f"{b1}{k}{b2}{sep}{b3}{v}{b4}",
-                     _blank, _key, _blank, st.sampled_from([" = ", "=", " =", "= ", " = = "]),
-                     _blank, _value, _blank)
+_kv_line = st.builds(
+    lambda b1, k, b2, sep, b3, v, b4: f"{b1}{k}{b2}{sep}{b3}{v}{b4}",
+    _blank,
+    _key,
+    _blank,
+    st.sampled_from([" = ", "=", " =", "= ", " = = "]),
+    _blank,
+    _value,
+    _blank,
+)
 # A block's first and last lines (and lines that only look like them) end a read.
-_marker_line = st.builds(lambda marker, rest: marker + rest, st.sampled_from([
-    "kernel_name = ", "gpgpu_silicon_slowdown = ", " kernel_name = ", "kernel_name=",
-    "gpgpu_silicon_slowdown =", "kernel_name", "gpgpu_silicon_slowdown = é"]), _value)
-_line = st.one_of(_kv_line, _kv_line, _kv_line, _kv_line, st.text(max_size=30), _marker_line,
-                  st.sampled_from(["n_cmd=1 n_nop=2", "rate=7", "b=2", "==== x ====", "x", ""]))
+_marker_line = st.builds(
+    lambda marker, rest: marker + rest,
+    st.sampled_from(
+        [
+            "kernel_name = ",
+            "gpgpu_silicon_slowdown = ",
+            " kernel_name = ",
+            "kernel_name=",
+            "gpgpu_silicon_slowdown =",
+            "kernel_name",
+            "gpgpu_silicon_slowdown = é",
+        ]
+    ),
+    _value,
+)
+_line = st.one_of(
+    _kv_line,
+    _kv_line,
+    _kv_line,
+    _kv_line,
+    st.text(max_size=30),
+    _marker_line,
+    st.sampled_from(["n_cmd=1 n_nop=2", "rate=7", "b=2", "==== x ====", "x", ""]),
+)
 
 
-def run(read, chunks: list[list[str]], starts: list[int], max_keys: int, clear_after: list[bool],
-        cold_after: list[bool]) -> tuple[dict, list[tuple[int, bool]]]:
+def run(
+    read,
+    chunks: list[list[str]],
+    starts: list[int],
+    max_keys: int,
+    clear_after: list[bool],
+    cold_after: list[bool],
+) -> tuple[dict, list[tuple[int, bool]]]:
     """Each chunk read from its start, as the parser does, with what each read returned."""
     block: dict = {"kernel_name": "k"}
     repeats: dict = {}
@@ -93,8 +171,9 @@ def run(read, chunks: list[list[str]], starts: list[int], max_keys: int, clear_a
     names_cache: dict = {}
     stops = []
     for chunk, start, clear, cold in zip(chunks, starts, clear_after, cold_after):
-        stops.append(read(block, chunk, start, max_keys, repeats, line_cache, names_cache,
-                          accelsim_log._key_eq_value))
+        stops.append(
+            read(block, chunk, start, max_keys, repeats, line_cache, names_cache, accelsim_log._key_eq_value)
+        )
         if clear:  # what the parser does when the caches grow
             line_cache.clear()
             names_cache.clear()
@@ -133,14 +212,17 @@ def test_the_compiled_parse_value_is_python_s(raw: str) -> None:
 
 
 @needs_compiled
-@pytest.mark.parametrize("args, match", [
-    (({}, ("a = 1",), 0, 9, {}, {}, {}), "lines is a list"),
-    (({}, ["a = 1", 5], 0, 9, {}, {}, {}), r"lines\[1\] is not a str"),
-    (([], ["a = 1"], 0, 9, {}, {}, {}), "lines is a list"),
-    (({}, ["a = 1"], 0, 9, {}, None, {}), "lines is a list"),
-    (({}, ["a = 1"], "0", 9, {}, {}, {}), "an integer is required"),
-    (({}, ["a = 1"], 0, None, {}, {}, {}), "an integer is required"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (({}, ("a = 1",), 0, 9, {}, {}, {}), "lines is a list"),
+        (({}, ["a = 1", 5], 0, 9, {}, {}, {}), r"lines\[1\] is not a str"),
+        (([], ["a = 1"], 0, 9, {}, {}, {}), "lines is a list"),
+        (({}, ["a = 1"], 0, 9, {}, None, {}), "lines is a list"),
+        (({}, ["a = 1"], "0", 9, {}, {}, {}), "an integer is required"),
+        (({}, ["a = 1"], 0, None, {}, {}, {}), "an integer is required"),
+    ],
+)
 def test_bad_arguments_are_a_type_error(args, match: str) -> None:
     with pytest.raises(TypeError, match=match):
         compiled.read_block_lines(*args, accelsim_log._key_eq_value)  # type: ignore[call-arg]
@@ -173,18 +255,33 @@ def test_a_failing_or_wrong_key_value_reader_is_an_error_not_a_crash() -> None:
 @needs_compiled
 def test_repeats_are_numbered_past_names_already_taken() -> None:
     block: dict = {"kernel_name": "k"}
-    lines = ["a = 1", "a#2 = x", "a = 2", "a = 3", " kernel_name = again", "a#2 = y",
-             "gpgpu_silicon_slowdown = 9x", "after = 1"]
+    lines = [
+        "a = 1",
+        "a#2 = x",
+        "a = 2",
+        "a = 3",
+        " kernel_name = again",
+        "a#2 = y",
+        "gpgpu_silicon_slowdown = 9x",
+        "after = 1",
+    ]
     stop = compiled.read_block_lines(block, lines, 0, 50_000, {}, {}, {}, accelsim_log._key_eq_value)
     assert stop == (7, True)  # the block's last line read, not what follows it
     assert list(block.items()) == [
-        ("kernel_name", "k"), ("a", 1.0), ("a#2", "x"), ("a#3", 2.0), ("a#4", 3.0),
-        ("kernel_name#2", "again"), ("a#2#2", "y"), ("gpgpu_silicon_slowdown", "9x"),
+        ("kernel_name", "k"),
+        ("a", 1.0),
+        ("a#2", "x"),
+        ("a#3", 2.0),
+        ("a#4", 3.0),
+        ("kernel_name#2", "again"),
+        ("a#2#2", "y"),
+        ("gpgpu_silicon_slowdown", "9x"),
     ]
     # A next block's first line stops the read before it; a full block takes no more keys.
     full: dict = {"kernel_name": "k"}
-    assert compiled.read_block_lines(full, ["b = 1", "c = 2", "kernel_name = next", "d = 3"], 0, 2,
-                                     {}, {}, {}, accelsim_log._key_eq_value) == (2, False)
+    assert compiled.read_block_lines(
+        full, ["b = 1", "c = 2", "kernel_name = next", "d = 3"], 0, 2, {}, {}, {}, accelsim_log._key_eq_value
+    ) == (2, False)
     assert full == {"kernel_name": "k", "b": 1.0}
 
 
@@ -195,7 +292,9 @@ def test_no_memory_is_kept_beyond_the_caches() -> None:
     lines += ["n_cmd=1 n_nop=2", "rate=7", "x = 1%", "y = none", "z = \udc80"]
 
     def once() -> None:
-        compiled.read_block_lines({"kernel_name": "k"}, lines, 0, 50_000, {}, {}, {}, accelsim_log._key_eq_value)
+        compiled.read_block_lines(
+            {"kernel_name": "k"}, lines, 0, 50_000, {}, {}, {}, accelsim_log._key_eq_value
+        )
 
     once()
     tracemalloc.start()
@@ -227,10 +326,21 @@ def test_a_key_repeated_without_end_is_numbered_on_and_caches_few_names(read: st
 
 @needs_compiled
 def test_the_compiled_caches_have_the_python_bounds() -> None:
-    assert (compiled.LINE_CACHE_LIMIT, compiled.KEYS_CACHED_LIMIT, compiled.CACHED_LINE_MAX,
-            compiled.CACHED_KEY_MAX, compiled.NAMES_CACHED_PER_KEY, compiled.STATS_LINE_MAX) == (
-        accelsim_log._LINE_CACHE_LIMIT, accelsim_log._KEYS_CACHED_LIMIT, accelsim_log._CACHED_LINE_MAX,
-        accelsim_log._CACHED_KEY_MAX, accelsim_log._NAMES_CACHED_PER_KEY, accelsim_log.STATS_LINE_MAX)
+    assert (
+        compiled.LINE_CACHE_LIMIT,
+        compiled.KEYS_CACHED_LIMIT,
+        compiled.CACHED_LINE_MAX,
+        compiled.CACHED_KEY_MAX,
+        compiled.NAMES_CACHED_PER_KEY,
+        compiled.STATS_LINE_MAX,
+    ) == (
+        accelsim_log._LINE_CACHE_LIMIT,
+        accelsim_log._KEYS_CACHED_LIMIT,
+        accelsim_log._CACHED_LINE_MAX,
+        accelsim_log._CACHED_KEY_MAX,
+        accelsim_log._NAMES_CACHED_PER_KEY,
+        accelsim_log.STATS_LINE_MAX,
+    )
 
 
 @pytest.mark.parametrize("read", ["compiled", "python"])
@@ -255,28 +365,32 @@ def test_the_caches_never_pass_their_bounds_within_one_read(read: str) -> None:
 
 
 @needs_compiled
-@pytest.mark.parametrize("repeats, line_cache, names_cache, error", [
-    ({"a": -5}, {}, {}, None),  # a count below 1 is no count: numbered from the block
-    ({"a": 0}, {}, {}, None),
-    ({"a": sys.maxsize}, {}, {}, None),  # nor one past the block's size
-    ({"a": sys.maxsize - 1}, {}, {}, None),
-    ({"a": 3}, {}, {}, None),
-    ({"a": "x"}, {}, {}, TypeError),
-    ({}, {}, {"a": []}, TypeError),
-    ({}, {}, {"a": "zzz"}, TypeError),
-    ({}, {}, {"a": 5}, TypeError),
-    ({}, {}, {"a": [5]}, TypeError),
-    ({}, {"a = 2": 5}, {}, TypeError),
-    ({}, {"a = 2": ("x",)}, {}, TypeError),
-    ({}, {"a = 2": ()}, {}, TypeError),
-    ({}, {"a = 2": (1.0, 7)}, {}, TypeError),
-])
+@pytest.mark.parametrize(
+    "repeats, line_cache, names_cache, error",
+    [
+        ({"a": -5}, {}, {}, None),  # a count below 1 is no count: numbered from the block
+        ({"a": 0}, {}, {}, None),
+        ({"a": sys.maxsize}, {}, {}, None),  # nor one past the block's size
+        ({"a": sys.maxsize - 1}, {}, {}, None),
+        ({"a": 3}, {}, {}, None),
+        ({"a": "x"}, {}, {}, TypeError),
+        ({}, {}, {"a": []}, TypeError),
+        ({}, {}, {"a": "zzz"}, TypeError),
+        ({}, {}, {"a": 5}, TypeError),
+        ({}, {}, {"a": [5]}, TypeError),
+        ({}, {"a = 2": 5}, {}, TypeError),
+        ({}, {"a = 2": ("x",)}, {}, TypeError),
+        ({}, {"a = 2": ()}, {}, TypeError),
+        ({}, {"a = 2": (1.0, 7)}, {}, TypeError),
+    ],
+)
 def test_bad_cache_contents_are_an_error_never_a_crash(repeats, line_cache, names_cache, error) -> None:
     block: dict = {"kernel_name": "k", "a": 1.0}
 
     def read() -> None:
-        compiled.read_block_lines(block, ["a = 2"], 0, 100, repeats, line_cache, names_cache,
-                                  accelsim_log._key_eq_value)
+        compiled.read_block_lines(
+            block, ["a = 2"], 0, 100, repeats, line_cache, names_cache, accelsim_log._key_eq_value
+        )
 
     if error is None:
         read()

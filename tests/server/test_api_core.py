@@ -20,26 +20,42 @@ ID = re.compile(r"^(run|sim)-[0-9a-f]{12}$")
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
 PROTECTED = [
-    ("GET", "/api/traces"), ("GET", "/api/traces/x"), ("GET", "/api/gpu-configs"),
-    ("POST", "/api/runs"), ("GET", "/api/runs"), ("GET", "/api/runs/run-000000000000"),
-    ("POST", "/api/runs/run-000000000000/cancel"), ("GET", "/api/runs/run-000000000000/comparison"),
-    ("GET", "/api/runs/run-000000000000/kernels"), ("GET", "/api/runs/run-000000000000/step-timelines"),
-    ("GET", "/api/runs/run-000000000000/results"), ("GET", "/api/sims/sim-000000000000/results"),
-    ("GET", "/api/sims/sim-000000000000/log"), ("GET", "/api/runs/run-000000000000/files"),
-    ("GET", "/api/runs/run-000000000000/perfetto"), ("GET", "/api/sims/sim-000000000000/files"),
-    ("GET", "/api/sims/sim-000000000000/files/a.txt"), ("GET", "/api/runs/run-000000000000/events"),
-    ("POST", "/api/sims/sim-000000000000/heartbeat"), ("POST", "/api/sims/sim-000000000000/logs"),
-    ("POST", "/api/sims/sim-000000000000/step-timeline"), ("PUT", "/api/sims/sim-000000000000/files/a.txt"),
+    ("GET", "/api/traces"),
+    ("GET", "/api/traces/x"),
+    ("GET", "/api/gpu-configs"),
+    ("POST", "/api/runs"),
+    ("GET", "/api/runs"),
+    ("GET", "/api/runs/run-000000000000"),
+    ("POST", "/api/runs/run-000000000000/cancel"),
+    ("GET", "/api/runs/run-000000000000/comparison"),
+    ("GET", "/api/runs/run-000000000000/kernels"),
+    ("GET", "/api/runs/run-000000000000/step-timelines"),
+    ("GET", "/api/runs/run-000000000000/results"),
+    ("GET", "/api/sims/sim-000000000000/results"),
+    ("GET", "/api/sims/sim-000000000000/log"),
+    ("GET", "/api/runs/run-000000000000/files"),
+    ("GET", "/api/runs/run-000000000000/perfetto"),
+    ("GET", "/api/sims/sim-000000000000/files"),
+    ("GET", "/api/sims/sim-000000000000/files/a.txt"),
+    ("GET", "/api/runs/run-000000000000/events"),
+    ("POST", "/api/sims/sim-000000000000/heartbeat"),
+    ("POST", "/api/sims/sim-000000000000/logs"),
+    ("POST", "/api/sims/sim-000000000000/step-timeline"),
+    ("PUT", "/api/sims/sim-000000000000/files/a.txt"),
 ]
 
 
 async def create_run(http: httpx.AsyncClient, entries=None, trace_id="tinyformer-step-sm70") -> dict:
-    resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": entries or [{"gpu_config": "SM7_QV100", "count": 2}]})
+    resp = await http.post(
+        "/api/runs",
+        json={"trace_id": trace_id, "entries": entries or [{"gpu_config": "SM7_QV100", "count": 2}]},
+    )
     assert resp.status_code == 201, resp.text
     return resp.json()
 
 
 # --- health and auth ---------------------------------------------------------------------------
+
 
 async def test_health_is_open_and_reports_auth(server):
     async with server.client(token=None) as http:
@@ -107,13 +123,16 @@ async def test_token_never_logged(server, caplog):
 
 
 def test_models_import_nothing_heavy():
-    code = ("import sys, cascade_server.shared.models; heavy = [m for m in ('aiohttp', 'aiosqlite', 'boto3', 'textual')"
-            " if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
+    code = (
+        "import sys, cascade_server.shared.models; heavy = [m for m in ('aiohttp', 'aiosqlite', 'boto3', 'textual')"
+        " if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 # --- traces and configs ------------------------------------------------------------------------
+
 
 async def test_traces_list_newest_first_and_detail(core):
     async with core.client() as http:
@@ -141,35 +160,71 @@ async def test_gpu_configs_scanned_sorted_and_skipping_unreadable(core):
 
 # --- runs ---------------------------------------------------------------------------------------
 
+
 async def test_create_run_fans_out_sims(core):
     async with core.client() as http:
-        run = await create_run(http, [{"gpu_config": "SM7_TITANV", "count": 1}, {"gpu_config": "SM7_QV100", "count": 2}])
+        run = await create_run(
+            http, [{"gpu_config": "SM7_TITANV", "count": 1}, {"gpu_config": "SM7_QV100", "count": 2}]
+        )
         assert ID.match(run["id"]) and run["trace_id"] == "tinyformer-step-sm70"
         assert run["state"] == "active" and run["sample"] is False and run["replay"] is False
-        assert run["entries"] == [{"gpu_config": "SM7_TITANV", "count": 1}, {"gpu_config": "SM7_QV100", "count": 2}]
+        assert run["entries"] == [
+            {"gpu_config": "SM7_TITANV", "count": 1},
+            {"gpu_config": "SM7_QV100", "count": 2},
+        ]
         assert run["trace"]["id"] == "tinyformer-step-sm70" and "kernels" not in run["trace"]
         sims = run["sims"]
-        assert [(s["gpu_config"], s["replica"]) for s in sims] == [("SM7_QV100", 0), ("SM7_QV100", 1), ("SM7_TITANV", 0)]
+        assert [(s["gpu_config"], s["replica"]) for s in sims] == [
+            ("SM7_QV100", 0),
+            ("SM7_QV100", 1),
+            ("SM7_TITANV", 0),
+        ]
         for sim in sims:
             assert ID.match(sim["id"]) and sim["run_id"] == run["id"]
             assert sim["state"] in ("pending", "launching") and sim["kernels_total"] == 15
             assert sim["kernels_done"] == 0 and sim["log_tail"] == [] and sim["started_at"] is None
-            assert sim["latest"] == {"gpu_tot_sim_cycle": None, "gpu_tot_sim_insn": None, "gpu_tot_ipc": None, "sim_rate_ips": None}
+            assert sim["latest"] == {
+                "gpu_tot_sim_cycle": None,
+                "gpu_tot_sim_insn": None,
+                "gpu_tot_ipc": None,
+                "sim_rate_ips": None,
+            }
         assert sum(run["sim_counts"].values()) == 3
+
         # the manual launcher moves every sim to launching, in the background
         async def all_launching():
             got = (await http.get(f"/api/runs/{run['id']}")).json()
             return got if got["sim_counts"] == {"launching": 3} else None
+
         detail = await wait_until(all_launching)
         assert detail["sims"][0]["launcher_ref"] is None
 
 
-@pytest.mark.parametrize("body,status,detail", [
-    ({"trace_id": "nope", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}, 404, "trace nope not found"),
-    ({"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM9_NOPE", "count": 1}]}, 422, "unknown gpu_config"),
-    ({"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM75_RTX2060", "count": 1}]}, 422, "is sm_75, but trace tinyformer-step-sm70 is sm_70"),
-    ({"trace_id": "turing", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}, 422, "is sm_70, but trace turing is sm_75"),
-])
+@pytest.mark.parametrize(
+    "body,status,detail",
+    [
+        (
+            {"trace_id": "nope", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]},
+            404,
+            "trace nope not found",
+        ),
+        (
+            {"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM9_NOPE", "count": 1}]},
+            422,
+            "unknown gpu_config",
+        ),
+        (
+            {"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM75_RTX2060", "count": 1}]},
+            422,
+            "is sm_75, but trace tinyformer-step-sm70 is sm_70",
+        ),
+        (
+            {"trace_id": "turing", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]},
+            422,
+            "is sm_70, but trace turing is sm_75",
+        ),
+    ],
+)
 async def test_create_run_errors_with_a_sentence(core, body, status, detail):
     async with core.client() as http:
         resp = await http.post("/api/runs", json=body)
@@ -177,13 +232,25 @@ async def test_create_run_errors_with_a_sentence(core, body, status, detail):
     assert isinstance(resp.json()["detail"], str) and detail in resp.json()["detail"]
 
 
-@pytest.mark.parametrize("body,loc", [
-    ({"trace_id": "tinyformer-step-sm70", "entries": []}, ["body", "entries"]),
-    ({"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": 0}]}, ["body", "entries", 0, "count"]),
-    ({"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": 65}]}, ["body", "entries", 0, "count"]),
-    ({"entries": [{"gpu_config": "SM7_QV100", "count": 1}]}, ["body", "trace_id"]),
-    ({"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": "many"}]}, ["body", "entries", 0, "count"]),
-])
+@pytest.mark.parametrize(
+    "body,loc",
+    [
+        ({"trace_id": "tinyformer-step-sm70", "entries": []}, ["body", "entries"]),
+        (
+            {"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": 0}]},
+            ["body", "entries", 0, "count"],
+        ),
+        (
+            {"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": 65}]},
+            ["body", "entries", 0, "count"],
+        ),
+        ({"entries": [{"gpu_config": "SM7_QV100", "count": 1}]}, ["body", "trace_id"]),
+        (
+            {"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": "many"}]},
+            ["body", "entries", 0, "count"],
+        ),
+    ],
+)
 async def test_create_run_invalid_body_is_a_422_list(core, body, loc):
     async with core.client() as http:
         resp = await http.post("/api/runs", json=body)
@@ -196,7 +263,9 @@ async def test_create_run_invalid_body_is_a_422_list(core, body, loc):
 
 async def test_create_run_counts_at_the_boundaries(core):
     async with core.client() as http:
-        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 64}, {"gpu_config": "SM7_TITANV", "count": 1}])
+        run = await create_run(
+            http, [{"gpu_config": "SM7_QV100", "count": 64}, {"gpu_config": "SM7_TITANV", "count": 1}]
+        )
     assert len(run["sims"]) == 65
 
 
@@ -205,16 +274,25 @@ async def test_create_run_refuses_traces_not_ready_and_samples(core):
     await core.store.put_trace(ready_trace("the-sample", sample=True))
     async with core.client() as http:
         for trace_id, words in (("uploading-one", "is uploading, not ready"), ("the-sample", "is a sample")):
-            resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
+            resp = await http.post(
+                "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
+            )
             assert resp.status_code == 409 and words in resp.json()["detail"]
 
 
-@pytest.mark.parametrize("kwargs,status,words", [
-    ({"content": b"{not json", "headers": {"Content-Type": "application/json"}}, 400, "not valid JSON"),
-    ({"content": b"[1, 2]", "headers": {"Content-Type": "application/json"}}, 422, "object"),
-    ({"content": b"trace_id=x", "headers": {"Content-Type": "application/x-www-form-urlencoded"}}, 415, "JSON"),
-    ({"content": b"{}", "headers": {}}, 415, "JSON"),
-])
+@pytest.mark.parametrize(
+    "kwargs,status,words",
+    [
+        ({"content": b"{not json", "headers": {"Content-Type": "application/json"}}, 400, "not valid JSON"),
+        ({"content": b"[1, 2]", "headers": {"Content-Type": "application/json"}}, 422, "object"),
+        (
+            {"content": b"trace_id=x", "headers": {"Content-Type": "application/x-www-form-urlencoded"}},
+            415,
+            "JSON",
+        ),
+        ({"content": b"{}", "headers": {}}, 415, "JSON"),
+    ],
+)
 async def test_bad_bodies_are_clear_4xx(core, kwargs, status, words):
     async with core.client() as http:
         resp = await http.post("/api/runs", **kwargs)
@@ -256,12 +334,15 @@ async def test_cancel_is_idempotent_and_tells_the_simulator(core):
         assert again["sims"] == body["sims"]
         ack = (await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "running"})).json()
         assert ack == {"state": "cancelled", "cancel": True}
-        ack = (await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "succeeded", "exit_code": 0})).json()
+        ack = (
+            await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "succeeded", "exit_code": 0})
+        ).json()
         assert ack == {"state": "cancelled", "cancel": True}
         assert (await http.post("/api/runs/run-000000000000/cancel")).status_code == 404
 
 
 # --- heartbeats and the state machine ----------------------------------------------------------
+
 
 async def set_state(server, sim_id: str, state: str) -> None:
     """Test setup only: put a sim straight into `state`."""
@@ -276,7 +357,9 @@ async def test_heartbeats_follow_sim_transitions_exactly(core):
         for sim, (start, beat) in zip(run["sims"], pairs):
             await wait_until(lambda sim=sim: _state_is(http, sim["id"], "launching"))
             await set_state(core, sim["id"], start)
-            resp = await http.post(f"/api/sims/{sim['id']}/heartbeat", json={"state": beat, "exit_code": 3, "error": "boom"})
+            resp = await http.post(
+                f"/api/sims/{sim['id']}/heartbeat", json={"state": beat, "exit_code": 3, "error": "boom"}
+            )
             assert resp.status_code == 200
             allowed = beat in SIM_TRANSITIONS[start]
             expected = beat if allowed else start
@@ -291,7 +374,9 @@ async def test_heartbeats_follow_sim_transitions_exactly(core):
             else:
                 assert STAMP.match(after["last_heartbeat_at"])
             if allowed and beat in TERMINAL_SIM_STATES:
-                assert after["exit_code"] == 3 and after["error"] == "boom" and STAMP.match(after["finished_at"])
+                assert (
+                    after["exit_code"] == 3 and after["error"] == "boom" and STAMP.match(after["finished_at"])
+                )
             if allowed and beat == "running":
                 assert after["error"] is None and after["started_at"] == after["last_heartbeat_at"]
 
@@ -322,7 +407,9 @@ async def test_running_heartbeat_sets_started_once_and_final_sets_finished(core)
         second = (await http.get(f"/api/sims/{sim_id}/results")).json()["sim"]
         assert second["started_at"] == first["started_at"]
         assert second["last_heartbeat_at"] > first["last_heartbeat_at"]
-        ack = (await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "succeeded", "exit_code": 0})).json()
+        ack = (
+            await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "succeeded", "exit_code": 0})
+        ).json()
         assert ack == {"state": "succeeded", "cancel": False}
         final = (await http.get(f"/api/runs/{run['id']}")).json()
         assert final["state"] == "succeeded" and final["sims"][0]["exit_code"] == 0

@@ -9,16 +9,18 @@ import pytest
 
 from cascade_server.appkeys import GPU_CONFIGS_KEY
 from cascade_server.shared.models import RunEntry, StepTimelineUpload
+from cascade_server.shared.s3_endpoint import S3Info, make_client
 from cascade_server.storage import NotFound
 from cascade_server.traces.ingest import TRACE_SCANNER_KEY
-from cascade_server.shared.s3_endpoint import S3Info, make_client
 from tests.conftest import ready_trace
 
 from .test_api_core import create_run
 
 MANAGE_ROUTES = [
-    ("DELETE", "/api/runs/run-000000000000"), ("DELETE", "/api/traces/x"),
-    ("POST", "/api/runs/run-000000000000/rerun"), ("POST", "/api/runs/run-000000000000/retry"),
+    ("DELETE", "/api/runs/run-000000000000"),
+    ("DELETE", "/api/traces/x"),
+    ("POST", "/api/runs/run-000000000000/rerun"),
+    ("POST", "/api/runs/run-000000000000/retry"),
 ]
 
 
@@ -56,11 +58,14 @@ async def test_delete_run_removes_its_rows_and_files(core):
         sim = run["sims"][0]["id"]
         resp = await http.delete(f"/api/runs/{run['id']}")
         assert resp.status_code == 409
-        assert resp.json()["detail"] == (f"run {run['id']} is active: cancel it first "
-                                         f"(POST /api/runs/{run['id']}/cancel)")
+        assert resp.json()["detail"] == (
+            f"run {run['id']} is active: cancel it first (POST /api/runs/{run['id']}/cancel)"
+        )
 
         # Output of every kind: a log chunk with a kernel, an uploaded file, a step timeline.
-        assert (await http.post(f"/api/sims/{sim}/logs", json={"seq": 0, "lines": ["hello"]})).status_code == 204
+        assert (
+            await http.post(f"/api/sims/{sim}/logs", json={"seq": 0, "lines": ["hello"]})
+        ).status_code == 204
         assert (await http.put(f"/api/sims/{sim}/files/out.txt", content=b"data")).status_code == 200
         timeline = {"simulated": {"steps": [], "summary": {}}, "compare": None}
         assert (await http.post(f"/api/sims/{sim}/step-timeline", json=timeline)).status_code == 204
@@ -79,7 +84,9 @@ async def test_delete_run_removes_its_rows_and_files(core):
         assert not (settings.workers_dir / f"{sim}.log").exists()
         assert [r["id"] for r in (await http.get("/api/runs")).json()] == [other["id"]]
         for table in ("sims", "log_chunks", "kernels", "files", "step_timelines"):
-            async with core.store.r.execute(f"SELECT COUNT(*) FROM {table} WHERE {'id' if table == 'sims' else 'sim_id'}=?", (sim,)) as cur:
+            async with core.store.r.execute(
+                f"SELECT COUNT(*) FROM {table} WHERE {'id' if table == 'sims' else 'sim_id'}=?", (sim,)
+            ) as cur:
                 assert (await cur.fetchone())[0] == 0, table
         # Deleting again: it is gone.
         resp = await http.delete(f"/api/runs/{run['id']}")
@@ -105,7 +112,10 @@ async def test_retry_runs_the_failed_sims_again_in_a_new_run(core):
         entries = [{"gpu_config": "SM7_QV100", "count": 3}, {"gpu_config": "SM7_TITANV", "count": 2}]
         run = await create_run(http, entries)
         resp = await http.post(f"/api/runs/{run['id']}/retry")
-        assert (resp.status_code, resp.json()["detail"]) == (409, f"run {run['id']} has no failed sims to retry")
+        assert (resp.status_code, resp.json()["detail"]) == (
+            409,
+            f"run {run['id']} has no failed sims to retry",
+        )
         # QV100: succeeded, failed, failed; TITANV: failed, cancelled (not retried: stopped on purpose)
         await finish(core, run, ["succeeded", "failed", "failed", "failed", "cancelled"])
         assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "partial"
@@ -113,8 +123,15 @@ async def test_retry_runs_the_failed_sims_again_in_a_new_run(core):
         assert resp.status_code == 201, resp.text
         retried = resp.json()
         assert retried["trace_id"] == run["trace_id"]
-        assert retried["entries"] == [{"gpu_config": "SM7_QV100", "count": 2}, {"gpu_config": "SM7_TITANV", "count": 1}]
-        assert [(s["gpu_config"], s["replica"]) for s in retried["sims"]] == [("SM7_QV100", 0), ("SM7_QV100", 1), ("SM7_TITANV", 0)]
+        assert retried["entries"] == [
+            {"gpu_config": "SM7_QV100", "count": 2},
+            {"gpu_config": "SM7_TITANV", "count": 1},
+        ]
+        assert [(s["gpu_config"], s["replica"]) for s in retried["sims"]] == [
+            ("SM7_QV100", 0),
+            ("SM7_QV100", 1),
+            ("SM7_TITANV", 0),
+        ]
         original = (await http.get(f"/api/runs/{run['id']}")).json()
         assert original["state"] == "partial"  # the old run keeps its record
 
@@ -126,7 +143,10 @@ async def test_rerun_and_retry_follow_create_runs_rules(core):
         await core.store.put_trace(ready_trace(state="failed", error="gone bad"))
         for action in ("rerun", "retry"):
             resp = await http.post(f"/api/runs/{run['id']}/{action}")
-            assert (resp.status_code, resp.json()["detail"]) == (409, "trace tinyformer-step-sm70 is failed, not ready")
+            assert (resp.status_code, resp.json()["detail"]) == (
+                409,
+                "trace tinyformer-step-sm70 is failed, not ready",
+            )
 
 
 async def test_delete_trace_only_when_no_active_run_uses_it(core):
@@ -138,8 +158,10 @@ async def test_delete_trace_only_when_no_active_run_uses_it(core):
         run = await create_run(http)
         resp = await http.delete("/api/traces/tinyformer-step-sm70")
         assert resp.status_code == 409
-        assert resp.json()["detail"] == (f"trace tinyformer-step-sm70 is used by active run {run['id']}: "
-                                         "cancel it or wait until it finishes")
+        assert resp.json()["detail"] == (
+            f"trace tinyformer-step-sm70 is used by active run {run['id']}: "
+            "cancel it or wait until it finishes"
+        )
         assert mirror.is_dir()
         assert (await http.post(f"/api/runs/{run['id']}/cancel")).status_code == 200
         resp = await http.delete("/api/traces/tinyformer-step-sm70")
@@ -164,7 +186,9 @@ async def test_a_trace_in_flight_cannot_be_deleted(core, state):
     assert resp.json()["detail"].startswith(f"trace busy is {state}: delete it once it is ready or failed")
 
 
-async def test_deleted_trace_leaves_the_bucket_so_its_id_can_be_uploaded_again(make_server, rclone_s3, monkeypatch):
+async def test_deleted_trace_leaves_the_bucket_so_its_id_can_be_uploaded_again(
+    make_server, rclone_s3, monkeypatch
+):
     s3 = make_client(S3Info(rclone_s3.endpoint, "cascade", rclone_s3.access_key, rclone_s3.secret_key))
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", rclone_s3.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", rclone_s3.secret_key)
@@ -174,6 +198,7 @@ async def test_deleted_trace_leaves_the_bucket_so_its_id_can_be_uploaded_again(m
     s3.put_object(Bucket="cascade", Key=prefix + "traces/kernel-1.trace", Body=b"x")
     s3.put_object(Bucket="cascade", Key=prefix + "metadata.json", Body=b'{"status": "failed"}')
     async with server.client() as http:
+
         async def state() -> str | None:
             resp = await http.get("/api/traces/doomed")
             return resp.json()["state"] if resp.status_code == 200 else None
@@ -238,7 +263,9 @@ async def test_lists_take_limit_and_state(core):
         assert await ids("/api/runs", state="cancelled") == []
         assert await ids("/api/traces", state="failed") == ["broken"]
         assert len(await ids("/api/traces", limit=1)) == 1
-        assert len(await ids("/api/runs", limit=2**63 - 1)) == len(newest_first)  # the largest limit SQLite takes
+        assert len(await ids("/api/runs", limit=2**63 - 1)) == len(
+            newest_first
+        )  # the largest limit SQLite takes
         assert set(await ids("/api/traces", state="ready")) == {"tinyformer-step-sm70", "turing"}
 
 
@@ -247,10 +274,30 @@ async def test_lists_take_limit_and_state(core):
     [
         ("/api/runs", "limit=0", ["query", "limit"], "greater than or equal to 1"),
         ("/api/runs", "limit=ten", ["query", "limit"], "valid integer"),
-        ("/api/runs", "limit=9223372036854775808", ["query", "limit"], "less than or equal to 9223372036854775807"),
-        ("/api/traces", "limit=9223372036854775808", ["query", "limit"], "less than or equal to 9223372036854775807"),
-        ("/api/runs", "state=done", ["query", "state", 0], "'active', 'succeeded', 'partial', 'failed' or 'cancelled'"),
-        ("/api/traces", "state=succeeded", ["query", "state", 0], "'uploading', 'processing', 'ready' or 'failed'"),
+        (
+            "/api/runs",
+            "limit=9223372036854775808",
+            ["query", "limit"],
+            "less than or equal to 9223372036854775807",
+        ),
+        (
+            "/api/traces",
+            "limit=9223372036854775808",
+            ["query", "limit"],
+            "less than or equal to 9223372036854775807",
+        ),
+        (
+            "/api/runs",
+            "state=done",
+            ["query", "state", 0],
+            "'active', 'succeeded', 'partial', 'failed' or 'cancelled'",
+        ),
+        (
+            "/api/traces",
+            "state=succeeded",
+            ["query", "state", 0],
+            "'uploading', 'processing', 'ready' or 'failed'",
+        ),
     ],
 )
 async def test_bad_list_parameters_are_a_422_list(core, path, query, loc, words):
@@ -267,7 +314,9 @@ async def test_a_run_cannot_start_on_a_trace_deleted_meanwhile(core):
     trace = await core.store.get_trace("tinyformer-step-sm70")
     await core.store.delete_trace("tinyformer-step-sm70")
     with pytest.raises(NotFound, match="trace tinyformer-step-sm70 not found"):
-        await core.store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY])
+        await core.store.create_run(
+            trace, [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY]
+        )
     assert await core.store.list_runs() == []
 
 
@@ -329,7 +378,9 @@ async def test_a_trace_being_deleted_takes_no_new_run(core):
     trace_id = "tinyformer-step-sm70"
     await core.store.reserve_trace_delete(trace_id)  # what DELETE does first
     async with core.client() as http:
-        resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
+        resp = await http.post(
+            "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
+        )
         assert (resp.status_code, resp.json()) == (409, {"detail": f"trace {trace_id} is being deleted"})
         resp = await http.delete(f"/api/traces/{trace_id}")
         assert (resp.status_code, resp.json()) == (409, {"detail": f"trace {trace_id} is being deleted"})

@@ -18,7 +18,11 @@ def when(text: str | None) -> datetime | None:
 
 
 async def beat(http, sim_id: str, state: str) -> dict:
-    body = {"state": state} if state == "running" else {"state": state, "exit_code": 0 if state == "succeeded" else 1}
+    body = (
+        {"state": state}
+        if state == "running"
+        else {"state": state, "exit_code": 0 if state == "succeeded" else 1}
+    )
     resp = await http.post(f"/api/sims/{sim_id}/heartbeat", json=body)
     assert resp.status_code == 200, resp.text
     return (await http.get(f"/api/sims/{sim_id}/results")).json()["sim"]
@@ -53,7 +57,9 @@ async def test_a_run_starts_with_its_first_sim_and_ends_with_its_last(core):
         for query in ("", "?limit=1", "?state=partial"):
             summary = await listed(http, run["id"], query)
             assert (summary["started_at"], summary["finished_at"]) == (
-                detail["started_at"], detail["finished_at"]), query
+                detail["started_at"],
+                detail["finished_at"],
+            ), query
         assert when(detail["created_at"]) <= when(detail["started_at"]) <= when(detail["finished_at"])
 
 

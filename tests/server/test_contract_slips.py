@@ -19,8 +19,9 @@ async def test_a_succeeded_heartbeat_keeps_its_error_text_as_a_warning(core):
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]
         warning = "simulator warning: 3 kernels used the fallback timing model"
-        resp = await http.post(f"/api/sims/{sim_id}/heartbeat",
-                               json={"state": "succeeded", "exit_code": 0, "error": warning})
+        resp = await http.post(
+            f"/api/sims/{sim_id}/heartbeat", json={"state": "succeeded", "exit_code": 0, "error": warning}
+        )
         assert resp.status_code == 200, resp.text
         assert resp.json() == {"state": "succeeded", "cancel": False}
         sim = await sim_state(http, sim_id)
@@ -53,8 +54,9 @@ async def test_a_late_heartbeat_to_a_sim_failed_for_silence_is_told_to_stop(make
         assert late.json() == {"state": "failed", "cancel": True}
         after = await sim_state(http, sim_id)
         # Nothing stored changes: the state, the reason and the last heartbeat stay as they were.
-        assert {k: after[k] for k in ("state", "error", "last_heartbeat_at", "finished_at")} == \
-            {k: failed[k] for k in ("state", "error", "last_heartbeat_at", "finished_at")}
+        assert {k: after[k] for k in ("state", "error", "last_heartbeat_at", "finished_at")} == {
+            k: failed[k] for k in ("state", "error", "last_heartbeat_at", "finished_at")
+        }
         assert "no heartbeat" in after["error"]
 
 

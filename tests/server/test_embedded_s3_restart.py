@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 
+from cascade_server.shared.s3_endpoint import S3Info, make_client
 from cascade_server.traces import scanner as scanner_module
 from cascade_server.traces.embedded_s3 import rclone_binary
-from cascade_server.shared.s3_endpoint import S3Info, make_client
 from tests.helpers import free_port, wait_until
 
 from .test_serve_cli import start, startup_lines, stderr_of
@@ -30,7 +30,7 @@ def rclone_of(server_pid: int) -> int | None:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
         if name == "rclone" and int(rest[1]) == server_pid and rest[0] != "Z":
             return int(entry.name)
     return None
@@ -49,14 +49,18 @@ async def test_a_killed_embedded_endpoint_is_restarted_and_ingestion_goes_on(tmp
     proc = start(tmp_path / "data", port, CASCADE_S3_PORT=str(s3_port), CASCADE_SCAN_INTERVAL_S="0.2")
     try:
         lines = startup_lines(proc)
-        info = S3Info(lines["s3_endpoint"], lines["s3_bucket"], lines["s3_access_key"], lines["s3_secret_key"])
+        info = S3Info(
+            lines["s3_endpoint"], lines["s3_bucket"], lines["s3_access_key"], lines["s3_secret_key"]
+        )
         headers = {"Authorization": f"Bearer {lines['token']}"}
         async with httpx.AsyncClient(base_url=lines["app"], headers=headers, timeout=30) as http:
             for n in (1, 2):  # twice: each death gets its restart and its line
                 first = rclone_of(proc.pid)
                 assert first is not None
                 os.kill(first, signal.SIGKILL)
-                second = await wait_until(lambda old=first: (pid := rclone_of(proc.pid)) not in (None, old) and pid)
+                second = await wait_until(
+                    lambda old=first: (pid := rclone_of(proc.pid)) not in (None, old) and pid
+                )
                 await wait_until(lambda: s3_answers(info))  # same port, same credentials
                 line = RESTART_LINE.format(port=s3_port, pid=first, n=n)
                 assert stderr_of(proc).count(line) == 1, stderr_of(proc)
@@ -65,7 +69,9 @@ async def test_a_killed_embedded_endpoint_is_restarted_and_ingestion_goes_on(tmp
             # Uploads through the restarted endpoint are ingested.
             s3 = make_client(info)
             s3.put_object(Bucket=info.bucket, Key="accelsim-traces/after/traces/kernel-1.trace", Body=b"x")
-            s3.put_object(Bucket=info.bucket, Key="accelsim-traces/after/metadata.json", Body=b'{"status": "failed"}')
+            s3.put_object(
+                Bucket=info.bucket, Key="accelsim-traces/after/metadata.json", Body=b'{"status": "failed"}'
+            )
 
             async def ingested() -> bool:
                 resp = await http.get("/api/traces/after")
@@ -83,7 +89,8 @@ def start_rclone(port: int, root: Path, info: S3Info) -> subprocess.Popen:
     return subprocess.Popen(
         [str(rclone_binary()), "serve", "s3", "--addr", f"127.0.0.1:{port}", str(root)],
         env={"RCLONE_AUTH_KEY": f'"{info.access_key},{info.secret_key}"', "RCLONE_CONFIG": "/dev/null"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
@@ -105,6 +112,7 @@ async def test_health_says_why_the_endpoint_is_unreachable_while_it_is(make_serv
         await wait_until(lambda: s3_answers(info))
         server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
         async with server.client(token=None) as http:
+
             async def s3_error() -> str | None:
                 return (await http.get("/api/health")).json()["s3_error"]
 
@@ -135,6 +143,7 @@ async def test_health_says_an_endpoint_that_stopped_answering_is_silent(make_ser
         await wait_until(lambda: s3_answers(info))
         server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
         async with server.client(token=None) as http:
+
             async def s3_error() -> str | None:
                 return (await http.get("/api/health")).json()["s3_error"]
 
@@ -142,7 +151,8 @@ async def test_health_says_an_endpoint_that_stopped_answering_is_silent(make_ser
             rclone.send_signal(signal.SIGSTOP)
             error = await wait_until(s3_error)
             assert error.startswith(f"no answer from {info.endpoint} for ") and error.endswith(
-                " s (listing the bucket)"), error
+                " s (listing the bucket)"
+            ), error
             rclone.send_signal(signal.SIGCONT)  # the waiting listing gets its answer
             await wait_until(lambda: _is_none(s3_error()))
     finally:

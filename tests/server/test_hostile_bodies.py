@@ -23,8 +23,9 @@ RUN_JSON = b'{"trace_id": "t", "entries": [{"gpu_config": "SM7_QV100", "count": 
 
 
 def post(path: str, content_type: str, body: bytes, *extra: bytes) -> bytes:
-    head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n"
-            f"Content-Length: {len(body)}\r\n").encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+    ).encode()
     return head + b"".join(extra) + b"\r\n" + body
 
 
@@ -42,32 +43,61 @@ def deflate_corrupt(body: bytes) -> bytes:
 
 
 BAD_BODIES = {
-    "api, corrupt gzip": post("/api/runs", "application/json", gzip_cut(RUN_JSON), AUTH, b"Content-Encoding: gzip\r\n"),
-    "api, corrupt deflate": post("/api/runs", "application/json", deflate_corrupt(RUN_JSON), AUTH,
-                                 b"Content-Encoding: deflate\r\n"),
-    "api, not deflate at all": post("/api/runs", "application/json", b"0123456789" * 5, AUTH,
-                                    b"Content-Encoding: deflate\r\n"),
-    "log chunk, corrupt gzip": post("/api/sims/sim-000000000000/logs", "application/json",
-                                    gzip_cut(b'{"seq": 0, "lines": ["x"]}'), AUTH, b"Content-Encoding: gzip\r\n"),
-    "login, corrupt gzip": post("/web-ui/login", "application/x-www-form-urlencoded", gzip_cut(b"token=abc"),
-                                b"Content-Encoding: gzip\r\n"),
-    "login, corrupt deflate": post("/web-ui/login", "application/x-www-form-urlencoded", deflate_corrupt(b"token=a"),
-                                   b"Content-Encoding: deflate\r\n"),
-    "login, bytes not UTF-8": post("/web-ui/login", "application/x-www-form-urlencoded", b"token=\xff\xfe\xfd"),
+    "api, corrupt gzip": post(
+        "/api/runs", "application/json", gzip_cut(RUN_JSON), AUTH, b"Content-Encoding: gzip\r\n"
+    ),
+    "api, corrupt deflate": post(
+        "/api/runs", "application/json", deflate_corrupt(RUN_JSON), AUTH, b"Content-Encoding: deflate\r\n"
+    ),
+    "api, not deflate at all": post(
+        "/api/runs", "application/json", b"0123456789" * 5, AUTH, b"Content-Encoding: deflate\r\n"
+    ),
+    "log chunk, corrupt gzip": post(
+        "/api/sims/sim-000000000000/logs",
+        "application/json",
+        gzip_cut(b'{"seq": 0, "lines": ["x"]}'),
+        AUTH,
+        b"Content-Encoding: gzip\r\n",
+    ),
+    "login, corrupt gzip": post(
+        "/web-ui/login",
+        "application/x-www-form-urlencoded",
+        gzip_cut(b"token=abc"),
+        b"Content-Encoding: gzip\r\n",
+    ),
+    "login, corrupt deflate": post(
+        "/web-ui/login",
+        "application/x-www-form-urlencoded",
+        deflate_corrupt(b"token=a"),
+        b"Content-Encoding: deflate\r\n",
+    ),
+    "login, bytes not UTF-8": post(
+        "/web-ui/login", "application/x-www-form-urlencoded", b"token=\xff\xfe\xfd"
+    ),
     "login, escapes not UTF-8": post("/web-ui/login", "application/x-www-form-urlencoded", b"token=%ff%fe"),
-    "login, utf-16": post("/web-ui/login", "application/x-www-form-urlencoded; charset=utf-16",
-                          "token=abc".encode("utf-16")),
-    "login, unknown charset": post("/web-ui/login", "application/x-www-form-urlencoded; charset=x-nope", b"token=a"),
-    "login, broken multipart": post("/web-ui/login", "multipart/form-data; boundary=zz", b"--zz\r\nbroken\r\n"),
-    "login, multipart with no boundary": post("/web-ui/login", "multipart/form-data", b"--zz\r\n\r\n--zz--\r\n"),
+    "login, utf-16": post(
+        "/web-ui/login", "application/x-www-form-urlencoded; charset=utf-16", "token=abc".encode("utf-16")
+    ),
+    "login, unknown charset": post(
+        "/web-ui/login", "application/x-www-form-urlencoded; charset=x-nope", b"token=a"
+    ),
+    "login, broken multipart": post(
+        "/web-ui/login", "multipart/form-data; boundary=zz", b"--zz\r\nbroken\r\n"
+    ),
+    "login, multipart with no boundary": post(
+        "/web-ui/login", "multipart/form-data", b"--zz\r\n\r\n--zz--\r\n"
+    ),
     "login, a JSON body": post("/web-ui/login", "application/json", b'{"token": "abc"}'),
-    "login, too many fields": post("/web-ui/login", "application/x-www-form-urlencoded", b"&".join([b"a=1"] * 50)),
+    "login, too many fields": post(
+        "/web-ui/login", "application/x-www-form-urlencoded", b"&".join([b"a=1"] * 50)
+    ),
 }
 
 
 @pytest.mark.parametrize("name", BAD_BODIES)
 async def test_a_body_the_server_cannot_decode_is_a_400_with_one_short_log_line_at_most(
-        make_server, caplog, name):
+    make_server, caplog, name
+):
     server: LiveServer = await make_server()
     caplog.set_level(logging.DEBUG)
     status, headers, body = await exchange(server, BAD_BODIES[name])
@@ -75,7 +105,9 @@ async def test_a_body_the_server_cannot_decode_is_a_400_with_one_short_log_line_
     assert headers["content-type"].startswith("application/json")
     detail = json.loads(body)["detail"]
     assert isinstance(detail, str) and 10 < len(detail) < 200
-    records = [r for r in caplog.records if r.levelno >= logging.INFO and r.name.startswith(("cascade", "aiohttp"))]
+    records = [
+        r for r in caplog.records if r.levelno >= logging.INFO and r.name.startswith(("cascade", "aiohttp"))
+    ]
     assert all(r.exc_info is None for r in records), [r.getMessage() for r in records]
     assert all("\n" not in r.getMessage() and len(r.getMessage()) < 300 for r in records)
     async with server.client() as http:  # and the server goes on serving
@@ -91,8 +123,10 @@ async def test_a_well_formed_login_still_works_in_utf8_with_its_charset(make_ser
     assert status == 401
 
 
-@pytest.mark.parametrize("query", ["fontsize=%C2%B2", "fontsize=%D9%A3", "fontsize=99999999999999999999",
-                                   "fontsize=-3", "fontsize=1e9"])
+@pytest.mark.parametrize(
+    "query",
+    ["fontsize=%C2%B2", "fontsize=%D9%A3", "fontsize=99999999999999999999", "fontsize=-3", "fontsize=1e9"],
+)
 async def test_odd_page_parameters_fall_back_to_the_default(make_server, query):
     server: LiveServer = await make_server()
     request = f"GET /?{query} HTTP/1.1\r\nHost: x\r\nCookie: {COOKIE}={cookie_value(TOKEN)}\r\n\r\n".encode()
@@ -101,16 +135,30 @@ async def test_odd_page_parameters_fall_back_to_the_default(make_server, query):
     assert b'data-font-size="16"' in body or b'data-font-size="48"' in body
 
 
-BAD_MESSAGES = ['["resize", "x"]', '["resize", {"width": "a", "height": 3}]', '["resize", {}]', '["resize", null]',
-                '["resize", {"width": 1e308, "height": 2}]', '["resize", {"width": true, "height": 9}]',
-                '5', '{"a": 1, "b": 2}', '["stdin"]', '[1, 2]', '"text"', 'not json', '["resize", [1, 2]]']
+BAD_MESSAGES = [
+    '["resize", "x"]',
+    '["resize", {"width": "a", "height": 3}]',
+    '["resize", {}]',
+    '["resize", null]',
+    '["resize", {"width": 1e308, "height": 2}]',
+    '["resize", {"width": true, "height": 9}]',
+    "5",
+    '{"a": 1, "b": 2}',
+    '["stdin"]',
+    "[1, 2]",
+    '"text"',
+    "not json",
+    '["resize", [1, 2]]',
+]
 
 
 async def test_websocket_messages_of_any_shape_are_ignored_and_the_session_goes_on(make_server, tmp_path):
     server: LiveServer = await make_server()
     headers = {"Cookie": f"{COOKIE}={cookie_value(TOKEN)}"}
     async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(f"{server.url}/web-ui/ws?width=%C2%B2&height=30", headers=headers) as ws:
+        async with session.ws_connect(
+            f"{server.url}/web-ui/ws?width=%C2%B2&height=30", headers=headers
+        ) as ws:
             for message in BAD_MESSAGES:
                 await ws.send_str(message)
             await ws.send_str('["resize", {"width": 100000, "height": 40}]')  # clamped, not refused

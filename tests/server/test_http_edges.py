@@ -41,6 +41,7 @@ async def one_sim(http: httpx.AsyncClient) -> tuple[str, str]:
 
 # --- raw HTTP ---------------------------------------------------------------------------------
 
+
 class Raw:
     """One TCP connection speaking bytes: for requests httpx will not send."""
 
@@ -91,6 +92,7 @@ async def exchange(server: LiveServer, request: bytes) -> tuple[int, dict[str, s
 
 # --- numbers: ranges and strict types ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("seq", ["0", 0.0, True, 2**63, -1, 10**30])
 async def test_a_log_chunk_seq_must_be_a_64_bit_integer(edges, seq):
     async with edges.client() as http:
@@ -99,7 +101,9 @@ async def test_a_log_chunk_seq_must_be_a_64_bit_integer(edges, seq):
         assert resp.status_code == 422, resp.text
         assert [err["loc"] for err in resp.json()["detail"]] == [["body", "seq"]]
         # nothing reached the store: slot 0 is still free for the real chunk 0
-        assert (await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": ["real"]})).status_code == 204
+        assert (
+            await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": ["real"]})
+        ).status_code == 204
         assert (await http.get(f"/api/sims/{sim_id}/log")).text == "real\n"
 
 
@@ -114,7 +118,9 @@ async def test_the_largest_seq_is_accepted(edges):
 async def test_a_heartbeat_exit_code_must_be_a_64_bit_integer(edges, exit_code):
     async with edges.client() as http:
         _, sim_id = await one_sim(http)
-        resp = await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "failed", "exit_code": exit_code})
+        resp = await http.post(
+            f"/api/sims/{sim_id}/heartbeat", json={"state": "failed", "exit_code": exit_code}
+        )
         assert resp.status_code == 422, resp.text
         assert [err["loc"] for err in resp.json()["detail"]] == [["body", "exit_code"]]
         ok = await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "failed", "exit_code": -(2**63)})
@@ -125,13 +131,18 @@ async def test_an_overflowing_chunk_never_fails_the_good_chunks_posted_with_it(e
     async with edges.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 8}])
         sims = [s["id"] for s in run["sims"]]
-        posts = [http.post(f"/api/sims/{sim_id}/logs", json={"seq": seq, "lines": [f"{sim_id} {seq}"]})
-                 for seq in range(20) for sim_id in sims]
-        bad = [http.post(f"/api/sims/{sims[0]}/logs", json={"seq": 2**64 + seq, "lines": ["overflow"]})
-               for seq in range(5)]
+        posts = [
+            http.post(f"/api/sims/{sim_id}/logs", json={"seq": seq, "lines": [f"{sim_id} {seq}"]})
+            for seq in range(20)
+            for sim_id in sims
+        ]
+        bad = [
+            http.post(f"/api/sims/{sims[0]}/logs", json={"seq": 2**64 + seq, "lines": ["overflow"]})
+            for seq in range(5)
+        ]
         results = await asyncio.gather(*posts, *bad)
-        assert [r.status_code for r in results[:len(posts)]] == [204] * len(posts)
-        assert [r.status_code for r in results[len(posts):]] == [422] * len(bad)
+        assert [r.status_code for r in results[: len(posts)]] == [204] * len(posts)
+        assert [r.status_code for r in results[len(posts) :]] == [422] * len(bad)
         for sim_id in sims:
             log = (await http.get(f"/api/sims/{sim_id}/log")).text
             assert log == "".join(f"{sim_id} {seq}\n" for seq in range(20))
@@ -140,8 +151,13 @@ async def test_an_overflowing_chunk_never_fails_the_good_chunks_posted_with_it(e
 @pytest.mark.parametrize("count", ["2", 2.0, 2**63, True])
 async def test_a_run_entry_count_must_be_an_integer(edges, count):
     async with edges.client() as http:
-        resp = await http.post("/api/runs", json={"trace_id": "tinyformer-step-sm70",
-                                                  "entries": [{"gpu_config": "SM7_QV100", "count": count}]})
+        resp = await http.post(
+            "/api/runs",
+            json={
+                "trace_id": "tinyformer-step-sm70",
+                "entries": [{"gpu_config": "SM7_QV100", "count": count}],
+            },
+        )
         assert resp.status_code == 422, resp.text
         assert [err["loc"] for err in resp.json()["detail"]] == [["body", "entries", 0, "count"]]
         assert (await http.get("/api/runs")).json() == []
@@ -149,22 +165,31 @@ async def test_a_run_entry_count_must_be_an_integer(edges, count):
 
 async def test_unknown_fields_in_a_new_run_are_refused_by_name(edges):
     async with edges.client() as http:
-        resp = await http.post("/api/runs", json={
-            "trace_id": "tinyformer-step-sm70", "dry_run": True,
-            "entries": [{"gpu_config": "SM7_QV100", "count": 1, "priority": 9}],
-        })
+        resp = await http.post(
+            "/api/runs",
+            json={
+                "trace_id": "tinyformer-step-sm70",
+                "dry_run": True,
+                "entries": [{"gpu_config": "SM7_QV100", "count": 1, "priority": 9}],
+            },
+        )
         assert resp.status_code == 422, resp.text
         detail = resp.json()["detail"]
-        assert sorted(err["loc"] for err in detail) == [["body", "dry_run"], ["body", "entries", 0, "priority"]]
+        assert sorted(err["loc"] for err in detail) == [
+            ["body", "dry_run"],
+            ["body", "entries", 0, "priority"],
+        ]
         assert {err["type"] for err in detail} == {"extra_forbidden"}
         assert (await http.get("/api/runs")).json() == []  # nothing launched
 
 
 # --- auth with bytes that are not UTF-8 -------------------------------------------------------
 
+
 async def test_a_bearer_token_that_is_not_utf8_is_401(edges):
     status, headers, body = await exchange(
-        edges, b"GET /api/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\r\n\r\n")
+        edges, b"GET /api/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\r\n\r\n"
+    )
     assert status == 401 and headers["www-authenticate"] == "Bearer"
     assert json.loads(body) == {"detail": "invalid token"}
     async with edges.client() as http:
@@ -176,24 +201,38 @@ async def test_a_bearer_token_that_is_not_utf8_is_401(edges):
 
 # --- HEAD on streamed routes ------------------------------------------------------------------
 
+
 async def test_head_on_streamed_routes_sends_headers_only(edges):
     async with edges.client() as http:
         run_id, sim_id = await one_sim(http)
         await post_log(http, sim_id, [["line one", "line two"]])
         put = await http.put(f"/api/sims/{sim_id}/files/stats.csv", content=b"a,b\n1,2\n")
         assert put.status_code == 200
-        for path in (f"/api/sims/{sim_id}/log", f"/api/runs/{run_id}/results", f"/api/sims/{sim_id}/files/stats.csv",
-                     f"/api/sims/{sim_id}/results", f"/api/runs/{run_id}/events"):
+        for path in (
+            f"/api/sims/{sim_id}/log",
+            f"/api/runs/{run_id}/results",
+            f"/api/sims/{sim_id}/files/stats.csv",
+            f"/api/sims/{sim_id}/results",
+            f"/api/runs/{run_id}/events",
+        ):
             raw = await Raw.open(edges)
             try:
                 # Two requests on one connection: the second answer comes straight after the
                 # first one's headers, or the HEAD sent a body and the connection is out of step.
-                await raw.send(f"HEAD {path} HTTP/1.1\r\nHost: x\r\n".encode() + AUTH + b"\r\n"
-                               + b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                await raw.send(
+                    f"HEAD {path} HTTP/1.1\r\nHost: x\r\n".encode()
+                    + AUTH
+                    + b"\r\n"
+                    + b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                )
                 status, headers, _ = await raw.response(head_only=True)
                 assert status == 200, path
-                assert headers["content-type"].split(";")[0] in ("text/plain", "application/json", "text/csv",
-                                                                  "text/event-stream"), path
+                assert headers["content-type"].split(";")[0] in (
+                    "text/plain",
+                    "application/json",
+                    "text/csv",
+                    "text/event-stream",
+                ), path
                 rest = await raw.closed_by_server()
                 assert rest.startswith(b"HTTP/1.1 200 OK\r\n"), (path, rest[:80])
                 assert rest.endswith(b'"s3_endpoint": null, "s3_error": null}'), (path, rest[-80:])
@@ -214,6 +253,7 @@ async def test_head_on_the_events_of_an_unknown_run_is_404(edges):
 
 # --- names ------------------------------------------------------------------------------------
 
+
 def test_trace_ids_with_a_trailing_newline_are_refused():
     assert trace_id_problem("tinyformer\n") is not None
     assert trace_id_problem("tinyformer") is None
@@ -232,13 +272,25 @@ async def test_file_names_with_a_trailing_newline_are_refused(edges, caplog):
 
 # --- aiohttp's own parser errors --------------------------------------------------------------
 
-@pytest.mark.parametrize("request_bytes,reason", [
-    (b"GET /api/tra\x00ces HTTP/1.1\r\nHost: x\r\n\r\n", "path"),
-    (b"GET /api/" + b"a" * 8200 + b" HTTP/1.1\r\nHost: x\r\n\r\n", "too long"),
-    (b"GET /api/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b"\x00x\r\n\r\n", "header"),
-    (b"GET /api/traces HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 9000 + b"\r\n" + AUTH + b"\r\n", "too long"),
-    (b"BR\x00KEN / HTTP/1.1\r\n\r\n", "method"),
-])
+
+@pytest.mark.parametrize(
+    "request_bytes,reason",
+    [
+        (b"GET /api/tra\x00ces HTTP/1.1\r\nHost: x\r\n\r\n", "path"),
+        (b"GET /api/" + b"a" * 8200 + b" HTTP/1.1\r\nHost: x\r\n\r\n", "too long"),
+        (
+            b"GET /api/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + TOKEN.encode()
+            + b"\x00x\r\n\r\n",
+            "header",
+        ),
+        (
+            b"GET /api/traces HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 9000 + b"\r\n" + AUTH + b"\r\n",
+            "too long",
+        ),
+        (b"BR\x00KEN / HTTP/1.1\r\n\r\n", "method"),
+    ],
+)
 async def test_parser_errors_are_json_and_never_log_the_request(edges, caplog, request_bytes, reason):
     caplog.set_level(logging.DEBUG)
     status, headers, body = await exchange(edges, request_bytes)
@@ -255,26 +307,36 @@ async def test_a_malformed_chunked_body_is_400(edges):
     async with edges.client() as http:
         _, sim_id = await one_sim(http)
     status, _, body = await exchange(
-        edges, f"POST /api/sims/{sim_id}/logs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
-        + AUTH + b"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"seq\r\nzz\r\n")
+        edges,
+        f"POST /api/sims/{sim_id}/logs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
+        + AUTH
+        + b'Transfer-Encoding: chunked\r\n\r\n5\r\n{"seq\r\nzz\r\n',
+    )
     assert status == 400
     assert json.loads(body)["detail"].startswith("malformed HTTP request")
 
 
 # --- JSON that is not Unicode -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("line", [r'"half \ud800 pair"', r'"\udc00"', r'"\ud800\ud800"'])
 async def test_a_lone_surrogate_in_a_log_line_is_400_saying_so(edges, line):
     async with edges.client() as http:
         _, sim_id = await one_sim(http)
-        resp = await http.post(f"/api/sims/{sim_id}/logs", headers={"Content-Type": "application/json"},
-                               content=('{"seq": 0, "lines": [' + line + "]}").encode())
+        resp = await http.post(
+            f"/api/sims/{sim_id}/logs",
+            headers={"Content-Type": "application/json"},
+            content=('{"seq": 0, "lines": [' + line + "]}").encode(),
+        )
         assert resp.status_code == 400
         detail = resp.json()["detail"]
         assert "lone UTF-16 surrogate" in detail and "line 1 column" in detail
         assert "hex escape" not in detail
-        paired = await http.post(f"/api/sims/{sim_id}/logs", headers={"Content-Type": "application/json"},
-                                 content=rb'{"seq": 0, "lines": ["\ud83d\ude00 ok"]}')
+        paired = await http.post(
+            f"/api/sims/{sim_id}/logs",
+            headers={"Content-Type": "application/json"},
+            content=rb'{"seq": 0, "lines": ["\ud83d\ude00 ok"]}',
+        )
         assert paired.status_code == 204
         assert (await http.get(f"/api/sims/{sim_id}/log")).text == "\U0001f600 ok\n"
 
@@ -282,12 +344,16 @@ async def test_a_lone_surrogate_in_a_log_line_is_400_saying_so(edges, line):
 async def test_a_body_that_is_not_utf8_is_400_saying_so(edges):
     async with edges.client() as http:
         _, sim_id = await one_sim(http)
-        resp = await http.post(f"/api/sims/{sim_id}/logs", headers={"Content-Type": "application/json"},
-                               content=b'{"seq": 0, "lines": ["\xff"]}')
+        resp = await http.post(
+            f"/api/sims/{sim_id}/logs",
+            headers={"Content-Type": "application/json"},
+            content=b'{"seq": 0, "lines": ["\xff"]}',
+        )
         assert resp.status_code == 400 and "not valid UTF-8" in resp.json()["detail"]
 
 
 # --- streams that fail after the status went out ----------------------------------------------
+
 
 async def corrupt(server: LiveServer, sql: str, *args) -> None:
     """Fault injection: damage stored data the way a bad disk would, through the real database."""
@@ -336,6 +402,7 @@ async def test_results_that_fail_mid_stream_are_never_a_short_success(edges):
 
 # --- event-stream subscribers that stop reading -----------------------------------------------
 
+
 async def stalled_subscriber(server: LiveServer, run_id: str) -> Raw:
     """An SSE client that connects, then never reads a byte."""
     raw = await Raw.open(server, rcvbuf=4096)
@@ -349,8 +416,9 @@ async def stalled_subscriber(server: LiveServer, run_id: str) -> Raw:
     return raw
 
 
-async def flood_until_dropped(server: LiveServer, http: httpx.AsyncClient, run_id: str, sim_id: str,
-                              max_chunks: int) -> int:
+async def flood_until_dropped(
+    server: LiveServer, http: httpx.AsyncClient, run_id: str, sim_id: str, max_chunks: int
+) -> int:
     """Post 64 KB log chunks until the stalled subscriber is gone; how many it took."""
     broker = server.app[BROKER_KEY]
     lines = ["x" * 1023] * 64
@@ -364,7 +432,9 @@ async def flood_until_dropped(server: LiveServer, http: httpx.AsyncClient, run_i
 
 async def test_a_subscriber_that_stops_reading_is_dropped_past_the_byte_bound(make_server, accelsim_dir):  # noqa: F811
     # far fewer than 2,000 events (two per chunk), but megabytes a client does not read
-    server = await make_server(accelsim_dir=accelsim_dir, sse_max_buffer_bytes=1024 * 1024, sse_send_timeout_s=600)
+    server = await make_server(
+        accelsim_dir=accelsim_dir, sse_max_buffer_bytes=1024 * 1024, sse_send_timeout_s=600
+    )
     await server.store.put_trace(ready_trace())
     async with server.client() as http:
         run_id, sim_id = await one_sim(http)
@@ -383,7 +453,9 @@ async def test_a_subscriber_that_stops_reading_is_dropped_past_the_byte_bound(ma
 
 
 async def test_a_subscriber_that_stops_reading_is_dropped_past_the_send_timeout(make_server, accelsim_dir):  # noqa: F811
-    server = await make_server(accelsim_dir=accelsim_dir, sse_max_buffer_bytes=1 << 40, sse_send_timeout_s=0.5)
+    server = await make_server(
+        accelsim_dir=accelsim_dir, sse_max_buffer_bytes=1 << 40, sse_send_timeout_s=0.5
+    )
     await server.store.put_trace(ready_trace())
     broker = server.app[BROKER_KEY]
     async with server.client() as http:
@@ -403,6 +475,7 @@ async def test_a_subscriber_that_stops_reading_is_dropped_past_the_send_timeout(
 
 
 # --- half-sent requests -----------------------------------------------------------------------
+
 
 async def test_half_sent_request_headers_are_closed_after_the_header_timeout(make_server):
     server = await make_server(header_timeout_s=0.5)
@@ -429,10 +502,13 @@ async def test_an_idle_keep_alive_connection_is_closed_after_the_header_timeout(
         raw.close()
 
 
-@pytest.mark.parametrize("method,path,content_type", [
-    ("POST", "logs", "application/json"),
-    ("PUT", "files/big.bin", "application/octet-stream"),
-])
+@pytest.mark.parametrize(
+    "method,path,content_type",
+    [
+        ("POST", "logs", "application/json"),
+        ("PUT", "files/big.bin", "application/octet-stream"),
+    ],
+)
 async def test_a_body_that_stops_arriving_is_408(make_server, accelsim_dir, method, path, content_type):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir, body_timeout_s=0.5)
     await server.store.put_trace(ready_trace())
@@ -440,8 +516,12 @@ async def test_a_body_that_stops_arriving_is_408(make_server, accelsim_dir, meth
         _, sim_id = await one_sim(http)
     raw = await Raw.open(server)
     try:
-        await raw.send(f"{method} /api/sims/{sim_id}/{path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n"
-                       "Content-Length: 1000\r\n".encode() + AUTH + b'\r\n{"seq": 0, "lines": [')
+        await raw.send(
+            f"{method} /api/sims/{sim_id}/{path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n"
+            "Content-Length: 1000\r\n".encode()
+            + AUTH
+            + b'\r\n{"seq": 0, "lines": ['
+        )
         status, headers, body = await raw.response()
         assert status == 408
         assert headers["connection"].lower() == "close"
@@ -455,20 +535,24 @@ async def test_a_body_that_stops_arriving_is_408(make_server, accelsim_dir, meth
 
 # --- the real `cascade serve` process ---------------------------------------------------------
 
+
 def test_cascade_serve_answers_a_broken_header_as_json_and_never_logs_its_token(tmp_path):
     port = free_port()
     proc = start(tmp_path / "data", port, CASCADE_TOKEN="serve-token-4f9a1c")
     try:
         startup_lines(proc)
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-            sock.sendall(b"GET /api/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer serve-token-4f9a1c\x00\r\n\r\n")
+            sock.sendall(
+                b"GET /api/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer serve-token-4f9a1c\x00\r\n\r\n"
+            )
             answer = b""
             while chunk := sock.recv(65536):
                 answer += chunk
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.") and b" 400 " in head.split(b"\r\n")[0]
-        assert json.loads(body) == {"detail": "malformed HTTP request: a header name or value holds a character "
-                                              "headers may not hold"}
+        assert json.loads(body) == {
+            "detail": "malformed HTTP request: a header name or value holds a character headers may not hold"
+        }
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -40,28 +40,50 @@ async def test_a_subscriber_still_overflows_past_2000_events():
     assert sub.overflowed
 
 
-@pytest.mark.parametrize("message,expected", [
-    ("Invalid JSON: unexpected end of hex escape at line 1 column 27",
-     "the \\u escape near line 1 column 27 is a lone UTF-16 surrogate"),
-    ("Invalid JSON: lone leading surrogate in hex escape at line 3 column 5",
-     "the \\u escape near line 3 column 5 is a lone UTF-16 surrogate"),
-    ("Invalid JSON: invalid unicode code point at line 1 column 21", "it is not valid UTF-8 at line 1 column 21"),
-    ("Invalid JSON: EOF while parsing an object at line 1 column 9", "EOF while parsing an object at line 1 column 9"),
-])
+@pytest.mark.parametrize(
+    "message,expected",
+    [
+        (
+            "Invalid JSON: unexpected end of hex escape at line 1 column 27",
+            "the \\u escape near line 1 column 27 is a lone UTF-16 surrogate",
+        ),
+        (
+            "Invalid JSON: lone leading surrogate in hex escape at line 3 column 5",
+            "the \\u escape near line 3 column 5 is a lone UTF-16 surrogate",
+        ),
+        (
+            "Invalid JSON: invalid unicode code point at line 1 column 21",
+            "it is not valid UTF-8 at line 1 column 21",
+        ),
+        (
+            "Invalid JSON: EOF while parsing an object at line 1 column 9",
+            "EOF while parsing an object at line 1 column 9",
+        ),
+    ],
+)
 def test_json_errors_say_what_is_wrong(message, expected):
     detail = json_error_detail(message)
     assert detail.startswith("request body is not valid JSON: ")
     assert expected in detail
 
 
-@pytest.mark.parametrize("exc,reason", [
-    (http_exceptions.LineTooLong("GET /aaaa secret", "8190"), "too long"),
-    (http_exceptions.InvalidURLError("/a\x00b secret"), "path"),
-    (http_exceptions.BadHttpMethod("BR\x00KEN secret"), "method"),
-    (http_exceptions.BadHttpMessage("Invalid header value char:\n\n  b'Authorization: Bearer secret'"), "header"),
-    (http_exceptions.TransferEncodingError("Not enough data for satisfy transfer length header."), "chunked"),
-    (ValueError("secret"), ""),
-])
+@pytest.mark.parametrize(
+    "exc,reason",
+    [
+        (http_exceptions.LineTooLong("GET /aaaa secret", "8190"), "too long"),
+        (http_exceptions.InvalidURLError("/a\x00b secret"), "path"),
+        (http_exceptions.BadHttpMethod("BR\x00KEN secret"), "method"),
+        (
+            http_exceptions.BadHttpMessage("Invalid header value char:\n\n  b'Authorization: Bearer secret'"),
+            "header",
+        ),
+        (
+            http_exceptions.TransferEncodingError("Not enough data for satisfy transfer length header."),
+            "chunked",
+        ),
+        (ValueError("secret"), ""),
+    ],
+)
 def test_parser_errors_are_named_without_quoting_the_request(exc, reason):
     detail = parse_error_detail(exc)
     assert detail.startswith("malformed HTTP request") and reason in detail

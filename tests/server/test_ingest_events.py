@@ -24,7 +24,7 @@ def log_lines(config: str) -> list[str]:
 
 
 def chunks(lines: list[str], size: int) -> list[list[str]]:
-    return [lines[i:i + size] for i in range(0, len(lines), size)]
+    return [lines[i : i + size] for i in range(0, len(lines), size)]
 
 
 async def post_log(http: httpx.AsyncClient, sim_id: str, parts: list[list[str]], order=None) -> None:
@@ -74,9 +74,11 @@ async def test_log_errors(ingest):
     async with ingest.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]
-        for body, loc in (({"seq": -1, "lines": []}, ["body", "seq"]),
-                          ({"seq": 0, "lines": ["ok", 3]}, ["body", "lines", 1]),
-                          ({"seq": 0, "lines": "not a list"}, ["body", "lines"])):
+        for body, loc in (
+            ({"seq": -1, "lines": []}, ["body", "seq"]),
+            ({"seq": 0, "lines": ["ok", 3]}, ["body", "lines", 1]),
+            ({"seq": 0, "lines": "not a list"}, ["body", "lines"]),
+        ):
             resp = await http.post(f"/api/sims/{sim_id}/logs", json=body)
             assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == loc
         missing = await http.post("/api/sims/sim-000000000000/logs", json={"seq": 0, "lines": []})
@@ -105,7 +107,9 @@ async def test_downloaded_log_is_exact_across_a_restart(ingest):
 
 async def finished_run(http, store_dir=None) -> dict:
     """A run of QV100 x2 and TITANV x1 with real logs; one QV100 replica stopped after 5 kernels."""
-    run = await create_run(http, [{"gpu_config": "SM7_TITANV", "count": 1}, {"gpu_config": "SM7_QV100", "count": 2}])
+    run = await create_run(
+        http, [{"gpu_config": "SM7_TITANV", "count": 1}, {"gpu_config": "SM7_QV100", "count": 2}]
+    )
     sims = {(s["gpu_config"], s["replica"]): s["id"] for s in run["sims"]}
     await post_log(http, sims["SM7_QV100", 0], chunks(log_lines("SM7_QV100"), 2000))
     qv = log_lines("SM7_QV100")
@@ -132,7 +136,10 @@ async def test_comparison_medians_and_real_timing(ingest):
 
         trace_dir = ingest.settings.traces_dir / "tinyformer-step-sm70"
         trace_dir.mkdir(parents=True)
-        real = [{"kernel_id": 16 - i, "kernel_name": f"k{16 - i}", "duration_ns": 1000.0 * (16 - i)} for i in range(1, 16)]
+        real = [
+            {"kernel_id": 16 - i, "kernel_name": f"k{16 - i}", "duration_ns": 1000.0 * (16 - i)}
+            for i in range(1, 16)
+        ]
         (trace_dir / "real_timing.json").write_text(json.dumps(real))
         comp = (await http.get(f"/api/runs/{run_id}/comparison")).json()
         assert comp["has_real_timing"] is True
@@ -191,15 +198,27 @@ async def test_step_timelines(ingest):
         run = await create_run(http)
         first, second = (s["id"] for s in run["sims"])
         assert (await http.get(f"/api/runs/{run['id']}/step-timelines")).json() == []
-        for body in ({"simulated": {"steps": []}}, {"simulated": {"summary": {}}},
-                     {"simulated": {"steps": {}, "summary": {}}}, {"simulated": STEPS, "compare": [1]}):
+        for body in (
+            {"simulated": {"steps": []}},
+            {"simulated": {"summary": {}}},
+            {"simulated": {"steps": {}, "summary": {}}},
+            {"simulated": STEPS, "compare": [1]},
+        ):
             resp = await http.post(f"/api/sims/{first}/step-timeline", json=body)
             assert resp.status_code == 422, body
         missing = await http.post("/api/sims/sim-000000000000/step-timeline", json={"simulated": STEPS})
         assert missing.status_code == 404
-        assert (await http.post(f"/api/sims/{second}/step-timeline", json={"simulated": STEPS, "compare": {"a": 1}})).status_code == 204
-        assert (await http.post(f"/api/sims/{first}/step-timeline", json={"simulated": {**STEPS, "v": 1}})).status_code == 204
-        assert (await http.post(f"/api/sims/{first}/step-timeline", json={"simulated": {**STEPS, "v": 2}})).status_code == 204
+        assert (
+            await http.post(
+                f"/api/sims/{second}/step-timeline", json={"simulated": STEPS, "compare": {"a": 1}}
+            )
+        ).status_code == 204
+        assert (
+            await http.post(f"/api/sims/{first}/step-timeline", json={"simulated": {**STEPS, "v": 1}})
+        ).status_code == 204
+        assert (
+            await http.post(f"/api/sims/{first}/step-timeline", json={"simulated": {**STEPS, "v": 2}})
+        ).status_code == 204
         got = (await http.get(f"/api/runs/{run['id']}/step-timelines")).json()
         by_replica = {g["replica"]: g for g in got}
         assert [g["replica"] for g in got] == [0, 1]
@@ -212,18 +231,31 @@ async def test_files_round_trip_types_and_names(ingest):
         run = await create_run(http)
         sim_id = run["sims"][0]["id"]
         url = f"/api/sims/{sim_id}/files"
-        payloads = {"kernel-stats.csv": b"a,b\n1,2\n", "notes.txt": b"hi", "accelsim.log.gz": gzip.compress(b"log\n"),
-                    "r.json": b"{}", "blob.bin": bytes(range(256)), "run.log": b"x\n"}
+        payloads = {
+            "kernel-stats.csv": b"a,b\n1,2\n",
+            "notes.txt": b"hi",
+            "accelsim.log.gz": gzip.compress(b"log\n"),
+            "r.json": b"{}",
+            "blob.bin": bytes(range(256)),
+            "run.log": b"x\n",
+        }
         for name, data in payloads.items():
-            resp = await http.put(f"{url}/{name}", content=data, headers={"Content-Type": "application/octet-stream"})
+            resp = await http.put(
+                f"{url}/{name}", content=data, headers={"Content-Type": "application/octet-stream"}
+            )
             assert resp.status_code == 200, resp.text
             assert resp.json()["name"] == name and resp.json()["size"] == len(data)
         listed = (await http.get(url)).json()
         assert [f["name"] for f in listed] == sorted(payloads)
         types = {f["name"]: f["content_type"] for f in listed}
-        assert types == {"accelsim.log.gz": "application/gzip", "blob.bin": "application/octet-stream",
-                         "kernel-stats.csv": "text/csv", "notes.txt": "text/plain", "r.json": "application/json",
-                         "run.log": "text/plain"}
+        assert types == {
+            "accelsim.log.gz": "application/gzip",
+            "blob.bin": "application/octet-stream",
+            "kernel-stats.csv": "text/csv",
+            "notes.txt": "text/plain",
+            "r.json": "application/json",
+            "run.log": "text/plain",
+        }
         gz = await http.get(f"{url}/accelsim.log.gz", headers={"Accept-Encoding": "gzip"})
         assert gz.headers["Content-Type"] == "application/gzip" and "Content-Encoding" not in gz.headers
         assert gz.content == payloads["accelsim.log.gz"]
@@ -287,6 +319,7 @@ async def test_per_sim_total_limit_ignores_the_replaced_file(make_server, accels
 
 
 # --- events ---------------------------------------------------------------------------------------
+
 
 class EventReader:
     """Reads the raw SSE wire format, checking each frame is exactly `data: <json>` + blank line."""

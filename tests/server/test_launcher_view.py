@@ -12,8 +12,9 @@ async def _one_sim(server, client) -> dict:
     """A run's sim as the store creates it (`pending`), with no launcher acting on it."""
     trace = ready_trace()
     await server.store.put_trace(trace)
-    run = await server.store.create_run(trace, [RunEntry(gpu_config="SM7_QV100", count=1)],
-                                        server.app[GPU_CONFIGS_KEY], replay=True)
+    run = await server.store.create_run(
+        trace, [RunEntry(gpu_config="SM7_QV100", count=1)], server.app[GPU_CONFIGS_KEY], replay=True
+    )
     return run.sims[0].model_dump(mode="json")
 
 
@@ -25,9 +26,15 @@ async def test_a_queued_sim_keeps_pending_with_its_job_id_and_slurms_word(make_s
         await store.set_launcher_refs({sim["id"]: "41_0"})
         await store.set_launcher_view(sim["id"], launcher_state="PENDING (Resources)")
         shown = (await client.get(f"/api/runs/{sim['run_id']}")).json()["sims"][0]
-        assert (shown["state"], shown["launcher_ref"], shown["launcher_state"]) == ("pending", "41_0", "PENDING (Resources)")
+        assert (shown["state"], shown["launcher_ref"], shown["launcher_state"]) == (
+            "pending",
+            "41_0",
+            "PENDING (Resources)",
+        )
         # The job started and finished before the launcher's next squeue: the final heartbeat counts.
-        ack = await client.post(f"/api/sims/{sim['id']}/heartbeat", json={"state": "succeeded", "exit_code": 0})
+        ack = await client.post(
+            f"/api/sims/{sim['id']}/heartbeat", json={"state": "succeeded", "exit_code": 0}
+        )
         assert ack.json() == {"state": "succeeded", "cancel": False}
         shown = (await client.get(f"/api/runs/{sim['run_id']}")).json()["sims"][0]
         assert (shown["state"], shown["launcher_state"]) == ("succeeded", None)
@@ -48,8 +55,10 @@ async def test_a_failed_sim_gains_the_cause_slurm_gives(make_server):
     async with server.client() as client:
         sim = await _one_sim(server, client)
         await server.store.mark_launching(sim["id"], None)
-        await client.post(f"/api/sims/{sim['id']}/heartbeat",
-                          json={"state": "failed", "exit_code": 143, "error": "worker stopped by SIGTERM"})
+        await client.post(
+            f"/api/sims/{sim['id']}/heartbeat",
+            json={"state": "failed", "exit_code": 143, "error": "worker stopped by SIGTERM"},
+        )
         await server.store.add_failure_cause(sim["id"], "Slurm job 41_0 TIMEOUT")
         await server.store.add_failure_cause(sim["id"], "Slurm job 41_0 TIMEOUT")  # once only
         shown = (await client.get(f"/api/runs/{sim['run_id']}")).json()["sims"][0]

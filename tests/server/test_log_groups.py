@@ -34,13 +34,24 @@ async def test_a_poisoned_chunk_fails_alone_in_its_group(store: Store) -> None:
     run = await store.create_run(ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=3)], QV100)
     good_a, good_b, poisoned = (s.id for s in run.sims)
     # Queued together before the writer runs, so they are one group (one transaction).
-    calls = [store.append_log(good_a, 0, ["a0"]), store.append_log(poisoned, 0, ["p0"]),
-             store.append_log(good_b, 0, ["b0"]), store.append_log(poisoned, TOO_BIG, ["poison"]),
-             store.append_log(good_a, 1, ["a1"]), store.append_log(good_b, 1, ["b1"])]
+    calls = [
+        store.append_log(good_a, 0, ["a0"]),
+        store.append_log(poisoned, 0, ["p0"]),
+        store.append_log(good_b, 0, ["b0"]),
+        store.append_log(poisoned, TOO_BIG, ["poison"]),
+        store.append_log(good_a, 1, ["a1"]),
+        store.append_log(good_b, 1, ["b1"]),
+    ]
     results = await asyncio.gather(*calls, return_exceptions=True)
 
-    assert [type(r).__name__ for r in results] == ["NoneType", "OverflowError", "NoneType",
-                                                   "OverflowError", "NoneType", "NoneType"]
+    assert [type(r).__name__ for r in results] == [
+        "NoneType",
+        "OverflowError",
+        "NoneType",
+        "OverflowError",
+        "NoneType",
+        "NoneType",
+    ]
     assert await log_text(store, good_a) == "a0\na1\n"
     assert await log_text(store, good_b) == "b0\nb1\n"
     assert await log_text(store, poisoned) == ""  # its whole share of the group was refused
@@ -54,8 +65,9 @@ async def test_a_poisoned_chunk_fails_alone_in_its_group(store: Store) -> None:
 async def test_a_failing_group_of_one_sim_fails_once(store: Store) -> None:
     run = await store.create_run(ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=1)], QV100)
     sim_id = run.sims[0].id
-    results = await asyncio.gather(store.append_log(sim_id, 0, ["x"]), store.append_log(sim_id, TOO_BIG, ["y"]),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        store.append_log(sim_id, 0, ["x"]), store.append_log(sim_id, TOO_BIG, ["y"]), return_exceptions=True
+    )
     assert all(isinstance(r, OverflowError) for r in results)
     await store.append_log(sim_id, 0, ["x"])
     assert await log_text(store, sim_id) == "x\n"
@@ -65,13 +77,19 @@ async def test_over_http_a_poisoned_chunk_amid_good_ones_from_several_sims(make_
     server = await make_server()
     await server.store.put_trace(ready_trace())
     async with server.client() as http:
-        resp = await http.post("/api/runs", json={"trace_id": "tinyformer-step-sm70",
-                                                  "entries": [{"gpu_config": "SM7_QV100", "count": 4}]})
+        resp = await http.post(
+            "/api/runs",
+            json={"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": 4}]},
+        )
         sims = [s["id"] for s in resp.json()["sims"]]
         good, poisoned = sims[:3], sims[3]
-        bodies = [(sim_id, {"seq": seq, "lines": [f"{sim_id} line {seq}"]}) for seq in range(20) for sim_id in good]
+        bodies = [
+            (sim_id, {"seq": seq, "lines": [f"{sim_id} line {seq}"]}) for seq in range(20) for sim_id in good
+        ]
         bodies.insert(len(bodies) // 2, (poisoned, {"seq": TOO_BIG, "lines": ["poison"]}))
-        answers = await asyncio.gather(*(http.post(f"/api/sims/{sim_id}/logs", json=body) for sim_id, body in bodies))
+        answers = await asyncio.gather(
+            *(http.post(f"/api/sims/{sim_id}/logs", json=body) for sim_id, body in bodies)
+        )
         statuses = {(sim_id, body["seq"]): a.status_code for (sim_id, body), a in zip(bodies, answers)}
         assert statuses.pop((poisoned, TOO_BIG)) >= 400
         assert set(statuses.values()) == {204}

@@ -8,7 +8,8 @@ import re
 from fnmatch import fnmatch
 from pathlib import Path
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cascade_server.datadir import remove_partial_uploads
 from cascade_server.partial_files import PARTIAL_GLOB, partial_path
@@ -29,15 +30,30 @@ async def test_a_file_named_like_a_partial_upload_survives_the_start_up_cleanup(
     server = await make_server()
     await server.store.put_trace(ready_trace())
     async with server.client() as http:
-        run = (await http.post("/api/runs", json={"trace_id": "tinyformer-step-sm70",
-                                                  "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})).json()
+        run = (
+            await http.post(
+                "/api/runs",
+                json={
+                    "trace_id": "tinyformer-step-sm70",
+                    "entries": [{"gpu_config": "SM7_QV100", "count": 1}],
+                },
+            )
+        ).json()
         sim = run["sims"][0]["id"]
         for name in (".x.part", "x.part", ".x.1234abcd.part"):
-            resp = await http.put(f"/api/sims/{sim}/files/{name}", content=b"kept",
-                                  headers={"Content-Type": "application/octet-stream"})
+            resp = await http.put(
+                f"/api/sims/{sim}/files/{name}",
+                content=b"kept",
+                headers={"Content-Type": "application/octet-stream"},
+            )
             assert resp.status_code == 200, resp.text
-        assert (await http.put(f"/api/sims/{sim}/files/~x.part", content=b"no",
-                               headers={"Content-Type": "application/octet-stream"})).status_code == 422
+        assert (
+            await http.put(
+                f"/api/sims/{sim}/files/~x.part",
+                content=b"no",
+                headers={"Content-Type": "application/octet-stream"},
+            )
+        ).status_code == 422
         assert remove_partial_uploads(server.settings.files_dir) == 0  # what a restart runs
         listed = sorted(f["name"] for f in (await http.get(f"/api/sims/{sim}/files")).json())
         assert listed == [".x.1234abcd.part", ".x.part", "x.part"]

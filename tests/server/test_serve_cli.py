@@ -18,13 +18,18 @@ pytestmark = pytest.mark.e2e  # `cascade serve` as a real process
 
 def start(data_dir, port, own_group=False, **env):
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-    environ.update({"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port()), **env})
+    environ.update(
+        {"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port()), **env}
+    )
     data_dir.mkdir(parents=True, exist_ok=True)
     # stderr to a file: a pipe nobody reads could fill up and stall the server
     stderr = open(data_dir.parent / f"{data_dir.name}-{port}-{os.urandom(3).hex()}.stderr", "w+")
     proc = subprocess.Popen(
         [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
-        env=environ, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
         # own_group: a process group of its own, as a shell gives a foreground job, so a test can
         # send the group a SIGINT as Ctrl+C on a terminal does.
         process_group=0 if own_group else None,
@@ -61,10 +66,15 @@ def test_serve_prints_url_and_a_stored_token(tmp_path):
         health = httpx.get(f"{lines['app']}/api/health").json()
         assert health["ok"] is True
         # the embedded S3 endpoint, with what a profiler needs to upload
-        assert health["s3_endpoint"] == lines["s3_endpoint"] and lines["s3_endpoint"].startswith("http://127.0.0.1:")
+        assert health["s3_endpoint"] == lines["s3_endpoint"] and lines["s3_endpoint"].startswith(
+            "http://127.0.0.1:"
+        )
         assert lines["s3_bucket"] == "cascade" and lines["s3_access_key"] and lines["s3_secret_key"]
         assert httpx.get(f"{lines['app']}/api/traces").status_code == 401
-        assert httpx.get(f"{lines['app']}/api/traces", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert (
+            httpx.get(f"{lines['app']}/api/traces", headers={"Authorization": f"Bearer {token}"}).status_code
+            == 200
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, stderr_of(proc)
@@ -106,12 +116,29 @@ def test_serve_says_when_the_parser_runs_its_python_loop(tmp_path):
     # once at start (logs parse at about half speed), and says nothing where it was built.
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-    environ.update({"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port())})
-    without_it = ("import sys; sys.modules['cascade_server._accelsim_merge'] = None; "
-                  "from cascade_tui.cli import main; raise SystemExit(main(sys.argv[1:]))")
+    environ.update(
+        {"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port())}
+    )
+    without_it = (
+        "import sys; sys.modules['cascade_server._accelsim_merge'] = None; "
+        "from cascade_tui.cli import main; raise SystemExit(main(sys.argv[1:]))"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-c", without_it, "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")],
-        env=environ, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        [
+            sys.executable,
+            "-c",
+            without_it,
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         proc.stderr_file = open(os.devnull)  # for startup_lines' message, should it fail
         lines = startup_lines(proc)  # up to the embedded S3 endpoint's lines, which come last

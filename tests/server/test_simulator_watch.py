@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cascade_server.appkeys import RUNS_KEY
-from cascade_server.shared.models import SimSummary
 from cascade_server.settings import Settings
+from cascade_server.shared.models import SimSummary
 from cascade_server.simulator_watch import SimulatorWatch
 from cascade_worker.simulator import layout
 from tests.conftest import ready_trace
@@ -19,9 +19,17 @@ def installed_build(prefix: Path, data: Path, configs: tuple[str, ...] = ("SM7_F
     """What `cascade simulator install` leaves: a build with its manifest, `current` pointing at it."""
     build = prefix / "builds" / "73f9fac6-667834cf-000000000000"
     install_fake_accelsim(layout.accelsim_dir(build), {name: {} for name in configs})
-    manifest = layout.Manifest(key=build.name, framework_commit="73f9", gpgpu_sim_commit="6678", framework_source="f",
-                               gpgpu_sim_source="g", built_at="2026-11-30T19:48:46+00:00", build_seconds=150.0,
-                               smoke_passed=True, smoke_detail="2 kernels on SM7_QV100")
+    manifest = layout.Manifest(
+        key=build.name,
+        framework_commit="73f9",
+        gpgpu_sim_commit="6678",
+        framework_source="f",
+        gpgpu_sim_source="g",
+        built_at="2026-11-30T19:48:46+00:00",
+        build_seconds=150.0,
+        smoke_passed=True,
+        smoke_detail="2 kernels on SM7_QV100",
+    )
     (build / layout.MANIFEST).write_text(manifest.to_json())
     layout.point_current(data, build)
     return build
@@ -34,7 +42,11 @@ async def test_an_install_while_the_server_runs_is_used_from_the_next_run(make_s
     make_trace_dir(server.settings.traces_dir / trace.id)
     async with server.client() as http:
         launcher = (await http.get("/api/launcher")).json()
-        assert {k: launcher[k] for k in ("name", "running", "queued")} == {"name": "manual", "running": 0, "queued": 0}
+        assert {k: launcher[k] for k in ("name", "running", "queued")} == {
+            "name": "manual",
+            "running": 0,
+            "queued": 0,
+        }
         assert launcher["simulator"]["kind"] == "stand-in"
         assert "cascade simulator install" in launcher["simulator"]["hint"]
         assert "SM7_QV100" in {c["name"] for c in (await http.get("/api/gpu-configs")).json()}
@@ -42,11 +54,21 @@ async def test_an_install_while_the_server_runs_is_used_from_the_next_run(make_s
         build = installed_build(tmp_path / "prefix", server.settings.data_dir)
         simulator = (await http.get("/api/launcher")).json()["simulator"]
         assert simulator == {
-            "kind": "installed", "path": str(layout.accelsim_dir(build.resolve())), "framework_commit": "73f9",
-            "gpgpu_sim_commit": "6678", "built_at": "2026-11-30T19:48:46+00:00", "configs": 1,
-            "smoke_passed": True, "smoke_detail": "2 kernels on SM7_QV100", "problem": None, "hint": None}
+            "kind": "installed",
+            "path": str(layout.accelsim_dir(build.resolve())),
+            "framework_commit": "73f9",
+            "gpgpu_sim_commit": "6678",
+            "built_at": "2026-11-30T19:48:46+00:00",
+            "configs": 1,
+            "smoke_passed": True,
+            "smoke_detail": "2 kernels on SM7_QV100",
+            "problem": None,
+            "hint": None,
+        }
         assert [c["name"] for c in (await http.get("/api/gpu-configs")).json()] == ["SM7_FAKE"]
-        resp = await http.post("/api/runs", json={"trace_id": trace.id, "entries": [{"gpu_config": "SM7_FAKE", "count": 1}]})
+        resp = await http.post(
+            "/api/runs", json={"trace_id": trace.id, "entries": [{"gpu_config": "SM7_FAKE", "count": 1}]}
+        )
         assert resp.status_code == 201, resp.text
         assert resp.json()["replay"] is False
     # The worker is told where the build is.
@@ -61,13 +83,22 @@ async def test_cascade_accelsim_dir_wins_over_an_installed_build(make_server, tm
     installed_build(tmp_path / "prefix", server.settings.data_dir)
     async with server.client() as http:
         simulator = (await http.get("/api/launcher")).json()["simulator"]
-        assert (simulator["kind"], simulator["path"], simulator["smoke_passed"]) == ("accelsim-dir", str(checkout), None)
+        assert (simulator["kind"], simulator["path"], simulator["smoke_passed"]) == (
+            "accelsim-dir",
+            str(checkout),
+            None,
+        )
         assert [c["name"] for c in (await http.get("/api/gpu-configs")).json()] == ["SM7_MINE"]
 
 
 def slurm_settings(tmp_path: Path, **values) -> Settings:
-    return Settings(data_dir=tmp_path / "data", launcher="slurm", public_url="http://10.0.0.5:8000",
-                    samples=False, **values)
+    return Settings(
+        data_dir=tmp_path / "data",
+        launcher="slurm",
+        public_url="http://10.0.0.5:8000",
+        samples=False,
+        **values,
+    )
 
 
 def test_slurm_runs_a_real_simulator_only_from_shared_storage(tmp_path: Path) -> None:
@@ -76,12 +107,17 @@ def test_slurm_runs_a_real_simulator_only_from_shared_storage(tmp_path: Path) ->
     problem = SimulatorWatch(settings, {}).slurm_problem()
     assert problem is not None and problem.startswith(
         f"the slurm launcher will not run the simulator at {layout.accelsim_dir(build.resolve())}: "
-        "compute nodes may not see it (CASCADE_SLURM_SHARED_ROOTS does not list a folder the nodes share)")
+        "compute nodes may not see it (CASCADE_SLURM_SHARED_ROOTS does not list a folder the nodes share)"
+    )
     assert "cascade simulator install --prefix" in problem
     assert "not under CASCADE_SLURM_SHARED_ROOTS (/shared)" in (
-        SimulatorWatch(slurm_settings(tmp_path, slurm_shared_roots="/shared"), {}).slurm_problem() or "")
+        SimulatorWatch(slurm_settings(tmp_path, slurm_shared_roots="/shared"), {}).slurm_problem() or ""
+    )
     # Under a shared root, on a cluster that is this host, or a checkout the operator named: fine.
-    assert SimulatorWatch(slurm_settings(tmp_path, slurm_shared_roots=f"/x:{tmp_path}"), {}).slurm_problem() is None
+    assert (
+        SimulatorWatch(slurm_settings(tmp_path, slurm_shared_roots=f"/x:{tmp_path}"), {}).slurm_problem()
+        is None
+    )
     assert SimulatorWatch(slurm_settings(tmp_path, slurm_local=True), {}).slurm_problem() is None
     named = slurm_settings(tmp_path, accelsim_dir=layout.accelsim_dir(build))
     assert SimulatorWatch(named, {}).slurm_problem() is None

@@ -27,7 +27,9 @@ def refused(proc: subprocess.Popen) -> str:
     return err
 
 
-@pytest.mark.parametrize("token", ["abc\ndef", "abc\rdef", "tab\there", "caf\u00e9-token", "two words", "nul\x00x"])
+@pytest.mark.parametrize(
+    "token", ["abc\ndef", "abc\rdef", "tab\there", "caf\u00e9-token", "two words", "nul\x00x"]
+)
 def test_a_token_no_header_can_carry_is_refused_at_start(tmp_path, token):
     if "\x00" in token:  # an environment variable cannot hold NUL: the token file can
         (tmp_path / "data").mkdir()
@@ -47,14 +49,28 @@ def test_a_token_file_with_a_newline_inside_is_refused_at_start(tmp_path):
     assert "the token in" in err and "'\\n'" in err and "first-line" not in err
 
 
-@pytest.mark.parametrize("args", ["-J mine", "-Jmine", "--job-name=mine", "--job-name mine", "--job=mine",
-                                  "--mem=8G --job-name=mine", "--array=0-3", "--export=ALL", "-a 0-1"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        "-J mine",
+        "-Jmine",
+        "--job-name=mine",
+        "--job-name mine",
+        "--job=mine",
+        "--mem=8G --job-name=mine",
+        "--array=0-3",
+        "--export=ALL",
+        "-a 0-1",
+    ],
+)
 def test_slurm_args_that_override_cascades_job_options_are_refused_at_start(tmp_path, args):
     env = dict(CASCADE_LAUNCHER="slurm", CASCADE_SLURM_LOCAL="1", CASCADE_SLURM_ARGS=args)
     err = refused(start(tmp_path / "data", free_port(), **env))
     assert "CASCADE_SLURM_ARGS may not set --" in err and "remove it" in err
 
 
-@pytest.mark.parametrize("args", ["--mem=8G --qos=long", "--time=1:00:00", "-p gpu", "--jobid-unrelated-x", "-n 1"])
+@pytest.mark.parametrize(
+    "args", ["--mem=8G --qos=long", "--time=1:00:00", "-p gpu", "--jobid-unrelated-x", "-n 1"]
+)
 def test_other_slurm_args_are_fine(args):
     assert reserved_option_problem(args.split()) is None

@@ -20,8 +20,14 @@ def simulated(*steps: Any) -> dict:
 
 
 def step(index=0, wall_ns=5000.0, **more) -> dict:
-    return {"index": index, "name": f"ProfilerStep#{index}", "kind": "step", "wall_ns": wall_ns,
-            "gpu_busy_ns": 4000.0, **more}
+    return {
+        "index": index,
+        "name": f"ProfilerStep#{index}",
+        "kind": "step",
+        "wall_ns": wall_ns,
+        "gpu_busy_ns": 4000.0,
+        **more,
+    }
 
 
 # Raw JSON text: NaN and Infinity are literals an HTTP client's encoder would refuse to write.
@@ -29,7 +35,9 @@ BAD = {
     "NaN wall": '{"simulated": {"steps": [{"index": 0, "wall_ns": NaN}], "summary": {}}}',
     "Infinity wall": '{"simulated": {"steps": [{"index": 0, "wall_ns": Infinity}], "summary": {}}}',
     "1e308 wall": json.dumps({"simulated": simulated(step(0, 1e308))}),
-    "a 10^40 integer wall": '{"simulated": {"steps": [{"index": 0, "wall_ns": 1' + "0" * 40 + '}], "summary": {}}}',
+    "a 10^40 integer wall": '{"simulated": {"steps": [{"index": 0, "wall_ns": 1'
+    + "0" * 40
+    + '}], "summary": {}}}',
     "negative wall": json.dumps({"simulated": simulated(step(0, -5))}),
     "a string wall": json.dumps({"simulated": simulated(step(0, "5"))}),
     "a true wall": json.dumps({"simulated": simulated(step(0, True))}),
@@ -44,12 +52,17 @@ BAD = {
     "a name that is an object": json.dumps({"simulated": simulated(step(0, name={"a": 1}))}),
     "no summary": json.dumps({"simulated": {"steps": [step(0)]}}),
     "compare steps not a list": json.dumps({"simulated": simulated(step(0)), "compare": {"steps": 5}}),
-    "compare index an object": json.dumps({"simulated": simulated(step(0)), "compare": {"steps": [{"index": {}}]}}),
-    "compare of a step it lacks": json.dumps({"simulated": simulated(step(0)), "compare": {"steps": [{"index": 7}]}}),
+    "compare index an object": json.dumps(
+        {"simulated": simulated(step(0)), "compare": {"steps": [{"index": {}}]}}
+    ),
+    "compare of a step it lacks": json.dumps(
+        {"simulated": simulated(step(0)), "compare": {"steps": [{"index": 7}]}}
+    ),
     "compare error infinite": '{"simulated": {"steps": [{"index": 0, "wall_ns": 5}], "summary": {}}, '
-                              '"compare": {"steps": [{"index": 0, "wall_error_pct": -Infinity}]}}',
-    "compare wall negative": json.dumps({"simulated": simulated(step(0)),
-                                         "compare": {"steps": [{"index": 0, "real_wall_ns": -3}]}}),
+    '"compare": {"steps": [{"index": 0, "wall_error_pct": -Infinity}]}}',
+    "compare wall negative": json.dumps(
+        {"simulated": simulated(step(0)), "compare": {"steps": [{"index": 0, "real_wall_ns": -3}]}}
+    ),
 }
 
 
@@ -58,8 +71,11 @@ async def test_a_step_timeline_perfetto_cannot_draw_is_refused_and_nothing_break
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]
-        resp = await http.post(f"/api/sims/{sim_id}/step-timeline", content=BAD[name],
-                               headers={"Content-Type": "application/json"})
+        resp = await http.post(
+            f"/api/sims/{sim_id}/step-timeline",
+            content=BAD[name],
+            headers={"Content-Type": "application/json"},
+        )
         assert resp.status_code == 422, resp.text
         [error] = resp.json()["detail"]
         assert error["msg"].count("\n") == 0 and len(error["msg"]) < 300
@@ -70,9 +86,13 @@ async def test_a_step_timeline_perfetto_cannot_draw_is_refused_and_nothing_break
 
 
 async def test_an_accepted_step_timeline_draws_its_steps(core):
-    body = {"simulated": {**simulated(step(0, 5000.0), step(1, 7000, kind="decode")), "kernels_extra": [1, 2]},
-            "compare": {"steps": [{"index": 1, "real_wall_ns": 6000.0, "wall_error_pct": 16.7, "other": "kept"}],
-                        "summary": {"wall_ns": {"count": 1}}}}
+    body = {
+        "simulated": {**simulated(step(0, 5000.0), step(1, 7000, kind="decode")), "kernels_extra": [1, 2]},
+        "compare": {
+            "steps": [{"index": 1, "real_wall_ns": 6000.0, "wall_error_pct": 16.7, "other": "kept"}],
+            "summary": {"wall_ns": {"count": 1}},
+        },
+    }
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]

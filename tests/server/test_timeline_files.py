@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
-from cascade_server.traces.scanner import describe_processed
 from cascade_server.shared.trace_layout import load_real_timing, locate
+from cascade_server.traces.scanner import describe_processed
 
 
 def _metadata(trace_id: str, *rels: str) -> dict:
-    return {"status": "ok", "files": [{"key": f"accelsim-traces/{trace_id}/{rel}", "bytes": 1} for rel in rels]}
+    return {
+        "status": "ok",
+        "files": [{"key": f"accelsim-traces/{trace_id}/{rel}", "bytes": 1} for rel in rels],
+    }
 
 
 def test_timing_files_are_found_where_metadata_lists_them(tmp_path):
@@ -17,10 +20,19 @@ def test_timing_files_are_found_where_metadata_lists_them(tmp_path):
     (trace_dir / "traces").mkdir(parents=True)
     (trace_dir / "traces" / "stats.csv").write_text("kernel-1.trace, _Z1kv, 1, 1, 1, 1, 32, 1, 1, 32, 10\n")
     real = {"kernels": [{"kernel_id": 1, "kernel_name": "k", "duration_ns": 1500.0}]}
-    for name, body in (("real_timing.json", real), ("corrected_timeline.json", {}), ("kernel_mapping.json", {})):
+    for name, body in (
+        ("real_timing.json", real),
+        ("corrected_timeline.json", {}),
+        ("kernel_mapping.json", {}),
+    ):
         (trace_dir / "traces" / name).write_text(json.dumps(body))
-    metadata = _metadata("t1", "traces/stats.csv", "traces/real_timing.json", "traces/corrected_timeline.json",
-                         "traces/kernel_mapping.json")
+    metadata = _metadata(
+        "t1",
+        "traces/stats.csv",
+        "traces/real_timing.json",
+        "traces/corrected_timeline.json",
+        "traces/kernel_mapping.json",
+    )
     (trace_dir / "metadata.json").write_text(json.dumps(metadata))
     described = describe_processed(trace_dir, metadata)
     assert described["has_real_timing"] and described["has_step_timeline"]

@@ -73,11 +73,14 @@ def test_a_raw_trace_of_nuls_fails_at_its_first_mib(tmp_path):
     assert sorted(p.name for p in (trace / "traces").iterdir()) == ["kernel-1.trace.gz", "kernelslist"]
 
 
-@pytest.mark.parametrize("block, why", [
-    ((1024, 1024, 1), "block dim (1024,1024,1) has 1048576 threads, past CUDA's 1024 per block"),
-    ((1, 1, 65), "block dim (1,1,65) is past CUDA's maximum (1024,1024,64)"),
-    ((0, 1, 1), "a grid or block dimension below 1"),
-])
+@pytest.mark.parametrize(
+    "block, why",
+    [
+        ((1024, 1024, 1), "block dim (1024,1024,1) has 1048576 threads, past CUDA's 1024 per block"),
+        ((1, 1, 65), "block dim (1,1,65) is past CUDA's maximum (1024,1024,64)"),
+        ((0, 1, 1), "a grid or block dimension below 1"),
+    ],
+)
 def test_an_impossible_launch_shape_fails_the_raw_trace(tmp_path, block, why):
     header = RAW_HEADER.replace(b"-block dim = (32,1,1)", b"-block dim = (%d,%d,%d)" % block)
     body = header + b"".join(b"0 0 0 0 0000 ffffffff 1 R1 IMAD.MOV.U32 2 R255 R255 0\n" for _ in range(10))
@@ -90,10 +93,13 @@ def test_an_impossible_launch_shape_fails_the_raw_trace(tmp_path, block, why):
 def test_a_raw_trace_that_regroups_past_its_ratio_fails(tmp_path):
     # Every instruction in its own 1,024-thread block: each becomes 32 warps of output.
     header = RAW_HEADER.replace(b"-grid dim = (1,1,1)", b"-grid dim = (65535,1,1)").replace(
-        b"-block dim = (32,1,1)", b"-block dim = (1024,1,1)")
+        b"-block dim = (32,1,1)", b"-block dim = (1024,1,1)"
+    )
     lines = b"".join(b"%d 0 0 0 0000 ffffffff 1 R1 NOP 0 0\n" % x for x in range(40_000))
     trace = raw_trace_dir(tmp_path, "kernel-1.trace.gz", gzip.compress(header + lines, mtime=0))
-    with pytest.raises(PostprocessError, match=r"^traces/kernel-1.trace.gz regroups to more than 5 times its size"):
+    with pytest.raises(
+        PostprocessError, match=r"^traces/kernel-1.trace.gz regroups to more than 5 times its size"
+    ):
         postprocess_trace(trace, Limits(max_ratio=5))
 
 
@@ -113,8 +119,10 @@ def test_a_processed_trace_with_a_huge_header_line_fails_its_kernel_read(tmp_pat
 
 
 def test_a_processed_trace_with_an_impossible_block_fails_its_kernel_read(tmp_path):
-    header = (b"-kernel name = k\n-kernel id = 1\n-grid dim = (1,1,1)\n-block dim = (1024,1024,1)\n"
-              b"-binary version = 70\n\n#BEGIN_TB\n")
+    header = (
+        b"-kernel name = k\n-kernel id = 1\n-grid dim = (1,1,1)\n-block dim = (1024,1024,1)\n"
+        b"-binary version = 70\n\n#BEGIN_TB\n"
+    )
     trace = processed_trace_dir(tmp_path, "kernel-1.traceg", header)
     with pytest.raises(KernelStatsError, match=r"1048576 threads, past CUDA's 1024 per block$"):
         read_kernels(trace)
@@ -131,7 +139,9 @@ def test_metadata_is_bounded_in_size_and_in_files(tmp_path):
     with pytest.raises(MetadataError, match=r"^metadata.json is larger than 4 MiB$"):
         read_metadata_file(big, "t")
     files = [{"key": f"traces/f{i}", "bytes": 1} for i in range(METADATA_MAX_FILES + 1)]
-    with pytest.raises(MetadataError, match=rf"^metadata.json lists {METADATA_MAX_FILES + 1} files, more than"):
+    with pytest.raises(
+        MetadataError, match=rf"^metadata.json lists {METADATA_MAX_FILES + 1} files, more than"
+    ):
         parse_metadata(json.dumps({"files": files}).encode(), "t")
 
 
@@ -150,6 +160,9 @@ def test_the_trace_header_decides_the_arch(tmp_path):
     trace = processed_trace_dir(tmp_path, "kernel-1.traceg", header)
     assert arch_fields(trace, {}) == {"trace_gpu_arch": "sm_86"}  # metadata silent: the header's
     assert arch_fields(trace, {"trace_gpu_arch": "sm_86"}) == {"trace_gpu_arch": "sm_86"}
-    with pytest.raises(KernelStatsError, match=r"^metadata.json says trace_gpu_arch 'sm_70', but the "
-                                               r"trace's kernels were captured for sm_86"):
+    with pytest.raises(
+        KernelStatsError,
+        match=r"^metadata.json says trace_gpu_arch 'sm_70', but the "
+        r"trace's kernels were captured for sm_86",
+    ):
         arch_fields(trace, {"trace_gpu_arch": "sm_70"})

@@ -8,8 +8,10 @@ import json
 
 from .test_trace_ingest import Harness, sample_files
 
-REAL_TIMING = {"format": "cascade.real_timing/1",
-               "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}]}
+REAL_TIMING = {
+    "format": "cascade.real_timing/1",
+    "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}],
+}
 
 
 def upload(harness: Harness, trace_id: str) -> dict[str, bytes]:
@@ -24,7 +26,9 @@ def plant_old_files(harness: Harness, trace_id: str) -> None:
     harness.mirror(trace_id).mkdir(parents=True)
     (harness.mirror(trace_id) / "real_timing.json").write_text(json.dumps(REAL_TIMING))
     harness.settings.trace_books_dir.mkdir(parents=True, exist_ok=True)
-    (harness.settings.trace_books_dir / f"{trace_id}.json").write_text(json.dumps({"old.bin": [1, "2020-01-01T00:00:00+00:00"]}))
+    (harness.settings.trace_books_dir / f"{trace_id}.json").write_text(
+        json.dumps({"old.bin": [1, "2020-01-01T00:00:00+00:00"]})
+    )
 
 
 async def test_a_new_upload_is_mirrored_from_nothing_left_by_a_deleted_trace(rclone_s3, tmp_path):
@@ -35,7 +39,9 @@ async def test_a_new_upload_is_mirrored_from_nothing_left_by_a_deleted_trace(rcl
         ready = await harness.recorder.wait_state("again", "ready", "failed")
         assert (ready.state, ready.has_real_timing) == ("ready", False), ready.error
         assert not (harness.mirror("again") / "real_timing.json").exists()
-        assert (harness.mirror("again") / "traces" / "kernel-3.traceg").is_file()  # fetched, not trusted to a book
+        assert (
+            harness.mirror("again") / "traces" / "kernel-3.traceg"
+        ).is_file()  # fetched, not trusted to a book
     finally:
         await harness.stop()
 

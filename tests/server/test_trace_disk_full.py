@@ -23,7 +23,9 @@ def small_traces_dir(tmp_path):
         yield traces
 
 
-async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_back(request, tmp_path, small_traces_dir):
+async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_back(
+    request, tmp_path, small_traces_dir
+):
     h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
     try:
         files = sample_files()
@@ -32,7 +34,9 @@ async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_ba
         failed = await h.recorder.wait_state("demo", "failed", "ready")
         assert failed.error == "post-processing failed: no space left on the disk (No space left on device)"
         # Nothing half-done is left: only the mirrored objects (and the lock).
-        mirrored = {p.relative_to(h.mirror("demo")).as_posix() for p in h.mirror("demo").rglob("*") if p.is_file()}
+        mirrored = {
+            p.relative_to(h.mirror("demo")).as_posix() for p in h.mirror("demo").rglob("*") if p.is_file()
+        }
         assert mirrored == set(files) | {"metadata.json", ".postprocess.lock"}
 
         # A scan with no more space than before leaves it failed.
@@ -60,7 +64,6 @@ async def test_a_server_restarted_after_the_disk_filled_retries_at_once(request,
         assert ready.error is None and len(ready.kernels) == 15
     finally:
         await h.stop()
-
 
 
 async def test_a_scan_while_the_failure_is_being_saved_keeps_the_retry(request, tmp_path, small_traces_dir):

@@ -13,9 +13,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from cascade_server.settings import Settings
-from cascade_server.traces.embedded_s3 import DEMO_TRACE_IDS, EmbeddedS3Error, embedded_s3, upload_demo_traces
 from cascade_server.shared.s3_endpoint import S3Info, credentials_path, make_client, read_credentials_file
-
+from cascade_server.traces.embedded_s3 import DEMO_TRACE_IDS, EmbeddedS3Error, embedded_s3, upload_demo_traces
 from tests.helpers import free_port
 
 from .test_trace_helpers import SAMPLE_TRACES, raw_dir_for_upload
@@ -63,8 +62,17 @@ async def test_demo_traces_are_uploaded_once_into_an_empty_bucket(tmp_path):
         assert await upload_demo_traces(info, settings) == list(DEMO_TRACE_IDS)
         client = make_client(info)
         for trace_id in DEMO_TRACE_IDS:
-            keys = {o["Key"] for o in client.list_objects_v2(Bucket="cascade", Prefix=f"accelsim-traces/{trace_id}/")["Contents"]}
-            local = {p.relative_to(SAMPLE_TRACES).as_posix() for p in (SAMPLE_TRACES / trace_id).rglob("*") if p.is_file()}
+            keys = {
+                o["Key"]
+                for o in client.list_objects_v2(Bucket="cascade", Prefix=f"accelsim-traces/{trace_id}/")[
+                    "Contents"
+                ]
+            }
+            local = {
+                p.relative_to(SAMPLE_TRACES).as_posix()
+                for p in (SAMPLE_TRACES / trace_id).rglob("*")
+                if p.is_file()
+            }
             assert keys == {f"accelsim-traces/{rel}" for rel in local}
         assert await upload_demo_traces(info, settings) == []  # not empty any more
     disabled = settings_for(tmp_path / "nosamples", samples=False)
@@ -76,11 +84,21 @@ async def test_cascade_upload_finds_the_embedded_endpoint_through_the_data_dir(t
     settings = settings_for(tmp_path)
     directory = raw_dir_for_upload(tmp_path)
     async with embedded_s3(settings) as info:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CASCADE_", "AWS_ACCESS", "AWS_SECRET"))}
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("CASCADE_", "AWS_ACCESS", "AWS_SECRET"))
+        }
         env["CASCADE_DATA_DIR"] = str(settings.data_dir)
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cascade_tui.cli", "upload", str(directory), "--trace-id", "via-data-dir",
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "cascade_tui.cli",
+            "upload",
+            str(directory),
+            "--trace-id",
+            "via-data-dir",
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         out, err = await proc.communicate()
         assert proc.returncode == 0, err.decode()

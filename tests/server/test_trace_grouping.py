@@ -11,6 +11,7 @@ from cascade_server.traces.grouping import (
     processed_name,
     rewrite_kernelslist,
 )
+
 from .test_trace_helpers import sample_traceg, traceg_to_raw
 
 
@@ -32,7 +33,9 @@ def test_lines_like_getline_adds_the_empty_line_cpp_reads_at_eof():
     assert list(lines_like_getline([])) == [""]
 
 
-HEADER = "-kernel name = k\n-grid dim = (2,1,1)\n-block dim = (64,1,1)\n-enable lineinfo = 0\n\n#traces format\n\n"
+HEADER = (
+    "-kernel name = k\n-grid dim = (2,1,1)\n-block dim = (64,1,1)\n-enable lineinfo = 0\n\n#traces format\n\n"
+)
 
 
 def test_blocks_sorted_by_linear_id_every_warp_listed_and_unseen_blocks_skipped():
@@ -40,14 +43,26 @@ def test_blocks_sorted_by_linear_id_every_warp_listed_and_unseen_blocks_skipped(
     out = regroup(raw).split("\n")
     assert "thread block = 1,0,0" in out and "thread block = 0,0,0" not in out
     assert out[out.index("warp = 0") + 1] == "insts = 0"
-    assert out[out.index("warp = 1") + 1 : out.index("warp = 1") + 3] == ["insts = 1", "0010 ffffffff 0 EXIT 0 0 0"]
+    assert out[out.index("warp = 1") + 1 : out.index("warp = 1") + 3] == [
+        "insts = 1",
+        "0010 ffffffff 0 EXIT 0 0 0",
+    ]
 
 
 def test_only_the_second_of_each_ldgsts_pair_is_kept():
-    raw = HEADER + "".join(
-        f"0 0 0 0 {pc} ffffffff 0 LDGSTS.E 2 R2 R4 16 1 0x{addr} 0\n"
-        for pc, addr in [("0010", "shared1"), ("0010", "global1"), ("0020", "shared2"), ("0020", "global2")]
-    ) + "0 0 0 0 0030 ffffffff 0 EXIT 0 0 0\n"
+    raw = (
+        HEADER
+        + "".join(
+            f"0 0 0 0 {pc} ffffffff 0 LDGSTS.E 2 R2 R4 16 1 0x{addr} 0\n"
+            for pc, addr in [
+                ("0010", "shared1"),
+                ("0010", "global1"),
+                ("0020", "shared2"),
+                ("0020", "global2"),
+            ]
+        )
+        + "0 0 0 0 0030 ffffffff 0 EXIT 0 0 0\n"
+    )
     out = regroup(raw)
     assert "insts = 3" in out
     assert "global1" in out and "global2" in out and "shared" not in out
@@ -63,7 +78,11 @@ def test_only_the_second_of_each_ldgsts_pair_is_kept():
 )
 def test_corrupt_lines_fail_with_the_file_and_line(body, message):
     with pytest.raises(TraceFormatError, match="^traces/kernel-1.trace ") as exc:
-        list(group_raw_trace(lines_like_getline((HEADER + body).splitlines(keepends=True)), "traces/kernel-1.trace"))
+        list(
+            group_raw_trace(
+                lines_like_getline((HEADER + body).splitlines(keepends=True)), "traces/kernel-1.trace"
+            )
+        )
     assert message in str(exc.value) and "\n" not in str(exc.value)
 
 

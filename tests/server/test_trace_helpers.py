@@ -7,7 +7,6 @@ import gzip
 import random
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_TRACES = REPO / "samples" / "accelsim-traces"
 SM70 = SAMPLE_TRACES / "tinyformer-step-sm70"
@@ -30,10 +29,10 @@ def traceg_to_raw(traceg: str, seed: int = 0) -> str:
     while i < len(lines):
         line = lines[i]
         if line.startswith("thread block = "):
-            tb = line[len("thread block = "):].replace(",", " ")
+            tb = line[len("thread block = ") :].replace(",", " ")
         elif line.startswith("warp = "):
-            warp = line[len("warp = "):]
-            count = int(lines[i + 1][len("insts = "):])
+            warp = line[len("warp = ") :]
+            count = int(lines[i + 1][len("insts = ") :])
             body = lines[i + 2 : i + 2 + count]
             streams.append([f"{tb} {warp} {rest}" for rest in body])
             i += 2 + count
@@ -59,5 +58,7 @@ def raw_dir_for_upload(tmp_path: Path) -> Path:
     (traces / "kernelslist").write_text("MemcpyHtoD,0x00007f4c5e000000,256\nkernel-1.trace\nkernel-2.trace\n")
     (traces / "kernel-1.trace").write_text(traceg_to_raw(sample_traceg(1)))
     (traces / "kernel-2.trace").write_text(traceg_to_raw(sample_traceg(2)))
-    (traces / "stats.csv").write_text("\n".join((SM70 / "traces" / "stats.csv").read_text().splitlines()[:3]) + "\n")
+    (traces / "stats.csv").write_text(
+        "\n".join((SM70 / "traces" / "stats.csv").read_text().splitlines()[:3]) + "\n"
+    )
     return traces

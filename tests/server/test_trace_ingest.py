@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import TraceDetail
 from cascade_server.settings import Settings
-from cascade_server.storage import Store
+from cascade_server.shared.models import TraceDetail
 from cascade_server.shared.s3_endpoint import S3Info
-from cascade_server.traces.scanner import TraceScanner
 from cascade_server.shared.trace_kernels import parse_stats
+from cascade_server.storage import Store
+from cascade_server.traces.scanner import TraceScanner
+
 from .test_trace_helpers import SM70, sample_traceg, traceg_to_raw
 
 _buckets = itertools.count()
@@ -91,8 +92,13 @@ class Harness:
         self.client.put_object(Bucket=self.bucket, Key=f"accelsim-traces/{trace_id}/{rel}", Body=body)
 
     def put_metadata(self, trace_id: str, files: dict[str, bytes], **fields) -> None:
-        meta = {"status": "ok", **fields,
-                "files": [{"key": f"accelsim-traces/{trace_id}/{rel}", "bytes": len(b)} for rel, b in files.items()]}
+        meta = {
+            "status": "ok",
+            **fields,
+            "files": [
+                {"key": f"accelsim-traces/{trace_id}/{rel}", "bytes": len(b)} for rel, b in files.items()
+            ],
+        }
         self.put(trace_id, "metadata.json", json.dumps(meta).encode())
 
     def put_trace(self, trace_id: str, files: dict[str, bytes], **fields) -> None:
@@ -113,8 +119,11 @@ async def harness(rclone_s3, tmp_path):
 
 
 def sample_files() -> dict[str, bytes]:
-    return {p.relative_to(SM70).as_posix(): p.read_bytes()
-            for p in sorted(SM70.rglob("*")) if p.is_file() and p.name != "metadata.json"}
+    return {
+        p.relative_to(SM70).as_posix(): p.read_bytes()
+        for p in sorted(SM70.rglob("*"))
+        if p.is_file() and p.name != "metadata.json"
+    }
 
 
 async def test_staged_upload_is_uploading_with_growing_counts_then_processing_then_ready(harness):
@@ -137,8 +146,15 @@ async def test_staged_upload_is_uploading_with_growing_counts_then_processing_th
     assert second.bytes > first.bytes and second.created_at == first.created_at
 
     harness.put(tid, "traces/kernelslist.g", files["traces/kernelslist.g"])
-    harness.put_metadata(tid, files, model="tinyformer", trace_gpu_arch="sm_70", suggested_sim_config="SM7_QV100",
-                         layers=["step 0"], gpu="synthetic")
+    harness.put_metadata(
+        tid,
+        files,
+        model="tinyformer",
+        trace_gpu_arch="sm_70",
+        suggested_sim_config="SM7_QV100",
+        layers=["step 0"],
+        gpu="synthetic",
+    )
     ready = await harness.recorder.wait_state(tid, "ready", "failed")
     assert harness.recorder.states(tid) == ["uploading", "processing", "ready"], ready.error
 
@@ -147,7 +163,11 @@ async def test_staged_upload_is_uploading_with_growing_counts_then_processing_th
     assert stored.kernels == expected and len(stored.kernels) == 15
     assert stored.kernels[2].name == "_Z11sgemm_tiledILi64ELi64ELi16EEvPKfS1_S1_Pfiii"
     assert (stored.model, stored.trace_gpu_arch, stored.suggested_sim_config, stored.source_gpu) == (
-        "tinyformer", "sm_70", "SM7_QV100", "synthetic")
+        "tinyformer",
+        "sm_70",
+        "SM7_QV100",
+        "synthetic",
+    )
     assert stored.layers == ["step 0"] and stored.metadata["model"] == "tinyformer"
     assert stored.error is None and not stored.has_real_timing and not stored.has_step_timeline
     # Accel-Sim reads only .traceg: the gzipped sample kernels were decompressed in the mirror.
@@ -157,7 +177,11 @@ async def test_staged_upload_is_uploading_with_growing_counts_then_processing_th
 
 
 def raw_kernelslist(kernel_names: list[str]) -> bytes:
-    memcpys = [line for line in (SM70 / "traces" / "kernelslist.g").read_text().splitlines() if line.startswith("Memcpy")]
+    memcpys = [
+        line
+        for line in (SM70 / "traces" / "kernelslist.g").read_text().splitlines()
+        if line.startswith("Memcpy")
+    ]
     return ("\n".join(memcpys[:3] + kernel_names) + "\n").encode()
 
 
@@ -166,9 +190,17 @@ async def test_raw_tracer_output_is_post_processed_back_into_the_same_traceg(har
     raw1 = traceg_to_raw(sample_traceg(1), seed=1).encode()
     raw5 = traceg_to_raw(sample_traceg(5), seed=5).encode()
     raw7 = traceg_to_raw(sample_traceg(7), seed=7).encode()
-    stats = "\n".join((SM70 / "traces" / "stats.csv").read_text().splitlines()[:1] +
-                      [line for line in (SM70 / "traces" / "stats.csv").read_text().splitlines()
-                       if line.startswith(("kernel-1.", "kernel-5.", "kernel-7."))]) + "\n"
+    stats = (
+        "\n".join(
+            (SM70 / "traces" / "stats.csv").read_text().splitlines()[:1]
+            + [
+                line
+                for line in (SM70 / "traces" / "stats.csv").read_text().splitlines()
+                if line.startswith(("kernel-1.", "kernel-5.", "kernel-7."))
+            ]
+        )
+        + "\n"
+    )
     files = {
         "traces/kernelslist": raw_kernelslist(["kernel-1.trace", "kernel-5.trace.xz", "kernel-7.trace"]),
         "traces/kernel-1.trace": raw1,
@@ -200,10 +232,14 @@ async def test_unreadable_metadata_fails_the_trace(harness):
 
 async def test_profiler_reported_failure_fails_the_trace(harness):
     harness.put("prof-failed", "traces/kernel-1.trace", b"partial")
-    harness.put("prof-failed", "metadata.json", json.dumps({"status": "failed", "trace_gpu_arch": "sm_86"}).encode())
+    harness.put(
+        "prof-failed", "metadata.json", json.dumps({"status": "failed", "trace_gpu_arch": "sm_86"}).encode()
+    )
     failed = await harness.recorder.wait_state("prof-failed", "failed", "ready")
     assert failed.error == "profiler reported status 'failed' in metadata.json"
-    assert failed.trace_gpu_arch == "sm_86" and failed.bytes == len(b"partial") + len(failed_meta_bytes(failed))
+    assert failed.trace_gpu_arch == "sm_86" and failed.bytes == len(b"partial") + len(
+        failed_meta_bytes(failed)
+    )
 
 
 def failed_meta_bytes(trace: TraceDetail) -> bytes:
@@ -228,10 +264,16 @@ async def test_a_listed_file_that_never_arrives_at_its_size_fails_after_the_time
 @pytest.mark.parametrize(
     "rel, body, error",
     [
-        ("traces/kernel-1.trace", b"-grid dim = (1,1,1)\n-block dim = (32,1,1)\n\nnot an instruction\n",
-         "post-processing failed: traces/kernel-1.trace line 4: expected 'tb_x tb_y tb_z warp ...', got 'not an instruction'"),
-        ("traces/kernel-1.trace.xz", b"\xfd7zXZ\x00 definitely not xz",
-         "post-processing failed: traces/kernel-1.trace.xz: corrupt compressed data"),
+        (
+            "traces/kernel-1.trace",
+            b"-grid dim = (1,1,1)\n-block dim = (32,1,1)\n\nnot an instruction\n",
+            "post-processing failed: traces/kernel-1.trace line 4: expected 'tb_x tb_y tb_z warp ...', got 'not an instruction'",
+        ),
+        (
+            "traces/kernel-1.trace.xz",
+            b"\xfd7zXZ\x00 definitely not xz",
+            "post-processing failed: traces/kernel-1.trace.xz: corrupt compressed data",
+        ),
     ],
 )
 async def test_a_corrupt_trace_fails_post_processing_with_a_one_line_error(harness, rel, body, error):

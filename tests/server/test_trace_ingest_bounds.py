@@ -24,7 +24,9 @@ async def test_a_prefix_without_metadata_fails_after_the_upload_timeout(rclone_s
         h.put("no-metadata", "traces/kernel-1.traceg", b"x")
         failed = await h.recorder.wait_state("no-metadata", "failed", "ready")
         assert failed.error.startswith("upload incomplete after ")
-        assert failed.error.endswith("metadata.json never arrived (the uploader writes it last, listing every file)")
+        assert failed.error.endswith(
+            "metadata.json never arrived (the uploader writes it last, listing every file)"
+        )
     finally:
         await h.stop()
 
@@ -49,8 +51,9 @@ async def test_metadata_that_contradicts_the_traced_arch_fails_the_trace(rclone_
         h.put_trace("claims-sm86", sample_files(), trace_gpu_arch="sm_86")  # the sample is sm_70
         h.put_trace("says-nothing", sample_files(), trace_gpu_arch=None)
         failed = await h.recorder.wait_state("claims-sm86", "failed", "ready")
-        assert failed.error.startswith("metadata.json says trace_gpu_arch 'sm_86', but the trace's kernels "
-                                       "were captured for sm_70")
+        assert failed.error.startswith(
+            "metadata.json says trace_gpu_arch 'sm_86', but the trace's kernels were captured for sm_70"
+        )
         ready = await h.recorder.wait_state("says-nothing", "ready", "failed")
         assert ready.trace_gpu_arch == "sm_70"
     finally:
@@ -66,6 +69,7 @@ async def test_a_delete_while_the_endpoint_is_stopped_answers_503_at_once(make_s
         server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
         await server.store.put_trace(ready_trace("kept"))
         async with server.client(timeout=20) as http:
+
             async def s3_error() -> str | None:
                 return (await http.get("/api/health")).json()["s3_error"]
 
@@ -73,9 +77,12 @@ async def test_a_delete_while_the_endpoint_is_stopped_answers_503_at_once(make_s
             await wait_until(s3_error)
             resp = await http.delete("/api/traces/kept")
             assert resp.status_code == 503, resp.text
-            assert resp.json()["detail"].startswith(f"the S3 endpoint is failing (no answer from {info.endpoint}")
-            assert resp.json()["detail"].endswith("trace kept was not deleted; delete it again once "
-                                                  "/api/health shows no s3_error")
+            assert resp.json()["detail"].startswith(
+                f"the S3 endpoint is failing (no answer from {info.endpoint}"
+            )
+            assert resp.json()["detail"].endswith(
+                "trace kept was not deleted; delete it again once /api/health shows no s3_error"
+            )
             assert (await http.get("/api/traces/kept")).json()["state"] == "ready"
             rclone.send_signal(signal.SIGCONT)
             await wait_until(lambda: _is_none(s3_error()))

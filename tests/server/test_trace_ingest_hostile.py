@@ -59,7 +59,9 @@ async def test_cascade_upload_sends_a_12_mib_file_in_one_put_that_the_scanner_mi
     assert ready.state == "ready", ready.error
     assert (scanner.mirror("uploaded-12mib") / "blob.bin").read_bytes() == path.read_bytes()
     # What boto3's defaults (any other S3 client) read back is the same bytes, checksum and all.
-    body = scanner.client.get_object(Bucket=scanner.bucket, Key="accelsim-traces/uploaded-12mib/blob.bin")["Body"]
+    body = scanner.client.get_object(Bucket=scanner.bucket, Key="accelsim-traces/uploaded-12mib/blob.bin")[
+        "Body"
+    ]
     assert body.read() == path.read_bytes()
 
 
@@ -97,12 +99,17 @@ async def test_a_255_byte_name_is_mirrored(scanner):
 @pytest.mark.parametrize(
     "name, body, error",
     [
-        ("bigint", b'{"files": [], "model": ' + b"9" * 5000 + b"}",
-         "metadata.json is not valid JSON: an integer of more than 4300 digits"),
+        (
+            "bigint",
+            b'{"files": [], "model": ' + b"9" * 5000 + b"}",
+            "metadata.json is not valid JSON: an integer of more than 4300 digits",
+        ),
         ("deep", b"[" * 100_000 + b"]" * 100_000, "metadata.json is not valid JSON: nested too deeply"),
     ],
 )
-async def test_hostile_metadata_fails_its_trace_once_and_later_traces_still_register(scanner, caplog, name, body, error):
+async def test_hostile_metadata_fails_its_trace_once_and_later_traces_still_register(
+    scanner, caplog, name, body, error
+):
     scanner.put(f"aa-{name}", "traces/kernel-1.traceg", b"x")
     scanner.put(f"aa-{name}", "metadata.json", body)
     scanner.put_trace(f"zz-after-{name}", sample_files())

@@ -10,7 +10,8 @@ import pytest
 
 from cascade_server.shared.models import KernelLaunch
 from cascade_server.shared.trace_kernels import KernelStatsError, parse_stats, read_kernels
-from cascade_server.traces.postprocess import PostprocessError, main as postprocess_main, postprocess_trace
+from cascade_server.traces.postprocess import PostprocessError, postprocess_trace
+from cascade_server.traces.postprocess import main as postprocess_main
 
 from .test_trace_helpers import SM70, sample_traceg, traceg_to_raw
 
@@ -20,16 +21,23 @@ HEADER = "kernel id, kernel mangled name, grid_dimX, grid_dimY, grid_dimZ, #bloc
 def test_sample_stats_csv_gives_fifteen_launches():
     kernels = parse_stats((SM70 / "traces" / "stats.csv").read_text())
     assert len(kernels) == 15
-    assert kernels[4] == KernelLaunch(kernel_id=5, name="_Z18attn_scores_kernelPKfPfiif", grid=(2, 2, 4),
-                                      block=(32, 8, 1), instructions=43264)
+    assert kernels[4] == KernelLaunch(
+        kernel_id=5,
+        name="_Z18attn_scores_kernelPKfPfiif",
+        grid=(2, 2, 4),
+        block=(32, 8, 1),
+        instructions=43264,
+    )
 
 
 def test_per_context_rows_and_a_row_cut_short():
-    text = "\n".join([
-        HEADER,
-        "kernel-1-ctx_0x6165bdd7ec90.trace.xz, _Z6vecAddPdS_S_i, 98, 1, 1, 98, 1024, 1, 1, 1024, 50066,50066",
-        "kernel-2-ctx_0x6165bdd7ec90.trace.xz, _Z6vecAddPdS_S_i, 98, 1, 1, 98, 1024, 1, 1, 1024, ",
-    ])
+    text = "\n".join(
+        [
+            HEADER,
+            "kernel-1-ctx_0x6165bdd7ec90.trace.xz, _Z6vecAddPdS_S_i, 98, 1, 1, 98, 1024, 1, 1, 1024, 50066,50066",
+            "kernel-2-ctx_0x6165bdd7ec90.trace.xz, _Z6vecAddPdS_S_i, 98, 1, 1, 98, 1024, 1, 1, 1024, ",
+        ]
+    )
     kernels = parse_stats(text)
     assert [(k.kernel_id, k.instructions) for k in kernels] == [(1, 50066), (2, None)]
 
@@ -50,8 +58,15 @@ def test_read_kernels_prefers_stats_files_and_falls_back_to_trace_headers(tmp_pa
     (bare / "traces").mkdir(parents=True)
     (bare / "traces" / "kernel-5.traceg").write_text(sample_traceg(5))
     (bare / "traces" / "kernelslist.g").write_text("MemcpyHtoD,0x1,4\nkernel-5.traceg\n")
-    assert read_kernels(bare) == [KernelLaunch(kernel_id=5, name="_Z18attn_scores_kernelPKfPfiif",
-                                               grid=(2, 2, 4), block=(32, 8, 1), instructions=None)]
+    assert read_kernels(bare) == [
+        KernelLaunch(
+            kernel_id=5,
+            name="_Z18attn_scores_kernelPKfPfiif",
+            grid=(2, 2, 4),
+            block=(32, 8, 1),
+            instructions=None,
+        )
+    ]
 
 
 def test_postprocess_gunzips_the_samples_and_checks_kernelslist(tmp_path):
@@ -63,7 +78,9 @@ def test_postprocess_gunzips_the_samples_and_checks_kernelslist(tmp_path):
     assert (trace / "traces" / "kernel-15.traceg").read_text() == sample_traceg(15)
     (trace / "traces" / "kernel-15.traceg").unlink()
     (trace / "traces" / "kernel-15.traceg.gz").unlink()
-    with pytest.raises(PostprocessError, match="kernelslist.g names kernel-15.traceg, which is not in the upload"):
+    with pytest.raises(
+        PostprocessError, match="kernelslist.g names kernel-15.traceg, which is not in the upload"
+    ):
         postprocess_trace(trace)
 
 
@@ -71,7 +88,9 @@ def test_postprocess_errors_are_one_line_on_stderr(tmp_path, capsys):
     trace = tmp_path / "t"
     (trace / "traces").mkdir(parents=True)
     (trace / "traces" / "kernelslist").write_text("kernel-1.trace\n")
-    (trace / "traces" / "kernel-1.trace.gz").write_bytes(gzip.compress(traceg_to_raw(sample_traceg(1)).encode())[:200])
+    (trace / "traces" / "kernel-1.trace.gz").write_bytes(
+        gzip.compress(traceg_to_raw(sample_traceg(1)).encode())[:200]
+    )
     assert postprocess_main([str(trace)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: traces/kernel-1.trace.gz: corrupt compressed data") and err.count("\n") == 1
@@ -93,6 +112,8 @@ def test_one_kernelslist_per_cuda_context(tmp_path):
         (traces / name).write_text(traceg_to_raw(sample_traceg(kernel)))
     postprocess_trace(tmp_path / "t")
     # As the C++ tool: the first context's list becomes kernelslist.g, the others <name>.g.
-    assert (traces / "kernelslist.g").read_text() == "MemcpyHtoD,0x00007f4c5e000000,256\nkernel-1-ctx_0x1.traceg\n"
+    assert (
+        traces / "kernelslist.g"
+    ).read_text() == "MemcpyHtoD,0x00007f4c5e000000,256\nkernel-1-ctx_0x1.traceg\n"
     assert (traces / "kernelslist_ctx_0x2.g").read_text().endswith("kernel-5-ctx_0x2.traceg\n")
     assert (traces / "kernel-5-ctx_0x2.traceg").read_text() == sample_traceg(5)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cascade_server.shared.upload_rules import trace_id_problem
 from cascade_server.traces.completeness import (
     PendingFile,
     incomplete_upload_error,
@@ -14,7 +15,6 @@ from cascade_server.traces.completeness import (
     pending_files,
     split_key,
 )
-from cascade_server.shared.upload_rules import trace_id_problem
 from cascade_server.traces.metadata import MetadataError, parse_metadata
 
 
@@ -23,18 +23,34 @@ def meta(**fields) -> bytes:
 
 
 def test_every_field_is_read_and_keys_are_made_relative_to_the_trace():
-    m = parse_metadata(meta(
-        status="ok", model="facebook/opt-125m", layers=["step 0 (prefill)", 3], gpu="NVIDIA H100 80GB HBM3",
-        trace_gpu_arch="sm_90", suggested_sim_config="SM90_H100", real_gpu_config="SM90_H100",
-        sample_sim_configs=["SM90_H100"], sample_set="opt",
-        files=[{"key": "accelsim-traces/t/traces/kernel-1.trace", "bytes": 10},
-               {"key": "traces/kernelslist", "bytes": 3},
-               {"key": "accelsim-traces/t/metadata.json", "bytes": 999}],
-    ), "t")
+    m = parse_metadata(
+        meta(
+            status="ok",
+            model="facebook/opt-125m",
+            layers=["step 0 (prefill)", 3],
+            gpu="NVIDIA H100 80GB HBM3",
+            trace_gpu_arch="sm_90",
+            suggested_sim_config="SM90_H100",
+            real_gpu_config="SM90_H100",
+            sample_sim_configs=["SM90_H100"],
+            sample_set="opt",
+            files=[
+                {"key": "accelsim-traces/t/traces/kernel-1.trace", "bytes": 10},
+                {"key": "traces/kernelslist", "bytes": 3},
+                {"key": "accelsim-traces/t/metadata.json", "bytes": 999},
+            ],
+        ),
+        "t",
+    )
     assert m.trace_fields() == {
-        "model": "facebook/opt-125m", "layers": ["step 0 (prefill)"], "source_gpu": "NVIDIA H100 80GB HBM3",
-        "trace_gpu_arch": "sm_90", "suggested_sim_config": "SM90_H100", "real_gpu_config": "SM90_H100",
-        "sample_sim_configs": ["SM90_H100"], "sample_set": "opt",
+        "model": "facebook/opt-125m",
+        "layers": ["step 0 (prefill)"],
+        "source_gpu": "NVIDIA H100 80GB HBM3",
+        "trace_gpu_arch": "sm_90",
+        "suggested_sim_config": "SM90_H100",
+        "real_gpu_config": "SM90_H100",
+        "sample_sim_configs": ["SM90_H100"],
+        "sample_set": "opt",
     }
     assert m.files == {"traces/kernel-1.trace": 10, "traces/kernelslist": 3}
     assert not m.failed and m.raw["model"] == "facebook/opt-125m"
@@ -74,8 +90,15 @@ def test_keys_split_into_trace_and_path():
 
 
 def test_kernel_count_counts_distinct_kernels_across_raw_and_processed_forms():
-    paths = ["traces/kernel-1.trace", "traces/kernel-1.traceg", "traces/kernel-2.trace.xz",
-             "traces/kernel-3-ctx_0x55fb.traceg.gz", "traces/kernelslist", "traces/stats.csv", "metadata.json"]
+    paths = [
+        "traces/kernel-1.trace",
+        "traces/kernel-1.traceg",
+        "traces/kernel-2.trace.xz",
+        "traces/kernel-3-ctx_0x55fb.traceg.gz",
+        "traces/kernelslist",
+        "traces/stats.csv",
+        "metadata.json",
+    ]
     assert kernel_count(paths) == 3
 
 
@@ -83,6 +106,7 @@ def test_pending_files_and_the_timeout_message():
     pending = pending_files({"a": 10, "b": 5, "c": 1}, {"a": 10, "b": 2})
     assert pending == [PendingFile("b", 5, 2), PendingFile("c", 1, None)]
     assert incomplete_upload_error(pending, 600.2) == (
-        "upload incomplete after 600 s without progress: b has 2 of 5 bytes (and 1 more listed files)")
+        "upload incomplete after 600 s without progress: b has 2 of 5 bytes (and 1 more listed files)"
+    )
     assert PendingFile("c", 1, None).describe() == "c never arrived (expected 1 bytes)"
     assert pending_files({"a": 10}, {"a": 10, "extra": 3}) == []

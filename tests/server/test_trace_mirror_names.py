@@ -10,8 +10,11 @@ from .test_trace_ingest import Harness, sample_files
 async def test_objects_named_like_temporary_files_are_mirrored_whole(rclone_s3, tmp_path):
     h = await Harness(rclone_s3, tmp_path).start()
     try:
-        extra = {"extra/a.bin": b"the file", "extra/.a.bin.part": b"not a temporary file",
-                 "extra/..a.bin.part.part": b"nor this"}
+        extra = {
+            "extra/a.bin": b"the file",
+            "extra/.a.bin.part": b"not a temporary file",
+            "extra/..a.bin.part.part": b"nor this",
+        }
         h.put_trace("temp-names", {**sample_files(), **extra})
         ready = await h.recorder.wait_state("temp-names", "ready", "failed")
         assert ready.state == "ready", ready.error

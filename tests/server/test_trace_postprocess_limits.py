@@ -19,11 +19,13 @@ from .test_trace_helpers import SM70
 from .test_trace_ingest import Harness, raw_kernelslist, sample_files
 
 MiB = 1024 * 1024
-RAW_HEADER = (b"-kernel name = bomb\n-kernel id = 1\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n"
-              b"-shmem = 0\n-nregs = 8\n-binary version = 70\n-cuda stream id = 0\n-shmem base_addr = 0x0\n"
-              b"-local mem base_addr = 0x0\n-nvbit version = 1.5.5\n-accelsim tracer version = 5\n"
-              b"-enable lineinfo = 0\n\n#traces format = threadblock_x threadblock_y threadblock_z warpid_tb PC "
-              b"mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses]\n")
+RAW_HEADER = (
+    b"-kernel name = bomb\n-kernel id = 1\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n"
+    b"-shmem = 0\n-nregs = 8\n-binary version = 70\n-cuda stream id = 0\n-shmem base_addr = 0x0\n"
+    b"-local mem base_addr = 0x0\n-nvbit version = 1.5.5\n-accelsim tracer version = 5\n"
+    b"-enable lineinfo = 0\n\n#traces format = threadblock_x threadblock_y threadblock_z warpid_tb PC "
+    b"mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses]\n"
+)
 
 
 def concatenated(member: bytes, times: int) -> bytes:
@@ -46,7 +48,9 @@ async def make_scanner(request, tmp_path):
     started: list[Harness] = []
 
     async def make(**settings) -> Harness:
-        h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path / str(len(started)), **settings).start()
+        h = await Harness(
+            request.getfixturevalue("rclone_s3"), tmp_path / str(len(started)), **settings
+        ).start()
         started.append(h)
         return h
 
@@ -65,13 +69,17 @@ async def test_an_xz_bomb_fails_its_trace_and_the_valid_trace_behind_it_does_not
     h = await make_scanner()
     bomb = xz_bomb_trace()
     assert len(bomb) < MiB
-    h.put_trace("aa-xz-bomb", {"traces/kernelslist": raw_kernelslist(["kernel-1.trace.xz"]),
-                                "traces/kernel-1.trace.xz": bomb})
+    h.put_trace(
+        "aa-xz-bomb",
+        {"traces/kernelslist": raw_kernelslist(["kernel-1.trace.xz"]), "traces/kernel-1.trace.xz": bomb},
+    )
     h.put_trace("zz-valid", sample_files())
 
     failed = await h.recorder.wait_state("aa-xz-bomb", "failed", "ready")
-    assert failed.error == ("post-processing failed: traces/kernel-1.trace.xz expands to more than 500 times "
-                            "its size (CASCADE_POSTPROCESS_MAX_RATIO)")
+    assert failed.error == (
+        "post-processing failed: traces/kernel-1.trace.xz expands to more than 500 times "
+        "its size (CASCADE_POSTPROCESS_MAX_RATIO)"
+    )
     assert leftovers(h.mirror("aa-xz-bomb"), "kernel-1.traceg.xz", "kernelslist.g") == []
     valid = await h.recorder.wait_state("zz-valid", "ready", "failed")
     assert valid.state == "ready", valid.error
@@ -88,8 +96,10 @@ async def test_a_gzip_bomb_traceg_never_reaches_the_disk(make_scanner):
     h.put_trace("gzip-bomb", files)
 
     failed = await h.recorder.wait_state("gzip-bomb", "failed", "ready")
-    assert failed.error == ("post-processing failed: traces/kernel-1.traceg.gz expands to more than 100 times "
-                            "its size (CASCADE_POSTPROCESS_MAX_RATIO)")
+    assert failed.error == (
+        "post-processing failed: traces/kernel-1.traceg.gz expands to more than 100 times "
+        "its size (CASCADE_POSTPROCESS_MAX_RATIO)"
+    )
     assert leftovers(h.mirror("gzip-bomb"), "kernel-1.traceg") == []
 
 
@@ -99,8 +109,9 @@ def test_the_total_expansion_is_limited_and_a_failed_run_removes_what_it_wrote(t
     before = sorted(p.name for p in (trace / "traces").iterdir())
     with pytest.raises(PostprocessError) as failure:
         postprocess_trace(trace, Limits(max_bytes=4 * MiB))
-    assert str(failure.value) == ("the trace's compressed files expand to more than 4194304 bytes "
-                                  "(CASCADE_POSTPROCESS_MAX_BYTES)")
+    assert str(failure.value) == (
+        "the trace's compressed files expand to more than 4194304 bytes (CASCADE_POSTPROCESS_MAX_BYTES)"
+    )
     # The kernels gunzipped before the limit was crossed are gone too: nothing looks processed.
     assert sorted(p.name for p in (trace / "traces").iterdir()) == before
     postprocess_trace(trace)  # within the default limits it works

@@ -11,7 +11,6 @@ import aiosqlite
 from cascade_server.storage import Store
 from cascade_server.storage.codecs import iso
 from cascade_server.storage.schema import MIGRATIONS, migrate
-
 from tests.conftest import ready_trace
 
 from .test_api_core import create_run
@@ -22,13 +21,17 @@ TRACE = "tinyformer-step-sm70"
 
 def give_real_timing(settings, trace_id: str) -> dict:
     """Write a real_timing.json into the trace's mirror; the metadata.json that lists it."""
-    doc = {"format": "cascade.real_timing/1",
-           "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}]}
+    doc = {
+        "format": "cascade.real_timing/1",
+        "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}],
+    }
     path = settings.traces_dir / trace_id / "real_timing.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc))
-    return {"status": "ok", "files": [{"key": f"accelsim-traces/{trace_id}/real_timing.json",
-                                       "bytes": path.stat().st_size}]}
+    return {
+        "status": "ok",
+        "files": [{"key": f"accelsim-traces/{trace_id}/real_timing.json", "bytes": path.stat().st_size}],
+    }
 
 
 async def test_runs_of_a_deleted_trace_are_never_joined_to_a_new_trace_of_the_same_id(core):
@@ -40,8 +43,9 @@ async def test_runs_of_a_deleted_trace_are_never_joined_to_a_new_trace_of_the_sa
 
         # Another upload under the same id: another model, other kernels, real timing.
         metadata = give_real_timing(core.settings, TRACE)
-        await core.store.put_trace(ready_trace(TRACE, kernels=4, model="someone/else",
-                                               metadata=metadata, has_real_timing=True))
+        await core.store.put_trace(
+            ready_trace(TRACE, kernels=4, model="someone/else", metadata=metadata, has_real_timing=True)
+        )
         new_run = await create_run(http)
 
         old = (await http.get(f"/api/runs/{run['id']}")).json()
@@ -65,7 +69,8 @@ async def test_runs_of_a_deleted_trace_are_never_joined_to_a_new_trace_of_the_sa
             assert resp.status_code == 409
             assert resp.json()["detail"] == (
                 f"run {run['id']}'s trace {TRACE} was deleted; the trace now under that id is "
-                f"another upload: start a new run on it")
+                f"another upload: start a new run on it"
+            )
 
         # The new trace's own runs are joined to it, as always.
         fresh = (await http.get(f"/api/runs/{new_run['id']}")).json()["trace"]
@@ -101,8 +106,10 @@ async def test_the_migration_marks_runs_whose_trace_was_already_gone(tmp_path):
             await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
         await conn.execute("INSERT INTO traces(id, created_at, doc) VALUES ('here', 'x', '{}')")
         for run_id, trace_id in (("run-gone", "gone"), ("run-here", "here")):
-            await conn.execute("INSERT INTO runs(id, trace_id, created_at, entries) VALUES (?, ?, 'x', '[]')",
-                               (run_id, trace_id))
+            await conn.execute(
+                "INSERT INTO runs(id, trace_id, created_at, entries) VALUES (?, ?, 'x', '[]')",
+                (run_id, trace_id),
+            )
         await conn.commit()
         await migrate(conn, path)
         async with conn.execute("SELECT id, trace_deleted_at IS NOT NULL FROM runs ORDER BY id") as cur:
@@ -118,24 +125,35 @@ async def test_the_migration_records_only_what_is_known_of_traces_deleted_before
     async with aiosqlite.connect(path) as conn:
         for number, script in enumerate(MIGRATIONS[:2], start=1):
             await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")
-        for trace_id, created in (("again", "2026-03-01T00:00:00.000000Z"), ("here", "2026-01-01T00:00:00.000000Z")):
+        for trace_id, created in (
+            ("again", "2026-03-01T00:00:00.000000Z"),
+            ("here", "2026-01-01T00:00:00.000000Z"),
+        ):
             when = datetime.fromisoformat(created)
             doc = ready_trace(trace_id).model_copy(update={"created_at": when, "updated_at": when})
-            await conn.execute("INSERT INTO traces(id, created_at, doc) VALUES (?, ?, ?)",
-                               (trace_id, created, doc.model_dump_json()))
+            await conn.execute(
+                "INSERT INTO traces(id, created_at, doc) VALUES (?, ?, ?)",
+                (trace_id, created, doc.model_dump_json()),
+            )
         entries = json.dumps([{"gpu_config": "SM7_QV100", "count": 1}])
         for run_id, trace_id in (("run-gone", "gone"), ("run-again", "again"), ("run-here", "here")):
-            await conn.execute("INSERT INTO runs(id, trace_id, created_at, entries) VALUES (?, ?, ?, ?)",
-                               (run_id, trace_id, "2026-02-01T00:00:00.000000Z", entries))
+            await conn.execute(
+                "INSERT INTO runs(id, trace_id, created_at, entries) VALUES (?, ?, ?, ?)",
+                (run_id, trace_id, "2026-02-01T00:00:00.000000Z", entries),
+            )
         await conn.commit()
     store = await Store(path).open()
     try:
         for run_id, trace_id in (("run-gone", "gone"), ("run-again", "again")):
             trace = (await store.get_run(run_id)).trace
             assert (trace.id, trace.state, trace.trace_gpu_arch) == (trace_id, "failed", "sm_70")
-            assert trace.error == (f"trace {trace_id} was deleted before this server kept records of deleted "
-                                   "traces (when is not known); a trace uploaded since under this id is another trace")
-            assert iso(trace.created_at) == iso(trace.updated_at) == "2026-02-01T00:00:00.000000Z"  # the run's
+            assert trace.error == (
+                f"trace {trace_id} was deleted before this server kept records of deleted "
+                "traces (when is not known); a trace uploaded since under this id is another trace"
+            )
+            assert (
+                iso(trace.created_at) == iso(trace.updated_at) == "2026-02-01T00:00:00.000000Z"
+            )  # the run's
             assert await store.live_trace_of_run(run_id) is None
         here = (await store.get_run("run-here")).trace
         assert (here.id, here.state, here.error) == ("here", "ready", None)

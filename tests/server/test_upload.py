@@ -11,13 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cascade_tui.scripting import upload_command as upload_cmd
 from cascade_server.shared import trace_upload as uploader
-
+from cascade_tui.scripting import upload_command as upload_cmd
 from tests.helpers import free_port
 
 from .test_trace_helpers import raw_dir_for_upload
-
 
 _buckets = itertools.count()
 
@@ -42,14 +40,29 @@ def env_for(s3, bucket: str, tmp_path: Path) -> dict[str, str]:
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "cascade_tui.cli", "upload", *args],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def test_upload_round_trips_a_directory(rclone_s3, bucket, tmp_path):
     traces = raw_dir_for_upload(tmp_path)
-    result = run_cli(str(traces), "--trace-id", "round-trip", "--model", "tinyformer", "--gpu", "V100",
-                     "--arch", "sm_70", "--suggested-config", "SM7_QV100", env=env_for(rclone_s3, bucket, tmp_path))
+    result = run_cli(
+        str(traces),
+        "--trace-id",
+        "round-trip",
+        "--model",
+        "tinyformer",
+        "--gpu",
+        "V100",
+        "--arch",
+        "sm_70",
+        "--suggested-config",
+        "SM7_QV100",
+        env=env_for(rclone_s3, bucket, tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "round-trip"
     assert "100.0%" in result.stderr
@@ -59,22 +72,34 @@ def test_upload_round_trips_a_directory(rclone_s3, bucket, tmp_path):
     keys = sorted(o["Key"] for o in listing["Contents"])
     local = sorted(p for p in traces.iterdir())
     # Given the traces/ folder itself, its files land under traces/ (where the server looks).
-    assert keys == sorted([f"accelsim-traces/round-trip/traces/{p.name}" for p in local]
-                          + ["accelsim-traces/round-trip/metadata.json"])
+    assert keys == sorted(
+        [f"accelsim-traces/round-trip/traces/{p.name}" for p in local]
+        + ["accelsim-traces/round-trip/metadata.json"]
+    )
     for path in local:
-        body = client.get_object(Bucket=bucket, Key=f"accelsim-traces/round-trip/traces/{path.name}")["Body"].read()
+        body = client.get_object(Bucket=bucket, Key=f"accelsim-traces/round-trip/traces/{path.name}")[
+            "Body"
+        ].read()
         assert body == path.read_bytes()
-    meta = json.loads(client.get_object(Bucket=bucket, Key="accelsim-traces/round-trip/metadata.json")["Body"].read())
+    meta = json.loads(
+        client.get_object(Bucket=bucket, Key="accelsim-traces/round-trip/metadata.json")["Body"].read()
+    )
     assert meta["status"] == "ok"
     assert (meta["model"], meta["gpu"], meta["trace_gpu_arch"], meta["suggested_sim_config"]) == (
-        "tinyformer", "V100", "sm_70", "SM7_QV100")
+        "tinyformer",
+        "V100",
+        "sm_70",
+        "SM7_QV100",
+    )
     assert {f["key"]: f["bytes"] for f in meta["files"]} == {
-        f"accelsim-traces/round-trip/traces/{p.name}": p.stat().st_size for p in local}
+        f"accelsim-traces/round-trip/traces/{p.name}": p.stat().st_size for p in local
+    }
 
     again = run_cli(str(traces), "--trace-id", "round-trip", env=env_for(rclone_s3, bucket, tmp_path))
     assert again.returncode == 1
-    assert again.stderr.strip() == ("cascade upload: trace 'round-trip' already exists in bucket "
-                                    f"'{bucket}': choose another --trace-id")
+    assert again.stderr.strip() == (
+        f"cascade upload: trace 'round-trip' already exists in bucket '{bucket}': choose another --trace-id"
+    )
 
 
 def test_large_files_go_up_in_parts(rclone_s3, bucket, tmp_path, monkeypatch, capsys):
@@ -88,7 +113,11 @@ def test_large_files_go_up_in_parts(rclone_s3, bucket, tmp_path, monkeypatch, ca
     (run / "traces" / "kernel-1.traceg").write_bytes(big)
     (run / "traces" / "kernelslist.g").write_text("kernel-1.traceg\n")
     assert upload_cmd.main([str(run), "--trace-id", "big"]) == 0
-    body = rclone_s3.client().get_object(Bucket=bucket, Key="accelsim-traces/big/traces/kernel-1.traceg")["Body"].read()
+    body = (
+        rclone_s3.client()
+        .get_object(Bucket=bucket, Key="accelsim-traces/big/traces/kernel-1.traceg")["Body"]
+        .read()
+    )
     assert body == big
     assert capsys.readouterr().out.strip() == "big"
 
@@ -112,7 +141,9 @@ def test_unreachable_endpoint_is_a_one_line_error(rclone_s3, bucket, tmp_path):
     env = {**env_for(rclone_s3, bucket, tmp_path), "CASCADE_S3_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
     result = run_cli(str(traces), "--trace-id", "t2", env=env)
     assert result.returncode == 1
-    assert result.stderr.strip() == f"cascade upload: cannot reach the S3 endpoint {env['CASCADE_S3_ENDPOINT']}"
+    assert (
+        result.stderr.strip() == f"cascade upload: cannot reach the S3 endpoint {env['CASCADE_S3_ENDPOINT']}"
+    )
 
 
 def test_wrong_credentials_and_bad_trace_id_are_one_line_errors(rclone_s3, bucket, tmp_path):
@@ -137,12 +168,16 @@ def test_arch_comes_from_the_trace_headers_when_not_given(rclone_s3, bucket, tmp
     import shutil
 
     traces = tmp_path / "sm75" / "traces"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "samples/accelsim-traces/tinyformer-step-sm75/traces", traces)
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "samples/accelsim-traces/tinyformer-step-sm75/traces", traces
+    )
     result = run_cli(str(traces), "--trace-id", "no-arch-given", env=env_for(rclone_s3, bucket, tmp_path))
     assert result.returncode == 0, result.stderr
     assert "arch: sm_75 (from the traces' -binary version" in result.stderr
     key = "accelsim-traces/no-arch-given/metadata.json"
     meta = json.loads(rclone_s3.client().get_object(Bucket=bucket, Key=key)["Body"].read())
     assert meta["trace_gpu_arch"] == "sm_75"
-    given = run_cli(str(traces), "--trace-id", "arch-given", "--arch", "sm_70", env=env_for(rclone_s3, bucket, tmp_path))
+    given = run_cli(
+        str(traces), "--trace-id", "arch-given", "--arch", "sm_70", env=env_for(rclone_s3, bucket, tmp_path)
+    )
     assert given.returncode == 0 and "arch:" not in given.stderr

@@ -22,11 +22,17 @@ def test_a_malformed_endpoint_is_one_line_and_exit_2(tmp_path):
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize(("text", "problem"), [("{not json", "is not valid JSON"), ("[1, 2]", "is not a JSON object")])
+@pytest.mark.parametrize(
+    ("text", "problem"), [("{not json", "is not valid JSON"), ("[1, 2]", "is not a JSON object")]
+)
 def test_a_metadata_json_it_cannot_parse_stops_the_upload(tmp_path, text, problem):
     traces = raw_dir_for_upload(tmp_path)
     (traces / "metadata.json").write_text(text)
-    env = {**CREDENTIALS, "CASCADE_S3_ENDPOINT": "http://127.0.0.1:9", "CASCADE_DATA_DIR": str(tmp_path / "data")}
+    env = {
+        **CREDENTIALS,
+        "CASCADE_S3_ENDPOINT": "http://127.0.0.1:9",
+        "CASCADE_DATA_DIR": str(tmp_path / "data"),
+    }
     result = run_cli(str(traces), "--trace-id", "x", env=env)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith(f"cascade upload: {traces / 'metadata.json'} {problem}"), result.stderr

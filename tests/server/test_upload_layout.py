@@ -63,13 +63,21 @@ def _a_holder_of_a_bad_traces_folder(tmp_path):
 
 @pytest.mark.parametrize(
     ("make_dir", "problem"),
-    [(_without_kernel_list, NO_LIST), (_without_traces_folder, NO_TRACES), (_a_holder_of_a_bad_traces_folder, NO_LIST)],
+    [
+        (_without_kernel_list, NO_LIST),
+        (_without_traces_folder, NO_TRACES),
+        (_a_holder_of_a_bad_traces_folder, NO_LIST),
+    ],
 )
-def test_upload_refuses_what_the_server_would_fail_before_sending_anything(rclone_s3, bucket, tmp_path, make_dir, problem):
+def test_upload_refuses_what_the_server_would_fail_before_sending_anything(
+    rclone_s3, bucket, tmp_path, make_dir, problem
+):
     directory = make_dir(tmp_path)
     result = run_cli(str(directory), "--trace-id", "doomed", env=env_for(rclone_s3, bucket, tmp_path))
     assert result.returncode == 2
-    assert result.stderr.strip() == f"cascade upload: {directory}: the server would refuse this trace: {problem}"
+    assert (
+        result.stderr.strip() == f"cascade upload: {directory}: the server would refuse this trace: {problem}"
+    )
     assert result.stdout == ""
     listing = rclone_s3.client().list_objects_v2(Bucket=bucket, Prefix="accelsim-traces/doomed/")
     assert listing.get("Contents", []) == []
@@ -79,6 +87,8 @@ def test_an_upload_the_server_accepts_still_goes_up(rclone_s3, bucket, tmp_path)
     traces = raw_dir_for_upload(tmp_path)
     shutil.copy(traces / "kernelslist", traces / "kernelslist_ctx_0x1")
     (traces / "kernelslist").unlink()
-    result = run_cli(str(traces), "--trace-id", "fine", "--arch", "sm_70", env=env_for(rclone_s3, bucket, tmp_path))
+    result = run_cli(
+        str(traces), "--trace-id", "fine", "--arch", "sm_70", env=env_for(rclone_s3, bucket, tmp_path)
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "fine"

@@ -47,8 +47,19 @@ def cuda_wheels(tmp_path_factory) -> Path:
 
 
 def install_args(data: Path, prefix: Path, framework: Path, gpgpu_sim: Path, *extra: str | Path) -> list:
-    return ["simulator", "install", "--data-dir", data, "--prefix", prefix,
-            "--framework", framework, "--gpgpu-sim", gpgpu_sim, *extra]
+    return [
+        "simulator",
+        "install",
+        "--data-dir",
+        data,
+        "--prefix",
+        prefix,
+        "--framework",
+        framework,
+        "--gpgpu-sim",
+        gpgpu_sim,
+        *extra,
+    ]
 
 
 def test_a_missing_build_package_prints_the_apt_line(tmp_path: Path) -> None:
@@ -80,8 +91,10 @@ def test_a_corrupt_pinned_tarball_is_refused_before_building(tmp_path: Path) -> 
     result = cascade(*install_args(tmp_path / "data", tmp_path / "prefix", corrupt, gpgpu_sim), env=env)
     assert result.returncode == 1
     assert result.stderr.startswith(f"cascade simulator install: {corrupt} is corrupt: its sha256 is ")
-    assert f"but accel-sim/accel-sim-framework at 73f9fac6 is {sources.FRAMEWORK.sha256}; fetch it again" \
+    assert (
+        f"but accel-sim/accel-sim-framework at 73f9fac6 is {sources.FRAMEWORK.sha256}; fetch it again"
         in result.stderr
+    )
     assert_nothing_installed(tmp_path / "data", tmp_path / "prefix", env)
 
 
@@ -89,7 +102,7 @@ def test_an_unreadable_tarball_says_so_and_leaves_nothing(tmp_path: Path) -> Non
     require_build_packages()
     framework, gpgpu_sim = source_tarballs()
     truncated = tmp_path / "my-gpgpu-sim.tar.gz"  # not the pinned name: no sha256 to compare
-    truncated.write_bytes(gpgpu_sim.read_bytes()[: 300_000])
+    truncated.write_bytes(gpgpu_sim.read_bytes()[:300_000])
     env = plain_env(tmp_path / "home")
     result = cascade(*install_args(tmp_path / "data", tmp_path / "prefix", framework, truncated), env=env)
     assert result.returncode == 1
@@ -107,8 +120,10 @@ def test_a_full_disk_during_the_build_says_so_and_leaves_nothing(tmp_path: Path,
     env = plain_env(tmp_path / "home")
     # Sources and CUDA headers take ~41 MB: the compiler fills the rest within a minute.
     with small_tmpfs(prefix, "size=56m"):
-        result = cascade(*install_args(tmp_path / "data", prefix, framework, gpgpu_sim,
-                                       "--cuda-wheels", cuda_wheels), env=env)
+        result = cascade(
+            *install_args(tmp_path / "data", prefix, framework, gpgpu_sim, "--cuda-wheels", cuda_wheels),
+            env=env,
+        )
         assert result.returncode == 1, result.stdout + result.stderr
         assert f"the disk holding {prefix} is full" in result.stderr, result.stderr
         assert "Nothing was installed" in result.stderr
@@ -121,8 +136,14 @@ def test_ctrl_c_mid_build_stops_every_compiler_and_leaves_nothing(tmp_path: Path
     framework, gpgpu_sim = source_tarballs()
     prefix = tmp_path / "prefix"
     env = plain_env(tmp_path / "home")
-    argv = [sys.executable, "-m", "cascade_tui.cli",
-            *map(str, install_args(tmp_path / "data", prefix, framework, gpgpu_sim, "--cuda-wheels", cuda_wheels))]
+    argv = [
+        sys.executable,
+        "-m",
+        "cascade_tui.cli",
+        *map(
+            str, install_args(tmp_path / "data", prefix, framework, gpgpu_sim, "--cuda-wheels", cuda_wheels)
+        ),
+    ]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:  # not a terminal: `progress:` lines
@@ -132,8 +153,10 @@ def test_ctrl_c_mid_build_stops_every_compiler_and_leaves_nothing(tmp_path: Path
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err
-    assert err.strip().endswith("interrupted; the partial build was removed and nothing was installed "
-                                "(the server keeps the simulator it had)"), err
+    assert err.strip().endswith(
+        "interrupted; the partial build was removed and nothing was installed "
+        "(the server keeps the simulator it had)"
+    ), err
     assert "Traceback" not in err
     assert_nothing_installed(tmp_path / "data", prefix, env)
     assert not [pid for pid in _pids_working_under(prefix)], "a compiler outlived the install"
@@ -157,12 +180,19 @@ def test_bad_input_gets_one_clear_line(tmp_path: Path) -> None:
     a_file.write_text("")
     cases = {
         ("simulator",): (2, "cascade simulator: say install or status (--help for usage)"),
-        ("simulator", "install", "--jobs", "0"): (2, "cascade simulator install: --jobs must be 1 or more (got 0)"),
+        ("simulator", "install", "--jobs", "0"): (
+            2,
+            "cascade simulator install: --jobs must be 1 or more (got 0)",
+        ),
         ("simulator", "install", "--framework", "/nonexistent/fw.tar.gz", "--data-dir", tmp_path / "d"): (
-            1, "cascade simulator install: /nonexistent/fw.tar.gz: no such file or directory (give a .tar.gz of "
-               "accel-sim/accel-sim-framework or a checkout)"),
+            1,
+            "cascade simulator install: /nonexistent/fw.tar.gz: no such file or directory (give a .tar.gz of "
+            "accel-sim/accel-sim-framework or a checkout)",
+        ),
         ("simulator", "install", "--data-dir", a_file / "data", "--prefix", a_file / "prefix"): (
-            1, f"cascade simulator install: cannot create {a_file / 'prefix'}: Not a directory"),
+            1,
+            f"cascade simulator install: cannot create {a_file / 'prefix'}: Not a directory",
+        ),
     }
     for args, (code, line) in cases.items():
         result = cascade(*args, env=env)
@@ -171,6 +201,8 @@ def test_bad_input_gets_one_clear_line(tmp_path: Path) -> None:
 
 
 def test_status_json_is_what_the_api_reports(tmp_path: Path) -> None:
-    result = cascade("simulator", "status", "--json", "--data-dir", tmp_path / "data", env=plain_env(tmp_path))
+    result = cascade(
+        "simulator", "status", "--json", "--data-dir", tmp_path / "data", env=plain_env(tmp_path)
+    )
     assert result.returncode == 0
     assert '"kind": "stand-in"' in result.stdout and "cascade simulator install" in result.stdout

@@ -16,18 +16,26 @@ from cascade_worker.simulator.install import build_key
 from cascade_worker.simulator.report import parse_progress_line, progress_line
 
 # Lines from a real build log of the pinned commits (paths shortened).
-COMPILE_O_FIRST = ("g++  -O3 -g3 -fPIC -DCUDART_VERSION=11080 -Wall -I/x/cuda/include -DGPGPUSIM_POWER_MODEL "
-                   "-o /x/build/gcc-12.2.0/cuda-11080/release/gpgpu-sim/addrdec.o -c addrdec.cc")
-COMPILE_C_FIRST = ("g++ -m64 -Wno-unknown-pragmas  -O3 -fPIC -msse2 -mfpmath=sse -DNTHREADS=4 -Icacti -lz  "
-                   "-c cacti/bank.cc -o /x/build/gcc-12.2.0/cuda-11080/release/accelwattch/bank.o")
+COMPILE_O_FIRST = (
+    "g++  -O3 -g3 -fPIC -DCUDART_VERSION=11080 -Wall -I/x/cuda/include -DGPGPUSIM_POWER_MODEL "
+    "-o /x/build/gcc-12.2.0/cuda-11080/release/gpgpu-sim/addrdec.o -c addrdec.cc"
+)
+COMPILE_C_FIRST = (
+    "g++ -m64 -Wno-unknown-pragmas  -O3 -fPIC -msse2 -mfpmath=sse -DNTHREADS=4 -Icacti -lz  "
+    "-c cacti/bank.cc -o /x/build/gcc-12.2.0/cuda-11080/release/accelwattch/bank.o"
+)
 LINK = "g++ -m64 /x/release/accelwattch/Ucache.o /x/release/accelwattch/XML_Parse.o -o /x/release/libaccelwattch.so"
 MAKEDEPEND = "makedepend -f./build/release/main.makedepend -p./build/release/ main.cc 2> /dev/null"
 BISON = "bison --name-prefix=ptx_ -v -d ptx.y --file-prefix=/x/release/cuda-sim/ptx 2> /dev/null"
 
 
 def test_compiled_object_reads_both_argument_orders_and_nothing_else() -> None:
-    assert build.compiled_object(COMPILE_O_FIRST) == "/x/build/gcc-12.2.0/cuda-11080/release/gpgpu-sim/addrdec.o"
-    assert build.compiled_object(COMPILE_C_FIRST) == "/x/build/gcc-12.2.0/cuda-11080/release/accelwattch/bank.o"
+    assert (
+        build.compiled_object(COMPILE_O_FIRST) == "/x/build/gcc-12.2.0/cuda-11080/release/gpgpu-sim/addrdec.o"
+    )
+    assert (
+        build.compiled_object(COMPILE_C_FIRST) == "/x/build/gcc-12.2.0/cuda-11080/release/accelwattch/bank.o"
+    )
     for line in (LINK, MAKEDEPEND, BISON, "make[1]: Entering directory '/x'", ""):
         assert build.compiled_object(line) is None, line
 
@@ -63,8 +71,9 @@ def test_error_lines_are_what_the_compiler_and_make_said() -> None:
 
 def test_missing_build_packages_make_one_apt_line() -> None:
     present = {"g++", "flex", "xmllint"}
-    missing = deps.missing(which=lambda name: f"/usr/bin/{name}" if name in present else None,
-                           header_exists=lambda name: False)
+    missing = deps.missing(
+        which=lambda name: f"/usr/bin/{name}" if name in present else None, header_exists=lambda name: False
+    )
     assert [r.what for r in missing] == ["make", "bison", "makedepend", "zlib.h"]
     assert deps.apt_line(missing) == "apt-get install -y build-essential bison xutils-dev zlib1g-dev"
     assert deps.describe(missing[-1:]) == "zlib.h (zlib1g-dev)"
@@ -80,9 +89,17 @@ def test_the_simulators_library_folder_goes_first_once() -> None:
 
 
 def test_manifests_round_trip_and_bad_ones_say_why() -> None:
-    manifest = layout.Manifest(key="k", framework_commit="a" * 40, gpgpu_sim_commit=None, framework_source="f",
-                               gpgpu_sim_source="g", built_at="2026-11-30T19:48:46+00:00", build_seconds=148.2,
-                               smoke_passed=True, smoke_detail="ok")
+    manifest = layout.Manifest(
+        key="k",
+        framework_commit="a" * 40,
+        gpgpu_sim_commit=None,
+        framework_source="f",
+        gpgpu_sim_source="g",
+        built_at="2026-11-30T19:48:46+00:00",
+        build_seconds=148.2,
+        smoke_passed=True,
+        smoke_detail="ok",
+    )
     assert layout.parse_manifest(manifest.to_json()) == manifest
     with pytest.raises(layout.ManifestError, match="not JSON"):
         layout.parse_manifest("{")
@@ -101,9 +118,17 @@ def fake_build(root: Path, smoke_passed: bool = True) -> Path:
         config = layout.accelsim_dir(build_dir) / layout.TESTED_CFGS / name
         config.mkdir(parents=True)
         (config / "gpgpusim.config").write_text("")
-    manifest = layout.Manifest(key="abc", framework_commit="73f9", gpgpu_sim_commit="6678", framework_source="f",
-                               gpgpu_sim_source="g", built_at="2026-11-30T19:48:46+00:00", build_seconds=1.0,
-                               smoke_passed=smoke_passed, smoke_detail="2 kernels")
+    manifest = layout.Manifest(
+        key="abc",
+        framework_commit="73f9",
+        gpgpu_sim_commit="6678",
+        framework_source="f",
+        gpgpu_sim_source="g",
+        built_at="2026-11-30T19:48:46+00:00",
+        build_seconds=1.0,
+        smoke_passed=smoke_passed,
+        smoke_detail="2 kernels",
+    )
     (build_dir / layout.MANIFEST).write_text(manifest.to_json())
     return build_dir
 
@@ -111,12 +136,19 @@ def fake_build(root: Path, smoke_passed: bool = True) -> Path:
 def test_describe_says_which_simulator_a_data_dir_uses(tmp_path: Path) -> None:
     data = tmp_path / "data"
     assert layout.describe(data, None, stand_in_configs=8).model_dump(exclude_none=True) == {
-        "kind": "stand-in", "configs": 8, "hint": layout.INSTALL_HINT}
+        "kind": "stand-in",
+        "configs": 8,
+        "hint": layout.INSTALL_HINT,
+    }
     build_dir = fake_build(tmp_path / "prefix")
     layout.point_current(data, build_dir)
     info = layout.describe(data, None)
     assert (info.kind, info.path, info.configs, info.smoke_passed) == (
-        "installed", str(layout.accelsim_dir(build_dir)), 2, True)
+        "installed",
+        str(layout.accelsim_dir(build_dir)),
+        2,
+        True,
+    )
     # CASCADE_ACCELSIM_DIR wins; without a binary it is named as the problem.
     elsewhere = tmp_path / "checkout"
     assert layout.describe(data, elsewhere).kind == "stand-in"
@@ -132,11 +164,19 @@ def test_a_build_whose_smoke_run_failed_is_not_used(tmp_path: Path) -> None:
 
 
 def test_wheel_members_map_to_the_cuda_folder() -> None:
-    assert cuda_wheels.member_target("nvidia/cuda_runtime/include/cuda_runtime.h") == Path("include/cuda_runtime.h")
-    assert cuda_wheels.member_target("nvidia/cuda_nvcc/include/crt/host_defines.h") == Path("include/crt/host_defines.h")
+    assert cuda_wheels.member_target("nvidia/cuda_runtime/include/cuda_runtime.h") == Path(
+        "include/cuda_runtime.h"
+    )
+    assert cuda_wheels.member_target("nvidia/cuda_nvcc/include/crt/host_defines.h") == Path(
+        "include/crt/host_defines.h"
+    )
     assert cuda_wheels.member_target("nvidia/cuda_nvcc/bin/ptxas") == Path("bin/ptxas")
-    for other in ("nvidia/cuda_runtime/include/__init__.py", "nvidia/cuda_runtime/lib/libcudart.so.11.0",
-                  "nvidia_cuda_runtime_cu11-11.8.89.dist-info/RECORD", "nvidia/cuda_nvcc/bin/nvcc"):
+    for other in (
+        "nvidia/cuda_runtime/include/__init__.py",
+        "nvidia/cuda_runtime/lib/libcudart.so.11.0",
+        "nvidia_cuda_runtime_cu11-11.8.89.dist-info/RECORD",
+        "nvidia/cuda_nvcc/bin/nvcc",
+    ):
         assert cuda_wheels.member_target(other) is None, other
     assert cuda_wheels.VERSION_LINE in cuda_wheels.NVCC
 
@@ -145,18 +185,23 @@ def test_the_smoke_check_wants_the_exit_line_and_the_recorded_cycles() -> None:
     good = "gpu_sim_cycle = 6146\ngpu_sim_cycle = 5860\nGPGPU-Sim: *** exit detected ***\n"
     assert smoke.check_output(0, good)[0]
     assert smoke.check_output(0, good.replace("5860", "5861")) == (
-        False, "gpu_sim_cycle [6146, 5861], expected [6146, 5860]")
+        False,
+        "gpu_sim_cycle [6146, 5861], expected [6146, 5860]",
+    )
     loader = "accel-sim.out: symbol lookup error: accel-sim.out: undefined symbol: _ZTI10shd_warp_t\n"
     assert smoke.check_output(127, loader) == (False, f"exited with status 127: {loader.strip()}")
 
 
 def test_a_sim_that_dies_before_its_first_kernel_fails_with_its_first_error_line() -> None:
     markers = OutputMarkers()
-    markers.feed("/opt/sim/bin/release/accel-sim.out: error while loading shared libraries: libcudart.so: "
-                 "cannot open shared object file: No such file or directory")
+    markers.feed(
+        "/opt/sim/bin/release/accel-sim.out: error while loading shared libraries: libcudart.so: "
+        "cannot open shared object file: No such file or directory"
+    )
     assert classify(127, markers).error == (
         "accel-sim.out: error while loading shared libraries: libcudart.so: cannot open shared object file: "
-        "No such file or directory (exit status 127)")
+        "No such file or directory (exit status 127)"
+    )
     later = OutputMarkers()
     for line in ("launching kernel name: _Z1kv uid: 1", "some error after the first kernel"):
         later.feed(line)
@@ -186,7 +231,9 @@ def test_status_text_and_ui_lines() -> None:
     stand_in = SimulatorInfo(kind="stand-in", configs=8, hint=layout.INSTALL_HINT)
     assert status_text(stand_in, Path("/d")).splitlines()[0].startswith("simulator: the stand-in")
     assert "Press A" in simulator_line(stand_in)
-    real = SimulatorInfo(kind="installed", path="/p/accel-sim", configs=9, smoke_passed=True, smoke_detail="ok")
+    real = SimulatorInfo(
+        kind="installed", path="/p/accel-sim", configs=9, smoke_passed=True, smoke_detail="ok"
+    )
     assert simulator_line(real) == "Simulator: real Accel-Sim (installed, 9 configs)"
     assert "smoke run: passed (ok)" in status_text(real, Path("/d"))
     assert status_lines(real)[0] == "Sims run real Accel-Sim, installed by `cascade simulator install`."

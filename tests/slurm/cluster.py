@@ -24,8 +24,9 @@ CPUS = 8
 
 
 def _script(command: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), command], env={**os.environ, **env},
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        ["bash", str(SCRIPT), command], env={**os.environ, **env}, capture_output=True, text=True, timeout=600
+    )
 
 
 def _missing() -> str | None:
@@ -41,8 +42,10 @@ def cluster_for_session() -> Iterator[None]:
     reason = _missing()
     if reason:
         pytest.skip(reason)
-    was_up = shutil.which("squeue") is not None and subprocess.run(
-        ["scontrol", "ping"], capture_output=True, text=True).stdout.count("UP") > 0
+    was_up = (
+        shutil.which("squeue") is not None
+        and subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("UP") > 0
+    )
     if not was_up:
         up = _script("up", SLURM_CPUS=str(CPUS), SLURM_NO_INSTALL="1")
         assert up.returncode == 0, f"the single-node Slurm did not come up:\n{up.stderr}"
@@ -53,5 +56,7 @@ def cluster_for_session() -> Iterator[None]:
 
 def squeue_ids() -> set[str]:
     """Job ids (JOBID_TASK) Slurm still has queued or running."""
-    out = subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, check=True
+    ).stdout
     return {line.strip() for line in out.splitlines() if line.strip()}

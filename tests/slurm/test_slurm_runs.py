@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import SM70_CONFIGS, create_run, finished_run, get_run, record_sim_states, recording
+from tests.e2e.test_local_runs import (
+    SM70_CONFIGS,
+    create_run,
+    finished_run,
+    get_run,
+    record_sim_states,
+    recording,
+)
 from tests.helpers import wait_until
 from tests.slurm.cluster import squeue_ids
 
@@ -27,8 +34,13 @@ def worker_env(monkeypatch):
 
 
 def slurm_settings(tmp_path: Path, **overrides) -> dict:
-    values = dict(launcher="slurm", slurm_local=True, slurm_poll_s=1.0, replay_speed=25.0,
-                  slurm_output_dir=tmp_path / "slurm-out")
+    values = dict(
+        launcher="slurm",
+        slurm_local=True,
+        slurm_poll_s=1.0,
+        replay_speed=25.0,
+        slurm_output_dir=tmp_path / "slurm-out",
+    )
     values.update(overrides)
     return values
 
@@ -47,7 +59,9 @@ async def test_three_configs_two_replicas_succeed_through_slurm(make_server, wor
         watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
         try:
             final = await finished_run(http, run["id"], timeout=180)
-            await wait_until(lambda: len(states) == 6 and all(s[-1] == "succeeded" for s in states.values()), 10)
+            await wait_until(
+                lambda: len(states) == 6 and all(s[-1] == "succeeded" for s in states.values()), 10
+            )
         finally:
             watcher.cancel()
         assert final["state"] == "succeeded", final
@@ -78,7 +92,9 @@ async def test_queued_sims_show_slurm_reason_and_cancel_empties_the_queue(make_s
 
         async def split():
             sims = (await get_run(http, run["id"]))["sims"]
-            queued = [s for s in sims if s["state"] == "pending" and s["launcher_state"] == "PENDING (Resources)"]
+            queued = [
+                s for s in sims if s["state"] == "pending" and s["launcher_state"] == "PENDING (Resources)"
+            ]
             running = [s for s in sims if s["state"] == "running" and s["launcher_state"] == "RUNNING"]
             return sims if len(queued) == 2 and len(running) == 8 else None
 
@@ -114,7 +130,12 @@ async def test_job_killed_from_outside_fails_with_slurm_reason(make_server, work
         sim = next(s for s in (await get_run(http, run["id"]))["sims"] if s["id"] == victim["id"])
         # Slurm turns a KILL from outside into a cancel (TERM, then KILL): the worker reports the
         # signal, and the launcher adds what Slurm says ended the job.
-        await wait_until(lambda: _error_has(http, run["id"], victim["id"], f"Slurm job {victim['launcher_ref']} CANCELLED"), 30)
+        await wait_until(
+            lambda: _error_has(
+                http, run["id"], victim["id"], f"Slurm job {victim['launcher_ref']} CANCELLED"
+            ),
+            30,
+        )
         sim = next(s for s in (await get_run(http, run["id"]))["sims"] if s["id"] == victim["id"])
         assert "lost" not in sim["error"]
         other = next(s for s in (await get_run(http, run["id"]))["sims"] if s["id"] == survivor["id"])
@@ -132,8 +153,10 @@ async def test_sbatch_refusing_fails_the_sims_with_slurms_message(make_server, w
         assert final["state"] == "failed"
         for sim in final["sims"]:
             assert sim["state"] == "failed" and sim["launcher_ref"] is None
-            assert sim["error"] == ("sbatch refused the job: invalid partition specified: no-such-partition; "
-                                    "Batch job submission failed: Invalid partition name specified")
+            assert sim["error"] == (
+                "sbatch refused the job: invalid partition specified: no-such-partition; "
+                "Batch job submission failed: Invalid partition name specified"
+            )
 
 
 async def test_the_token_never_reaches_slurm_or_a_log(make_server, worker_env, tmp_path):

@@ -16,8 +16,10 @@ PROFILES = Path(__file__).resolve().parents[1] / "data" / "profiles"  # copied f
 SAMPLED = PROFILES / "hta-sampled-rank0-2steps.json.gz"  # 2 steps, 1,154 kernels, 4 streams
 A100 = PROFILES / "hta-a100-control-6steps.json.gz"  # 6 steps, 8,568 kernels
 
-STATS_HEADER = ("kernel id, kernel mangled name, grid_dimX, grid_dimY, grid_dimZ, #blocks, block_dimX, "
-                "block_dimY, block_dimZ, #threads, total_insts, total_reported_insts")
+STATS_HEADER = (
+    "kernel id, kernel mangled name, grid_dimX, grid_dimY, grid_dimZ, #blocks, block_dimX, "
+    "block_dimY, block_dimZ, #threads, total_insts, total_reported_insts"
+)
 
 
 @lru_cache(maxsize=2)
@@ -29,22 +31,35 @@ def steps_by_correlation(doc: dict[str, Any], pattern: str = "ProfilerStep#") ->
     """Independently of the code under test: per ProfilerStep, its kernels (launch inside the
     step's CPU span, linked by correlation), in launch order."""
     events = doc["traceEvents"]
-    steps = sorted((e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith(pattern)),
-                   key=lambda e: e["ts"])
-    launches = {e["args"]["correlation"]: e["ts"] for e in events
-                if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    steps = sorted(
+        (e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith(pattern)),
+        key=lambda e: e["ts"],
+    )
+    launches = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
     found: list[list[tuple[float, dict[str, Any]]]] = [[] for _ in steps]
     for kernel in (e for e in events if e.get("cat") == "kernel"):
         launched = launches[kernel["args"]["correlation"]]
         for number, step in enumerate(steps):
             if step["ts"] <= launched <= step["ts"] + step["dur"]:
                 found[number].append((launched, kernel))
-    return [[k for _, k in sorted(pairs, key=lambda p: (p[0], p[1]["args"]["correlation"]))] for pairs in found]
+    return [
+        [k for _, k in sorted(pairs, key=lambda p: (p[0], p[1]["args"]["correlation"]))] for pairs in found
+    ]
 
 
 def step_events(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return sorted((e for e in doc["traceEvents"] if e.get("cat") == "user_annotation"
-                   and e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    return sorted(
+        (
+            e
+            for e in doc["traceEvents"]
+            if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+        ),
+        key=lambda e: e["ts"],
+    )
 
 
 def measured_wall_and_busy(step: dict[str, Any], kernels: list[dict[str, Any]]) -> tuple[float, float]:
@@ -71,9 +86,11 @@ def write_trace_dir(directory: Path, kernels: list[dict[str, Any]]) -> Path:
     for number, kernel in enumerate(kernels, start=1):
         grid = kernel["args"].get("grid", [1, 1, 1])
         block = kernel["args"].get("block", [1, 1, 1])
-        rows.append(f"kernel-{number}.trace, {kernel['name']}, {grid[0]}, {grid[1]}, {grid[2]}, "
-                    f"{grid[0] * grid[1] * grid[2]}, {block[0]}, {block[1]}, {block[2]}, "
-                    f"{block[0] * block[1] * block[2]}, 1000,1000")
+        rows.append(
+            f"kernel-{number}.trace, {kernel['name']}, {grid[0]}, {grid[1]}, {grid[2]}, "
+            f"{grid[0] * grid[1] * grid[2]}, {block[0]}, {block[1]}, {block[2]}, "
+            f"{block[0] * block[1] * block[2]}, 1000,1000"
+        )
     (traces / "stats.csv").write_text("\n".join(rows) + "\n")
     return directory
 
@@ -81,11 +98,25 @@ def write_trace_dir(directory: Path, kernels: list[dict[str, Any]]) -> Path:
 def sim_results(times_ns: list[float], *, trace_id: str = "t", config: str = "SM80_A100") -> SimResults:
     """A sim that finished kernel i (launch uid i + 1) in times_ns[i]."""
     now = datetime.now(UTC)
-    sim = SimSummary(id="sim-000000000001", run_id="run-000000000001", gpu_config=config, replica=0,
-                     state="succeeded", created_at=now, kernels_done=len(times_ns), kernels_total=len(times_ns))
+    sim = SimSummary(
+        id="sim-000000000001",
+        run_id="run-000000000001",
+        gpu_config=config,
+        replica=0,
+        state="succeeded",
+        created_at=now,
+        kernels_done=len(times_ns),
+        kernels_total=len(times_ns),
+    )
     return SimResults(
-        sim=sim, trace_id=trace_id, gpu_config=GpuConfig(name=config, arch="sm_80", core_clock_mhz=1410.0),
-        kernels=[KernelStat(sim_id=sim.id, kernel_index=i, kernel_name=f"k{i}", kernel_launch_uid=i + 1,
-                            sim_time_ns=t) for i, t in enumerate(times_ns)],
+        sim=sim,
+        trace_id=trace_id,
+        gpu_config=GpuConfig(name=config, arch="sm_80", core_clock_mhz=1410.0),
+        kernels=[
+            KernelStat(
+                sim_id=sim.id, kernel_index=i, kernel_name=f"k{i}", kernel_launch_uid=i + 1, sim_time_ns=t
+            )
+            for i, t in enumerate(times_ns)
+        ],
         totals=sim.latest,
     )

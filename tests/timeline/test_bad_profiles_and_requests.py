@@ -7,20 +7,32 @@ import json
 
 import pytest
 
-from cascade_tui.scripting import timeline_command as timeline_import
+from cascade_server.shared.timeline.align import map_steps
 from cascade_server.shared.timeline.compare import compare
 from cascade_server.shared.timeline.kineto import parse_profile
 from cascade_server.shared.timeline.replay import simulate
-from cascade_server.shared.timeline.align import map_steps
+from cascade_tui.scripting import timeline_command as timeline_import
 
 from .profiles import write_trace_dir
 
 
 def _kernel(ts: float, dur: float, corr: int, name: str = "gemm", stream: int = 7) -> list[dict]:
-    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts - 5, "dur": 2,
-              "args": {"correlation": corr}}
-    kernel = {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur,
-              "args": {"correlation": corr, "stream": stream}}
+    launch = {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaLaunchKernel",
+        "ts": ts - 5,
+        "dur": 2,
+        "args": {"correlation": corr},
+    }
+    kernel = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "ts": ts,
+        "dur": dur,
+        "args": {"correlation": corr, "stream": stream},
+    }
     return [launch, kernel]
 
 
@@ -28,18 +40,46 @@ def _step(name: str, ts: float, dur: float, cat: str = "user_annotation") -> dic
     return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur}
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"PK\x03\x04 a zip file", "not a PyTorch profiler (Kineto) trace: not JSON"),
-    (gzip.compress(b'{"schemaVersion": 1}', mtime=0), "not a PyTorch profiler (Kineto) trace: no 'traceEvents' list"),
-    (gzip.compress(b"\x1f\x8b truncated", mtime=0)[:20], "not a PyTorch profiler (Kineto) trace: broken gzip"),
-    (json.dumps({"traceEvents": [_step("ProfilerStep#1", 0, 100)]}).encode(), "the profile has no GPU kernels"),
-    (json.dumps({"traceEvents": _kernel(10, 5, 1)}).encode(), "the profile has no step annotation matching"),
-    # Absurd times: refused, not an overflow or a 300-digit nanosecond count.
-    *[(json.dumps({"traceEvents": [_step("ProfilerStep#1", step_ts, step_dur), *_kernel(ts, dur, 1)]}).encode(),
-       "event ") for step_ts, step_dur, ts, dur in [
-        (0, 100, 10, 1e308), (0, 100, 10, -5), (0, 1e308, 10, 5), (1e300, 100, 10, 5),
-        (0, 100, -1e300, 5), (0, 100, 10**30, 5), (-1e300, 1e300, 10, 5)]],
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"PK\x03\x04 a zip file", "not a PyTorch profiler (Kineto) trace: not JSON"),
+        (
+            gzip.compress(b'{"schemaVersion": 1}', mtime=0),
+            "not a PyTorch profiler (Kineto) trace: no 'traceEvents' list",
+        ),
+        (
+            gzip.compress(b"\x1f\x8b truncated", mtime=0)[:20],
+            "not a PyTorch profiler (Kineto) trace: broken gzip",
+        ),
+        (
+            json.dumps({"traceEvents": [_step("ProfilerStep#1", 0, 100)]}).encode(),
+            "the profile has no GPU kernels",
+        ),
+        (
+            json.dumps({"traceEvents": _kernel(10, 5, 1)}).encode(),
+            "the profile has no step annotation matching",
+        ),
+        # Absurd times: refused, not an overflow or a 300-digit nanosecond count.
+        *[
+            (
+                json.dumps(
+                    {"traceEvents": [_step("ProfilerStep#1", step_ts, step_dur), *_kernel(ts, dur, 1)]}
+                ).encode(),
+                "event ",
+            )
+            for step_ts, step_dur, ts, dur in [
+                (0, 100, 10, 1e308),
+                (0, 100, 10, -5),
+                (0, 1e308, 10, 5),
+                (1e300, 100, 10, 5),
+                (0, 100, -1e300, 5),
+                (0, 100, 10**30, 5),
+                (-1e300, 1e300, 10, 5),
+            ]
+        ],
+    ],
+)
 def test_a_bad_profile_fails_with_one_line(tmp_path, capsys, content, reason):
     profile = tmp_path / "trace.json.gz"
     profile.write_bytes(content)
@@ -62,8 +102,13 @@ def test_a_trace_dir_without_kernels_and_a_missing_profile_fail_with_one_line(tm
 
 
 def test_step_pattern_picks_other_annotations_and_keeps_the_outermost():
-    events = [_step("serve_step 0", 0, 100), _step("serve_step 0/attention", 5, 50), *_kernel(10, 20, 1),
-              _step("serve_step 1", 100, 100), *_kernel(150, 20, 2)]
+    events = [
+        _step("serve_step 0", 0, 100),
+        _step("serve_step 0/attention", 5, 50),
+        *_kernel(10, 20, 1),
+        _step("serve_step 1", 100, 100),
+        *_kernel(150, 20, 2),
+    ]
     steps = parse_profile({"traceEvents": events}, r"^serve_step").timeline.steps
     assert [(s.name, len(s.kernels)) for s in steps] == [("serve_step 0", 1), ("serve_step 1", 1)]
 
@@ -91,7 +136,8 @@ def test_prefill_and_decode_steps_make_requests():
     assert requests[0]["queue_ns"] == 0 and requests[1]["queue_ns"] == pytest.approx(50_000)
     assert requests[1]["decode_steps"] == 2
     assert requests[1]["wall_ns"] == pytest.approx(
-        requests[1]["queue_ns"] + requests[1]["prefill_wall_ns"] + requests[1]["decode_wall_ns"])
+        requests[1]["queue_ns"] + requests[1]["prefill_wall_ns"] + requests[1]["decode_wall_ns"]
+    )
     assert set(simulated["summary"]["per_kind"]) == {"prefill", "decode"}
     compared = compare(timeline, simulated)
     assert [r["index"] for r in compared["requests"]] == [0, 1]

@@ -9,14 +9,20 @@ import sys
 
 import pytest
 
-from cascade_tui.scripting import timeline_command as timeline_import
-from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
 from cascade_server.shared.timeline.compare import compare
 from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
+from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
+from cascade_tui.scripting import timeline_command as timeline_import
 from cascade_worker.simulate_cli import simulate_sim
 
 from .profiles import (
-    A100, SAMPLED, load, measured_wall_and_busy, sim_results, step_events, steps_by_correlation,
+    A100,
+    SAMPLED,
+    load,
+    measured_wall_and_busy,
+    sim_results,
+    step_events,
+    steps_by_correlation,
     write_trace_dir,
 )
 
@@ -97,7 +103,8 @@ def test_doubling_kernel_times_doubles_busy_time_but_not_coverage(tmp_path, prof
     assert cover_same["kernels"] - cover_same["simulated_kernels"] == unmapped
     assert (cover_same["kernel_fraction"] < 1) == (unmapped > 0)
     assert cover_same["unmodeled_gpu_ns"] == pytest.approx(
-        cover_same["measured_gpu_ns"] - cover_same["covered_measured_gpu_ns"])
+        cover_same["measured_gpu_ns"] - cover_same["covered_measured_gpu_ns"]
+    )
 
 
 def test_summary_is_shaped_like_the_spec_example(tmp_path):
@@ -109,18 +116,42 @@ def test_summary_is_shaped_like_the_spec_example(tmp_path):
     assert summary["simulation"]["host_model"] == "scaled-gaps"
     assert summary["simulation"]["host_fit"] == {"gap_scale": 1.0}
     assert list(summary["simulation"]["coverage"]) == [
-        "kernels", "simulated_kernels", "kernel_fraction", "gpu_time_fraction", "measured_gpu_ns",
-        "covered_measured_gpu_ns", "unmodeled_gpu_ns", "steps"]
+        "kernels",
+        "simulated_kernels",
+        "kernel_fraction",
+        "gpu_time_fraction",
+        "measured_gpu_ns",
+        "covered_measured_gpu_ns",
+        "unmodeled_gpu_ns",
+        "steps",
+    ]
     assert set(summary["per_kind"]) == {"step"} and summary["per_kind"]["step"]["count"] == 2
     assert simulated["requests"] == []
     compared = compare(timeline, simulated)
-    fields = ["count", "mean_error", "mean_abs_error", "p50_abs_error", "p95_abs_error", "mean_error_pct",
-              "mean_abs_error_pct", "p50_abs_error_pct", "p95_abs_error_pct"]
+    fields = [
+        "count",
+        "mean_error",
+        "mean_abs_error",
+        "p50_abs_error",
+        "p95_abs_error",
+        "mean_error_pct",
+        "mean_abs_error_pct",
+        "p50_abs_error_pct",
+        "p95_abs_error_pct",
+    ]
     assert list(compared["summary"]) == ["wall_ns", "gpu_busy_ns"]
     assert list(compared["summary"]["wall_ns"]) == fields
-    assert list(compared["steps"][0]) == ["index", "name", "kind", "real_wall_ns", "sim_wall_ns",
-                                          "wall_error_pct", "real_gpu_busy_ns", "sim_gpu_busy_ns",
-                                          "gpu_busy_error_pct"]
+    assert list(compared["steps"][0]) == [
+        "index",
+        "name",
+        "kind",
+        "real_wall_ns",
+        "sim_wall_ns",
+        "wall_error_pct",
+        "real_gpu_busy_ns",
+        "sim_gpu_busy_ns",
+        "gpu_busy_error_pct",
+    ]
 
 
 def test_the_commands_chain_on_files(tmp_path):
@@ -131,8 +162,9 @@ def test_the_commands_chain_on_files(tmp_path):
     results.write_text(sim_results([k["dur"] * 1000.0 for k in kernels]).model_dump_json())
 
     def cascade(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "cascade_tui.cli", *args], capture_output=True,
-                              text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "cascade_tui.cli", *args], capture_output=True, text=True, timeout=120
+        )
 
     imported = cascade("timeline", "import", str(SAMPLED), str(trace_dir))
     assert imported.returncode == 0, imported.stderr
@@ -140,7 +172,9 @@ def test_the_commands_chain_on_files(tmp_path):
     assert "GPU time covered: " in imported.stdout
     simulated = cascade("simulate", str(trace_dir), str(results), "-o", str(tmp_path / "sim.json"))
     assert simulated.returncode == 0, simulated.stderr
-    compared = cascade("compare", str(trace_dir), str(tmp_path / "sim.json"), "-o", str(tmp_path / "cmp.json"))
+    compared = cascade(
+        "compare", str(trace_dir), str(tmp_path / "sim.json"), "-o", str(tmp_path / "cmp.json")
+    )
     assert compared.returncode == 0, compared.stderr
     report = json.loads((tmp_path / "cmp.json").read_text())
     assert report["summary"]["wall_ns"]["count"] == 2

@@ -5,7 +5,8 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cascade_server.shared.timeline.intervals import union_length
 from cascade_server.shared.timeline.stats import error_pct, error_summary, percentile

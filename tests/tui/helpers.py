@@ -30,22 +30,33 @@ def screen_text(app: CascadeApp) -> str:
     Textual has no public plain-text render of the screen stack (`export_screenshot` makes SVG
     the same way), so this uses its compositor: pyproject.toml pins Textual to the tested range."""
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), record=True,
-                      color_system=None, legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(
-        full=True, screen_stack=app._background_screens))
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        record=True,
+        color_system=None,
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text(styles=False)
 
 
-def poll_until(condition: Callable[[], object], what: Callable[[], str] | str, timeout: float = 30.0,
-               interval: float = 0.1) -> None:
+def poll_until(
+    condition: Callable[[], object],
+    what: Callable[[], str] | str,
+    timeout: float = 30.0,
+    interval: float = 0.1,
+) -> None:
     """Outside a Pilot (processes, ports, a tmux pane): poll `condition` until it holds, failing
     with `what` (a text, or a function giving one: the state that was not reached) after `timeout`."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for "
-                                 f"{what() if callable(what) else what}")
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what() if callable(what) else what}"
+            )
         time.sleep(interval)
 
 
@@ -55,8 +66,7 @@ async def wait_until(pilot, condition: Callable[[], object], what: str, timeout:
     deadline = loop.time() + timeout
     while not condition():
         if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}\n"
-                                 f"{screen_text(pilot.app)}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{screen_text(pilot.app)}")
         await pilot.pause(0.05)
 
 
@@ -80,9 +90,13 @@ async def wait_for_text(pilot, text: str, timeout: float = 30.0) -> str:
 
 
 def tui_settings(url: str, token: str | None, tmp_path: Path, **kw) -> TuiSettings:
-    values: dict[str, Any] = dict(url=url, token=SecretStr(token) if token else None,
-                  download_dir=tmp_path / "downloads", config=tmp_path / "no-config.toml",
-                  refresh_hz=4.0)
+    values: dict[str, Any] = dict(
+        url=url,
+        token=SecretStr(token) if token else None,
+        download_dir=tmp_path / "downloads",
+        config=tmp_path / "no-config.toml",
+        refresh_hz=4.0,
+    )
     values.update(kw)
     return TuiSettings(**values)
 
@@ -107,14 +121,18 @@ class Simulator:
 
     async def log(self, lines: list[str], chunk: int = 2000) -> None:
         for start in range(0, len(lines), chunk):
-            resp = await self.http.post(f"/api/sims/{self.sim_id}/logs",
-                                        json={"seq": self.seq, "lines": lines[start:start + chunk]})
+            resp = await self.http.post(
+                f"/api/sims/{self.sim_id}/logs", json={"seq": self.seq, "lines": lines[start : start + chunk]}
+            )
             resp.raise_for_status()
             self.seq += 1
 
     async def put_file(self, name: str, data: bytes) -> None:
-        resp = await self.http.put(f"/api/sims/{self.sim_id}/files/{name}", content=data,
-                                   headers={"Content-Type": "application/octet-stream"})
+        resp = await self.http.put(
+            f"/api/sims/{self.sim_id}/files/{name}",
+            content=data,
+            headers={"Content-Type": "application/octet-stream"},
+        )
         resp.raise_for_status()
 
 
@@ -122,8 +140,10 @@ _VOLATILE: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = 
     (re.compile(r"\b(run|sim)-[0-9a-f]{12}\b"), r"\1-############"),
     # A time and the padding around it: a column of ages is as wide as its widest age, so a test
     # that ran slower (`12s` instead of `9s`) shifts the columns after it by a space.
-    (re.compile(r" *\b\d+(\.\d+)?\s?(s|m\d\ds|h\d\dm|ms)\b(?!\w)( +(?=\S))?"),
-     lambda m: (" " if m.group(0).startswith(" ") else "") + "<t>" + (" " if m.group(3) else "")),
+    (
+        re.compile(r" *\b\d+(\.\d+)?\s?(s|m\d\ds|h\d\dm|ms)\b(?!\w)( +(?=\S))?"),
+        lambda m: (" " if m.group(0).startswith(" ") else "") + "<t>" + (" " if m.group(3) else ""),
+    ),
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
 ]
 
@@ -178,9 +198,21 @@ class ServeProcess:
         # Its own embedded S3 port, so servers of parallel tests never collide on the default.
         env.update({"CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port()), **self.env})
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cascade_tui.cli", "serve", "--host", "127.0.0.1",
-            "--port", str(self.port), "--data-dir", str(self.data_dir),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=REPO)
+            sys.executable,
+            "-m",
+            "cascade_tui.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+            cwd=REPO,
+        )
         assert self.proc.stdout is not None
 
         stdout = self.proc.stdout
@@ -221,6 +253,5 @@ def flat(text: str) -> str:
 
 async def wait_for_flat_text(pilot, text: str, timeout: float = 30.0) -> str:
     """Like wait_for_text for a message that may wrap across lines inside a bordered box."""
-    await wait_until(pilot, lambda: text in flat(screen_text(pilot.app)), f"{text!r} on screen",
-                     timeout)
+    await wait_until(pilot, lambda: text in flat(screen_text(pilot.app)), f"{text!r} on screen", timeout)
     return flat(screen_text(pilot.app))

@@ -13,19 +13,19 @@ import httpx
 import pytest
 
 from cascade_tui.app import CascadeApp
-from cascade_tui.screens.runs_list import RunsScreen
-from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.screens.modals import ConfirmScreen, HelpScreen, help_text
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.widgets.log_view import LogView
 from tests.conftest import TOKEN, ready_trace
 
 from .helpers import (
     ServeProcess,
     Simulator,
-    recorded_log,
     record_notifications,
+    recorded_log,
     screen_text,
     tui_settings,
     wait_for_flat_text,
@@ -41,8 +41,9 @@ TRACE = "tinyformer-step-sm70"
 async def srv(make_server):
     server = await make_server()
     await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
-    await server.store.put_trace(ready_trace("broken-upload", state="failed",
-                                             error="metadata.json says status: failed"))
+    await server.store.put_trace(
+        ready_trace("broken-upload", state="failed", error="metadata.json says status: failed")
+    )
     return server
 
 
@@ -57,8 +58,9 @@ def make_app(srv, tmp_path, token=TOKEN, **kw) -> CascadeApp:
 
 
 async def create_run(http: httpx.AsyncClient, entries: list[tuple[str, int]]) -> dict:
-    resp = await http.post("/api/runs", json={
-        "trace_id": TRACE, "entries": [{"gpu_config": c, "count": n} for c, n in entries]})
+    resp = await http.post(
+        "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": c, "count": n} for c, n in entries]}
+    )
     assert resp.status_code == 201, resp.text
     return resp.json()
 
@@ -72,8 +74,7 @@ async def play_to_success(http, sim_id: str, log: list[str]) -> None:
 
 def table_rows(app: CascadeApp, state: str) -> list[str]:
     """Sims-table lines showing `state` (a row starts with its config name)."""
-    return [line for line in screen_text(app).splitlines()
-            if line.startswith("SM") and state in line]
+    return [line for line in screen_text(app).splitlines() if line.startswith("SM") and state in line]
 
 
 async def open_runs(pilot) -> None:
@@ -85,8 +86,11 @@ async def open_run_screen(pilot, run_id: str) -> None:
     await open_runs(pilot)
     await wait_for_text(pilot, run_id)
     await pilot.press("enter")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
-                     "the run screen")
+    await wait_until(
+        pilot,
+        lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
+        "the run screen",
+    )
 
 
 async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv, http, tmp_path):
@@ -114,8 +118,11 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv,
         await wait_for_text(pilot, "2 configs, 2 sims in total")
         await pilot.press("enter")
 
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
-                         and app.screen.model.has_snapshot, "the run screen with its snapshot")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, RunScreen) and app.screen.model.has_snapshot,
+            "the run screen with its snapshot",
+        )
         screen: RunScreen = app.screen
         await wait_for_text(pilot, "LIVE")
         runs = (await http.get("/api/runs")).json()
@@ -124,16 +131,20 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv,
         log = recorded_log("SM7_QV100")
         for sim_id in screen.model.sims:
             await play_to_success(http, sim_id, log)
-        await wait_until(pilot, lambda: len(table_rows(app, "✔ succeeded")) == 2,
-                         "both sims succeeded in the table")
+        await wait_until(
+            pilot, lambda: len(table_rows(app, "✔ succeeded")) == 2, "both sims succeeded in the table"
+        )
         text = screen_text(app)
         assert "✔ succeeded" in text and "2 succeeded" in text
         assert "15/15" in text
         assert "Stand-in numbers" not in text  # 15 kernels done of the trace's 15
 
         # The log pane follows the selected sim: its tail ends with the simulator's exit line.
-        await wait_until(pilot, lambda: screen.query_one(LogView).store.lines[-1:]
-                         == ["GPGPU-Sim: *** exit detected ***"], "the log tail")
+        await wait_until(
+            pilot,
+            lambda: screen.query_one(LogView).store.lines[-1:] == ["GPGPU-Sim: *** exit detected ***"],
+            "the log tail",
+        )
         assert f"{len(log):,} lines" in screen_text(app)
 
         await pilot.press("k")
@@ -322,8 +333,9 @@ async def test_cancel_asks_first_then_cancels(srv, http, tmp_path):
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
-        await wait_until(pilot, lambda: len(table_rows(app, "■ cancelled")) == 2,
-                         "both sims cancelled in the table")
+        await wait_until(
+            pilot, lambda: len(table_rows(app, "■ cancelled")) == 2, "both sims cancelled in the table"
+        )
         assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"
 
 
@@ -334,8 +346,9 @@ async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
 
     serve = await ServeProcess(tmp_path / "data", free_port()).start()
     try:
-        async with httpx.AsyncClient(base_url=serve.url, timeout=30,
-                                     headers={"Authorization": f"Bearer {serve.token}"}) as api:
+        async with httpx.AsyncClient(
+            base_url=serve.url, timeout=30, headers={"Authorization": f"Bearer {serve.token}"}
+        ) as api:
             sample = (await api.get("/api/runs")).json()[0]
         app = CascadeApp(tui_settings(serve.url, serve.token, tmp_path))
         async with app.run_test(size=(100, 30)) as pilot:
@@ -344,8 +357,7 @@ async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
             await pilot.press("enter")
             await wait_for_text(pilot, "LIVE")
             # The table is refreshed on its own timer, a moment after the header goes live.
-            await wait_until(pilot, lambda: len(table_rows(app, "✔ succeeded")) == 3,
-                             "the sims table filled")
+            await wait_until(pilot, lambda: len(table_rows(app, "✔ succeeded")) == 3, "the sims table filled")
             await serve.kill()
             text = await wait_for_text(pilot, "RECONNECTING")
             assert len(table_rows(app, "✔ succeeded")) == 3, text  # last data stays visible
@@ -358,10 +370,13 @@ async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
         await serve.kill()
 
 
-@pytest.mark.parametrize("token,expected", [
-    ("wrong-token", "refused the token (401 Unauthorized)"),
-    (None, "needs a token"),
-])
+@pytest.mark.parametrize(
+    "token,expected",
+    [
+        ("wrong-token", "refused the token (401 Unauthorized)"),
+        (None, "needs a token"),
+    ],
+)
 async def test_wrong_or_missing_token_is_refused_with_a_clear_message(srv, tmp_path, token, expected):
     app = make_app(srv, tmp_path, token=token)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -411,8 +426,10 @@ async def test_downloads_results_log_and_files(srv, http, tmp_path):
         # Keys only: Down to the file, Enter saves it.
         for _ in range(options.option_count):
             highlighted = options.highlighted
-            if highlighted is not None and \
-                    options.get_option_at_index(highlighted).id == "file:kernel-stats.csv":
+            if (
+                highlighted is not None
+                and options.get_option_at_index(highlighted).id == "file:kernel-stats.csv"
+            ):
                 break
             await pilot.press("down")
         await pilot.press("enter")
@@ -438,8 +455,7 @@ async def test_every_key_has_an_id_in_footer_help_and_palette(srv, http, tmp_pat
         text = screen_text(app)
         assert "run.kernels" in text  # the screen's own keys first
         body = help_text(run_screen).plain  # the whole list, also what is below the fold
-        for binding_id in ("run.kernels", "run.cancel", "run.search", "run.back", "app.help",
-                           "app.quit"):
+        for binding_id in ("run.kernels", "run.cancel", "run.search", "run.back", "app.help", "app.quit"):
             assert binding_id in body
         # Cascade's keys, and what the sims table's columns mean; not Textual's widget keys.
         await pilot.press("end")  # the column meanings are below the keys
@@ -478,14 +494,19 @@ async def test_a_sim_failing_and_the_run_finishing_are_notified(srv, http, tmp_p
         await wait_for_text(pilot, "▶ running")
         await sim.beat("failed", exit_code=139, error="segmentation fault (SIGSEGV)")
         messages = record_notifications(app)
-        await wait_until(pilot, lambda: any("SM7_QV100 #0 failed: segmentation fault" in m
-                                            for m in messages()), "the failure notification")
-        await wait_until(pilot, lambda: any(f"{run['id']} finished: failed" in m
-                                            for m in messages()), "the finished notification")
+        await wait_until(
+            pilot,
+            lambda: any("SM7_QV100 #0 failed: segmentation fault" in m for m in messages()),
+            "the failure notification",
+        )
+        await wait_until(
+            pilot,
+            lambda: any(f"{run['id']} finished: failed" in m for m in messages()),
+            "the finished notification",
+        )
 
 
-async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_timing(
-        make_server, tmp_path):
+async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_timing(make_server, tmp_path):
     import json
 
     server = await make_server()
@@ -494,11 +515,13 @@ async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_tim
     trace_dir = server.settings.traces_dir / trace_id
     trace_dir.mkdir(parents=True, exist_ok=True)
     # Real durations of 1 µs per kernel: every simulated time is measured against that.
-    (trace_dir / "real_timing.json").write_text(json.dumps(
-        {"kernels": [{"kernel_id": i + 1, "duration_ns": 1000.0} for i in range(15)]}))
+    (trace_dir / "real_timing.json").write_text(
+        json.dumps({"kernels": [{"kernel_id": i + 1, "duration_ns": 1000.0} for i in range(15)]})
+    )
     async with server.client() as http:
-        resp = await http.post("/api/runs", json={
-            "trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
+        resp = await http.post(
+            "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
+        )
         run = resp.json()
         await play_to_success(http, run["sims"][0]["id"], recorded_log("SM7_QV100"))
         expected = (await http.get(f"/api/runs/{run['id']}/comparison")).json()

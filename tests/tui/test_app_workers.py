@@ -7,10 +7,10 @@ import httpx
 import pytest
 
 from cascade_tui.app import CascadeApp
-from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.modals import ConfirmScreen
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen
+from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.widgets.log_view import LogView
 from tests.conftest import TOKEN, ready_trace
 
@@ -32,7 +32,8 @@ def rows(app: CascadeApp, state: str) -> list[str]:
 
 
 async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
-        make_server, worker_env, tmp_path):
+    make_server, worker_env, tmp_path
+):
     server = await make_server(launcher="local", local_slots=2, replay_speed=25.0)
     await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
@@ -48,12 +49,19 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         await pilot.press("space")
         await wait_for_text(pilot, "2 configs, 2 sims in total")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
-                         and app.screen.model.has_snapshot, "the new run's screen")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, RunScreen) and app.screen.model.has_snapshot,
+            "the new run's screen",
+        )
         screen: RunScreen = app.screen
 
-        await wait_until(pilot, lambda: len(rows(app, "✔ succeeded")) == 2,
-                         "both stand-in sims to succeed in the table", timeout=180)
+        await wait_until(
+            pilot,
+            lambda: len(rows(app, "✔ succeeded")) == 2,
+            "both stand-in sims to succeed in the table",
+            timeout=180,
+        )
         text = screen_text(app)
         assert "✔ succeeded" in text.splitlines()[1]  # the run's state in the header
         assert "15/15" in text
@@ -64,13 +72,21 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         sim = screen.model.sims[screen.selected_sim]
         expected = recorded_log(sim.gpu_config)
         view = screen.query_one(LogView)
-        await wait_until(pilot, lambda: len(view.store) == len(expected)
-                         and view.store.lines[-1] == expected[-1], "the whole log in the pane")
+        await wait_until(
+            pilot,
+            lambda: len(view.store) == len(expected) and view.store.lines[-1] == expected[-1],
+            "the whole log in the pane",
+        )
         await pilot.press("down")  # the other sim
-        await wait_until(pilot, lambda: screen.selected_sim != sim.id
-                         and view.store.lines[-1:] == [expected[-1]]
-                         and f"{screen.model.sims[screen.selected_sim].gpu_config} #0" in
-                         screen_text(app), "the other sim's log")
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.selected_sim != sim.id
+                and view.store.lines[-1:] == [expected[-1]]
+                and f"{screen.model.sims[screen.selected_sim].gpu_config} #0" in screen_text(app)
+            ),
+            "the other sim's log",
+        )
 
         await pilot.press("k")
         text = await wait_for_text(pilot, "Total simulated time per config")
@@ -87,21 +103,21 @@ async def test_cancel_a_running_stand_in_run(make_server, worker_env, tmp_path):
     server = await make_server(launcher="local", local_slots=2, replay_speed=0.5)
     await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     async with server.client() as http:
-        resp = await http.post("/api/runs", json={
-            "trace_id": TRACE, "entries": [{"gpu_config": "SM7_QV100", "count": 2}]})
+        resp = await http.post(
+            "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": "SM7_QV100", "count": 2}]}
+        )
         run = resp.json()
     app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
         await wait_for_text(pilot, run["id"])
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(rows(app, "▶ running")) == 2, "both sims running",
-                         timeout=60)
+        await wait_until(pilot, lambda: len(rows(app, "▶ running")) == 2, "both sims running", timeout=60)
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
-        await wait_until(pilot, lambda: len(rows(app, "■ cancelled")) == 2,
-                         "both sims cancelled", timeout=60)
-    async with httpx.AsyncClient(base_url=server.url, timeout=30,
-                                 headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        await wait_until(pilot, lambda: len(rows(app, "■ cancelled")) == 2, "both sims cancelled", timeout=60)
+    async with httpx.AsyncClient(
+        base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}
+    ) as http:
         assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"

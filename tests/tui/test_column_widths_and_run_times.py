@@ -10,15 +10,19 @@ from cascade_tui import chart, compare, simrows
 from .factories import T0, kstat, sim
 
 
-@pytest.mark.parametrize("configs", [["SM7_QV100"], ["SM75_RTX2060", "SM75_RTX2060_S"],
-                                     ["SM86_RTX3070", "SM3_KEPLER_TITAN"]])
+@pytest.mark.parametrize(
+    "configs", [["SM7_QV100"], ["SM75_RTX2060", "SM75_RTX2060_S"], ["SM86_RTX3070", "SM3_KEPLER_TITAN"]]
+)
 def test_at_80_columns_every_sims_column_fits_whatever_the_config_names(configs):
     lay = simrows.layout(80, simrows.config_width(configs))
-    assert [c.key for c in lay.columns] == [c.key for c in simrows.COLUMNS
-                                            if c.priority < simrows.WIDE_ONLY]  # rate/s included
+    assert [c.key for c in lay.columns] == [
+        c.key for c in simrows.COLUMNS if c.priority < simrows.WIDE_ONLY
+    ]  # rate/s included
     for name in configs:
-        texts = simrows.row_texts(simrows.sim_cells(sim(gpu_config=name, kernels_done=150,
-                                                        kernels_total=150), T0, lay.bar_width), lay)
+        texts = simrows.row_texts(
+            simrows.sim_cells(sim(gpu_config=name, kernels_done=150, kernels_total=150), T0, lay.bar_width),
+            lay,
+        )
         line = " ".join(text for text, _ in texts)
         assert len(line) <= 80, line
         assert name in line and "150/150" in line  # neither the name nor the counts cut
@@ -32,12 +36,19 @@ def test_the_progress_bar_keeps_its_meaning_when_it_narrows():
 
 
 def test_a_config_with_no_succeeded_replica_has_a_partial_running_total_never_ranked():
-    sims = {"a": sim("a", gpu_config="A", state="succeeded"),
-            "b1": sim("b1", gpu_config="B", state="running", kernels_done=2, kernels_total=6),
-            "b2": sim("b2", gpu_config="B", state="failed", kernels_done=1, kernels_total=6),
-            "c": sim("c", gpu_config="C", state="running", kernels_done=0)}
-    kernels = [kstat("a", 0, 100.0), kstat("a", 1, 100.0), kstat("b1", 0, 10.0), kstat("b1", 1, 10.0),
-               kstat("b2", 0, 10.0)]
+    sims = {
+        "a": sim("a", gpu_config="A", state="succeeded"),
+        "b1": sim("b1", gpu_config="B", state="running", kernels_done=2, kernels_total=6),
+        "b2": sim("b2", gpu_config="B", state="failed", kernels_done=1, kernels_total=6),
+        "c": sim("c", gpu_config="C", state="running", kernels_done=0),
+    }
+    kernels = [
+        kstat("a", 0, 100.0),
+        kstat("a", 1, 100.0),
+        kstat("b1", 0, 10.0),
+        kstat("b1", 1, 10.0),
+        kstat("b2", 0, 10.0),
+    ]
     totals = {t.config: t for t in compare.config_totals(["A", "B", "C"], sims, kernels)}
     assert not totals["A"].partial and totals["A"].median_ns == 200.0
     b = totals["B"]
@@ -45,18 +56,23 @@ def test_a_config_with_no_succeeded_replica_has_a_partial_running_total_never_ra
     assert not totals["C"].partial and totals["C"].median_ns is None  # nothing finished yet
     ranking = compare.rank(list(totals.values()))
     assert ranking.fastest == ("A",) and ranking.missing == ("B", "C")  # B's 15 ns is not fastest
-    text = chart.plain(chart.chart_lines(["A", "B", "C"], [], list(totals.values()), ranking, {},
-                                         False, 80, finished=False))
+    text = chart.plain(
+        chart.chart_lines(["A", "B", "C"], [], list(totals.values()), ranking, {}, False, 80, finished=False)
+    )
     assert "so far" in text and "partial: 2/6 kernels" in text
 
 
 @pytest.mark.parametrize("width", [78, 80, 160])  # 78: the pane of an 80-column terminal
 def test_chart_lines_are_never_wider_than_the_pane(width):
-    totals = [compare.ConfigTotal("SM75_RTX2060_S", 100.0, 90.0, 110.0, 2, 2, cycles=1e5),
-              compare.ConfigTotal("SM7_QV100", 50.0, None, None, 0, 1, partial=True,
-                                  kernels_done=3, kernels_total=15)]
-    lines = chart.chart_lines(["SM75_RTX2060_S", "SM7_QV100"], [], totals, compare.rank(totals),
-                              {}, False, width)
+    totals = [
+        compare.ConfigTotal("SM75_RTX2060_S", 100.0, 90.0, 110.0, 2, 2, cycles=1e5),
+        compare.ConfigTotal(
+            "SM7_QV100", 50.0, None, None, 0, 1, partial=True, kernels_done=3, kernels_total=15
+        ),
+    ]
+    lines = chart.chart_lines(
+        ["SM75_RTX2060_S", "SM7_QV100"], [], totals, compare.rank(totals), {}, False, width
+    )
     assert max(sum(len(t) for t, _ in line) for line in lines) <= width
 
 
@@ -67,13 +83,22 @@ def test_elapsed_and_eta_from_kernels_done_and_shown_when_wide():
     now = T0 + timedelta(seconds=60)
     assert simrows.elapsed_seconds(running, now) == 60.0
     assert simrows.eta_seconds(running, now) == 120.0  # 30 s a kernel, 4 to go
-    done = sim(state="succeeded", started_at=T0, finished_at=T0 + timedelta(seconds=90),
-               kernels_done=6, kernels_total=6)
+    done = sim(
+        state="succeeded",
+        started_at=T0,
+        finished_at=T0 + timedelta(seconds=90),
+        kernels_done=6,
+        kernels_total=6,
+    )
     assert simrows.elapsed_seconds(done, now) == 90.0 and simrows.eta_seconds(done, now) is None
     assert simrows.eta_seconds(sim(state="running", started_at=T0, kernels_done=0), now) is None
     wide = simrows.layout(120)
-    texts = dict(zip([c.key for c in wide.columns],
-                     (t.strip() for t, _ in simrows.row_texts(simrows.sim_cells(running, now), wide))))
+    texts = dict(
+        zip(
+            [c.key for c in wide.columns],
+            (t.strip() for t, _ in simrows.row_texts(simrows.sim_cells(running, now), wide)),
+        )
+    )
     assert texts["elapsed"] == "1m00s" and texts["eta"] == "2m00s"
     assert "eta" not in [c.key for c in simrows.layout(80).columns]
 
@@ -81,8 +106,10 @@ def test_elapsed_and_eta_from_kernels_done_and_shown_when_wide():
 def test_run_duration_until_the_last_sim_ended_or_so_far():
     from datetime import timedelta
 
-    ended = [sim("a", state="succeeded", finished_at=T0 + timedelta(seconds=100)),
-             sim("b", state="failed", finished_at=T0 + timedelta(seconds=252))]
+    ended = [
+        sim("a", state="succeeded", finished_at=T0 + timedelta(seconds=100)),
+        sim("b", state="failed", finished_at=T0 + timedelta(seconds=252)),
+    ]
     now = T0 + timedelta(hours=1)
     assert simrows.run_duration(T0, ended, now) == "took 4m12s"
     going = ended + [sim("c", state="running")]
@@ -92,10 +119,17 @@ def test_run_duration_until_the_last_sim_ended_or_so_far():
 def _run(state, created, finished=None, started=None, counts=None, **flags):
     from cascade_server.shared.models import RunEntry, RunSummary
 
-    return RunSummary(id="run-0123456789ab", trace_id="tinyformer-step-sm70", created_at=created,
-                      state=state, entries=[RunEntry(gpu_config="SM7_QV100", count=2)],
-                      sim_counts=counts or {"succeeded": 2}, started_at=started,
-                      finished_at=finished, **flags)
+    return RunSummary(
+        id="run-0123456789ab",
+        trace_id="tinyformer-step-sm70",
+        created_at=created,
+        state=state,
+        entries=[RunEntry(gpu_config="SM7_QV100", count=2)],
+        sim_counts=counts or {"succeeded": 2},
+        started_at=started,
+        finished_at=finished,
+        **flags,
+    )
 
 
 def test_the_runs_list_shows_how_long_a_run_took_or_has_run_so_far():
@@ -108,8 +142,12 @@ def test_the_runs_list_shows_how_long_a_run_took_or_has_run_so_far():
 
     now = T0 + timedelta(hours=2)
     done = _run("succeeded", T0, finished=T0 + timedelta(seconds=252), started=T0 + timedelta(seconds=3))
-    going = _run("active", now - timedelta(seconds=65), started=now - timedelta(seconds=60),
-                 counts={"running": 1, "succeeded": 1})
+    going = _run(
+        "active",
+        now - timedelta(seconds=65),
+        started=now - timedelta(seconds=60),
+        counts={"running": 1, "succeeded": 1},
+    )
     assert run_time(done, now) == "4m12s"  # created to the last sim's end, not to now
     assert run_time(going, now) == "1m05s"  # so far
     assert run_took(done.created_at, done.finished_at, now) == "took 4m12s"
@@ -136,9 +174,11 @@ def test_at_80_columns_the_runs_list_keeps_the_time_and_cuts_no_state(width):
     from cascade_tui.screens.runs_list import RunsScreen
 
     now = T0 + timedelta(days=3)
-    runs = [_run("succeeded", T0, finished=T0 + timedelta(hours=26)),
-            _run("partial", T0, finished=T0 + timedelta(seconds=9), counts={"succeeded": 12, "failed": 52}),
-            _run("active", T0, counts={"running": 1}, replay=True)]
+    runs = [
+        _run("succeeded", T0, finished=T0 + timedelta(hours=26)),
+        _run("partial", T0, finished=T0 + timedelta(seconds=9), counts={"succeeded": 12, "failed": 52}),
+        _run("active", T0, counts={"running": 1}, replay=True),
+    ]
     screen = SimpleNamespace(marked={runs[0].id}, services=SimpleNamespace(now=lambda: now))
     rows = [[text for text, _ in RunsScreen.row_cells(screen, run, now)] for run in runs]
     widths = dict(zip([c.title for c in RunsScreen.COLUMNS], fit(RunsScreen.COLUMNS, rows, width)))

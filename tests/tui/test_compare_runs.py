@@ -14,8 +14,11 @@ from .test_screen_fit_navigation_and_quit import create_run, http, make_app, on_
 
 def _data(run_id: str, ns: dict[str, list[float]]) -> runcompare.RunData:
     sims = [sim(f"{run_id}-{cfg}", run_id=run_id, gpu_config=cfg, state="succeeded") for cfg in ns]
-    kernels = [kstat(f"{run_id}-{cfg}", i, v, name=f"_Z1kv{i}") for cfg, values in ns.items()
-               for i, v in enumerate(values)]
+    kernels = [
+        kstat(f"{run_id}-{cfg}", i, v, name=f"_Z1kv{i}")
+        for cfg, values in ns.items()
+        for i, v in enumerate(values)
+    ]
     return runcompare.RunData(run(sims, id=run_id), kernels)
 
 
@@ -26,8 +29,7 @@ def test_totals_side_by_side_with_the_ratio_and_kernels_by_largest_spread():
     assert totals == {"A": (200.0, 400.0), "B": (100.0, None)}
     assert runcompare.ratio(totals["A"]) == 2.0 and runcompare.ratio(totals["B"]) is None
     diffs = runcompare.kernel_differences([first, second])
-    assert [(d.kernel_index, d.config, d.spread_pct) for d in diffs] == [(1, "A", 200.0),
-                                                                         (0, "A", 0.0)]
+    assert [(d.kernel_index, d.config, d.spread_pct) for d in diffs] == [(1, "A", 200.0), (0, "A", 0.0)]
     text = "\n".join(runcompare.lines([first, second]))
     assert "2.000x" in text and "+200.0%" in text
 
@@ -48,8 +50,11 @@ async def test_mark_two_runs_and_compare_them(srv, http, tmp_path):  # noqa: F81
         await wait_until(pilot, lambda: screen.marked == {r["id"] for r in runs}, "both marked")
         assert screen_text(app).count("+run-") == 2
         await pilot.press("c")
-        await wait_until(pilot, lambda: isinstance(app.screen, CompareRunsScreen)
-                         and "1.000x" in app.screen.text, "the comparison")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, CompareRunsScreen) and "1.000x" in app.screen.text,
+            "the comparison",
+        )
         text = app.screen.text
         assert f"Comparing 2 runs: {runs[0]['id']}" in text  # oldest first
         assert "SM7_QV100" in text and "+0.0%" in text
@@ -66,16 +71,21 @@ def test_kernels_view_orders_by_time_or_spread_with_share_and_delta():
     from cascade_server.shared.models import ComparisonRow
     from cascade_tui import chart, compare
 
-    rows = [ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0}),
-            ComparisonRow(kernel_index=1, kernel_name="_Z1bv", sim_ns={"A": 90.0, "B": 100.0})]
+    rows = [
+        ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0}),
+        ComparisonRow(kernel_index=1, kernel_name="_Z1bv", sim_ns={"A": 90.0, "B": 100.0}),
+    ]
     assert compare.kernel_spread(rows[0]) == 200.0
     assert compare.kernel_share(rows[1], {"A": 100.0, "B": 130.0}) == 90.0
     assert [r.kernel_index for r in compare.order_kernel_rows(rows, "time")] == [1, 0]
     assert [r.kernel_index for r in compare.order_kernel_rows(rows, "spread")] == [0, 1]
-    totals = [compare.ConfigTotal("A", 100.0, 100.0, 100.0, 1, 1),
-              compare.ConfigTotal("B", 130.0, 130.0, 130.0, 1, 1)]
-    text = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
-                                         False, 100, order="time"))
+    totals = [
+        compare.ConfigTotal("A", 100.0, 100.0, 100.0, 1, 1),
+        compare.ConfigTotal("B", 130.0, 130.0, 130.0, 1, 1),
+    ]
+    text = chart.plain(
+        chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {}, False, 100, order="time")
+    )
     assert text.index("#1 b") < text.index("#0 a")
     assert "share 90.0%  Δ +11.1%" in text and "share 23.1%  Δ +200.0%" in text
 
@@ -104,9 +114,14 @@ async def test_o_orders_the_kernels_view_by_time_then_spread_with_share_and_delt
         assert kernel_order() == [f"#{i}" for i in range(15)]  # as traced
         for order in ("time", "spread"):
             await pilot.press("o")
-            await wait_until(pilot, lambda order=order: f"by {order}, o: order" in screen_text(app), f"by {order}")
-            await wait_until(pilot, lambda: kernel_order() != [f"#{i}" for i in range(15)],
-                             f"the kernels reordered by {order}")
+            await wait_until(
+                pilot, lambda order=order: f"by {order}, o: order" in screen_text(app), f"by {order}"
+            )
+            await wait_until(
+                pilot,
+                lambda: kernel_order() != [f"#{i}" for i in range(15)],
+                f"the kernels reordered by {order}",
+            )
         text = "\n".join("".join(t for t, _ in line) for line in chart.lines)
         assert "share " in text and "Δ +" in text
         spreads = [float(part.split("Δ ")[1].split("%")[0]) for part in text.splitlines() if "Δ " in part]

@@ -25,12 +25,17 @@ DEMO = Path(__file__).resolve().parents[2] / "samples" / "accelsim-traces"
 SM70, SM75 = "tinyformer-step-sm70", "tinyformer-step-sm75"
 
 
-def _member(trace_id: str, arch: str, suggested: str, ns: dict[str, list[float]],
-            names: list[str] | None = None) -> tracecompare.TraceRun:
-    sims = [sim(f"{trace_id}-{cfg}", run_id=f"run-{trace_id}", gpu_config=cfg, state="succeeded")
-            for cfg in ns]
-    kernels = [kstat(f"{trace_id}-{cfg}", i, v, name=(names or [])[i] if names else f"_Z1kv{i}")
-               for cfg, values in ns.items() for i, v in enumerate(values)]
+def _member(
+    trace_id: str, arch: str, suggested: str, ns: dict[str, list[float]], names: list[str] | None = None
+) -> tracecompare.TraceRun:
+    sims = [
+        sim(f"{trace_id}-{cfg}", run_id=f"run-{trace_id}", gpu_config=cfg, state="succeeded") for cfg in ns
+    ]
+    kernels = [
+        kstat(f"{trace_id}-{cfg}", i, v, name=(names or [])[i] if names else f"_Z1kv{i}")
+        for cfg, values in ns.items()
+        for i, v in enumerate(values)
+    ]
     t = trace(id=trace_id, trace_gpu_arch=arch, suggested_sim_config=suggested, sample_set="set")
     return tracecompare.TraceRun(t, RunData(run(sims, id=f"run-{trace_id}", trace_id=trace_id), kernels))
 
@@ -41,11 +46,15 @@ def test_configs_side_by_side_with_the_ratio_over_the_first_trace_on_its_own_gpu
     assert tracecompare.reference_config(sm70) == "SM7_QV100"
     assert tracecompare.baseline([sm70, sm75]) == ("a-sm70 on SM7_QV100", 200.0)
     assert tracecompare.config_rows([sm70, sm75]) == [
-        ("SM7_QV100", (200.0, None), 1.0), ("SM7_TITANV", (100.0, None), 0.5),
-        ("SM75_RTX2060", (None, 600.0), 3.0)]
+        ("SM7_QV100", (200.0, None), 1.0),
+        ("SM7_TITANV", (100.0, None), 0.5),
+        ("SM75_RTX2060", (None, 600.0), 3.0),
+    ]
     diffs = tracecompare.kernel_differences([sm70, sm75])
-    assert [(d.occurrence, d.values, d.spread_pct) for d in diffs] == [(0, (100.0, 500.0), 400.0),
-                                                                       (0, (100.0, 100.0), 0.0)]
+    assert [(d.occurrence, d.values, d.spread_pct) for d in diffs] == [
+        (0, (100.0, 500.0), 400.0),
+        (0, (100.0, 100.0), 0.0),
+    ]
     text = "\n".join(tracecompare.lines("set", [sm70, sm75]))
     assert "ratio: over a-sm70 on SM7_QV100" in text and "3.000x" in text
     assert "5.000x  +400.0%" in text  # the kernel 5 times slower on the sm75 trace
@@ -68,8 +77,9 @@ def test_a_shared_config_compares_the_traces_directly_and_kernels_match_by_name_
 def test_a_zero_time_is_no_measurement_in_every_spread():
     # One spread rule for runs, traces and configs (compare.spread_pct): a zero time is left
     # out, and a kernel with two real times still compares; the ratio skips the zero too.
-    members = [_member(f"z-{n}", "sm_70", "SM7_QV100", {"SM7_QV100": [t]}) for n, t in
-               enumerate([0.0, 10.0, 30.0])]
+    members = [
+        _member(f"z-{n}", "sm_70", "SM7_QV100", {"SM7_QV100": [t]}) for n, t in enumerate([0.0, 10.0, 30.0])
+    ]
     [diff] = tracecompare.kernel_differences(members)
     assert diff.values == (0.0, 10.0, 30.0) and diff.spread_pct == 200.0
     assert "3.000x  +200.0%" in "\n".join(tracecompare.lines("set", members))
@@ -79,14 +89,23 @@ def test_a_zero_time_is_no_measurement_in_every_spread():
 
 def test_the_newest_run_with_succeeded_sims_of_each_trace_and_the_set_members():
     def summary(run_id, trace_id, counts):
-        return RunSummary(id=run_id, trace_id=trace_id, created_at=T0, state="active", entries=[],
-                          sim_counts=counts)
+        return RunSummary(
+            id=run_id, trace_id=trace_id, created_at=T0, state="active", entries=[], sim_counts=counts
+        )
 
-    runs = [summary("run-3", SM70, {"running": 2}), summary("run-2", SM70, {"succeeded": 1, "failed": 1}),
-            summary("run-1", SM70, {"succeeded": 2}), summary("run-0", SM75, {"failed": 1})]
+    runs = [
+        summary("run-3", SM70, {"running": 2}),
+        summary("run-2", SM70, {"succeeded": 1, "failed": 1}),
+        summary("run-1", SM70, {"succeeded": 2}),
+        summary("run-0", SM75, {"failed": 1}),
+    ]
     assert tracecompare.newest_runs_with_successes([SM70, SM75], runs) == {SM70: "run-2"}
-    traces = [trace(id=SM75, sample_set="s"), trace(id=SM70, sample_set="s"), trace(id="other"),
-              trace(id="broken", sample_set="s", state="failed")]
+    traces = [
+        trace(id=SM75, sample_set="s"),
+        trace(id=SM70, sample_set="s"),
+        trace(id="other"),
+        trace(id="broken", sample_set="s", state="failed"),
+    ]
     assert [t.id for t in tracecompare.set_members(traces, "s")] == [SM70, SM75]
     lonely = tracecompare.lines("s", [tracecompare.TraceRun(traces[1], None)])
     assert any("no run with succeeded sims yet" in line for line in lonely)
@@ -119,8 +138,10 @@ async def srv(demo):
 async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path):  # noqa: F811
     runs = {}
     for trace_id, configs in ((SM70, ["SM7_QV100", "SM7_TITANV"]), (SM75, ["SM75_RTX2060"])):
-        resp = await http.post("/api/runs", json={"trace_id": trace_id, "entries": [
-            {"gpu_config": c, "count": 1} for c in configs]})
+        resp = await http.post(
+            "/api/runs",
+            json={"trace_id": trace_id, "entries": [{"gpu_config": c, "count": 1} for c in configs]},
+        )
         assert resp.status_code == 201, resp.text
         runs[trace_id] = resp.json()
         for s in runs[trace_id]["sims"]:  # the real Accel-Sim output of this very trace
@@ -141,8 +162,11 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path
         await wait_until(pilot, lambda: screen.selected_id() == SM75, "the cursor on the sm75 trace")
         assert "sample set tinyformer-step (c compares its traces)" in screen.detail_text(screen.selected())
         await pilot.press("c")
-        await wait_until(pilot, lambda: isinstance(app.screen, CompareTracesScreen)
-                         and "Total simulated time" in app.screen.text, "the comparison")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, CompareTracesScreen) and "Total simulated time" in app.screen.text,
+            "the comparison",
+        )
         text = app.screen.text
         assert "sample set 'tinyformer-step'" in text
         assert f"{SM70}  sm_70  {runs[SM70]['id']}  compared on SM7_QV100" in text
@@ -164,14 +188,21 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path
         await on_list(pilot, TracesScreen, [SM70, SM75])
         narrow.screen.select(SM75)
         await pilot.press("c")
-        await wait_until(pilot, lambda: isinstance(narrow.screen, CompareTracesScreen)
-                         and "Total simulated time" in narrow.screen.text, "the comparison")
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(narrow.screen, CompareTracesScreen)
+                and "Total simulated time" in narrow.screen.text
+            ),
+            "the comparison",
+        )
         text = narrow.screen.text
         assert max(map(len, text.splitlines())) <= 77, text
         assert after_heading(text, ["config", SM70, SM75, "ratio"])
         kernel_lines = after_heading(text, ["kernel", SM70, SM75, "ratio", "spread"])
         assert [float(line.rsplit(" ", 1)[1].rstrip("%")) for line in kernel_lines] == spreads
-        assert all(line.count(" µs") + line.count(" ns") + line.count(" ms") == 2
-                   for line in kernel_lines), text
+        assert all(line.count(" µs") + line.count(" ns") + line.count(" ms") == 2 for line in kernel_lines), (
+            text
+        )
         await pilot.press("end")
         await wait_for_text(pilot, kernel_lines[-1].strip())  # on screen whole, not just in the text

@@ -54,16 +54,20 @@ def gone(pid: int) -> bool:
 
 
 def wait_gone(pids: list[int], timeout: float = 30.0) -> None:
-    poll_until(lambda: all(gone(pid) for pid in pids),
-               lambda: f"these to end, still running: {[p for p in pids if not gone(p)]}", timeout,
-               interval=0.05)
+    poll_until(
+        lambda: all(gone(pid) for pid in pids),
+        lambda: f"these to end, still running: {[p for p in pids if not gone(p)]}",
+        timeout,
+        interval=0.05,
+    )
 
 
 def start_stuck_ui(tmp_path: Path, mode: str, **kw) -> tuple[subprocess.Popen, list[int]]:
     script = tmp_path / "stuck_ui.py"
     script.write_text(STUCK_UI)
-    proc = subprocess.Popen([sys.executable, str(script), mode], cwd=REPO, stdout=subprocess.PIPE,
-                            text=True, **kw)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), mode], cwd=REPO, stdout=subprocess.PIPE, text=True, **kw
+    )
     assert proc.stdout is not None
     pids = [int(p) for p in proc.stdout.readline().split()]
     assert len(pids) == 2, "the stuck UI did not start its server"

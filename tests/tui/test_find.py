@@ -14,12 +14,23 @@ from cascade_tui.widgets.sim_table import SimTable
 
 from .factories import T0, sim
 from .helpers import Simulator, screen_text, wait_for_text, wait_until
-from .test_screen_fit_navigation_and_quit import TRACE, create_run, http, make_app, on_list, open_run_screen, srv  # noqa: F401
+from .test_screen_fit_navigation_and_quit import (  # noqa: F401
+    TRACE,
+    create_run,
+    http,
+    make_app,
+    on_list,
+    open_run_screen,
+    srv,
+)
 
 
 def test_filter_words_all_match_case_ignored_and_sort_is_stable():
-    items = ["run-1 tinyformer SM7_QV100 failed", "run-2 tinyformer SM75_RTX2060 active",
-             "run-3 other SM75_RTX2060 failed"]
+    items = [
+        "run-1 tinyformer SM7_QV100 failed",
+        "run-2 tinyformer SM75_RTX2060 active",
+        "run-3 other SM75_RTX2060 failed",
+    ]
     assert filter_sort.shown(items, "sm75 FAILED", str) == [items[2]]
     assert filter_sort.shown(items, "", str) == items
     by_trace = filter_sort.shown(items, "", str, lambda s: s.split()[1])
@@ -28,8 +39,10 @@ def test_filter_words_all_match_case_ignored_and_sort_is_stable():
 
 
 def test_sims_state_filters_cycle_and_keep_what_they_say():
-    sims = [sim(f"s{i}", state=state) for i, state in
-            enumerate(["running", "launching", "failed", "lost", "succeeded", "pending"])]
+    sims = [
+        sim(f"s{i}", state=state)
+        for i, state in enumerate(["running", "launching", "failed", "lost", "succeeded", "pending"])
+    ]
     ids = {name: simrows.sorted_ids(sims, "config", False, T0, name) for name in simrows.STATE_FILTERS}
     assert ids["all"] == [s.id for s in sims]
     assert ids["running"] == ["s0", "s1"] and ids["failed"] == ["s2", "s3"]
@@ -106,9 +119,12 @@ async def test_v_filters_the_sims_table_by_state(srv, http, tmp_path):  # noqa: 
         screen = await open_run_screen(pilot, run["id"])
         table = screen.query_one(SimTable)
         await wait_until(pilot, lambda: len(table.order) == 2, "both sims")
-        expected = {"running": [sims["SM7_QV100"]], "failed": [sims["SM7_TITANV"]],
-                    "not succeeded": sorted(sims.values(), key=lambda i: i != sims["SM7_QV100"]),
-                    "all": None}
+        expected = {
+            "running": [sims["SM7_QV100"]],
+            "failed": [sims["SM7_TITANV"]],
+            "not succeeded": sorted(sims.values(), key=lambda i: i != sims["SM7_QV100"]),
+            "all": None,
+        }
         for name, ids in expected.items():
             await pilot.press("v")
             await wait_until(pilot, lambda want=name: table.state_filter == want, name)
@@ -120,8 +136,13 @@ async def test_v_filters_the_sims_table_by_state(srv, http, tmp_path):  # noqa: 
 
 @pytest.mark.parametrize("screen_type", [RunsScreen, TracesScreen])
 def test_every_list_key_is_a_binding_with_an_id(screen_type):
-    bindings = [b for cls in screen_type.__mro__ if cls.__module__.startswith("cascade_tui")
-                for b in getattr(cls, "BINDINGS", []) if isinstance(b, Binding)]
+    bindings = [
+        b
+        for cls in screen_type.__mro__
+        if cls.__module__.startswith("cascade_tui")
+        for b in getattr(cls, "BINDINGS", [])
+        if isinstance(b, Binding)
+    ]
     assert all(b.id for b in bindings), [b for b in bindings if not b.id]
     assert {"list.filter", "list.sort", "list.reverse_sort"} <= {b.id for b in bindings}
 

@@ -3,18 +3,29 @@ asked first, from the lists and the run screen, against a real server's routes."
 
 from __future__ import annotations
 
-from cascade_tui.screens.runs_list import RunsScreen
-from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.screens.modals import ConfirmScreen
 from cascade_tui.screens.run import RunScreen
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 
 from .helpers import Simulator, record_notifications, screen_text, wait_until
-from .test_screen_fit_navigation_and_quit import TRACE, create_run, http, make_app, on_list, open_run_screen, srv  # noqa: F401
+from .test_screen_fit_navigation_and_quit import (  # noqa: F401
+    TRACE,
+    create_run,
+    http,
+    make_app,
+    on_list,
+    open_run_screen,
+    srv,
+)
 
 
 async def confirm(pilot, expected: str, answer: str = "y") -> None:
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen)
-                     and expected in screen_text(pilot.app), f"the question {expected!r}")
+    await wait_until(
+        pilot,
+        lambda: isinstance(pilot.app.screen, ConfirmScreen) and expected in screen_text(pilot.app),
+        f"the question {expected!r}",
+    )
     await pilot.press(answer)
 
 
@@ -32,8 +43,11 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tm
         assert len((await http.get("/api/runs")).json()) == 1
         await pilot.press("R")
         await confirm(pilot, "SM7_QV100 × 1, SM7_TITANV × 1")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
-                         and app.screen.run_id != run["id"], "the new run open")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, RunScreen) and app.screen.run_id != run["id"],
+            "the new run open",
+        )
         rerun = app.screen.run_id
         detail = (await http.get(f"/api/runs/{rerun}")).json()
         assert [e["gpu_config"] for e in detail["entries"]] == ["SM7_QV100", "SM7_TITANV"]
@@ -44,8 +58,11 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tm
         await wait_until(pilot, lambda: runs.selected_id() == run["id"], "the first run")
         await pilot.press("Y")
         await confirm(pilot, "Retry the failed sims of")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen)
-                         and app.screen.run_id not in (run["id"], rerun), "the retry open")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, RunScreen) and app.screen.run_id not in (run["id"], rerun),
+            "the retry open",
+        )
         retry = (await http.get(f"/api/runs/{app.screen.run_id}")).json()
         assert [(s["gpu_config"]) for s in retry["sims"]] == ["SM7_TITANV"]
 
@@ -64,8 +81,11 @@ async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv
         await wait_until(pilot, lambda: app.screen.model.state() == "cancelled", "cancelled")
         await pilot.press("D")
         await confirm(pilot, "This cannot be undone")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen)
-                         and run["id"] not in app.screen.items, "back on Runs, the run gone")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, RunsScreen) and run["id"] not in app.screen.items,
+            "back on Runs, the run gone",
+        )
     assert (await http.get(f"/api/runs/{run['id']}")).status_code == 404
 
 

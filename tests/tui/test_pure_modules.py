@@ -20,8 +20,16 @@ from cascade_tui.reducer import RunModel
 from .factories import T0, kstat, run, sim
 
 PKG = Path(__file__).resolve().parents[2] / "cascade_tui"
-NON_UI = ["formatting.py", "compare.py", "reducer.py", "loglines.py", "simrows.py", "chart.py",
-          "client.py", "config.py"]
+NON_UI = [
+    "formatting.py",
+    "compare.py",
+    "reducer.py",
+    "loglines.py",
+    "simrows.py",
+    "chart.py",
+    "client.py",
+    "config.py",
+]
 
 
 def _imports(path: Path) -> set[str]:
@@ -50,9 +58,11 @@ def test_package_imports_only_the_shared_room_from_the_server():
 
 # --- formatting --------------------------------------------------------------------------------
 
+
 def test_demangle_reads_cxx_names_and_falls_back_to_the_identifier():
     assert demangle("_Z10dot_kernelIdEvPKT_S2_PS0_i") == (
-        "void dot_kernel<double>(double const*, double const*, double*, int)")
+        "void dot_kernel<double>(double const*, double const*, double*, int)"
+    )
     assert formatting.short_kernel_name("_Z10dot_kernelIdEvPKT_S2_PS0_i") == "dot_kernel<double>"
     assert demangle("_Zbroken") == "_Zbroken"
     assert demangle("plain_c_kernel") == "plain_c_kernel"
@@ -66,8 +76,9 @@ def test_progress_bar_is_capped_but_counts_are_not():
     assert formatting.bar(0.5, 1) == "▌"
 
 
-@pytest.mark.parametrize("value,expected", [(5, "5s"), (185, "3m05s"), (7800, "2h10m"),
-                                            (3 * 86400 + 7200, "3d2h"), (None, "-")])
+@pytest.mark.parametrize(
+    "value,expected", [(5, "5s"), (185, "3m05s"), (7800, "2h10m"), (3 * 86400 + 7200, "3d2h"), (None, "-")]
+)
 def test_human_duration(value, expected):
     assert formatting.human_duration(value) == expected
 
@@ -83,6 +94,7 @@ def test_numbers_and_sizes():
 
 # --- comparison maths ----------------------------------------------------------------------------
 
+
 def _sims_two_configs():
     a0 = sim("sim-a0", gpu_config="A", replica=0, state="succeeded")
     a1 = sim("sim-a1", gpu_config="A", replica=1, state="succeeded")
@@ -93,10 +105,15 @@ def _sims_two_configs():
 
 def test_totals_use_median_of_succeeded_replicas_only():
     sims = _sims_two_configs()
-    kernels = [kstat("sim-a0", 0, 100.0), kstat("sim-a0", 1, 100.0),
-               kstat("sim-a1", 0, 150.0), kstat("sim-a1", 1, 150.0),
-               kstat("sim-b0", 0, 300.0), kstat("sim-b0", 1, 300.0),
-               kstat("sim-b1", 0, 1.0)]
+    kernels = [
+        kstat("sim-a0", 0, 100.0),
+        kstat("sim-a0", 1, 100.0),
+        kstat("sim-a1", 0, 150.0),
+        kstat("sim-a1", 1, 150.0),
+        kstat("sim-b0", 0, 300.0),
+        kstat("sim-b0", 1, 300.0),
+        kstat("sim-b1", 0, 1.0),
+    ]
     totals = compare.config_totals(["A", "B"], sims, kernels)
     a, b = totals
     assert (a.median_ns, a.low_ns, a.high_ns, a.succeeded) == (250.0, 200.0, 300.0, 2)
@@ -108,10 +125,12 @@ def test_totals_use_median_of_succeeded_replicas_only():
 
 
 def test_configs_within_one_percent_tie():
-    totals = [compare.ConfigTotal("A", 1000.0, 1000.0, 1000.0, 1, 1),
-              compare.ConfigTotal("B", 1009.0, 1009.0, 1009.0, 1, 1),
-              compare.ConfigTotal("C", 1011.0, 1011.0, 1011.0, 1, 1),
-              compare.ConfigTotal("D", None, None, None, 0, 2)]
+    totals = [
+        compare.ConfigTotal("A", 1000.0, 1000.0, 1000.0, 1, 1),
+        compare.ConfigTotal("B", 1009.0, 1009.0, 1009.0, 1, 1),
+        compare.ConfigTotal("C", 1011.0, 1011.0, 1011.0, 1, 1),
+        compare.ConfigTotal("D", None, None, None, 0, 2),
+    ]
     ranking = compare.rank(totals)
     assert ranking.fastest == ("A", "B")
     assert "A and B tie for fastest (within 1%)" in ranking.sentence()
@@ -122,8 +141,12 @@ def test_configs_within_one_percent_tie():
 
 def test_kernel_rows_median_per_config_and_mape():
     sims = _sims_two_configs()
-    kernels = [kstat("sim-a0", 0, 100.0), kstat("sim-a1", 0, 200.0), kstat("sim-b0", 0, 300.0),
-               kstat("sim-a0", 1, 50.0)]
+    kernels = [
+        kstat("sim-a0", 0, 100.0),
+        kstat("sim-a1", 0, 200.0),
+        kstat("sim-b0", 0, 300.0),
+        kstat("sim-a0", 1, 50.0),
+    ]
     rows = compare.kernel_rows(["A", "B"], sims, kernels, real=[(None, 100.0), (None, 100.0)])
     assert rows[0].sim_ns == {"A": 150.0, "B": 300.0}
     assert rows[1].sim_ns == {"A": 50.0, "B": None}
@@ -139,7 +162,8 @@ def test_stand_in_detection():
     done = sim(state="succeeded", kernels_done=6, kernels_total=4)
     assert "finished 6 of the trace's 4 kernels" in compare.stand_in_reason(r, [done])
     assert compare.stand_in_reason(r.model_copy(update={"replay": True}), []) == (
-        "the sims replayed a recorded Accel-Sim log")  # the banner says "stand-in" once
+        "the sims replayed a recorded Accel-Sim log"
+    )  # the banner says "stand-in" once
     sample = r.model_copy(update={"sample": True, "replay": True})
     assert compare.stand_in_reason(sample, []) is None  # real Accel-Sim output of its own trace
     assert compare.sample_note(sample).startswith("sample run")
@@ -150,12 +174,17 @@ def test_stand_in_detection():
 
 def test_chart_names_fastest_and_demangles():
     sims = _sims_two_configs()
-    kernels = [kstat("sim-a0", 0, 100.0, name="_Z10dot_kernelIdEvPKT_S2_PS0_i"),
-               kstat("sim-b0", 0, 300.0, name="_Z10dot_kernelIdEvPKT_S2_PS0_i")]
+    kernels = [
+        kstat("sim-a0", 0, 100.0, name="_Z10dot_kernelIdEvPKT_S2_PS0_i"),
+        kstat("sim-b0", 0, 300.0, name="_Z10dot_kernelIdEvPKT_S2_PS0_i"),
+    ]
     totals = compare.config_totals(["A", "B"], sims, kernels)
     rows = compare.kernel_rows(["A", "B"], sims, kernels)
-    text = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals),
-                                         compare.mape(rows, ["A", "B"]), False, 80))
+    text = chart.plain(
+        chart.chart_lines(
+            ["A", "B"], rows, totals, compare.rank(totals), compare.mape(rows, ["A", "B"]), False, 80
+        )
+    )
     # sim-a1 succeeded without finishing a kernel, so A's median total is (0 + 100) / 2.
     assert "A is fastest. Others: B 6.00x." in text
     assert "#0 dot_kernel<double>" in text
@@ -163,6 +192,7 @@ def test_chart_names_fastest_and_demangles():
 
 
 # --- reducer -----------------------------------------------------------------------------------
+
 
 def test_reducer_applies_snapshot_then_events_and_reports_changes():
     model = RunModel()
@@ -212,6 +242,7 @@ def test_reducer_ignores_sims_of_other_runs_and_unknown_kernels():
 
 # --- log lines ---------------------------------------------------------------------------------
 
+
 def test_line_store_caps_in_blocks_and_counts_dropped():
     store = loglines.LineStore(max_lines=100)
     store.extend(str(i) for i in range(100))
@@ -242,10 +273,10 @@ def test_merge_live_skips_chunks_already_in_the_fetched_tail():
 
 # --- sim rows ------------------------------------------------------------------------------------
 
+
 def test_layout_fits_80_columns_and_drops_low_priority_columns():
     lay = simrows.layout(80)  # every column fits an 80-column terminal (time and ETA from ~95)
-    assert [c.key for c in lay.columns] == [c.key for c in simrows.COLUMNS
-                                            if c.priority < simrows.WIDE_ONLY]
+    assert [c.key for c in lay.columns] == [c.key for c in simrows.COLUMNS if c.priority < simrows.WIDE_ONLY]
     assert sum(lay.widths) + len(lay.widths) <= 80
     narrow = simrows.layout(70)
     keys = [c.key for c in narrow.columns]
@@ -282,8 +313,11 @@ def test_sim_cells_spell_out_state_and_show_error_instead_of_kernel():
 
 
 def test_sorting_keeps_stable_tiebreak_and_state_order():
-    sims = [sim("s1", gpu_config="B", state="succeeded"), sim("s2", gpu_config="A", state="failed"),
-            sim("s3", gpu_config="A", replica=1, state="running")]
+    sims = [
+        sim("s1", gpu_config="B", state="succeeded"),
+        sim("s2", gpu_config="A", state="failed"),
+        sim("s3", gpu_config="A", replica=1, state="running"),
+    ]
     assert simrows.sorted_ids(sims, "config", False, T0) == ["s2", "s3", "s1"]
     assert simrows.sorted_ids(sims, "state", False, T0) == ["s2", "s3", "s1"]
     assert simrows.sorted_ids(sims, "config", True, T0) == ["s1", "s3", "s2"]
@@ -291,6 +325,7 @@ def test_sorting_keeps_stable_tiebreak_and_state_order():
 
 
 # --- config ------------------------------------------------------------------------------------
+
 
 def test_settings_precedence_and_private_config_file(tmp_path, monkeypatch):
     monkeypatch.delenv("CASCADE_URL", raising=False)
@@ -344,13 +379,13 @@ def test_plural_and_saved_message():
 def test_one_config_names_no_fastest_and_identical_replicas_show_one_value():
     totals = [compare.ConfigTotal("SM90_H100", 118_000.0, 118_000.0, 118_000.0, 2, 2)]
     ranking = compare.rank(totals)
-    assert ranking.sentence() == ("Only one config in this run, so there is nothing to compare "
-                                  "it with.")
+    assert ranking.sentence() == ("Only one config in this run, so there is nothing to compare it with.")
     text = chart.plain(chart.chart_lines(["SM90_H100"], [], totals, ranking, {}, False, 80))
     assert "118 µs..118 µs" not in text and "all 2 replicas agree" in text
     spread = [compare.ConfigTotal("A", 118_000.0, 100_000.0, 130_000.0, 2, 2)]
     assert "100 µs..130 µs" in chart.plain(
-        chart.chart_lines(["A"], [], spread, compare.rank(spread), {}, False, 80))
+        chart.chart_lines(["A"], [], spread, compare.rank(spread), {}, False, 80)
+    )
 
 
 def test_run_progress_counts_succeeded_sims_so_a_cancelled_run_never_looks_done():
@@ -364,8 +399,7 @@ def test_run_progress_counts_succeeded_sims_so_a_cancelled_run_never_looks_done(
 def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_ones():
     from cascade_tui.columns import ColumnSpec, fit
 
-    specs = [ColumnSpec("trace", 10, 40, 0), ColumnSpec("size", 8, 9, 2),
-             ColumnSpec("note", 20, 0, 0)]
+    specs = [ColumnSpec("trace", 10, 40, 0), ColumnSpec("size", 8, 9, 2), ColumnSpec("note", 20, 0, 0)]
     rows = [["sample__tinyformer-step-sm70", "1.2 MB", "n: new run (suggested SM7_QV100)"]]
     # Narrow: the note (a failed trace's error) stays, the size goes.
     assert fit(specs, rows, 36) == [10, None, 22]  # spare cells go to the column nearest whole
@@ -380,8 +414,16 @@ def test_traces_list_keeps_arch_before_note_and_drops_model_first():
     from cascade_tui.screens.traces_list import TracesScreen
 
     titles = [c.title for c in TracesScreen.COLUMNS]
-    row = ["tinyformer-step-sm70", "✔ ready", "tinyformer", "sm_70", "15", "1.2 MB", "3m",
-           "suggested SM7_QV100"]
+    row = [
+        "tinyformer-step-sm70",
+        "✔ ready",
+        "tinyformer",
+        "sm_70",
+        "15",
+        "1.2 MB",
+        "3m",
+        "suggested SM7_QV100",
+    ]
     for width in (80, 100):
         widths = dict(zip(titles, fit(TracesScreen.COLUMNS, [row], width)))
         assert widths["arch"] is not None and widths["arch"] >= len("sm_70"), (width, widths)
@@ -392,12 +434,15 @@ def test_traces_list_keeps_arch_before_note_and_drops_model_first():
 
 
 def test_stand_in_chart_names_no_fastest_wraps_its_banner_and_says_so_far_while_active():
-    totals = [compare.ConfigTotal("SM75_RTX2060", 145_000.0, 145_000.0, 145_000.0, 1, 1),
-              compare.ConfigTotal("SM75_RTX2060_S", 100_000.0, 100_000.0, 100_000.0, 1, 1)]
+    totals = [
+        compare.ConfigTotal("SM75_RTX2060", 145_000.0, 145_000.0, 145_000.0, 1, 1),
+        compare.ConfigTotal("SM75_RTX2060_S", 100_000.0, 100_000.0, 100_000.0, 1, 1),
+    ]
     configs = ["SM75_RTX2060", "SM75_RTX2060_S"]
     reason = "the stand-in simulator ran instead of Accel-Sim"
-    lines = chart.chart_lines(configs, [], totals, compare.rank(totals), {}, False, 60,
-                              reason, finished=False)
+    lines = chart.chart_lines(
+        configs, [], totals, compare.rank(totals), {}, False, 60, reason, finished=False
+    )
     text = chart.plain(lines)
     flat = " ".join(text.split())
     assert "no config is named fastest" in flat
@@ -412,12 +457,14 @@ def test_stand_in_chart_names_no_fastest_wraps_its_banner_and_says_so_far_while_
 
 
 def test_no_succeeded_replica_says_yet_only_while_the_run_is_active():
-    totals = [compare.ConfigTotal("A", None, None, None, 0, 1),
-              compare.ConfigTotal("B", None, None, None, 0, 1)]
+    totals = [
+        compare.ConfigTotal("A", None, None, None, 0, 1),
+        compare.ConfigTotal("B", None, None, None, 0, 1),
+    ]
     ranking = compare.rank(totals)
     assert "succeeded replica yet" in ranking.sentence(finished=False)
-    assert ranking.sentence(finished=True) == ("No config has a succeeded replica, so there is no "
-                                               "fastest config.")
-    text = chart.plain(chart.chart_lines(["A", "B"], [], totals, ranking, {}, False, 80,
-                                         finished=True))
+    assert ranking.sentence(finished=True) == (
+        "No config has a succeeded replica, so there is no fastest config."
+    )
+    text = chart.plain(chart.chart_lines(["A", "B"], [], totals, ranking, {}, False, 80, finished=True))
     assert "yet, so" not in text

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from cascade_tui.screens.polled_table import FilterInput
-from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.modals import MessageScreen, help_text, screen_title
 from cascade_tui.screens.new_run import NewRunScreen
+from cascade_tui.screens.polled_table import FilterInput
 from cascade_tui.screens.run import RunScreen
+from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.widgets.sim_table import SimTable
 
 from .helpers import Simulator, record_notifications, recorded_log, screen_text, wait_for_text, wait_until
@@ -23,8 +23,10 @@ from .test_app_server import (  # noqa: F401  (srv and http are fixtures)
     srv,
 )
 
-LONG_ERROR = ("accel-sim.out killed by SIGKILL (out of memory: the node's cgroup limit of 4 GiB "
-              "was reached while loading the trace)")
+LONG_ERROR = (
+    "accel-sim.out killed by SIGKILL (out of memory: the node's cgroup limit of 4 GiB "
+    "was reached while loading the trace)"
+)
 
 
 async def fail(client, sim_id: str) -> None:
@@ -34,7 +36,9 @@ async def fail(client, sim_id: str) -> None:
     await sim.beat("failed", exit_code=137, error=LONG_ERROR)
 
 
-async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(srv, http, tmp_path):  # noqa: F811
+async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(
+    srv, http, tmp_path
+):  # noqa: F811
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     by_config = {s["gpu_config"]: s["id"] for s in run["sims"]}
     await play_to_success(http, by_config["SM7_QV100"], recorded_log("SM7_QV100")[:200])
@@ -43,10 +47,14 @@ async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         # The header keeps the count of every state at 80 columns.
-        await wait_until(pilot, lambda: any("partial" in line and "1 succeeded" in line
-                                            and "1 failed" in line
-                                            for line in screen_text(app).splitlines()),
-                         "the header with both counts")
+        await wait_until(
+            pilot,
+            lambda: any(
+                "partial" in line and "1 succeeded" in line and "1 failed" in line
+                for line in screen_text(app).splitlines()
+            ),
+            "the header with both counts",
+        )
         assert LONG_ERROR not in screen_text(app)  # the row cuts it
 
         screen = app.screen
@@ -155,8 +163,11 @@ async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer
         assert view.has_focus
         await pilot.press("end", *["right"] * 20)
         # Right still scrolls the long line sideways.
-        await wait_until(pilot, lambda: view.scroll_x > 0 and "stats x" not in screen_text(app),
-                         "the log scrolled sideways")
+        await wait_until(
+            pilot,
+            lambda: view.scroll_x > 0 and "stats x" not in screen_text(app),
+            "the log scrolled sideways",
+        )
 
 
 async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(srv, http, tmp_path):  # noqa: F811
@@ -192,14 +203,28 @@ def test_the_kernels_view_shows_no_spread_between_configs_of_stand_in_numbers():
     from cascade_tui import chart, compare
 
     rows = [ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0})]
-    totals = [compare.ConfigTotal("A", 10.0, 10.0, 10.0, 1, 1),
-              compare.ConfigTotal("B", 30.0, 30.0, 30.0, 1, 1)]
-    text = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
-                                         False, 100, stand_in="a replayed log", order="spread"))
+    totals = [
+        compare.ConfigTotal("A", 10.0, 10.0, 10.0, 1, 1),
+        compare.ConfigTotal("B", 30.0, 30.0, 30.0, 1, 1),
+    ]
+    text = chart.plain(
+        chart.chart_lines(
+            ["A", "B"],
+            rows,
+            totals,
+            compare.rank(totals),
+            {},
+            False,
+            100,
+            stand_in="a replayed log",
+            order="spread",
+        )
+    )
     assert "configs cannot be compared" in text
     assert "Δ +" not in text and "No Δ between configs: stand-in numbers." in text
-    real = chart.plain(chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {},
-                                         False, 100, order="spread"))
+    real = chart.plain(
+        chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {}, False, 100, order="spread")
+    )
     assert "Δ +200.0%" in real
 
 
@@ -253,8 +278,11 @@ async def test_a_comparison_wider_than_the_terminal_scrolls_sideways(srv, http, 
         await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
         await wait_for_text(pilot, ids[0][-6:])
         app.push_screen(CompareRunsScreen(ids, app.screen.services))
-        await wait_until(pilot, lambda: isinstance(app.screen, CompareRunsScreen)
-                         and "ratio" in app.screen.text, "the comparison")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, CompareRunsScreen) and "ratio" in app.screen.text,
+            "the comparison",
+        )
         scroll = app.screen.query_one("#compare-scroll")
         assert max(map(len, app.screen.text.splitlines())) > 47  # ids whole: wider than 50
         await pilot.press(*["right"] * 20)

@@ -21,15 +21,26 @@ T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def summary(counts: dict[str, int], **kw) -> RunSummary:
-    fields = dict(id="run-000000000001", trace_id="demo", created_at=T0,
-                  entries=[RunEntry(gpu_config="SM7_QV100", count=2), RunEntry(gpu_config="SM7_TITANV", count=1)],
-                  sim_counts=counts)
+    fields = dict(
+        id="run-000000000001",
+        trace_id="demo",
+        created_at=T0,
+        entries=[RunEntry(gpu_config="SM7_QV100", count=2), RunEntry(gpu_config="SM7_TITANV", count=1)],
+        sim_counts=counts,
+    )
     fields.update(kw)
     return RunSummary.model_validate(fields | {"state": kw.get("state", "active")})
 
 
-@pytest.mark.parametrize("kw, mark", [({}, ""), ({"replay": True}, "stand-in"), ({"sample": True}, "sample"),
-                                      ({"sample": True, "replay": True}, "sample")])
+@pytest.mark.parametrize(
+    "kw, mark",
+    [
+        ({}, ""),
+        ({"replay": True}, "stand-in"),
+        ({"sample": True}, "sample"),
+        ({"sample": True, "replay": True}, "sample"),
+    ],
+)
 def test_the_list_and_the_command_mark_a_run_alike(kw, mark):
     run = summary({"succeeded": 3}, state="succeeded", **kw)
     assert run_mark(run) == mark
@@ -44,17 +55,26 @@ def test_entries_and_sims_read_one_way():
     assert sims_text(run.sim_counts) == "1/3 succeeded, 1 running, 1 failed"
 
 
-@pytest.mark.parametrize("action, counts, state, kw, reason", [
-    ("cancel", {"running": 1}, "active", {}, None),
-    ("cancel", {"succeeded": 2}, "succeeded", {}, "has no unfinished sims: nothing to cancel"),
-    ("rerun", {"succeeded": 2}, "succeeded", {}, None),
-    ("rerun", {"succeeded": 2}, "succeeded", {"sample": True}, "is a sample run: its results are recorded"),
-    ("retry", {"failed": 1, "succeeded": 1}, "partial", {}, None),
-    ("retry", {"succeeded": 2}, "succeeded", {}, "has no failed sims to retry"),
-    ("retry", {"failed": 2}, "failed", {"sample": True}, "is a sample run"),
-    ("delete", {"failed": 2}, "failed", {}, None),
-    ("delete", {"running": 1, "failed": 1}, "active", {}, "is active: cancel it first"),
-])
+@pytest.mark.parametrize(
+    "action, counts, state, kw, reason",
+    [
+        ("cancel", {"running": 1}, "active", {}, None),
+        ("cancel", {"succeeded": 2}, "succeeded", {}, "has no unfinished sims: nothing to cancel"),
+        ("rerun", {"succeeded": 2}, "succeeded", {}, None),
+        (
+            "rerun",
+            {"succeeded": 2},
+            "succeeded",
+            {"sample": True},
+            "is a sample run: its results are recorded",
+        ),
+        ("retry", {"failed": 1, "succeeded": 1}, "partial", {}, None),
+        ("retry", {"succeeded": 2}, "succeeded", {}, "has no failed sims to retry"),
+        ("retry", {"failed": 2}, "failed", {"sample": True}, "is a sample run"),
+        ("delete", {"failed": 2}, "failed", {}, None),
+        ("delete", {"running": 1, "failed": 1}, "active", {}, "is active: cancel it first"),
+    ],
+)
 def test_what_can_be_done_to_a_run(action, counts, state, kw, reason):
     said = refusal(action, summary(counts, state=state, **kw))
     assert (said is None) == (reason is None), said
@@ -62,24 +82,29 @@ def test_what_can_be_done_to_a_run(action, counts, state, kw, reason):
         assert said is not None and said.startswith("run run-000000000001 ") and reason in said
 
 
-@pytest.mark.parametrize("status, content, headers, detail", [
-    (409, b'{"detail": "run r is active"}', {"content-type": "application/json"}, "run r is active"),
-    (422, b'{"detail": [{"loc": ["x"]}]}', {"content-type": "application/json"}, '[{"loc": ["x"]}]'),
-    (404, b'{"error": "x"}', {"content-type": "application/json"}, "Not Found"),
-    (502, b"<html>bad gateway</html>", {}, "Bad Gateway"),
-    (500, b"\xff\xfe", {}, "Internal Server Error"),
-    (599, b"", {}, "HTTP 599"),
-])
+@pytest.mark.parametrize(
+    "status, content, headers, detail",
+    [
+        (409, b'{"detail": "run r is active"}', {"content-type": "application/json"}, "run r is active"),
+        (422, b'{"detail": [{"loc": ["x"]}]}', {"content-type": "application/json"}, '[{"loc": ["x"]}]'),
+        (404, b'{"error": "x"}', {"content-type": "application/json"}, "Not Found"),
+        (502, b"<html>bad gateway</html>", {}, "Bad Gateway"),
+        (500, b"\xff\xfe", {}, "Internal Server Error"),
+        (599, b"", {}, "HTTP 599"),
+    ],
+)
 def test_an_error_detail_is_read_one_way(status, content, headers, detail):
     assert error_detail(httpx.Response(status, content=content, headers=headers)) == detail
 
 
 def test_the_umbrella_command_is_client_side_and_loads_no_ui_for_the_worker():
     """`cascade worker --help` through the umbrella: no Textual, no server beyond the shared room."""
-    code = ("import sys, contextlib, io\n"
-            "from cascade_tui.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit): main(['worker', '--help'])\n"
-            "print(sorted(m for m in sys.modules if m == 'textual' or m == 'boto3' or m.startswith('cascade_tui.app')"
-            " or (m.startswith('cascade_server.') and not m.startswith('cascade_server.shared'))))")
+    code = (
+        "import sys, contextlib, io\n"
+        "from cascade_tui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit): main(['worker', '--help'])\n"
+        "print(sorted(m for m in sys.modules if m == 'textual' or m == 'boto3' or m.startswith('cascade_tui.app')"
+        " or (m.startswith('cascade_server.') and not m.startswith('cascade_server.shared'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

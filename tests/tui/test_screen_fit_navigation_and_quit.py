@@ -6,9 +6,9 @@ endpoints with recorded Accel-Sim logs)."""
 from __future__ import annotations
 
 import io
-from types import SimpleNamespace
 import os
-from datetime import datetime, UTC
+from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -20,12 +20,12 @@ from rich.style import Style
 from cascade_server.shared.models import RunEntry, RunSummary
 from cascade_tui.app import CascadeApp
 from cascade_tui.columns import fit
-from cascade_tui.screens.polled_table import PolledTable
-from cascade_tui.screens.runs_list import RunsScreen
-from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.quit_outcome import QuitOutcome
 from cascade_tui.screens.modals import HelpScreen, MessageScreen, QuitScreen
+from cascade_tui.screens.polled_table import PolledTable
 from cascade_tui.screens.run import RunScreen
+from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.widgets.kernel_chart import KernelChart
 from cascade_tui.widgets.log_view import LogView
 from cascade_tui.widgets.sim_table import SimTable
@@ -43,9 +43,11 @@ from .helpers import (
 
 UPDATE = os.environ.get("CASCADE_UPDATE_SNAPSHOTS") == "1"
 TRACE = "tinyformer-step-sm70"
-LONG_ERROR = ("post-processing failed: the upload has no traces/ directory (expected "
-              "traces/kernelslist.g and one .traceg file per kernel; see the README's upload "
-              "section for the layout `cascade upload` sends)")
+LONG_ERROR = (
+    "post-processing failed: the upload has no traces/ directory (expected "
+    "traces/kernelslist.g and one .traceg file per kernel; see the README's upload "
+    "section for the layout `cascade upload` sends)"
+)
 
 
 @pytest.fixture
@@ -53,9 +55,15 @@ async def srv(make_server):
     server = await make_server()
     await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     # A failed trace whose metadata text is long (many layers): its error must still show.
-    await server.store.put_trace(ready_trace(
-        "broken-upload", state="failed", error=LONG_ERROR, model="a-model-with-a-long-name",
-        layers=[f"transformer.block{i}.attention" for i in range(12)]))
+    await server.store.put_trace(
+        ready_trace(
+            "broken-upload",
+            state="failed",
+            error=LONG_ERROR,
+            model="a-model-with-a-long-name",
+            layers=[f"transformer.block{i}.attention" for i in range(12)],
+        )
+    )
     return server
 
 
@@ -70,8 +78,9 @@ def make_app(srv, tmp_path) -> CascadeApp:
 
 
 async def create_run(http: httpx.AsyncClient, entries: list[tuple[str, int]]) -> dict:
-    resp = await http.post("/api/runs", json={
-        "trace_id": TRACE, "entries": [{"gpu_config": c, "count": n} for c, n in entries]})
+    resp = await http.post(
+        "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": c, "count": n} for c, n in entries]}
+    )
     assert resp.status_code == 201, resp.text
     return resp.json()
 
@@ -100,8 +109,11 @@ async def open_run_screen(pilot, run_id: str) -> RunScreen:
     runs.select(run_id)
     await wait_until(pilot, lambda: runs.selected_id() == run_id, "the cursor on the run")
     await pilot.press("enter")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, RunScreen)
-                     and pilot.app.screen.model.has_snapshot, "the run screen")
+    await wait_until(
+        pilot,
+        lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
+        "the run screen",
+    )
     return pilot.app.screen
 
 
@@ -117,8 +129,11 @@ def footer(app: CascadeApp) -> str:
 
 async def footer_whole(pilot) -> None:
     """The footer ends with the app's keys, `q Quit` and `? Help`, not cut."""
-    await wait_until(pilot, lambda: "q Quit" in footer(pilot.app) and "? Help" in footer(pilot.app),
-                     "q Quit and ? Help in the footer")
+    await wait_until(
+        pilot,
+        lambda: "q Quit" in footer(pilot.app) and "? Help" in footer(pilot.app),
+        "q Quit and ? Help in the footer",
+    )
 
 
 # --- traces ---------------------------------------------------------------------------------
@@ -138,8 +153,11 @@ async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it
         await wait_until(pilot, lambda: whole in flat(app), "the whole error")
         assert flat(app).index("post-processing failed") < flat(app).index("traced on")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen)
-                         and "Trace broken-upload failed" in flat(app), "the error shown")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, MessageScreen) and "Trace broken-upload failed" in flat(app),
+            "the error shown",
+        )
         assert whole in " ".join(screen_text(app).replace("█", " ").split())
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "back on Traces")
@@ -206,8 +224,9 @@ async def test_help_on_the_run_screen_lists_end(srv, http, tmp_path):
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         keys = [line.split() for line in screen_text(app).splitlines()]
-        assert any(words[1:4] == ["end", "Follow", "log"] for words in keys if len(words) > 3), \
-            screen_text(app)
+        assert any(words[1:4] == ["end", "Follow", "log"] for words in keys if len(words) > 3), screen_text(
+            app
+        )
 
 
 async def test_the_sims_table_takes_only_the_rows_it_needs(srv, http, tmp_path):
@@ -218,8 +237,11 @@ async def test_the_sims_table_takes_only_the_rows_it_needs(srv, http, tmp_path):
         table = screen.query_one(SimTable)
         log = screen.query_one(LogView)
         # A header and two rows; the log gets the rest of 24 lines (less header, footer, titles).
-        await wait_until(pilot, lambda: table.size.height == 3 and log.size.height >= 13,
-                         "a table of three lines and the log under it")
+        await wait_until(
+            pilot,
+            lambda: table.size.height == 3 and log.size.height >= 13,
+            "a table of three lines and the log under it",
+        )
 
 
 async def test_at_80_columns_the_log_header_and_footers_are_whole(srv, http, tmp_path):
@@ -253,22 +275,27 @@ def test_at_80_columns_the_runs_list_keeps_the_replay_and_sample_markers():
     now = datetime(2026, 1, 1, tzinfo=UTC)
     rows = []
     for flags in ({"replay": True}, {"sample": True, "replay": True}):
-        run = RunSummary(id="run-0123456789ab", trace_id="tinyformer-step-sm70", created_at=now,
-                         state="active", entries=[RunEntry(gpu_config="SM7_QV100", count=2)],
-                         sim_counts={"running": 1, "failed": 1}, **flags)
+        run = RunSummary(
+            id="run-0123456789ab",
+            trace_id="tinyformer-step-sm70",
+            created_at=now,
+            state="active",
+            entries=[RunEntry(gpu_config="SM7_QV100", count=2)],
+            sim_counts={"running": 1, "failed": 1},
+            **flags,
+        )
         rows.append(RunsScreen.row_cells(SimpleNamespace(marked=set()), run, now))  # no screen needed
     widths = fit(RunsScreen.COLUMNS, [[text for text, _ in row] for row in rows], 80)
     last = len(RunsScreen.COLUMNS) - 1
     assert widths[1] is not None and widths[1] >= len("tinyformer-step-sm70")
     assert widths[last] is not None
     # The marker and the first count whole (the rest of the column went to the run's `time`).
-    assert rows[0][last][0][:widths[last]].startswith("stand-in: 1 ")
-    assert rows[1][last][0][:widths[last]].startswith("sample: 1 ")
+    assert rows[0][last][0][: widths[last]].startswith("stand-in: 1 ")
+    assert rows[1][last][0][: widths[last]].startswith("sample: 1 ")
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_totals(
-        srv, http, tmp_path, size):
+async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_totals(srv, http, tmp_path, size):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     sims = {s["gpu_config"]: s["id"] for s in run["sims"]}
     # Both running, kernels finished: no replica succeeded yet.
@@ -295,9 +322,15 @@ async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_tota
         bar_cells = qv100_bar()
         qv100 = sims["SM7_QV100"]
         await Simulator(http, qv100).beat("succeeded", exit_code=0)
-        await wait_until(pilot, lambda: screen.model.sims[qv100].state == "succeeded"
-                         and "✔ succeeded" in screen_text(app) and not screen.kernels_pane.dirty,
-                         "the chart redrawn")
+        await wait_until(
+            pilot,
+            lambda: (
+                screen.model.sims[qv100].state == "succeeded"
+                and "✔ succeeded" in screen_text(app)
+                and not screen.kernels_pane.dirty
+            ),
+            "the chart redrawn",
+        )
         assert abs(qv100_bar() - bar_cells) <= 12, (bar_cells, qv100_bar())
         assert widest() <= chart.scrollable_content_region.width
 
@@ -306,8 +339,14 @@ async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_tota
 
 
 def _lines_of(app: CascadeApp, system: str | None) -> list[list[Segment]]:
-    console = Console(width=app.size.width, height=app.size.height, file=io.StringIO(),
-                      color_system=system, no_color=system is None, legacy_windows=False)  # type: ignore[arg-type]
+    console = Console(
+        width=app.size.width,
+        height=app.size.height,
+        file=io.StringIO(),
+        color_system=system,
+        no_color=system is None,
+        legacy_windows=False,
+    )  # type: ignore[arg-type]
     update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     assert update is not None
     visible = (seg for seg in console.render(update) if not seg.control)  # not cursor moves
@@ -328,8 +367,7 @@ def _readable_cursor(line: list[Segment], text: str, system: str | None) -> None
 
 
 @pytest.mark.parametrize("system", ["standard", "256", None])
-async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color(
-        srv, http, tmp_path, system):
+async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color(srv, http, tmp_path, system):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     sims = {s["gpu_config"]: s["id"] for s in run["sims"]}
     await play(http, sims["SM7_TITANV"], recorded_log("SM7_TITANV")[:3000], end="failed")
@@ -337,17 +375,22 @@ async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color
     async with app.run_test(size=(100, 30)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         await wait_for_text(pilot, run["id"])
-        line = next(line for line in _lines_of(app, system)
-                    if run["id"] in "".join(s.text for s in line))
+        line = next(line for line in _lines_of(app, system) if run["id"] in "".join(s.text for s in line))
         _readable_cursor(line, run["id"], system)
         screen = await open_run_screen(pilot, run["id"])
         table = screen.query_one(SimTable)
         await wait_until(pilot, lambda: len(table.order) == 2, "both sims in the table")
         table.move_cursor_to(table.order.index(sims["SM7_TITANV"]))  # the failed sim
-        await wait_until(pilot, lambda: any("".join(s.text for s in line).startswith("SM7_TITANV")
-                                            for line in _lines_of(app, system)), "the row")
-        line = next(line for line in _lines_of(app, system)
-                    if "".join(s.text for s in line).startswith("SM7_TITANV"))
+        await wait_until(
+            pilot,
+            lambda: any(
+                "".join(s.text for s in line).startswith("SM7_TITANV") for line in _lines_of(app, system)
+            ),
+            "the row",
+        )
+        line = next(
+            line for line in _lines_of(app, system) if "".join(s.text for s in line).startswith("SM7_TITANV")
+        )
         _readable_cursor(line, "SM7_TITANV", system)
         _readable_cursor(line, "failed", system)
 
@@ -411,9 +454,10 @@ async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tm
     async with app.run_test(size=size) as pilot:
 
         def snap(screen: str) -> None:
-            texts = {system: "\n".join("".join(s.text for s in line).rstrip()
-                                       for line in _lines_of(app, system))
-                     for system in ("standard", "256")}
+            texts = {
+                system: "\n".join("".join(s.text for s in line).rstrip() for line in _lines_of(app, system))
+                for system in ("standard", "256")
+            }
             assert texts["standard"] == texts["256"]
             assert_snapshot(f"{screen}_{name}", screen_text(app), UPDATE)
 
@@ -430,8 +474,9 @@ async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tm
         await pilot.press("r")
         screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
-        await wait_until(pilot, lambda: view.store.lines[-1:] == ["GPGPU-Sim: *** exit detected ***"],
-                         "the log tail")
+        await wait_until(
+            pilot, lambda: view.store.lines[-1:] == ["GPGPU-Sim: *** exit detected ***"], "the log tail"
+        )
         await wait_until(pilot, lambda: view.show_horizontal_scrollbar, "the log's scrollbar")
         await wait_for_text(pilot, "? Help")  # the footer, rebuilt once the run is seen finished
         await pilot.pause()

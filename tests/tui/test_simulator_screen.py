@@ -52,6 +52,8 @@ async def test_i_installs_the_real_simulator_for_the_servers_data_dir(make_serve
         await wait_for_text(pilot, "Sims run the stand-in")
         await pilot.press("i")
         await wait_for_text(pilot, "Installed: the next run simulates for real.", timeout=120)
-        text = await wait_for_text(pilot, "Sims run real Accel-Sim, installed by `cascade simulator install`.")
+        text = await wait_for_text(
+            pilot, "Sims run real Accel-Sim, installed by `cascade simulator install`."
+        )
         assert "smoke run  passed" in text and "smoke run passed" in screen_text(app)
         assert isinstance(app.screen, SimulatorScreen) and app.screen.outcome == "installed"

@@ -5,28 +5,56 @@ from __future__ import annotations
 
 from cascade_server.shared.models import SimStepTimeline
 from cascade_server.shared.timeline.compare import compare
-from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping, MeasuredKernel, MeasuredStep, StepMapping
+from cascade_server.shared.timeline.formats import (
+    CorrectedTimeline,
+    KernelMapping,
+    MeasuredKernel,
+    MeasuredStep,
+    StepMapping,
+)
 from cascade_server.shared.timeline.replay import simulate
 from cascade_tui.chart import plain
 from cascade_tui.step_chart import NO_TIMELINE, step_lines
 
 
 def _timeline(config: str, replica: int, factor: float) -> SimStepTimeline:
-    steps = [MeasuredStep(index=i, name=f"ProfilerStep#{i}", kind="decode" if i else "prefill", cpu_start_ns=i * 2000,
-                          cpu_wall_ns=1000, kernels=[MeasuredKernel(name="k", start_ns=i * 2000 + 100,
-                                                                    duration_ns=800, stream=7)])
-             for i in range(2)]
+    steps = [
+        MeasuredStep(
+            index=i,
+            name=f"ProfilerStep#{i}",
+            kind="decode" if i else "prefill",
+            cpu_start_ns=i * 2000,
+            cpu_wall_ns=1000,
+            kernels=[MeasuredKernel(name="k", start_ns=i * 2000 + 100, duration_ns=800, stream=7)],
+        )
+        for i in range(2)
+    ]
     measured = CorrectedTimeline(steps=steps)
-    mapping = KernelMapping(trace_kernels=1, steps=[StepMapping(index=i, name=s.name, kernel_ids=[1], mapped=1,
-                                                                unmapped=0) for i, s in enumerate(steps)])
+    mapping = KernelMapping(
+        trace_kernels=1,
+        steps=[
+            StepMapping(index=i, name=s.name, kernel_ids=[1], mapped=1, unmapped=0)
+            for i, s in enumerate(steps)
+        ],
+    )
     simulated = simulate(measured, mapping, {1: 800 * factor})
-    return SimStepTimeline(sim_id=f"sim-{config}-{replica}", gpu_config=config, replica=replica,
-                           simulated=simulated, compare=compare(measured, simulated))
+    return SimStepTimeline(
+        sim_id=f"sim-{config}-{replica}",
+        gpu_config=config,
+        replica=replica,
+        simulated=simulated,
+        compare=compare(measured, simulated),
+    )
 
 
 def test_bars_per_step_with_errors_means_and_coverage():
-    text = plain(step_lines([_timeline("SM7_QV100", 0, 2.0), _timeline("SM7_QV100", 1, 2.0),
-                             _timeline("SM7_TITANV", 0, 0.5)], ["SM7_TITANV", "SM7_QV100"], 80))
+    text = plain(
+        step_lines(
+            [_timeline("SM7_QV100", 0, 2.0), _timeline("SM7_QV100", 1, 2.0), _timeline("SM7_TITANV", 0, 0.5)],
+            ["SM7_TITANV", "SM7_QV100"],
+            80,
+        )
+    )
     lines = text.splitlines()
     assert lines[0].startswith("Predicted step wall per config")
     assert "SM7_TITANV  1 replica  2/2 kernels simulated, 100% of GPU time" in text
@@ -43,7 +71,9 @@ def test_bars_per_step_with_errors_means_and_coverage():
 
 
 def test_stand_in_banner_and_no_timeline():
-    text = plain(step_lines([_timeline("SM7_QV100", 0, 1.0)], ["SM7_QV100"], 60, stand_in="a replayed recording"))
+    text = plain(
+        step_lines([_timeline("SM7_QV100", 0, 1.0)], ["SM7_QV100"], 60, stand_in="a replayed recording")
+    )
     assert text.startswith("⚠ Stand-in numbers (a replayed recording)")
     assert "+0.0%" in text
     assert "no step timeline" in plain(step_lines([], ["SM7_QV100"], 200, has_step_timeline=False))

@@ -15,8 +15,9 @@ from .test_step_chart import _timeline
 
 
 async def _run_on(http, trace_id: str) -> dict:
-    resp = await http.post("/api/runs", json={"trace_id": trace_id,
-                                              "entries": [{"gpu_config": "SM7_QV100", "count": 1}]})
+    resp = await http.post(
+        "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
+    )
     assert resp.status_code == 201, resp.text
     return resp.json()
 
@@ -31,8 +32,9 @@ async def test_step_timeline_pane_shows_predicted_steps_against_real(make_server
         sim_id = run["sims"][0]["id"]
         await play_to_success(http, sim_id, recorded_log("SM7_QV100"))
         sent = _timeline("SM7_QV100", 0, 2.0)
-        resp = await http.post(f"/api/sims/{sim_id}/step-timeline",
-                               json={"simulated": sent.simulated, "compare": sent.compare})
+        resp = await http.post(
+            f"/api/sims/{sim_id}/step-timeline", json={"simulated": sent.simulated, "compare": sent.compare}
+        )
         assert resp.status_code == 204
     app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
     async with app.run_test(size=(100, 40)) as pilot:
@@ -61,7 +63,14 @@ async def test_step_timeline_pane_shows_predicted_steps_against_real(make_server
         await pilot.press("escape")  # back to the runs list, then the run on a plain trace
         await wait_for_text(pilot, plain_run["id"])
         await pilot.press("down", "enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.run_id == plain_run["id"]
-                         and app.screen.model.has_snapshot, "the plain run's screen")
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, RunScreen)
+                and app.screen.run_id == plain_run["id"]
+                and app.screen.model.has_snapshot
+            ),
+            "the plain run's screen",
+        )
         await pilot.press("T")
         await wait_for_text(pilot, "This trace has no step timeline")

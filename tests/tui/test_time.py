@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 
 from cascade_tui.app import CascadeApp
-from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.new_run import NewRunScreen
+from cascade_tui.screens.runs_list import RunsScreen
 from tests.conftest import TOKEN, ready_trace
 
 from .helpers import screen_text, tui_settings, wait_for_text, wait_until
@@ -25,14 +25,16 @@ async def open_new_run(pilot, app: CascadeApp) -> NewRunScreen:
 
 
 async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
-        make_server, tmp_path, monkeypatch):
+    make_server, tmp_path, monkeypatch
+):
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
     # Two slots, one taken by a real stand-in worker slowed right down.
     server = await make_server(launcher="local", local_slots=2, replay_speed=0.01)
     await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     async with server.client() as http:
-        resp = await http.post("/api/runs", json={"trace_id": TRACE,
-                                                  "entries": [{"gpu_config": "SM7_TITANV", "count": 1}]})
+        resp = await http.post(
+            "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": "SM7_TITANV", "count": 1}]}
+        )
         busy = resp.json()
 
         async def one_busy() -> bool:

@@ -20,7 +20,9 @@ from .helpers import REPO, poll_until
 
 pytestmark = [
     pytest.mark.tmux,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux; .ci/run does it)"),
+    pytest.mark.skipif(
+        shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux; .ci/run does it)"
+    ),
     pytest.mark.timeout(240),
 ]
 
@@ -31,13 +33,26 @@ class Tmux:
     def __init__(self, command: str, env: dict[str, str], size: tuple[int, int] = (100, 30)) -> None:
         self.socket = f"cascade-test-{uuid.uuid4().hex[:8]}"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        self.run("new-session", "-d", "-s", "t", "-x", str(size[0]), "-y", str(size[1]),
-                 f"cd {shlex.quote(str(REPO))} && env {exports} {command}; "
-                 "echo EXITED $?; sleep 30")
+        self.run(
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            str(size[0]),
+            "-y",
+            str(size[1]),
+            f"cd {shlex.quote(str(REPO))} && env {exports} {command}; echo EXITED $?; sleep 30",
+        )
 
     def run(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args],
-                              capture_output=True, text=True, check=True, timeout=30).stdout
+        return subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
 
     def pane(self) -> str:
         return self.run("capture-pane", "-t", "t", "-p")
@@ -46,8 +61,12 @@ class Tmux:
         self.run("send-keys", "-t", "t", *keys)
 
     def wait_for(self, text: str, timeout: float = 60.0) -> str:
-        poll_until(lambda: text in self.pane(), lambda: f"{text!r} on the terminal:\n{self.pane()}",
-                   timeout, interval=0.2)
+        poll_until(
+            lambda: text in self.pane(),
+            lambda: f"{text!r} on the terminal:\n{self.pane()}",
+            timeout,
+            interval=0.2,
+        )
         return self.pane()
 
     def kill(self) -> None:
@@ -80,8 +99,9 @@ CASCADE = f"{shlex.quote(sys.executable)} -m cascade_tui.cli"
 
 def test_cascade_up_starts_a_server_shows_the_sample_run_and_stops_it_on_quit(tmp_path):
     port = free_port()
-    tmux = Tmux(f"{CASCADE} up --url http://127.0.0.1:{port} --data-dir {tmp_path / 'data'}",
-                base_env(tmp_path))
+    tmux = Tmux(
+        f"{CASCADE} up --url http://127.0.0.1:{port} --data-dir {tmp_path / 'data'}", base_env(tmp_path)
+    )
     try:
         screen = tmux.wait_for("sample run: real Accel-Sim results", timeout=90)
         assert "Cascade · Runs" in screen and "✔ succeeded" in screen, screen
@@ -110,18 +130,34 @@ def test_cascade_up_starts_a_server_shows_the_sample_run_and_stops_it_on_quit(tm
 def test_cascade_tui_with_a_wrong_token_says_so(tmp_path):
     port = free_port()
     serve = subprocess.Popen(
-        [sys.executable, "-m", "cascade_tui.cli", "serve", "--port", str(port),
-         "--data-dir", str(tmp_path / "data")],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
-             "CASCADE_LAUNCHER": "manual", "CASCADE_SAMPLES": "0",
-             "CASCADE_S3_PORT": str(free_port())})
+        [
+            sys.executable,
+            "-m",
+            "cascade_tui.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")},
+            "CASCADE_LAUNCHER": "manual",
+            "CASCADE_SAMPLES": "0",
+            "CASCADE_S3_PORT": str(free_port()),
+        },
+    )
     tmux = None
     try:
         poll_until(lambda: port_open(port) or serve.poll() is not None, "the server to start", 60)
         assert serve.poll() is None, "the server exited instead of starting"
-        env = base_env(tmp_path) | {"CASCADE_URL": f"http://127.0.0.1:{port}",
-                                    "CASCADE_TOKEN": "not-the-token"}
+        env = base_env(tmp_path) | {
+            "CASCADE_URL": f"http://127.0.0.1:{port}",
+            "CASCADE_TOKEN": "not-the-token",
+        }
         tmux = Tmux(f"{CASCADE} tui", env, size=(80, 24))
         tmux.wait_for("Wrong or missing token")
         tmux.wait_for("Check CASCADE_TOKEN")
@@ -137,8 +173,9 @@ def test_cascade_tui_with_a_wrong_token_says_so(tmp_path):
 
 def test_terminal_going_away_exits_the_ui_and_stops_the_server(tmp_path):
     port = free_port()
-    tmux = Tmux(f"{CASCADE} up --url http://127.0.0.1:{port} --data-dir {tmp_path / 'data'}",
-                base_env(tmp_path))
+    tmux = Tmux(
+        f"{CASCADE} up --url http://127.0.0.1:{port} --data-dir {tmp_path / 'data'}", base_env(tmp_path)
+    )
     try:
         tmux.wait_for("sample run: real Accel-Sim results", timeout=90)
         assert port_open(port)

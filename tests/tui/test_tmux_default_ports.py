@@ -59,8 +59,13 @@ def test_cascade_up_starts_on_free_ports_when_the_defaults_are_taken(tmp_path):
     assert f"port 9020 is taken: the embedded S3 endpoint listens on {s3_port} instead" in said
     assert f"started `cascade serve` at http://127.0.0.1:{app_port}" in said
     # No simulator installed: it says once how to get the real one (issue 18).
-    assert said.count("cascade up: sims run the stand-in (recorded numbers, not your trace): for real "
-                      "Accel-Sim run `cascade simulator install`") == 1
+    assert (
+        said.count(
+            "cascade up: sims run the stand-in (recorded numbers, not your trace): for real "
+            "Accel-Sim run `cascade simulator install`"
+        )
+        == 1
+    )
     assert "stopped the server it started" in said
     wait_port_closed(app_port)
     wait_port_closed(s3_port)

@@ -28,10 +28,16 @@ def test_quitting_cascade_up_says_what_became_of_unfinished_sims(tmp_path):
         tmux.wait_for("Cascade · Runs", timeout=90)
         headers = {"Authorization": f"Bearer {(tmp_path / 'data' / 'token').read_text().strip()}"}
         trace = "tinyformer-step-sm70"  # a demo trace, uploaded through the embedded endpoint
-        poll_until(lambda: httpx.get(f"{url}/api/traces/{trace}", headers=headers).json().get("state") == "ready",
-                   "the demo trace to be ready", 90)
-        resp = httpx.post(f"{url}/api/runs", headers=headers, json={
-            "trace_id": trace, "entries": [{"gpu_config": "SM7_QV100", "count": 2}]})
+        poll_until(
+            lambda: httpx.get(f"{url}/api/traces/{trace}", headers=headers).json().get("state") == "ready",
+            "the demo trace to be ready",
+            90,
+        )
+        resp = httpx.post(
+            f"{url}/api/runs",
+            headers=headers,
+            json={"trace_id": trace, "entries": [{"gpu_config": "SM7_QV100", "count": 2}]},
+        )
         assert resp.status_code == 201, resp.text
         run_id = resp.json()["id"]
         tmux.wait_for(run_id)
@@ -39,9 +45,11 @@ def test_quitting_cascade_up_says_what_became_of_unfinished_sims(tmp_path):
         tmux.wait_for("quit, they keep running")
         tmux.keys("q")
         screen = tmux.wait_for("EXITED 0", timeout=60)
-        assert squeezed(f"cascade up: stopped the server it started; 2 sims of {run_id} keep running "
-                "without it and report their output once a server is back on this data directory "
-                "(`cascade up` again; cancel them there with x)") in squeezed(screen), screen
+        assert squeezed(
+            f"cascade up: stopped the server it started; 2 sims of {run_id} keep running "
+            "without it and report their output once a server is back on this data directory "
+            "(`cascade up` again; cancel them there with x)"
+        ) in squeezed(screen), screen
     finally:
         tmux.kill()
     wait_port_closed(port)
@@ -53,8 +61,10 @@ def test_quitting_cascade_up_says_what_became_of_unfinished_sims(tmp_path):
         tmux.wait_for("cancel the runs and quit")
         tmux.keys("c")
         screen = tmux.wait_for("EXITED 0", timeout=60)
-        assert squeezed(f"cascade up: cancelled 2 sims of {run_id} (their workers were told to stop); "
-                "stopped the server it started") in squeezed(screen), screen
+        assert squeezed(
+            f"cascade up: cancelled 2 sims of {run_id} (their workers were told to stop); "
+            "stopped the server it started"
+        ) in squeezed(screen), screen
     finally:
         tmux.kill()
     wait_port_closed(port)

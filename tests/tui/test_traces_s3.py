@@ -17,8 +17,10 @@ def test_s3_problem_names_the_endpoint_and_the_error_or_nothing():
     assert s3_problem({"ok": True, "s3_endpoint": "http://h:9020", "s3_error": None}) is None
     assert s3_problem({"ok": True}) is None  # an older server says nothing
     said = s3_problem({"ok": True, "s3_endpoint": "http://h:9020", "s3_error": "EndpointConnectionError: x"})
-    assert said == ("⚠ S3 endpoint http://h:9020 is failing, so new uploads are not seen until it "
-                    "answers again: EndpointConnectionError: x")
+    assert said == (
+        "⚠ S3 endpoint http://h:9020 is failing, so new uploads are not seen until it "
+        "answers again: EndpointConnectionError: x"
+    )
 
 
 async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_server, tmp_path, monkeypatch):
@@ -33,8 +35,15 @@ async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_se
             await pilot.press("t")
             await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
             await wait_for_text(pilot, "tinyformer-step-sm70")
-            await wait_until(pilot, lambda: s3_answers(info) and app.screen.s3_problem is None and
-                             "S3 endpoint failing" not in screen_text(app), "no S3 warning")
+            await wait_until(
+                pilot,
+                lambda: (
+                    s3_answers(info)
+                    and app.screen.s3_problem is None
+                    and "S3 endpoint failing" not in screen_text(app)
+                ),
+                "no S3 warning",
+            )
             rclone.kill()  # kill -9
             rclone.wait()
             text = await wait_for_text(pilot, "⚠ S3 endpoint failing")  # in the title

@@ -40,8 +40,9 @@ async def test_starts_a_server_then_stops_it(tmp_path):
     try:
         assert server.started_here and server.token
         assert server.token == (tmp_path / "data" / "token").read_text().strip()
-        async with httpx.AsyncClient(base_url=url, headers={
-                "Authorization": f"Bearer {server.token}"}) as http:
+        async with httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {server.token}"}
+        ) as http:
             assert (await http.get("/api/runs")).status_code == 200
     finally:
         code = await asyncio.to_thread(server.stop)
@@ -54,8 +55,7 @@ async def test_a_port_taken_by_something_else_is_explained(tmp_path):
         busy.listen()
         url = f"http://127.0.0.1:{busy.getsockname()[1]}"
         with pytest.raises(up.UpError, match=r"exited with status .* its log is"):
-            await asyncio.to_thread(up.start_server, url, tmp_path / "data",
-                                    tmp_path / "serve.log", 60)
+            await asyncio.to_thread(up.start_server, url, tmp_path / "data", tmp_path / "serve.log", 60)
     assert "cannot listen" in (tmp_path / "serve.log").read_text()
 
 

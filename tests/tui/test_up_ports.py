@@ -34,12 +34,18 @@ def test_the_default_s3_port_is_the_servers():
 @pytest.mark.parametrize(
     ("log", "cause"),
     [
-        ("2026-11-30 INFO x: starting\ncascade serve: cannot listen on 127.0.0.1:8000: Address already in use\n",
-         "cannot listen on 127.0.0.1:8000: Address already in use"),
-        ("Traceback (most recent call last):\n  File \"x.py\", line 1\nOSError: [Errno 28] No space left on device\n",
-         "OSError: [Errno 28] No space left on device"),
-        ("2026-11-30 12:00:00,000 ERROR cascade_server.app: the database is locked\n2026-11-30 INFO bye\n",
-         "2026-11-30 12:00:00,000 ERROR cascade_server.app: the database is locked"),
+        (
+            "2026-11-30 INFO x: starting\ncascade serve: cannot listen on 127.0.0.1:8000: Address already in use\n",
+            "cannot listen on 127.0.0.1:8000: Address already in use",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "x.py", line 1\nOSError: [Errno 28] No space left on device\n',
+            "OSError: [Errno 28] No space left on device",
+        ),
+        (
+            "2026-11-30 12:00:00,000 ERROR cascade_server.app: the database is locked\n2026-11-30 INFO bye\n",
+            "2026-11-30 12:00:00,000 ERROR cascade_server.app: the database is locked",
+        ),
         ("2026-11-30 INFO all fine\n", None),
         ("", None),
     ],
@@ -53,8 +59,10 @@ def test_a_taken_default_app_port_moves_to_the_next_free_one():
         url, env, notes = ports.choose_free_ports(f"http://127.0.0.1:{taken}", {"CASCADE_S3_PORT": "1"})
     new = int(url.rsplit(":", 1)[1])
     assert new > taken and env == {}
-    assert notes == [f"port {taken} is taken by another program: the server listens on {new} instead "
-                     f"(http://127.0.0.1:{new}; --url or CASCADE_URL to choose)"]
+    assert notes == [
+        f"port {taken} is taken by another program: the server listens on {new} instead "
+        f"(http://127.0.0.1:{new}; --url or CASCADE_URL to choose)"
+    ]
 
 
 def test_a_taken_default_s3_port_moves_unless_the_operator_chose_one(monkeypatch):
@@ -63,7 +71,9 @@ def test_a_taken_default_s3_port_moves_unless_the_operator_chose_one(monkeypatch
         monkeypatch.setattr(ports, "DEFAULT_S3_PORT", taken)
         url, env, notes = ports.choose_free_ports(app, {})
         assert url == app and int(env["CASCADE_S3_PORT"]) > taken
-        assert notes[0].startswith(f"port {taken} is taken: the embedded S3 endpoint listens on {env['CASCADE_S3_PORT']}")
+        assert notes[0].startswith(
+            f"port {taken} is taken: the embedded S3 endpoint listens on {env['CASCADE_S3_PORT']}"
+        )
         for chosen in ({"CASCADE_S3_PORT": str(taken)}, {"CASCADE_S3_ENDPOINT": "http://minio:9000"}):
             assert ports.choose_free_ports(app, chosen) == (app, {}, [])
 
@@ -84,12 +94,18 @@ async def test_a_failed_start_names_its_cause_from_the_log(tmp_path, monkeypatch
     with listening() as taken:
         monkeypatch.setenv("CASCADE_S3_PORT", str(taken))
         with pytest.raises(up.UpError) as failed:
-            await asyncio.to_thread(up.start_server, f"http://127.0.0.1:{free_port()}", tmp_path / "data",
-                                    tmp_path / "data" / "serve.log", 60)
+            await asyncio.to_thread(
+                up.start_server,
+                f"http://127.0.0.1:{free_port()}",
+                tmp_path / "data",
+                tmp_path / "data" / "serve.log",
+                60,
+            )
     assert str(failed.value) == (
         "`cascade serve` exited with status 1 before it was ready: cannot start the embedded S3 endpoint: "
         f"127.0.0.1:{taken} is already in use (set CASCADE_S3_PORT, or CASCADE_S3_ENDPOINT to use that "
-        f"server); its log is {tmp_path / 'data' / 'serve.log'}")
+        f"server); its log is {tmp_path / 'data' / 'serve.log'}"
+    )
 
 
 async def test_free_ports_only_for_a_server_it_starts(tmp_path, monkeypatch):
@@ -99,7 +115,9 @@ async def test_free_ports_only_for_a_server_it_starts(tmp_path, monkeypatch):
     first = await asyncio.to_thread(up.find_or_start_server, url, None, tmp_path / "data", free_ports=True)
     try:
         assert first.started_here and first.notes == []
-        again = await asyncio.to_thread(up.find_or_start_server, url, None, tmp_path / "data", free_ports=True)
+        again = await asyncio.to_thread(
+            up.find_or_start_server, url, None, tmp_path / "data", free_ports=True
+        )
         assert not again.started_here and again.url == url and again.token == first.token
     finally:
         await asyncio.to_thread(first.stop)

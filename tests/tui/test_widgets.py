@@ -54,8 +54,9 @@ async def test_table_repaints_only_changed_rows_and_keeps_the_cursor_on_its_sim_
 
         changed = dict(data)
         victim = table.order[2]
-        changed[victim] = data[victim].model_copy(update={"latest": data[victim].latest.model_copy(
-            update={"gpu_tot_sim_cycle": 123456.0})})
+        changed[victim] = data[victim].model_copy(
+            update={"latest": data[victim].latest.model_copy(update={"gpu_tot_sim_cycle": 123456.0})}
+        )
         table.update_rows(changed, {victim})
         assert table.repaints == 1  # one row, one repaint
 

@@ -20,12 +20,21 @@ from tests.web.uiprocs import ui_processes
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # The flags that work on these machines (no sandbox as root; no background calls to Google).
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 pytestmark = [
     pytest.mark.timeout(300),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (.ci/run installs it)"),
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM), reason="Chromium is not installed (.ci/run installs it)"
+    ),
 ]
 
 
@@ -63,8 +72,10 @@ async def test_browser_page_runs_the_ui_offline_behind_the_token(make_server, tm
     server: LiveServer = await make_server(web=True)
     await server.store.put_trace(ready_trace())
     async with server.client() as http:
-        resp = await http.post("/api/runs", json={"trace_id": "tinyformer-step-sm70",
-                                                  "entries": [{"gpu_config": "SM7_QV100", "count": 2}]})
+        resp = await http.post(
+            "/api/runs",
+            json={"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": 2}]},
+        )
         assert resp.status_code == 201
         run_id = resp.json()["id"]
 
@@ -89,15 +100,18 @@ async def test_browser_page_runs_the_ui_offline_behind_the_token(make_server, tm
             # The right one opens the UI: the Runs screen, our run on it.
             await page.fill("#token", TOKEN)
             await page.click("#open")
-            await wait_until(lambda: "Runs" in terminal.text() and run_id[:10] in terminal.text(), timeout=120)
+            await wait_until(
+                lambda: "Runs" in terminal.text() and run_id[:10] in terminal.text(), timeout=120
+            )
             assert len(ui_processes()) == 1
             assert f"Cascade · {run_id}" not in terminal.text()  # not on the run yet
 
             # A key press opens the run (the newest run is the highlighted row). No click first:
             # the page gives the terminal the keyboard focus as soon as it loads.
             await page.keyboard.press("Enter")
-            await wait_until(lambda: f"Cascade · {run_id}" in terminal.text() and "LIVE" in terminal.text(),
-                             timeout=120)
+            await wait_until(
+                lambda: f"Cascade · {run_id}" in terminal.text() and "LIVE" in terminal.text(), timeout=120
+            )
             await page.screenshot(path=str(tmp_path / "web-ui-run.png"))
             (tmp_path / "web-ui-run.txt").write_text(terminal.text())
 

@@ -28,7 +28,10 @@ async def test_every_path_outside_api_serves_the_token_page_until_the_token_is_g
 
         accepted = await browser.post("/web-ui/login", data={"token": TOKEN})
         assert accepted.status_code == 303 and accepted.headers["location"] == "/"
-        assert "HttpOnly" in accepted.headers["set-cookie"] and "SameSite=Strict" in accepted.headers["set-cookie"]
+        assert (
+            "HttpOnly" in accepted.headers["set-cookie"]
+            and "SameSite=Strict" in accepted.headers["set-cookie"]
+        )
         assert browser.cookies[COOKIE] == cookie_value(TOKEN) and TOKEN not in accepted.headers["set-cookie"]
         page = await browser.get("/")
         assert 'id="terminal"' in page.text and "/web-ui/static/js/textual.js" in page.text
@@ -40,8 +43,15 @@ async def test_the_websocket_needs_the_cookie_and_the_same_origin(make_server):
     server: LiveServer = await make_server(web=True)
     ws_url = f"{server.url}/web-ui/ws"
     async with aiohttp.ClientSession() as session:
-        async with session.get(ws_url, headers={"Upgrade": "websocket", "Connection": "Upgrade",
-                                                "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "x3JJHMbDL1EzLkh9GBhXDw=="}) as resp:
+        async with session.get(
+            ws_url,
+            headers={
+                "Upgrade": "websocket",
+                "Connection": "Upgrade",
+                "Sec-WebSocket-Version": "13",
+                "Sec-WebSocket-Key": "x3JJHMbDL1EzLkh9GBhXDw==",
+            },
+        ) as resp:
             assert resp.status == 401 and "token" in (await resp.json())["detail"]
         cookie = f"{COOKIE}={cookie_value(TOKEN)}"
         try:
@@ -94,9 +104,16 @@ async def test_browser_sessions_are_bounded_with_a_clear_503(make_server):
                 raise AssertionError("a session past the limit was accepted")
             except aiohttp.WSServerHandshakeError as exc:
                 assert exc.status == 503
-            async with session.get(ws_url, headers={**headers, "Upgrade": "websocket", "Connection": "Upgrade",
-                                                    "Sec-WebSocket-Version": "13",
-                                                    "Sec-WebSocket-Key": "x3JJHMbDL1EzLkh9GBhXDw=="}) as resp:
+            async with session.get(
+                ws_url,
+                headers={
+                    **headers,
+                    "Upgrade": "websocket",
+                    "Connection": "Upgrade",
+                    "Sec-WebSocket-Version": "13",
+                    "Sec-WebSocket-Key": "x3JJHMbDL1EzLkh9GBhXDw==",
+                },
+            ) as resp:
                 assert resp.status == 503
                 assert "1 open sessions" in (await resp.json())["detail"]
             async with session.get(server.url + "/", headers=headers) as page:

@@ -15,7 +15,9 @@ def test_backoff_ceiling_doubles_up_to_the_cap():
 
 def test_backoff_jitter_is_drawn_below_the_ceiling_and_above_the_floor():
     draws = []
-    backoff = Backoff(base=1.0, cap=8.0, floor=0.05, uniform=lambda low, high: draws.append((low, high)) or low)
+    backoff = Backoff(
+        base=1.0, cap=8.0, floor=0.05, uniform=lambda low, high: draws.append((low, high)) or low
+    )
     assert backoff.next_delay() == 0.05
     assert draws == [(0.0, 1.0)]
 

@@ -1,4 +1,5 @@
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cascade_worker.chunks import Chunker, LineSplitter
 
@@ -21,7 +22,7 @@ def test_splitting_any_way_rejoins_to_the_same_text(data, cuts):
     splitter = LineSplitter()
     lines, start = [], 0
     for size in cuts:
-        lines += splitter.feed(data[start:start + size])
+        lines += splitter.feed(data[start : start + size])
         start += size
     lines += splitter.feed(data[start:])
     lines += splitter.finish()

@@ -1,6 +1,6 @@
 import os
-from unittest import mock
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -8,8 +8,12 @@ from cascade_worker import accelsim
 from cascade_worker.cli import UsageError, build_parser, main, resolve_options, simulator_argv
 
 ENV = {
-    "CASCADE_URL": "http://127.0.0.1:9", "CASCADE_TOKEN": "t0k", "CASCADE_SIM_ID": "sim-000000000001",
-    "CASCADE_GPU_CONFIG": "SM7_QV100", "CASCADE_TRACE_DIR": "/traces/x", "CASCADE_REPLAY_SPEED": "20",
+    "CASCADE_URL": "http://127.0.0.1:9",
+    "CASCADE_TOKEN": "t0k",
+    "CASCADE_SIM_ID": "sim-000000000001",
+    "CASCADE_GPU_CONFIG": "SM7_QV100",
+    "CASCADE_TRACE_DIR": "/traces/x",
+    "CASCADE_REPLAY_SPEED": "20",
 }
 
 
@@ -21,7 +25,11 @@ def options(argv, env=ENV):
 def test_environment_is_read():
     opts = options([])
     assert (opts.url, opts.token, opts.sim_id, opts.gpu_config) == (
-        "http://127.0.0.1:9", "t0k", "sim-000000000001", "SM7_QV100")
+        "http://127.0.0.1:9",
+        "t0k",
+        "sim-000000000001",
+        "SM7_QV100",
+    )
     assert opts.trace_dir == Path("/traces/x") and opts.speed == 20.0 and opts.accelsim_dir is None
 
 
@@ -82,9 +90,20 @@ def test_real_mode_copies_the_config_and_builds_the_command(tmp_path):
     run_dir = tmp_path / "run"
     opts = options(["--accelsim-dir", str(install), "--trace-dir", str(trace)])
     argv = simulator_argv(opts, run_dir)
-    assert argv == [str(install / accelsim.BINARY), "-trace", str(trace / "traces" / "kernelslist.g"),
-                    "-config", "./gpgpusim.config", "-config", "./trace.config"]
-    assert sorted(p.name for p in run_dir.iterdir()) == ["config_x_islip.icnt", "gpgpusim.config", "trace.config"]
+    assert argv == [
+        str(install / accelsim.BINARY),
+        "-trace",
+        str(trace / "traces" / "kernelslist.g"),
+        "-config",
+        "./gpgpusim.config",
+        "-config",
+        "./trace.config",
+    ]
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "config_x_islip.icnt",
+        "gpgpusim.config",
+        "trace.config",
+    ]
 
 
 def test_real_mode_errors_are_short_reasons(tmp_path):
@@ -92,8 +111,12 @@ def test_real_mode_errors_are_short_reasons(tmp_path):
     with pytest.raises(accelsim.SetupError, match="no GPU config SM7_QV100"):
         simulator_argv(options(["--accelsim-dir", str(install)]), tmp_path / "run")
     with pytest.raises(accelsim.SetupError, match="traces/kernelslist.g"):
-        simulator_argv(options(["--accelsim-dir", str(install), "--gpu-config", "SM2_GTX480",
-                                "--trace-dir", str(tmp_path)]), tmp_path / "run")
+        simulator_argv(
+            options(
+                ["--accelsim-dir", str(install), "--gpu-config", "SM2_GTX480", "--trace-dir", str(tmp_path)]
+            ),
+            tmp_path / "run",
+        )
 
 
 def test_the_worker_stays_light():
@@ -101,8 +124,10 @@ def test_the_worker_stays_light():
     import subprocess
     import sys
 
-    code = ("import sys, cascade_worker.cli, cascade_worker.sim_session; "
-            "print(sorted(m for m in ('aiohttp', 'aiosqlite', 'boto3', 'textual', 'cascade_server.storage', "
-            "'cascade_server.app') if m in sys.modules))")
+    code = (
+        "import sys, cascade_worker.cli, cascade_worker.sim_session; "
+        "print(sorted(m for m in ('aiohttp', 'aiosqlite', 'boto3', 'textual', 'cascade_server.storage', "
+        "'cascade_server.app') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -27,16 +27,22 @@ def test_exit_line_alone_is_not_enough_with_a_bad_status():
 
 
 def test_deadlock_wins_over_the_abort_it_causes():
-    outcome = classify(-6, markers(
-        "GPGPU-Sim uArch: ERROR ** deadlock detected: last writeback core 0 @ gpu_sim_cycle 1 (+ gpu_tot_sim_cycle 2) (50000 cycles ago)",
-    ))
+    outcome = classify(
+        -6,
+        markers(
+            "GPGPU-Sim uArch: ERROR ** deadlock detected: last writeback core 0 @ gpu_sim_cycle 1 (+ gpu_tot_sim_cycle 2) (50000 cycles ago)",
+        ),
+    )
     assert outcome.error == "deadlock detected"
 
 
 def test_assertion_names_the_expression():
-    outcome = classify(134, markers(
-        "accel-sim.out: trace_parser.cc:123: void f(): Assertion `reg_dsts_num <= MAX_DST' failed.",
-    ))
+    outcome = classify(
+        134,
+        markers(
+            "accel-sim.out: trace_parser.cc:123: void f(): Assertion `reg_dsts_num <= MAX_DST' failed.",
+        ),
+    )
     assert outcome.error == "assertion failed: reg_dsts_num <= MAX_DST"
 
 
@@ -53,14 +59,18 @@ def test_signals_by_name():
 
 
 def test_plain_nonzero_status():
-    assert classify(1, markers("GPGPU-Sim uArch: performance model initialization complete.")).error == \
-        "exited with status 1"
+    assert (
+        classify(1, markers("GPGPU-Sim uArch: performance model initialization complete.")).error
+        == "exited with status 1"
+    )
 
 
 def test_an_error_line_before_the_first_kernel_is_the_reason():
     # Issue 18: the simulator's own first error line, not just the status.
-    assert classify(1, markers("GPGPU-Sim ** ERROR: Cannot open config file 'x'")).error == \
-        "GPGPU-Sim ** ERROR: Cannot open config file 'x' (exit status 1)"
+    assert (
+        classify(1, markers("GPGPU-Sim ** ERROR: Cannot open config file 'x'")).error
+        == "GPGPU-Sim ** ERROR: Cannot open config file 'x' (exit status 1)"
+    )
 
 
 def test_long_reasons_are_cut():

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from cascade_worker.replay import (
-    INST_STATS_FILE, RecordingError, find_recording, pacing, read_lines, recording_from_path,
+    INST_STATS_FILE,
+    RecordingError,
+    find_recording,
+    pacing,
+    read_lines,
+    recording_from_path,
 )
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -72,9 +77,19 @@ def test_read_lines_gives_back_the_bytes(tmp_path):
 def test_the_replay_process_prints_the_recording_byte_for_byte(tmp_path):
     recording = find_recording(SAMPLES, "SM75_RTX2060")
     out = subprocess.run(
-        [sys.executable, "-m", "cascade_worker.replay", str(recording.path), "--speed", "1000",
-         "--wall-seconds", str(recording.wall_seconds)],
-        cwd=tmp_path, capture_output=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "cascade_worker.replay",
+            str(recording.path),
+            "--speed",
+            "1000",
+            "--wall-seconds",
+            str(recording.wall_seconds),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
     )
     assert out.stdout == gzip.decompress(recording.path.read_bytes())
     assert (tmp_path / INST_STATS_FILE).read_text().startswith("kernel line :")

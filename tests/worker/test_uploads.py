@@ -12,7 +12,8 @@ def test_only_new_or_changed_files(tmp_path):
     (tmp_path / "checkpoint_files" / "a b.bin").write_bytes(b"\0\1")
     after = uploads.snapshot(tmp_path)
     assert uploads.written_since(before, after) == [
-        Path("checkpoint_files/a b.bin"), Path("gpgpu_inst_stats.txt"),
+        Path("checkpoint_files/a b.bin"),
+        Path("gpgpu_inst_stats.txt"),
     ]
 
 

@@ -59,8 +59,15 @@ def map_steps(
         kernel_ids = [ids[p] if p is not None else None for p in positions]
         unmapped.update(key for key, p in zip(keys, positions) if p is None)
         mapped = sum(p is not None for p in positions)
-        mappings.append(StepMapping(
-            index=step.index, name=step.name, kernel_ids=kernel_ids, mapped=mapped,
-            unmapped=len(positions) - mapped,
-        ))
-    return KernelMapping(trace_kernels=len(trace_kernels), steps=mappings, unmapped_names=dict(unmapped.most_common()))
+        mappings.append(
+            StepMapping(
+                index=step.index,
+                name=step.name,
+                kernel_ids=kernel_ids,
+                mapped=mapped,
+                unmapped=len(positions) - mapped,
+            )
+        )
+    return KernelMapping(
+        trace_kernels=len(trace_kernels), steps=mappings, unmapped_names=dict(unmapped.most_common())
+    )

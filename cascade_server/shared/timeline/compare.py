@@ -34,7 +34,9 @@ def _simulated_anything(sim: dict[str, Any] | None) -> bool:
 
 
 def _as_dicts(times: Sequence[StepTimes]) -> list[dict[str, Any]]:
-    return [{"index": t.index, "kind": t.kind, "wall_ns": t.wall_ns, "gpu_busy_ns": t.gpu_busy_ns} for t in times]
+    return [
+        {"index": t.index, "kind": t.kind, "wall_ns": t.wall_ns, "gpu_busy_ns": t.gpu_busy_ns} for t in times
+    ]
 
 
 def compare(timeline: CorrectedTimeline, simulated: dict[str, Any]) -> dict[str, Any]:
@@ -42,17 +44,25 @@ def compare(timeline: CorrectedTimeline, simulated: dict[str, Any]) -> dict[str,
     (and a request none of whose steps did) is not compared: its sim values and errors are null,
     and the summary leaves it out, so nothing compared gives null statistics, never 0%."""
     measured = [measured_times(step) for step in timeline.steps]
-    sim_steps = {s.get("index"): s for s in simulated.get("steps", [])
-                 if isinstance(s, dict) and _simulated_anything(s)}
+    sim_steps = {
+        s.get("index"): s
+        for s in simulated.get("steps", [])
+        if isinstance(s, dict) and _simulated_anything(s)
+    }
     steps = []
     for step, real in zip(timeline.steps, _as_dicts(measured)):
-        steps.append(_row({"index": step.index, "name": step.name, "kind": step.kind}, real,
-                          sim_steps.get(step.index)))
+        steps.append(
+            _row({"index": step.index, "name": step.name, "kind": step.kind}, real, sim_steps.get(step.index))
+        )
     real_requests = requests(measured, idle_before(timeline))
-    sim_requests = {r.get("index"): r for r in simulated.get("requests", [])
-                    if isinstance(r, dict) and any(i in sim_steps for i in r.get("steps") or [])}
+    sim_requests = {
+        r.get("index"): r
+        for r in simulated.get("requests", [])
+        if isinstance(r, dict) and any(i in sim_steps for i in r.get("steps") or [])
+    }
     request_rows = [
-        _row({"index": r["index"], "steps": r["steps"]}, r, sim_requests.get(r["index"])) for r in real_requests
+        _row({"index": r["index"], "steps": r["steps"]}, r, sim_requests.get(r["index"]))
+        for r in real_requests
     ]
     return {
         "steps": steps,

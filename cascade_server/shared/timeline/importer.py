@@ -31,8 +31,12 @@ class ImportResult:
         kinds = sorted({s.kind for s in steps})
         lines = [
             f"steps: {len(steps)} ({', '.join(kinds)}), {self.launches} kernels launched in them"
-            + (f"; {self.outside_steps} of the profile's {self.profile_kernels} kernels were launched "
-               "outside every step" if self.outside_steps else ""),
+            + (
+                f"; {self.outside_steps} of the profile's {self.profile_kernels} kernels were launched "
+                "outside every step"
+                if self.outside_steps
+                else ""
+            ),
             f"kernels mapped: {self.mapped} / {self.launches} launches"
             f" ({_pct(self.mapped, self.launches)}), {self.timed_trace_kernels} / "
             f"{self.mapping.trace_kernels} trace kernels timed",
@@ -41,8 +45,11 @@ class ImportResult:
         ]
         if self.mapping.unmapped_names:
             top = list(self.mapping.unmapped_names.items())[:3]
-            lines.append("unmapped (not in the trace): " + "; ".join(f"{n} x{c}" for n, c in top)
-                         + (" ..." if len(self.mapping.unmapped_names) > 3 else ""))
+            lines.append(
+                "unmapped (not in the trace): "
+                + "; ".join(f"{n} x{c}" for n, c in top)
+                + (" ..." if len(self.mapping.unmapped_names) > 3 else "")
+            )
         return lines
 
 
@@ -73,17 +80,29 @@ def import_profile(
                 mapped += 1
                 mapped_gpu_ns += kernel.duration_ns
                 durations.setdefault(kernel_id, []).append(kernel.duration_ns)
-    real = RealTiming(source=dict(timeline.source), kernels=[
-        RealKernel(
-            kernel_id=kernel_id, kernel_name=name,
-            duration_ns=float(statistics.median(durations[kernel_id])) if kernel_id in durations else None,
-            samples=len(durations.get(kernel_id, [])),
-        )
-        for kernel_id, name in trace_kernels
-    ])
+    real = RealTiming(
+        source=dict(timeline.source),
+        kernels=[
+            RealKernel(
+                kernel_id=kernel_id,
+                kernel_name=name,
+                duration_ns=float(statistics.median(durations[kernel_id]))
+                if kernel_id in durations
+                else None,
+                samples=len(durations.get(kernel_id, [])),
+            )
+            for kernel_id, name in trace_kernels
+        ],
+    )
     return ImportResult(
-        timeline=timeline, mapping=mapping, real_timing=real,
-        profile_kernels=parsed.kernels_total, outside_steps=parsed.kernels_outside_steps,
-        launches=launches, mapped=mapped, gpu_ns=gpu_ns, mapped_gpu_ns=mapped_gpu_ns,
+        timeline=timeline,
+        mapping=mapping,
+        real_timing=real,
+        profile_kernels=parsed.kernels_total,
+        outside_steps=parsed.kernels_outside_steps,
+        launches=launches,
+        mapped=mapped,
+        gpu_ns=gpu_ns,
+        mapped_gpu_ns=mapped_gpu_ns,
         timed_trace_kernels=len(durations),
     )

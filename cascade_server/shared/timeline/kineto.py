@@ -120,17 +120,21 @@ def parse_profile(doc: dict[str, Any], step_pattern: str = DEFAULT_STEP_PATTERN)
     if not kernels:
         raise ProfileError("the profile has no GPU kernels (record with ProfilerActivity.CUDA)")
     cpu = [e for cat, group in by_category.items() if cat not in GPU_CATEGORIES for e in group]
-    steps = _outermost(sorted(
-        (e for e in cpu if isinstance(e.get("name"), str) and step_re.search(e["name"])),
-        key=lambda e: e["ts"],
-    ))
+    steps = _outermost(
+        sorted(
+            (e for e in cpu if isinstance(e.get("name"), str) and step_re.search(e["name"])),
+            key=lambda e: e["ts"],
+        )
+    )
     if not steps:
         raise ProfileError(
             f"the profile has no step annotation matching {step_pattern!r} "
             "(torch.profiler records ProfilerStep#N on each prof.step(); --step-pattern for other names)"
         )
     launch_ts = {
-        corr: float(e["ts"]) for cat in LAUNCH_CATEGORIES for e in by_category.get(cat, [])
+        corr: float(e["ts"])
+        for cat in LAUNCH_CATEGORIES
+        for e in by_category.get(cat, [])
         if (corr := _correlation(e)) is not None
     }
     origin = float(steps[0]["ts"])
@@ -152,24 +156,37 @@ def parse_profile(doc: dict[str, Any], step_pattern: str = DEFAULT_STEP_PATTERN)
             continue
         args = k["args"] if isinstance(k.get("args"), dict) else {}
         stream = args.get("stream", k.get("tid", 0))
-        members[slot].append((launched, MeasuredKernel(
-            name=str(k.get("name", "")), start_ns=ns(float(k["ts"])),
-            duration_ns=round(float(k["dur"]) * 1000.0),
-            stream=stream if isinstance(stream, int) else 0, correlation=corr,
-        )))
+        members[slot].append(
+            (
+                launched,
+                MeasuredKernel(
+                    name=str(k.get("name", "")),
+                    start_ns=ns(float(k["ts"])),
+                    duration_ns=round(float(k["dur"]) * 1000.0),
+                    stream=stream if isinstance(stream, int) else 0,
+                    correlation=corr,
+                ),
+            )
+        )
     annotations = by_category.get("user_annotation", [])
     measured = []
     for index, (step, (start, end)) in enumerate(zip(steps, spans)):
         members[index].sort(key=lambda pair: (pair[0], pair[1].correlation or 0))
-        measured.append(MeasuredStep(
-            index=index, name=step["name"], kind=_kind(annotations, step, start, end),
-            cpu_start_ns=ns(start), cpu_wall_ns=round((end - start) * 1000.0),
-            kernels=[kernel for _, kernel in members[index]],
-        ))
+        measured.append(
+            MeasuredStep(
+                index=index,
+                name=step["name"],
+                kind=_kind(annotations, step, start, end),
+                cpu_start_ns=ns(start),
+                cpu_wall_ns=round((end - start) * 1000.0),
+                kernels=[kernel for _, kernel in members[index]],
+            )
+        )
     source = {"device": _device_name(doc), "step_pattern": step_pattern, "origin_ts_us": origin}
     return ParsedProfile(
         timeline=CorrectedTimeline(source=source, steps=measured),
-        kernels_total=len(kernels), kernels_outside_steps=outside,
+        kernels_total=len(kernels),
+        kernels_outside_steps=outside,
     )
 
 

@@ -81,11 +81,17 @@ def replay_step(
         simulated_end[kernel.stream] = max(simulated_end.get(kernel.stream, origin), start + duration)
         measured_gpu_end = max(measured_gpu_end, kernel.start_ns + kernel.duration_ns)
         intervals.append((start - origin, start - origin + duration))
-        kernels.append({
-            "name": kernel.name, "kernel_id": kernel_id, "stream": kernel.stream,
-            "start_ns": start - origin, "duration_ns": duration, "measured_ns": kernel.duration_ns,
-            "simulated": time is not None,
-        })
+        kernels.append(
+            {
+                "name": kernel.name,
+                "kernel_id": kernel_id,
+                "stream": kernel.stream,
+                "start_ns": start - origin,
+                "duration_ns": duration,
+                "measured_ns": kernel.duration_ns,
+                "simulated": time is not None,
+            }
+        )
     host_tail = max(0.0, origin + step.cpu_wall_ns - measured_gpu_end)
     if kernels:
         wall = max(simulated_end.values()) - origin + host_tail * gap_scale
@@ -93,14 +99,23 @@ def replay_step(
         wall = step.cpu_wall_ns * gap_scale
     busy = union_length(intervals)
     simulated_step = {
-        "index": step.index, "name": step.name, "kind": step.kind, "wall_ns": wall, "gpu_busy_ns": busy,
-        "kernel_count": len(kernels), "simulated_kernels": simulated, "kernels": kernels,
+        "index": step.index,
+        "name": step.name,
+        "kind": step.kind,
+        "wall_ns": wall,
+        "gpu_busy_ns": busy,
+        "kernel_count": len(kernels),
+        "simulated_kernels": simulated,
+        "kernels": kernels,
     }
     coverage = {
-        "index": step.index, "kernels": len(kernels), "simulated_kernels": simulated,
+        "index": step.index,
+        "kernels": len(kernels),
+        "simulated_kernels": simulated,
         "kernel_fraction": simulated / len(kernels) if kernels else 0,
         "gpu_time_fraction": covered / measured_total if measured_total else 0,
-        "measured_gpu_ns": measured_total, "covered_measured_gpu_ns": covered,
+        "measured_gpu_ns": measured_total,
+        "covered_measured_gpu_ns": covered,
     }
     return simulated_step, coverage
 
@@ -117,15 +132,25 @@ def idle_before(timeline: CorrectedTimeline) -> dict[int, float]:
     return gaps
 
 
-def requests(steps: Sequence[StepTimes], idle: Mapping[int, float], gap_scale: float = 1.0) -> list[dict[str, Any]]:
+def requests(
+    steps: Sequence[StepTimes], idle: Mapping[int, float], gap_scale: float = 1.0
+) -> list[dict[str, Any]]:
     """For prefill/decode traces: one request per prefill and the decode steps after it, waiting
     the host's idle time before the prefill (`idle`, scaled) in the queue; `[]` for other traces."""
     found: list[dict[str, Any]] = []
     for step in steps:
         if step.kind == "prefill":
-            found.append({"index": len(found), "steps": [], "queue_ns": idle.get(step.index, 0.0) * gap_scale,
-                          "prefill_wall_ns": 0.0, "decode_wall_ns": 0.0, "decode_steps": 0,
-                          "gpu_busy_ns": 0.0})
+            found.append(
+                {
+                    "index": len(found),
+                    "steps": [],
+                    "queue_ns": idle.get(step.index, 0.0) * gap_scale,
+                    "prefill_wall_ns": 0.0,
+                    "decode_wall_ns": 0.0,
+                    "decode_steps": 0,
+                    "gpu_busy_ns": 0.0,
+                }
+            )
         if step.kind in ("prefill", "decode") and found:
             request = found[-1]
             request["steps"].append(step.index)
@@ -143,8 +168,11 @@ def per_kind(steps: Sequence[StepTimes]) -> dict[str, dict[str, float]]:
     for step in steps:
         kinds.setdefault(step.kind, []).append(step)
     return {
-        kind: {"count": len(group), "wall_ns": statistics.fmean(s.wall_ns for s in group),
-               "gpu_busy_ns": statistics.fmean(s.gpu_busy_ns for s in group)}
+        kind: {
+            "count": len(group),
+            "wall_ns": statistics.fmean(s.wall_ns for s in group),
+            "gpu_busy_ns": statistics.fmean(s.gpu_busy_ns for s in group),
+        }
         for kind, group in kinds.items()
     }
 
@@ -166,8 +194,15 @@ def simulate(
         simulated_step, coverage = replay_step(step, ids, sim_ns, gap_scale)
         steps.append(simulated_step)
         coverages.append(coverage)
-        times.append(StepTimes(step.index, step.kind, step.cpu_start_ns, simulated_step["wall_ns"],
-                               simulated_step["gpu_busy_ns"]))
+        times.append(
+            StepTimes(
+                step.index,
+                step.kind,
+                step.cpu_start_ns,
+                simulated_step["wall_ns"],
+                simulated_step["gpu_busy_ns"],
+            )
+        )
     kernels = sum(c["kernels"] for c in coverages)
     simulated_kernels = sum(c["simulated_kernels"] for c in coverages)
     measured = float(sum(c["measured_gpu_ns"] for c in coverages))
@@ -180,8 +215,13 @@ def simulate(
         "measured_gpu_ns": measured,
         "covered_measured_gpu_ns": covered,
         "unmodeled_gpu_ns": measured - covered,
-        "steps": [{k: c[k] for k in ("index", "kernels", "simulated_kernels", "kernel_fraction",
-                                     "gpu_time_fraction")} for c in coverages],
+        "steps": [
+            {
+                k: c[k]
+                for k in ("index", "kernels", "simulated_kernels", "kernel_fraction", "gpu_time_fraction")
+            }
+            for c in coverages
+        ],
     }
     return {
         "meta": dict(meta or {}),

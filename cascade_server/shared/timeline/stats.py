@@ -37,12 +37,14 @@ def error_summary(pairs: Sequence[tuple[float | None, float | None]]) -> dict[st
     summary: dict[str, Any] = {"count": len(both)}
     for suffix, values in (("", errors), ("_pct", pcts)):
         absolute = [abs(v) for v in values]
-        summary.update({
-            f"mean_error{suffix}": statistics.fmean(values) if values else None,
-            f"mean_abs_error{suffix}": statistics.fmean(absolute) if values else None,
-            f"p50_abs_error{suffix}": percentile(absolute, 50) if values else None,
-            f"p95_abs_error{suffix}": percentile(absolute, 95) if values else None,
-        })
+        summary.update(
+            {
+                f"mean_error{suffix}": statistics.fmean(values) if values else None,
+                f"mean_abs_error{suffix}": statistics.fmean(absolute) if values else None,
+                f"p50_abs_error{suffix}": percentile(absolute, 50) if values else None,
+                f"p95_abs_error{suffix}": percentile(absolute, 95) if values else None,
+            }
+        )
     order = ["count", *ERROR_FIELDS, *(f + "_pct" for f in ERROR_FIELDS)]
     return {key: summary[key] for key in order}
 

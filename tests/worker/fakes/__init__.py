@@ -22,8 +22,11 @@ def install_fake_accelsim(root: Path, configs: dict[str, dict[str, str]]) -> Pat
     for name, options in configs.items():
         cfg = root / TESTED_CFGS / name
         cfg.mkdir(parents=True, exist_ok=True)
-        lines = ["-gpgpu_compute_capability_major 7", "-gpgpu_compute_capability_minor 0",
-                 "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0"]
+        lines = [
+            "-gpgpu_compute_capability_major 7",
+            "-gpgpu_compute_capability_minor 0",
+            "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0",
+        ]
         lines += [f"-{key} {value}" for key, value in options.items()]
         (cfg / "gpgpusim.config").write_text("\n".join(lines) + "\n")
         (root / TRACE_CFGS / name).mkdir(parents=True, exist_ok=True)

@@ -62,10 +62,14 @@ def main(argv: list[str]) -> int:
             options[parts[0][1:]] = parts[1]
     behaviour = options.get("fake_behaviour", "ok")
     kernels = int(options.get("fake_kernels", "2"))
-    say("Accel-Sim [build accelsim-commit-fake_modified_0.0]", "",
-        "GPGPU-Sim: Configuration options:", "",
+    say(
+        "Accel-Sim [build accelsim-commit-fake_modified_0.0]",
+        "",
+        "GPGPU-Sim: Configuration options:",
+        "",
         *[f"-{k} {v}" for k, v in options.items()],
-        "GPGPU-Sim uArch: performance model initialization complete.")
+        "GPGPU-Sim uArch: performance model initialization complete.",
+    )
     if behaviour == "unsupported":
         say("unsupported binary version: 95")
         return 0
@@ -88,15 +92,21 @@ def main(argv: list[str]) -> int:
     if behaviour == "no_exit_line":
         return 0
     if behaviour == "deadlock":
-        say("", "",
+        say(
+            "",
+            "",
             "GPGPU-Sim uArch: ERROR ** deadlock detected: last writeback core 3 @ gpu_sim_cycle 1000 "
             "(+ gpu_tot_sim_cycle 2000) (50000 cycles ago)",
             "GPGPU-Sim uArch: DEADLOCK  shader cores no longer committing instructions [core(# threads)]:",
-            "Re-run the simulator in gdb and use debug routines in .gdbinit to debug this")
+            "Re-run the simulator in gdb and use debug routines in .gdbinit to debug this",
+        )
         os.abort()
     if behaviour == "assertion":
-        say("accel-sim.out: trace_parser.cc:410: void trace_parser::parse(): "
-            "Assertion `reg_dsts_num <= MAX_DST' failed.", stream=sys.stderr)
+        say(
+            "accel-sim.out: trace_parser.cc:410: void trace_parser::parse(): "
+            "Assertion `reg_dsts_num <= MAX_DST' failed.",
+            stream=sys.stderr,
+        )
         os.abort()
     if behaviour in ("SIGSEGV", "SIGKILL", "SIGABRT"):
         os.kill(os.getpid(), getattr(signal, behaviour))
