@@ -64,6 +64,8 @@ def main() -> int:
         tmp_dir = Path(tmp)
         run(REPO / ".venv" / "bin" / "pip", "wheel", "-q", "--no-deps", "-w", tmp_dir / "dist", REPO)
         wheel = next((tmp_dir / "dist").glob("cascade_sim-*.whl"))
+        if not wheel.name.endswith("-py3-none-any.whl"):  # pure Python: one wheel for every platform
+            sys.exit(f"wheel smoke: {wheel.name} is not a pure-Python (py3-none-any) wheel")
         venv = tmp_dir / "venv"
         run(sys.executable, "-m", "venv", venv)
         run(venv / "bin" / "pip", "install", "-q", wheel)
@@ -84,21 +86,6 @@ def main() -> int:
         ).stdout.strip()
         if not version.startswith("cascade 0") and not version.startswith("cascade 1"):
             sys.exit(f"wheel smoke: cascade --version printed {version!r}")
-        # .ci/run installs a C compiler, so the wheel must carry the log parser's compiled loop.
-        loop = subprocess.run(
-            [
-                venv / "bin" / "python",
-                "-c",
-                "from cascade_server import accelsim_log as m; print('compiled' if m.NATIVE else 'python')",
-            ],
-            cwd=workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        if loop != "compiled":
-            sys.exit(f"wheel smoke: the wheel's log parser runs its {loop} block loop, not the compiled one")
 
         log = tmp_dir / "serve.log"
         with open(log, "wb") as out:
@@ -148,7 +135,7 @@ def main() -> int:
             serve.send_signal(signal.SIGTERM)
             serve.wait(timeout=30)
         print(
-            f"wheel smoke: {wheel.name} from {workdir}: {version}, {loop} log parser, {len(configs)} GPU configs, "
+            f"wheel smoke: {wheel.name} from {workdir}: {version}, {len(configs)} GPU configs, "
             f"demo traces ready, sample run {runs[0]['id']}, agent prompt and browser UI served"
         )
     return 0

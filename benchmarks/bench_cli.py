@@ -37,14 +37,16 @@ async def seed(data_dir: Path, runs: int) -> None:
     trace = sample_trace(ROOT / "samples").model_copy(update={"id": "bench-sm70", "sample": False})
     configs = scan_gpu_configs(ROOT / "samples" / "accelsim")
     store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.put_trace(trace)
+    await store.traces.put_trace(trace)
     entries = [RunEntry(gpu_config=name, count=1) for name in ("SM7_QV100", "SM7_GV100", "SM7_TITANV")]
     for number in range(runs):
-        run = await store.create_run(trace, entries, configs)
+        run = await store.runs.create_run(trace, entries, configs)
         if number % 10 == 0:
             for sim in run.sims:
-                await store.mark_launching(sim.id, None)
-                await store.heartbeat(sim.id, Heartbeat(state="failed", exit_code=1, error="bench"))
+                await store.sim_states.mark_launching(sim.id, None)
+                await store.sim_states.heartbeat(
+                    sim.id, Heartbeat(state="failed", exit_code=1, error="bench")
+                )
     await store.close()
 
 

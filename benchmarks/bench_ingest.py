@@ -1,6 +1,8 @@
 """End-to-end ingest: 16 simulated simulators post real Accel-Sim logs in 1,000-line chunks as
 fast as they can to a real `cascade serve` (its own process). Prints committed lines/s, the
-server's CPU use, POST latency percentiles and the server's peak memory.
+server's CPU use (its process and its parse worker's), POST latency percentiles and the server's peak memory.
+It also prints the machine's load average and this load generator's own CPU: the latencies are
+only comparable between runs on equally idle machines (on 2 busy cores they vary 2-3 times over).
 
     python benchmarks/bench_ingest.py [--sims 16] [--chunk 1000] [--repeat 2]
     BENCH_PROFILE=/tmp/ingest.txt python benchmarks/bench_ingest.py   # py-spy collapsed stacks
@@ -23,7 +25,13 @@ from pathlib import Path
 
 import aiohttp
 import httpx
-from procstats import cpu_seconds, free_port, memory_mib  # benchmarks/procstats.py
+from procstats import (  # benchmarks/procstats.py
+    cpu_seconds,
+    free_port,
+    memory_mib,
+    thread_cpu_seconds,
+    tree_cpu_seconds,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "samples" / "recordings"  # real Accel-Sim logs, gzipped
@@ -40,7 +48,7 @@ from cascade_server.shared.models import TraceDetail, utcnow
 async def main():
     store = await Store(Path(sys.argv[1])).open()
     now = utcnow()
-    await store.put_trace(TraceDetail(id="bench", state="ready", created_at=now, updated_at=now,
+    await store.traces.put_trace(TraceDetail(id="bench", state="ready", created_at=now, updated_at=now,
                                       trace_gpu_arch="sm_70", kernel_count=15))
     await store.close()
 
@@ -92,13 +100,22 @@ async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -
         plan.append((f"{url}/api/sims/{sim['id']}/logs", bodies))
     latencies: list[float] = []
     async with aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(limit=sims + 4)) as http:
-        cpu_before = cpu_seconds(server_pid)
+        load_before = os.getloadavg()[0]
+        threads_before = thread_cpu_seconds(server_pid)
+        cpu_before, loop_before, own_before = (
+            tree_cpu_seconds(server_pid),
+            cpu_seconds(server_pid),
+            time.process_time(),
+        )
         start = time.perf_counter()
         counts = await asyncio.gather(
             *(simulator(http, sim_url, bodies, latencies) for sim_url, bodies in plan)
         )
         elapsed = time.perf_counter() - start
-        server_cpu = cpu_seconds(server_pid) - cpu_before
+        server_cpu = tree_cpu_seconds(server_pid) - cpu_before
+        loop_cpu, own_cpu = cpu_seconds(server_pid) - loop_before, time.process_time() - own_before
+        threads_after = thread_cpu_seconds(server_pid)
+        main_cpu = threads_after.get(server_pid, 0.0) - threads_before.get(server_pid, 0.0)
     total = sum(counts)
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as check:
         kernels = (await check.get(f"/api/runs/{run['id']}/kernels")).json()
@@ -108,7 +125,13 @@ async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -
     print(f"committed: {total / elapsed:,.0f} lines/s in {elapsed:.2f} s ({len(kernels)} kernels parsed)")
     print(
         f"server CPU: {server_cpu:.2f} s, {server_cpu / elapsed:.0%} of one core "
-        f"({total / server_cpu:,.0f} lines per CPU-second)"
+        f"({total / server_cpu:,.0f} lines per CPU-second; its process {loop_cpu:.2f} s: the event loop "
+        f"{main_cpu:.2f} s, its other threads (SQLite, the parse pool's pipes) {loop_cpu - main_cpu:.2f} s; "
+        f"parse workers {server_cpu - loop_cpu:.2f} s)"
+    )
+    print(
+        f"machine: {os.cpu_count()} cores, load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; "
+        f"this load generator used {own_cpu:.2f} s CPU"
     )
     print(
         f"POST latency ms: p50 {p(0.50):.1f}  p90 {p(0.90):.1f}  p99 {p(0.99):.1f}  "
@@ -139,6 +162,7 @@ def main() -> None:
             command = [
                 "py-spy",
                 "record",
+                "--subprocesses",  # the parse workers too
                 "--format",
                 "raw",
                 "-o",

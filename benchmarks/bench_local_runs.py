@@ -38,7 +38,7 @@ async def register_trace(data_dir: Path) -> None:
 
     trace = sample_trace(ROOT / "samples").model_copy(update={"id": "bench-sm70", "sample": False})
     store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.put_trace(trace)
+    await store.traces.put_trace(trace)
     await store.close()
 
 

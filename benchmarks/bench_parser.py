@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cascade_server.accelsim_log import LogParser, clear_caches  # noqa: E402
+from cascade_server.accelsim_log import LogParser, clear_cache  # noqa: E402
 
 RUNS = ROOT.parent / "shared" / "samples-real" / "runs"
 RECORDINGS = ROOT / "samples" / "recordings"
@@ -58,7 +58,7 @@ def load_lines(config: str) -> list[str]:
 def parse_once(clock: float, chunks: list[list[str]]) -> tuple[float, float, int]:
     """(CPU seconds, wall seconds, kernels) for one pass over the log, from cold caches (what
     the parser of a new sim meets first)."""
-    clear_caches()
+    clear_cache()
     parser = LogParser(clock)
     kernels = 0
     cpu, wall = time.process_time(), time.perf_counter()
@@ -69,7 +69,7 @@ def parse_once(clock: float, chunks: list[list[str]]) -> tuple[float, float, int
 
 def state_costs(clock: float, chunks: list[list[str]]) -> tuple[float, float, float, int]:
     """Mean µs of state() and of state()+json.dumps after each chunk; max JSON size in bytes."""
-    clear_caches()
+    clear_cache()
     parser = LogParser(clock)
     t_state = t_json = 0.0
     max_bytes = 0

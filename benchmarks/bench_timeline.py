@@ -63,8 +63,8 @@ def main() -> int:
     best_sim = min(sims, key=lambda t: t[0])
     print(
         f"profile: {A100.name} ({A100.stat().st_size / 1e6:.1f} MB gzipped), "
-        f"{result.profile_kernels} kernels, {len(result.timeline.steps)} steps"
-    )  # type: ignore[attr-defined]
+        f"{result.profile_kernels} kernels, {len(result.timeline.steps)} steps"  # type: ignore[attr-defined]
+    )
     print(
         f"import:   best {best_import[0]:.2f} s wall, {best_import[1]:.2f} s CPU "
         f"(of {args.repeat}; target < {TARGET_IMPORT_S} s); peak RSS {import_peak:.0f} MiB "

@@ -51,7 +51,7 @@ from cascade_server.shared.models import TraceDetail, utcnow
 async def main():
     store = await Store(Path({str(data_dir / "cascade.db")!r})).open()
     now = utcnow()
-    await store.put_trace(TraceDetail(id="bench", state="ready", created_at=now, updated_at=now,
+    await store.traces.put_trace(TraceDetail(id="bench", state="ready", created_at=now, updated_at=now,
                                       trace_gpu_arch="sm_70", kernel_count=15,
                                       suggested_sim_config="SM7_QV100"))
     await store.close()

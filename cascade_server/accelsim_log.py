@@ -40,10 +40,8 @@ What is recognised (see shared/reference/accelsim-formats.md, section 1):
 Chunks are lists of whole lines without their newlines. Anything else in them (config echo,
 thread-block lines, binary junk, error messages) is skipped without raising.
 
-Speed: about 97% of a real log is stats-block lines. They are read by `read_block_lines`,
-compiled from `_accelsim_merge.c` when the package was built with a C compiler (setup.py), else
-run as the Python below: every line is kept, so each one costs a dict entry, and what each line
-holds is cached (lines repeat from kernel to kernel). Launch, rate and exit lines are found with
+Speed: about 97% of a real log is stats-block lines. They are read by `read_block_lines`
+(accelsim_stats.py), the parser's hot loop. Launch, rate and exit lines are found with
 `str.rfind`/`in` on newline-prefixed markers in the chunk joined once (Python's `re` is several
 times slower per character than `str` methods). `benchmarks/bench_parser_vs.py` compares the
 speed with the parser that kept first values only.
@@ -53,10 +51,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cascade_server.shared.models import KernelStat
+from cascade_server.shared.models import INT64_MAX, INT64_MIN, KernelStat
+
+from .accelsim_stats import FIRST_LINE, STATS_LINE_MAX, clear_cache, parse_value, read_block_lines
 
 __all__ = [
     "LogParser",
@@ -66,8 +65,8 @@ __all__ = [
     "TAIL_LINE_MAX",
     "MAX_BLOCK_KEYS",
     "STATS_LINE_MAX",
-    "NATIVE",
-    "clear_caches",
+    "clear_cache",
+    "parse_value",
 ]
 
 STATE_VERSION = 1
@@ -75,27 +74,9 @@ TAIL_LINES = 20
 # A line of the tail is cut to this many characters (the whole line stays in the log): the tail
 # travels in every sim summary.
 TAIL_LINE_MAX = 1000
-# A line longer than this is no stats line (real ones are under 150 characters): not read into a
-# block, so an open block's bytes are bounded as well as its keys. In _accelsim_merge.c too.
-STATS_LINE_MAX = 1024
 # A block that never closes (a corrupt stream) must not grow the saved state without bound;
 # real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
 MAX_BLOCK_KEYS = 50_000
-# read_block_lines' caches are shared by every parser in the process (what a line holds depends
-# on the line alone), so their memory is bounded however many sims are parsed: at most this many
-# lines (of up to _CACHED_LINE_MAX characters: real stats lines are under 150; a longer one is
-# read each time) and keys of up to _CACHED_KEY_MAX characters (with their names up to `<key>#64`:
-# real blocks repeat a key a few dozen times; past that a name is made each time), about 50 MB
-# at most. A full cache takes nothing more, and the parser clears it before its next read. The
-# same bounds are in _accelsim_merge.c.
-_LINE_CACHE_LIMIT = 50_000
-_KEYS_CACHED_LIMIT = 2_000
-_CACHED_LINE_MAX = 200
-_CACHED_KEY_MAX = 100
-_NAMES_CACHED_PER_KEY = 64
-
-_FIRST_LINE = "kernel_name = "  # a stats block's first line starts so ...
-_BLOCK_MARKERS = (_FIRST_LINE, "gpgpu_silicon_slowdown = ")  # ... and its last line so
 # Markers searched in the joined chunk, each with the newline that starts its line (the text
 # starts with "\n").
 _LAUNCH = "\nlaunching kernel name: "
@@ -107,162 +88,7 @@ _LAUNCH_RE = re.compile(r"launching kernel name: (\S+) uid: [0-9]")
 # A complete last line of a block: `%ux`, or `Nan` from builds that guard a zero cycle rate.
 _SLOWDOWN_LINE_RE = re.compile(r"gpgpu_silicon_slowdown = (?:[0-9]+x|[-+]?(?i:nan|inf)x?)\s*")
 _RATE_RE = re.compile(r"gpgpu_simulation_rate = ([0-9]+(?:\.[0-9]*)?)[^\S\n]*\(inst/sec\)")
-# The `key=value` line form; only tried on the few block lines that have "=" but no " = ".
-_KEY_EQ_VALUE_RE = re.compile(r"\s*([A-Za-z_][\w.\[\]]*)=([^\s=]+)\s*")
-
-_SEP = " = "
-_NUMBER_START = frozenset("0123456789+-.nNiI")
 _HEAD_KEYS = ("gpu_tot_sim_cycle", "gpu_tot_sim_insn", "gpu_tot_ipc")
-
-
-def parse_value(raw: str) -> float | str:
-    """One stats value: a float when it is a number (see the module docstring), else the
-    stripped string."""
-    s = raw.strip()
-    # Cheap rejections first: an exception from float() costs more than the rest of the line.
-    if not s or s[0] not in _NUMBER_START or " " in s or "," in s or "_" in s:
-        return s
-    try:
-        return float(s[:-1] if s[-1] == "%" else s)
-    except ValueError:
-        return s
-
-
-def _key_eq_value(line: str) -> tuple[str, str] | None:
-    """The key and raw value of a stripped `key=value` line, else None."""
-    m = _KEY_EQ_VALUE_RE.fullmatch(line)
-    return None if m is None else (m[1], m[2])
-
-
-# What a block line holds: its value and key, or None for a line of neither form.
-LineEntry = tuple[float | str, str] | None
-
-
-def _names_of(names_cache: dict[str, list[str]], key: str) -> list[str]:
-    names = names_cache.get(key)  # [key, key#2, key#3, ...], each made once
-    if names is None:
-        names = [key]
-        if len(names_cache) < _KEYS_CACHED_LIMIT and len(key) <= _CACHED_KEY_MAX:
-            names_cache[key] = names
-    return names
-
-
-def _line_entry(
-    line: str,
-    names_cache: dict[str, list[str]],
-    key_eq_value: Callable[[str], tuple[str, str] | None],
-) -> LineEntry:
-    key, sep, raw = line.partition(_SEP)
-    if sep:
-        key = key.strip()
-    else:  # no " = ": maybe a `key=value` line (a few per block)
-        line = key.strip()
-        if " " in line or "\t" in line:
-            return None
-        pair = key_eq_value(line)
-        if pair is None:
-            return None
-        key, raw = pair
-    if not key:
-        return None
-    # Lines with the same key share one key object (and its hash), the first of its names.
-    return parse_value(raw), _names_of(names_cache, key)[0]
-
-
-def _add_to_block(
-    block: dict[str, float | str],
-    repeats: dict[str, int],
-    names_cache: dict[str, list[str]],
-    key: str,
-    value: float | str,
-) -> None:
-    if key not in block:
-        block[key] = value
-        return
-    names = _names_of(names_cache, key)
-    n = repeats.get(key, 1)
-    if not 1 <= n <= len(block):  # no count: a number is never past the block's size
-        n = 1
-    n += 1
-    while (name := _nth_name(names, key, n)) in block:  # taken, or `repeats` is cold
-        n += 1
-    repeats[key] = n
-    block[name] = value
-
-
-def _nth_name(names: list[str], key: str, n: int) -> str:
-    """`<key>#<n>`, from the key's names when cached (up to _NAMES_CACHED_PER_KEY)."""
-    if n <= len(names):
-        return names[n - 1]
-    if n > _NAMES_CACHED_PER_KEY:
-        return f"{key}#{n}"
-    while len(names) < n:  # lags `repeats` when the cache was cleared within a block
-        names.append(f"{key}#{len(names) + 1}")
-    return names[n - 1]
-
-
-def read_block_lines(
-    block: dict[str, float | str],
-    lines: list[str],
-    start: int,
-    max_keys: int,
-    repeats: dict[str, int],
-    line_cache: dict[str, LineEntry],
-    names_cache: dict[str, list[str]],
-    key_eq_value: Callable[[str], tuple[str, str] | None],
-) -> tuple[int, bool]:
-    """Read the lines of the block being read, from `lines[start]` on, into `block`: up to its
-    last line (the one starting `gpgpu_silicon_slowdown = `, read too) or the next block's first
-    line (starting `kernel_name = `, not read), or the end of `lines`. Return the index of the
-    first line not read and whether the block's last line was read.
-
-    The key/value lines go in the first occurrence of a key under its name, the n-th under
-    `<key>#<n>` (the next number not taken), while the block has fewer than `max_keys` keys.
-    `repeats` remembers each key's latest number in the block (only a cache: empty, the numbers
-    found are the same). `line_cache` maps a line to what it holds and `names_cache` a key to
-    its names `[key, key#2, key#3, ...]`: both only save time (lines repeat from kernel to
-    kernel, keys within a block), and the caller clears them when they grow. `key_eq_value`
-    reads the `key=value` form.
-
-    This is the specification of the compiled `_accelsim_merge.read_block_lines`, which the
-    parser uses when it was built (see setup.py)."""
-    for i in range(start, len(lines)):
-        line = lines[i]
-        if "=" not in line:  # neither form, nor a block's first or last line
-            continue
-        ended = line.startswith(_BLOCK_MARKERS)
-        if ended and line.startswith(_FIRST_LINE):
-            return i, False  # the next block's first line: this block was cut off
-        if len(block) < max_keys and len(line) <= STATS_LINE_MAX:
-            if line in line_cache:
-                entry = line_cache[line]
-            else:
-                entry = _line_entry(line, names_cache, key_eq_value)
-                if len(line) <= _CACHED_LINE_MAX and len(line_cache) < _LINE_CACHE_LIMIT:
-                    line_cache[line] = entry
-            if entry is not None:
-                _add_to_block(block, repeats, names_cache, entry[1], entry[0])
-        if ended:
-            return i + 1, True
-    return len(lines), False
-
-
-try:
-    from cascade_server._accelsim_merge import read_block_lines as _read_block_lines
-
-    NATIVE = True
-except ImportError:  # built without a C compiler: the same function, in Python
-    _read_block_lines = read_block_lines
-    NATIVE = False
-
-_line_cache: dict[str, LineEntry] = {}
-_names_cache: dict[str, list[str]] = {}
-
-
-def clear_caches() -> None:
-    """Empty the caches every parser shares (benchmarks time a cold start with this)."""
-    _line_cache.clear()
-    _names_cache.clear()
 
 
 def _tail_line(line: str) -> str:
@@ -281,13 +107,17 @@ def _finite(value: float | str | None) -> float | None:
 
 
 def _as_int(value: float | str | None) -> int | None:
-    """A count from the stats map: a finite float, or the first token of a string ("3 4")."""
+    """A count from the stats map: a finite float, or the first token of a string ("3 4"); None
+    past a 64-bit integer (SQLite's INTEGER), which no real count reaches: a log saying
+    `gpu_sim_cycle = 1e300` must still store (the value itself stays in `stats`)."""
     if isinstance(value, str):
         tokens = value.split(maxsplit=1)
         token = tokens[0] if tokens else ""
-        return int(token) if token.isascii() and token.isdigit() else None
-    f = _finite(value)
-    return int(f) if f is not None else None
+        number = int(token) if token.isascii() and token.isdigit() else None
+    else:
+        f = _finite(value)
+        number = int(f) if f is not None else None
+    return number if number is not None and INT64_MIN <= number <= INT64_MAX else None
 
 
 @dataclass(slots=True)
@@ -457,8 +287,6 @@ class LogParser:
         if "\n" in "".join(lines):
             lines = text[1:].split("\n")
             n = len(lines)
-        elif type(lines) is not list:  # the compiled reader takes a list (a tuple, a subclass)
-            lines = list(lines)
         self._tail = (self._tail + [_tail_line(x) for x in lines[-TAIL_LINES:]])[-TAIL_LINES:]
         self._scan_launch(text)
         self._scan_rate(text)
@@ -472,18 +300,14 @@ class LogParser:
         while i < n:
             if self._block is None:
                 # Outside blocks (a few dozen lines between kernels): find the next one.
-                i = next((j for j in range(i, n) if lines[j].startswith(_FIRST_LINE)), n)
+                i = next((j for j in range(i, n) if lines[j].startswith(FIRST_LINE)), n)
                 if i == n:
                     break
                 # kernel_name is taken raw here, so it always stays a string.
-                self._block = {"kernel_name": lines[i][len(_FIRST_LINE) :].strip()}
+                self._block = {"kernel_name": lines[i][len(FIRST_LINE) :].strip()}
                 self._repeats = {}
                 i += 1
-            if len(_line_cache) >= _LINE_CACHE_LIMIT or len(_names_cache) >= _KEYS_CACHED_LIMIT:
-                clear_caches()
-            i, ended = _read_block_lines(
-                self._block, lines, i, MAX_BLOCK_KEYS, self._repeats, _line_cache, _names_cache, _key_eq_value
-            )
+            i, ended = read_block_lines(self._block, lines, i, MAX_BLOCK_KEYS, self._repeats)
             if not ended:
                 if i < n:  # a new block began before this one ended: it was cut off, drop it
                     self._block = None

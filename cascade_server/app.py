@@ -7,44 +7,27 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from . import (
-    routes_agent,
-    routes_core,
-    routes_events,
-    routes_manage,
-    routes_results,
-    routes_sim,
-    routes_trace_inputs,
-)
-from .appkeys import BROKER_KEY, CLOCK_KEY, GPU_CONFIGS_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .api import agent_routes
+from .api.middlewares import auth_middleware, errors_middleware
+from .api.route_tables import API_ROUTE_TABLES
+from .appkeys import BROKER_KEY, CLOCK_KEY, GPU_CONFIGS_KEY, INGEST_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
 from .clock import Clock, SystemClock
 from .datadir import prepare_data_dir
 from .events import Broker
 from .gpu_configs import scan_gpu_configs
+from .ingest.log_ingest import LogIngest
+from .ingest.parse_pool import ParsePool
 from .launchers.base import Launcher, LauncherEvents
-from .middlewares import auth_middleware, errors_middleware
 from .monitor import heartbeat_monitor_ctx
-from .runs import RunService, StoreLauncherEvents
+from .services.run_service import RunService, StoreLauncherEvents
 from .settings import Settings, load_or_create_token
 from .storage import Store
 from .traces.ingest import trace_ingest_ctx
 
 log = logging.getLogger(__name__)
 
-# The route tables the app is built from, in order; the agent prompt's API table is generated
-# from them too (agent_prompt_routes), so it lists every route the app has.
-ROUTE_TABLES = tuple(
-    module.routes
-    for module in (
-        routes_core,
-        routes_manage,
-        routes_sim,
-        routes_results,
-        routes_events,
-        routes_trace_inputs,
-        routes_agent,
-    )
-)
+# The route tables the app is built from, in order: the API's, then the agent prompt's pages.
+ROUTE_TABLES = (*API_ROUTE_TABLES, agent_routes.routes)
 
 
 def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
@@ -78,9 +61,18 @@ def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
 
 
 async def store_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Open the database, read the GPU configs, start the launcher and hand it unfinished sims."""
+    """Open the database, read the GPU configs, start the launcher and hand it unfinished sims;
+    the log ingest service parses in the parse pool's worker process, which ends with the app."""
     settings = app[SETTINGS_KEY]
-    store = await Store(settings.db_path, app[BROKER_KEY]).open()
+    parse_pool = ParsePool()
+    parse_pool.start()  # first: before the database's threads
+    try:
+        store = await Store(settings.db_path, app[BROKER_KEY]).open()
+    except BaseException:
+        parse_pool.close()
+        raise
+    app[INGEST_KEY] = ingest = LogIngest(store, parse_pool)
+    await ingest.watch_stored_gaps()
     configs = scan_gpu_configs(settings.configs_root)
     log.info("%d GPU configs under %s", len(configs), settings.configs_root)
     launcher = make_launcher(settings, StoreLauncherEvents(store))
@@ -90,7 +82,7 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
         from .samples import SampleError, seed_samples
 
         try:
-            await seed_samples(store, settings)
+            await seed_samples(store, ingest, settings)
         except SampleError as exc:
             log.warning("no sample trace: %s", exc)
     await runs.resume()
@@ -101,6 +93,8 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
             await runs.close()
             await launcher.close()
         finally:
+            ingest.close()
+            parse_pool.close()
             await store.close()  # always: its threads would keep the process from exiting
 
 

@@ -9,7 +9,8 @@ from aiohttp import web
 if TYPE_CHECKING:
     from .clock import Clock
     from .events import Broker
-    from .runs import RunService
+    from .ingest.log_ingest import LogIngest
+    from .services.run_service import RunService
     from .settings import Settings
     from .shared.models import GpuConfig
     from .storage import Store
@@ -20,3 +21,4 @@ BROKER_KEY: web.AppKey[Broker] = web.AppKey("broker")
 GPU_CONFIGS_KEY: web.AppKey[dict[str, GpuConfig]] = web.AppKey("gpu_configs")
 RUNS_KEY: web.AppKey[RunService] = web.AppKey("runs")
 CLOCK_KEY: web.AppKey[Clock] = web.AppKey("clock")
+INGEST_KEY: web.AppKey[LogIngest] = web.AppKey("ingest")

@@ -1,7 +1,8 @@
 """One broker per server, one topic per run: fans committed events out to SSE subscribers.
 
-Events are published by the store after each commit, while it still holds the writer lock, so
-every subscriber sees them in commit order. Each event is serialised once and shared.
+Events are published by the database after each commit, while it still holds the writer lock,
+so every subscriber sees them in commit order. The broker frames them (`sse_frame`): each event
+is serialised once and shared.
 """
 
 from __future__ import annotations
@@ -96,7 +97,11 @@ class Broker:
         for sub in self._topics.pop(run_id, ()):
             sub.end()
 
-    def publish(self, run_id: str, frames: list[bytes]) -> None:
-        for sub in self._topics.get(run_id, ()):
+    def publish(self, run_id: str, events: list[BaseModel]) -> None:
+        subscribers = self._topics.get(run_id)
+        if not subscribers:
+            return
+        frames = [sse_frame(event) for event in events]
+        for sub in subscribers:
             for frame in frames:
                 sub.push(frame)

@@ -57,7 +57,9 @@ async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:
             now = clock.now()
             awake_since = awake.tick(clock.monotonic(), now)
             try:
-                await store.expire_heartbeats(settings.heartbeat_timeout_s, now=now, awake_since=awake_since)
+                await store.sim_states.expire_heartbeats(
+                    settings.heartbeat_timeout_s, now=now, awake_since=awake_since
+                )
             except Exception as exc:
                 if is_disk_full(exc):  # it tries again next tick; no traceback every tick
                     log.warning("heartbeat monitor: disk full (%s)", exc)

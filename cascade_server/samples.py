@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .content_types import content_type_for
 from .gpu_configs import scan_gpu_configs
+from .ingest.log_ingest import LogIngest
 from .partial_files import partial_path
 from .settings import Settings
 from .shared.models import TERMINAL_SIM_STATES, Heartbeat, RunEntry, TraceDetail, utcnow
@@ -77,9 +78,9 @@ def recorded_log(samples_dir: Path, config: str) -> tuple[bytes, list[str]]:
     return compressed, lines
 
 
-async def seed_samples(store: Store, settings: Settings) -> None:
+async def seed_samples(store: Store, ingest: LogIngest, settings: Settings) -> None:
     """Seed once: does nothing when this data dir already has the samples."""
-    if await store.get_meta(SEEDED_KEY):
+    if await store.db.get_meta(SEEDED_KEY):
         return
     await _close_interrupted_seed(store)
     samples_dir = settings.samples_dir
@@ -90,8 +91,8 @@ async def seed_samples(store: Store, settings: Settings) -> None:
     if missing:
         raise SampleError(f"no GPU config for {', '.join(missing)} under {samples_dir / 'accelsim'}")
     logs = {config: recorded_log(samples_dir, config) for config in SAMPLE_CONFIGS}
-    await store.put_trace(trace)
-    run = await store.create_run(
+    await store.traces.put_trace(trace)
+    run = await store.runs.create_run(
         trace,
         [RunEntry(gpu_config=name, count=1) for name in SAMPLE_CONFIGS],
         configs,
@@ -100,26 +101,26 @@ async def seed_samples(store: Store, settings: Settings) -> None:
     )
     for sim in run.sims:
         compressed, lines = logs[sim.gpu_config]
-        await store.mark_launching(sim.id, None)
-        await store.heartbeat(sim.id, Heartbeat(state="running"))
+        await store.sim_states.mark_launching(sim.id, None)
+        await store.sim_states.heartbeat(sim.id, Heartbeat(state="running"))
         for seq, start in enumerate(range(0, len(lines), CHUNK_LINES)):
-            await store.append_log(sim.id, seq, lines[start : start + CHUNK_LINES])
+            await ingest.append_log(sim.id, seq, lines[start : start + CHUNK_LINES])
         await _put_file(store, settings, sim.id, LOG_FILE, compressed)
-        await store.heartbeat(sim.id, Heartbeat(state="succeeded", exit_code=0))
-    await store.set_meta(SEEDED_KEY, run.id)
+        await store.sim_states.heartbeat(sim.id, Heartbeat(state="succeeded", exit_code=0))
+    await store.db.set_meta(SEEDED_KEY, run.id)
     log.info("seeded the sample trace %s and the sample run %s", trace.id, run.id)
 
 
 async def _close_interrupted_seed(store: Store) -> None:
     """A server stopped mid-seed leaves a sample run with unfinished sims: fail them, so no
     launcher picks them up after the restart."""
-    for summary in await store.list_runs():
+    for summary in await store.runs.list_runs():
         if not summary.sample:
             continue
-        run = await store.get_run(summary.id)
+        run = await store.runs.get_run(summary.id)
         for sim in run.sims if run else []:
             if sim.state not in TERMINAL_SIM_STATES:
-                await store.mark_failed(sim.id, "seeding the sample was interrupted")
+                await store.sim_states.mark_failed(sim.id, "seeding the sample was interrupted")
 
 
 async def _put_file(store: Store, settings: Settings, sim_id: str, name: str, data: bytes) -> None:
@@ -129,4 +130,4 @@ async def _put_file(store: Store, settings: Settings, sim_id: str, name: str, da
     partial = partial_path(directory, name)
     partial.write_bytes(data)
     os.replace(partial, directory / name)
-    await store.put_file(sim_id, name, len(data), content_type_for(name))
+    await store.outputs.put_file(sim_id, name, len(data), content_type_for(name))

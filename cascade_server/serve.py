@@ -14,13 +14,12 @@ from pathlib import Path
 from aiohttp import web
 from pydantic import ValidationError
 
-from . import accelsim_log
+from .api.http_site import ApiRunner
 from .app import create_app
 from .appkeys import SETTINGS_KEY
 from .datadir import PRIVATE_UMASK
 from .dbfile import corrupt_database_message, database_problem
 from .faults import is_corrupt_database
-from .runner import ApiRunner
 from .settings import Settings, TokenError, settings_problem, stored_token
 from .shared.cli_usage import OneLineErrorParser
 from .shared.s3_endpoint import resolve_s3_info
@@ -140,12 +139,6 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
         print(f"data: {settings.data_dir}", flush=True)
         if settings.web:
             print(f"web: {settings.base_url}/ (the terminal UI in a browser)", flush=True)
-        if not accelsim_log.NATIVE:
-            print(
-                "parser: the Python block loop (installed without a C compiler and Python's "
-                "headers: logs parse at about half speed; see docs/guides/cli.md)",
-                flush=True,
-            )
         for line in s3_lines:
             print(line, flush=True)
         await stop.wait()

@@ -15,7 +15,13 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .shared.packaged import samples_dir
-from .shared.setting_errors import data_dir_problem, settings_problem_line, token_problem, url_problem
+from .shared.setting_errors import (
+    data_dir_problem,
+    reserved_option_problem,
+    settings_problem_line,
+    token_problem,
+    url_problem,
+)
 
 
 def default_data_dir() -> Path:
@@ -302,8 +308,6 @@ class Settings(BaseSettings):
             self.worker_argv()
         except ValueError as exc:
             return f"CASCADE_SLURM_ARGS or CASCADE_WORKER_COMMAND cannot be split like a shell would: {exc}"
-        from .launchers.slurm_jobs import reserved_option_problem
-
         return reserved_option_problem(extra)
 
     @property

@@ -19,9 +19,10 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
+from .api.bodies import read_body
+from .api.errors import ApiError
+from .api.middlewares import AUTHENTICATED
 from .appkeys import SETTINGS_KEY
-from .http import ApiError, read_body
-from .middlewares import AUTHENTICATED
 from .settings import Settings
 from .web_input import MAX_FORM_BYTES, FormError, bounded_int, login_token, terminal_size, websocket_message
 

@@ -24,7 +24,8 @@ from textual.screen import Screen
 from cascade_server.shared.models import RunSummary, utcnow
 from cascade_server.shared.run_actions import cancel_refusal, refusal, unfinished_sims
 
-from .client import CascadeClient, error_title
+from .client import CascadeClient
+from .client_errors import error_title
 from .config import TuiSettings
 from .exit_guard import ExitGuard
 from .formatting import human_bytes, plural, sentence
@@ -182,6 +183,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
                 f"Cancel {run_id}?",
                 f"{unfinished} unfinished sim{'s' if unfinished != 1 else ''} will be "
                 "stopped and marked cancelled. Finished sims keep their results.",
+                "cancel the run",
+                "let it run",
             ),
             partial(self._cancel_if, run_id),
         )
@@ -228,7 +231,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
                 "from the server. This cannot be undone.",
             ),
         }[action]
-        self.push_screen(ConfirmScreen(title, body), partial(self._manage_if, action, run.id))
+        verbs = {"delete": ("delete", "keep it")}.get(action, ("start it", "don't"))
+        self.push_screen(ConfirmScreen(title, body, *verbs), partial(self._manage_if, action, run.id))
 
     @on(DeleteTrace)
     def delete_trace(self, message: DeleteTrace) -> None:
@@ -241,6 +245,8 @@ class CascadeApp(ReportsWorkerErrors, App[int]):
                 "keep their results and a record of this trace (one uploaded later "
                 "under the same id is another trace). The server refuses while an "
                 "active run uses it. This cannot be undone.",
+                "delete",
+                "keep it",
             ),
             partial(self._manage_if, "delete_trace", trace.id),
         )

@@ -14,6 +14,7 @@ from cascade_server.shared.models import ComparisonRow
 
 from .compare import ConfigTotal, Ranking, kernel_share, kernel_spread, order_kernel_rows
 from .formatting import bar, ellipsize, plural, short_kernel_name, si_number, time_ns
+from .sweep import SweepView, baseline_note, kernel_multiple, sweep_sentence
 
 Segment = tuple[str, str]
 Line = list[Segment]
@@ -21,8 +22,8 @@ Line = list[Segment]
 VALUE_WIDTH = 10
 
 
-def _label_width(configs: Sequence[str]) -> int:
-    return max(6, min(16, max((len(c) for c in configs), default=6)))
+def _label_width(configs: Sequence[str], widest: int = 16) -> int:
+    return max(6, min(widest, max((len(c) for c in configs), default=6)))
 
 
 def _bar_line(
@@ -54,9 +55,12 @@ def _total_suffix(
     mape: Mapping[str, float | None],
     has_real_timing: bool,
     stand_in: str | None,
+    sweep: SweepView | None = None,
 ) -> Line:
-    """What follows a config's total bar: fastest / multiple / spread, or partial."""
+    """What follows a config's total bar: fastest / multiple / spread, or partial. In a sweep, a
+    variant with its unmodified config in the run is a multiple of that (`base`)."""
     suffix: Line = []
+    variant = sweep.variant(total.config) if sweep else None
     if total.partial:
         # No replica succeeded (yet): the total of the kernels finished so far.
         suffix.append((f"  partial: {total.kernels_done}/{total.kernels_total} kernels", "warn"))
@@ -64,6 +68,11 @@ def _total_suffix(
         mult = ranking.multiples.get(total.config)
         if stand_in:
             pass  # placeholders: no fastest, no multiples
+        elif sweep is not None and total.config in sweep.baselines:
+            suffix.append(("  base", "best"))
+        elif sweep is not None and variant is not None and variant.baseline is not None:
+            base_mult = sweep.multiples.get(total.config)
+            suffix.append((f"  {base_mult:.2f}x base" if base_mult is not None else "  base pending", ""))
         elif total.config in ranking.fastest:
             suffix.append(("  tie" if len(ranking.fastest) > 1 else "  fastest", "best"))
         elif mult is not None:
@@ -95,30 +104,35 @@ def chart_lines(
     stand_in: str | None = None,
     finished: bool = True,
     order: str = "trace",
+    sweep: SweepView | None = None,
 ) -> list[Line]:
     """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
-    multiples are shown: they would compare placeholders); `finished`: the run is over (else the
-    totals are said to be so far)."""
-    label_w = _label_width(configs)
+    multiples are shown: they would compare placeholders; the screen's banner gives the reason,
+    so it is not repeated here); `finished`: the run is over (else the totals are said to be so
+    far); `sweep`: the run has variants (then each is named by what differs, and is a multiple of
+    its unmodified config when the run has it)."""
+    names = sweep.names if sweep else {}
+
+    def shown(cfg: str) -> str:
+        return names.get(cfg, cfg)
+
+    label_w = _label_width([shown(c) for c in configs], 24 if sweep else 16)
     style_of = {cfg: f"cfg{i % 6}" for i, cfg in enumerate(configs)}
-    suffixes = {t.config: _total_suffix(t, ranking, mape, has_real_timing, stand_in) for t in totals}
+    suffixes = {t.config: _total_suffix(t, ranking, mape, has_real_timing, stand_in, sweep) for t in totals}
     # The bars take what the longest suffix leaves ("  1.31x  MAPE 12.3%" or more), so no line
     # is wider than the pane; at least MIN_SUFFIX is kept so the bars do not jump as it changes.
     suffix_w = max([MIN_SUFFIX] + [sum(len(t) for t, _ in sfx) for sfx in suffixes.values()])
     bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 5)
     lines: list[Line] = []
 
-    if stand_in:
-        # Wrapped, never cut: the reason is the point of the banner.
-        warning = (
-            f"⚠ Stand-in numbers ({stand_in}): configs cannot be compared from this run, "
-            "so no config is named fastest."
-        )
-        for text in textwrap.wrap(warning, max(20, width - 1)):
-            lines.append([(text, "warn")])
     lines.append(
         [
-            ("Total simulated time per config" + ("" if finished else " so far"), "title"),
+            (
+                "Total simulated time per "
+                + ("variant" if sweep else "config")
+                + ("" if finished else " so far"),
+                "title",
+            ),
             ("  (median over succeeded replicas)", "dim"),
         ]
     )
@@ -126,7 +140,7 @@ def chart_lines(
     for total in totals:
         lines.append(
             _bar_line(
-                total.config,
+                shown(total.config),
                 label_w,
                 total.median_ns,
                 scale,
@@ -135,8 +149,25 @@ def chart_lines(
                 suffixes[total.config],
             )
         )
-    if not stand_in:
-        lines.append([(ranking.sentence(finished), "best" if ranking.fastest else "dim")])
+    if stand_in:
+        # The run screen's banner says why, once: here only what it means for these totals.
+        for text in textwrap.wrap(
+            "No config is named fastest: these numbers compare nothing (the warning above says why).",
+            max(20, width - 1),
+        ):
+            lines.append([(text, "dim")])
+    else:
+        style = "best" if ranking.fastest else "dim"
+        if sweep is None:
+            lines.append([(ranking.sentence(finished), style)])
+        else:  # wrapped: variants' names are long
+            for text in textwrap.wrap(
+                sweep_sentence(ranking, names, sweep.multiples, finished), max(20, width - 1)
+            ):
+                lines.append([(text, style)])
+    if sweep is not None and (note := baseline_note(sweep.variants, names)):
+        for text in textwrap.wrap(note, max(20, width - 1)):
+            lines.append([(text, "dim")])
     if not has_real_timing:
         lines.append([("This trace has no real timing, so there is no error against real time.", "dim")])
     lines.append([])
@@ -177,7 +208,10 @@ def chart_lines(
             suffix = []
             if has_real_timing and value is not None and row.real_ns:
                 suffix.append((f"  {(value - row.real_ns) / row.real_ns * 100:+.1f}%", "dim"))
-            lines.append(_bar_line(cfg, label_w, value, group_scale, bar_w, style_of[cfg], suffix))
+            variant = sweep.variant(cfg) if sweep and not stand_in else None
+            if variant is not None and (mult := kernel_multiple(variant, row.sim_ns)) is not None:
+                suffix.append((f"  {mult:.2f}x", ""))
+            lines.append(_bar_line(shown(cfg), label_w, value, group_scale, bar_w, style_of[cfg], suffix))
     return lines
 
 

@@ -32,11 +32,18 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "start, follow, show, cancel, re-run, retry or delete a run",
     ),
     "results": ("cascade_tui.scripting.results_command", "a run's results: totals, kernels or comparison"),
+    "accuracy": (
+        "cascade_tui.scripting.accuracy_command",
+        "per trace and config: simulated against real kernel time",
+    ),
     "simulator": (
         "cascade_worker.simulator.cli",
         "install the real Accel-Sim, or say which simulator is used",
     ),
-    "agent-prompt": ("cascade_server.agent_prompt", "print the prompt that lets an AI agent work this app"),
+    "agent-prompt": (
+        "cascade_server.api.agent_prompt",
+        "print the prompt that lets an AI agent work this app",
+    ),
 }
 
 

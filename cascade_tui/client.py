@@ -25,7 +25,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from cascade_server.shared.error_detail import error_detail
 from cascade_server.shared.models import (
     FILE_NAME_PATTERN,
+    AccuracyRow,
     Comparison,
+    ConfigOption,
     GpuConfig,
     KernelStat,
     LauncherStatus,
@@ -41,6 +43,7 @@ from cascade_server.shared.models import (
     TraceSummary,
 )
 
+from .client_errors import ApiError, NotCascade, Unauthorized, Unreachable
 from .local_server import default_data_dir
 
 T = TypeVar("T")
@@ -56,35 +59,6 @@ LONG_TOKEN = 1000
 
 _EVENT = TypeAdapter(RunEvent)
 _FILE_NAME = re.compile(FILE_NAME_PATTERN)
-
-
-class ApiError(Exception):
-    """A request failed; `str()` is what to show the operator."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class Unreachable(ApiError):
-    """No server answered at the URL."""
-
-
-class Unauthorized(ApiError):
-    """The server refused the token (401)."""
-
-
-class NotCascade(ApiError):
-    """Something answers at the URL, but not a Cascade server (another program on the port)."""
-
-
-def error_title(exc: BaseException, default: str) -> str:
-    """A notification's title for `exc`: what went wrong when its kind says so, else `default`."""
-    if isinstance(exc, Unauthorized):
-        return "Wrong or missing token"
-    if isinstance(exc, Unreachable):
-        return "Server not reachable"
-    return default
 
 
 def parse_event(data: str) -> RunEvent:
@@ -182,7 +156,8 @@ class CascadeClient:
         return (
             f"the server at {self.base_url} needs a token: export CASCADE_TOKEN (or pass "
             f"--token) with the `token:` line `cascade serve` printed; a server started on "
-            f"this machine keeps it in {token_file}"
+            f"this machine keeps it in its data dir's token file ({token_file}, or "
+            f"$CASCADE_DATA_DIR/token when the server was started with one)"
         )
 
     async def health(self) -> dict[str, Any]:
@@ -282,6 +257,24 @@ class CascadeClient:
     async def results(self, run_id: str) -> RunResults:
         """The run's whole results, every kernel's full stats map (about 30 KB per kernel)."""
         return await self._get_model(f"/api/runs/{run_id}/results", TypeAdapter(RunResults))
+
+    async def accuracy(
+        self, trace: str | None = None, config: str | None = None, points: bool = False
+    ) -> list[AccuracyRow]:
+        """`GET /api/accuracy` (an addition to the spec): per trace with real timing and variant."""
+        params = {
+            k: v
+            for k, v in (("trace", trace), ("config", config), ("points", "true" if points else None))
+            if v
+        }
+        path = f"/api/accuracy?{urlencode(params)}" if params else "/api/accuracy"
+        return await self._get_model(path, TypeAdapter(list[AccuracyRow]))
+
+    async def config_options(self, name: str) -> list[ConfigOption]:
+        """The simulator options a config takes (`GET /api/gpu-configs/{name}/options`)."""
+        return await self._get_model(
+            f"/api/gpu-configs/{_segment(name)}/options", TypeAdapter(list[ConfigOption])
+        )
 
     async def comparison(self, run_id: str) -> Comparison:
         return await self._get_model(f"/api/runs/{run_id}/comparison", TypeAdapter(Comparison))

@@ -13,6 +13,7 @@ from cascade_server.shared.comparison import RealTiming
 from cascade_server.shared.comparison import config_order as ordered_configs
 from cascade_server.shared.comparison import kernel_rows as comparison_rows
 from cascade_server.shared.models import ComparisonRow, KernelStat, RunDetail, RunSummary, SimSummary
+from cascade_server.shared.shard_merge import replica_sims
 
 from .formatting import plural
 
@@ -72,7 +73,7 @@ def _median(values: Sequence[float]) -> float | None:
 
 def config_order(entries_configs: Iterable[str], sims: Iterable[SimSummary]) -> list[str]:
     """The run's configs in entry order, without repeats, plus any a sim names that no entry does."""
-    return ordered_configs(entries_configs, (sim.gpu_config for sim in sims))
+    return ordered_configs(entries_configs, (sim.label for sim in sims))
 
 
 def kernel_rows(
@@ -82,7 +83,7 @@ def kernel_rows(
     real: RealTiming | None = None,
 ) -> list[ComparisonRow]:
     """The server's per-kernel comparison (`cascade_server.shared.comparison`) over the sims the UI has."""
-    return comparison_rows(configs, {sim_id: sim.gpu_config for sim_id, sim in sims.items()}, kernels, real)
+    return comparison_rows(configs, {sim_id: sim.label for sim_id, sim in sims.items()}, kernels, real)
 
 
 def sim_totals(kernels: Iterable[KernelStat]) -> dict[str, float]:
@@ -99,11 +100,14 @@ def config_totals(
 ) -> list[ConfigTotal]:
     """Per config, the median total over replicas that succeeded (a sim that did not succeed has
     only part of its kernels, so it is left out), with the lowest and highest total. A config with
-    no succeeded replica gets the running total of its finished kernels, marked `partial`."""
-    per_sim = sim_totals(kernels)
+    no succeeded replica gets the running total of its finished kernels, marked `partial`. A
+    sharded replica counts as one sim of the whole trace (its shards' kernels together)."""
+    kernels = list(kernels)
+    sims, owner = replica_sims(sims, kernels)
+    per_sim = sim_totals(k.model_copy(update={"sim_id": owner.get(k.sim_id, k.sim_id)}) for k in kernels)
     out = []
     for cfg in configs:
-        replicas = [s for s in sims.values() if s.gpu_config == cfg]
+        replicas = [s for s in sims.values() if s.label == cfg]
         ok = [s for s in replicas if s.state == "succeeded"]
         if not ok:
             out.append(_partial_total(cfg, replicas, per_sim))

@@ -71,9 +71,11 @@ class LineStore:
                 return i
         return None
 
-    def count(self, pattern: re.Pattern[str]) -> int:
+    def count(self, pattern: re.Pattern[str], upto: int | None = None) -> int:
+        """Lines matching `pattern` (only up to and including index `upto`, when given)."""
         search = pattern.search
-        return sum(1 for line in self.lines if search(line))
+        lines = self.lines if upto is None else self.lines[: upto + 1]
+        return sum(1 for line in lines if search(line))
 
 
 def compile_search(text: str) -> re.Pattern[str]:

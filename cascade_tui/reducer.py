@@ -93,6 +93,11 @@ class RunModel:
     def _apply_sim(self, sim: SimSummary) -> None:
         if self.run is not None and sim.run_id != self.run.id:
             return
+        if sim.retry_of is not None and self.sims.pop(sim.retry_of, None) is not None:
+            # A failed shard retried in place: its new sim takes its row, and its partial
+            # kernels are no longer the run's (as the server's snapshot would say).
+            self.kernels.pop(sim.retry_of, None)
+            self._changes.kernels = True
         self.sims[sim.id] = sim
         self._changes.sims.add(sim.id)
 

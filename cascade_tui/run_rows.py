@@ -8,11 +8,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from rich.markup import escape
+from rich.text import Text
 
 from cascade_server.shared.models import RunEntry, RunSummary, SimState
 
 from . import compare
-from .formatting import STATE_DISPLAY_ORDER, human_duration, run_seconds, state_label
+from .formatting import STATE_DISPLAY_ORDER, human_duration, run_seconds, run_took, state_label
 from .reducer import RunModel
 from .simrows import run_duration
 
@@ -23,8 +24,11 @@ def run_mark(run: RunSummary) -> str:
 
 
 def entries_label(entries: Sequence[RunEntry]) -> str:
-    """`SM7_QV100 × 2, SM7_TITANV × 1`: each config with its number of sims."""
-    return ", ".join(f"{e.gpu_config} × {e.count}" for e in entries)
+    """`SM7_QV100 × 2, SM7_TITANV × 1`: each config with its number of replicas (`× 1 in 3
+    shards`: a replica split into sims that run at once)."""
+    return ", ".join(
+        f"{e.variant} × {e.count}" + (f" in {e.shards} shards" if e.shards > 1 else "") for e in entries
+    )
 
 
 def sims_text(counts: Mapping[SimState, int] | Mapping[str, int]) -> str:
@@ -48,12 +52,31 @@ def run_progress(counts: Mapping[SimState, int] | Mapping[str, int]) -> str:
 
 
 def run_time(r: RunSummary, now: datetime) -> str:
-    """The `time` column: how long a finished run took, or an active one has run so far."""
+    """The `time` column: how long a finished run took, or an active one has run so far; `-`
+    for the sample run (its results were recorded elsewhere: the replay's seconds mean nothing)."""
+    if r.sample:
+        return "-"
     return human_duration(run_seconds(r.created_at, r.finished_at if r.state != "active" else None, now))
 
 
-def header_text(badge: str, run_id: str, model: RunModel, state_filter: str, now: datetime) -> str:
-    """The run screen's header line: the connection badge, then the run's state and sims."""
+def run_took_text(r: RunSummary, now: datetime) -> str:
+    """`took 4m12s`, `4m12s so far` (`, no sim started yet` while waiting for a slot, the
+    cluster or a person), or `recorded results` for the sample run (never `took 0s`)."""
+    if r.sample:
+        return "recorded results"
+    finished = r.finished_at if r.state != "active" else None
+    timing = run_took(r.created_at, finished, now)
+    if r.started_at is None and finished is None:
+        timing += ", no sim started yet"
+    return timing
+
+
+def header_text(
+    badge: str, run_id: str, model: RunModel, state_filter: str, now: datetime, width: int | None = None
+) -> str:
+    """The run screen's header line: the connection badge, then the run's state and sims. In
+    `width` cells the run id (also in the title bar) is left out when the line is too long, so
+    the trace id is cut only when it alone does not fit (then with `…`: the header's CSS)."""
     if model.run is None:
         return f"{badge}  [b]{run_id}[/]"
     counts = model.sim_counts()
@@ -68,10 +91,12 @@ def header_text(badge: str, run_id: str, model: RunModel, state_filter: str, now
         if model.run.sample
         else run_duration(model.run.created_at, model.sims.values(), now)
     )
-    return (
+    text = (
         f"{badge}  {state_label(model.state())}  {count_text}{only}  {took}  trace "
-        f"[b]{escape(model.run.trace_id)}[/]  [b]{model.run.id}[/]"
+        f"[b]{escape(model.run.trace_id)}[/]"
     )
+    with_id = f"{text}  [b]{model.run.id}[/]"
+    return text if width is not None and Text.from_markup(with_id).cell_len > width else with_id
 
 
 def banner_text(model: RunModel) -> str:
@@ -79,9 +104,17 @@ def banner_text(model: RunModel) -> str:
     summary = model.summary()
     reason = compare.stand_in_reason(summary, model.sims.values()) if model.run else None
     if reason:
-        text = f"⚠ Stand-in numbers, not a simulation of this trace: {reason}."
+        text = stand_in_banner(reason)
     else:
         text = compare.sample_note(summary) or ""
     if note := compare.trace_note(model.run):
         text = f"{text}\n{note}" if text else note
     return text
+
+
+def stand_in_banner(reason: str, whose: str = "") -> str:
+    """The warning over stand-in numbers, one wording wherever they show (the run screen, the
+    compare screens); `whose`: the runs it applies to, when only some are."""
+    # Written whole, as the agent prompt quotes it (tests/agent checks the two agree).
+    text = f"⚠ Stand-in numbers, not a simulation of this trace: {reason}."
+    return text.replace("numbers,", f"numbers ({whose}),", 1) if whose else text

@@ -36,7 +36,7 @@ class KernelDifference:
 def _configs(runs: Sequence[RunData]) -> list[str]:
     configs: list[str] = []
     for data in runs:
-        for name in compare.config_order((e.gpu_config for e in data.run.entries), data.run.sims):
+        for name in compare.config_order((e.variant for e in data.run.entries), data.run.sims):
             if name not in configs:
                 configs.append(name)
     return configs
@@ -89,9 +89,19 @@ def kernel_differences(runs: Sequence[RunData], limit: int = 20) -> list[KernelD
     return out[:limit]
 
 
+def stand_in_reasons(runs: Sequence[RunData]) -> dict[str, str]:
+    """Run id -> why its numbers are the stand-in's (only the runs whose numbers are)."""
+    reasons = {data.run.id: compare.stand_in_reason(data.run, data.run.sims) for data in runs}
+    return {run_id: reason for run_id, reason in reasons.items() if reason}
+
+
 def lines(runs: Sequence[RunData], limit: int = 20, width: int = 100) -> list[str]:
-    """The comparison as text lines fitted to `width` cells (the screen shows them as they are)."""
+    """The comparison as text lines fitted to `width` cells (the screen shows them as they are).
+    With stand-in numbers in any run there is no ratio and no spread: they would compare
+    placeholders (the screen's banner says why)."""
     ids = [data.run.id for data in runs]
+    if stand_in := stand_in_reasons(runs):
+        return _stand_in_lines(runs, ids, sorted(stand_in), width)
     out = prose(
         f"Comparing {len(runs)} runs: " + ", ".join(f"{data.run.id} ({data.run.trace_id})" for data in runs),
         width,
@@ -122,3 +132,19 @@ def lines(runs: Sequence[RunData], limit: int = 20, width: int = 100) -> list[st
     ]
     out += table(["kernel", "config", *ids, "spread"], rows, width, left=2)
     return out
+
+
+def _stand_in_lines(runs: Sequence[RunData], ids: list[str], stand_in: list[str], width: int) -> list[str]:
+    """The totals side by side, no ratio and no kernel differences."""
+    out = prose(
+        f"Comparing {len(runs)} runs: " + ", ".join(f"{data.run.id} ({data.run.trace_id})" for data in runs),
+        width,
+    )
+    out += [""] + prose(
+        "Total simulated time per config (median over succeeded replicas). No "
+        f"ratio and no kernel differences: {', '.join(stand_in)} "
+        f"{'has' if len(stand_in) == 1 else 'have'} stand-in numbers.",
+        width,
+    )
+    rows = [[cfg, *(time_ns(v) for v in values)] for cfg, values in config_totals(runs)]
+    return out + table(["config", *ids], rows, width)

@@ -24,6 +24,7 @@ from .formatting import (
     si_number,
     state_label,
 )
+from .shard_text import shard_cell, shard_words
 
 # A running sim whose last heartbeat is older than this is shown as stale (before the server's
 # own timeout marks it `lost`), so a silent sim is visible early.
@@ -57,10 +58,14 @@ COLUMNS: tuple[Column, ...] = (
 )
 FLEX_MIN = 11
 SEPARATOR = 1
+# A sharded run's table has this column after the replica: `2/3 k6-10 +1w` (shard_text.py).
+SHARD_COLUMN = Column("shard", "shard", 15, 1)
 # The config column is as wide as the longest config name (SM75_RTX2060 and SM75_RTX2060_S must
 # both read whole), between its title with the sort arrow and a cap that leaves room for the rest.
 CONFIG_MIN = len("config▲")
 CONFIG_MAX = 20
+# In a run with variants (entries with simulator options) the column names variants: so headed.
+VARIANT_TITLE = "variant"
 
 SORT_KEYS: tuple[str, ...] = ("config", "state", "progress", "cycles", "ipc", "rate", "heartbeat")
 
@@ -85,15 +90,21 @@ class Layout:
     bar_width: int = 6  # the kernels column's bar
 
 
-def config_width(names: Iterable[str]) -> int:
-    """The config column's width for these config names."""
-    return max(CONFIG_MIN, min(CONFIG_MAX, max((len(n) for n in names), default=0)))
+def config_width(names: Iterable[str], variants: bool = False) -> int:
+    """The config column's width for these config (or variant) names."""
+    least = len(f"{VARIANT_TITLE}▲") if variants else CONFIG_MIN
+    return max(least, min(CONFIG_MAX, max((len(n) for n in names), default=0)))
 
 
-def layout(width: int, config_cells: int = 12) -> Layout:
+def layout(width: int, config_cells: int = 12, sharded: bool = False, variants: bool = False) -> Layout:
     """The columns that fit `width` cells, keeping lower priorities first, in display order;
-    the config column `config_cells` wide (see `config_width`)."""
-    columns = tuple(replace(c, width=config_cells) if c.key == "config" else c for c in COLUMNS)
+    the config column `config_cells` wide (see `config_width`), headed "variant" when the run
+    has `variants`; with the shard column when `sharded`."""
+    base = (*COLUMNS[:2], SHARD_COLUMN, *COLUMNS[2:]) if sharded else COLUMNS
+    config_title = VARIANT_TITLE if variants else "config"
+    columns = tuple(
+        replace(c, width=config_cells, title=config_title) if c.key == "config" else c for c in base
+    )
     overflow = sum(c.width + SEPARATOR for c in columns if c.priority < WIDE_ONLY) + FLEX_MIN - width
     if overflow > 0:
         columns = tuple(
@@ -159,7 +170,7 @@ def run_duration(created_at: datetime, sims: Iterable[SimSummary], now: datetime
     return run_took(created_at, max(ends) if done and ends else None, now)
 
 
-def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, Cell]:
+def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6, name: str | None = None) -> dict[str, Cell]:
     """Every column's text for one sim (the widget picks the ones the layout kept)."""
     hb = heartbeat_seconds(sim, now)
     live = sim.state in ("running", "launching", "lost")
@@ -174,8 +185,9 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6) -> dict[str, C
         last = Cell(short_kernel_name(sim.current_kernel), "")
     rate = sim.latest.sim_rate_ips
     return {
-        "config": Cell(sim.gpu_config),
+        "config": Cell(name or sim.label),  # a variant by what differs (sweep.sim_names)
         "replica": Cell(str(sim.replica)),
+        "shard": Cell(shard_cell(sim.shard)),
         "state": Cell(state_label(sim.state), f"state-{sim.state}"),
         "progress": Cell(
             progress_text(sim.kernels_done, sim.kernels_total, bar_width),
@@ -235,7 +247,7 @@ def sort_key_func(key: str, now: datetime) -> Callable[[SimSummary], tuple]:
         return float("-inf") if v is None else v
 
     funcs: dict[str, Callable[[SimSummary], tuple]] = {
-        "config": lambda s: (s.gpu_config, s.replica),
+        "config": lambda s: (s.gpu_config, s.label, s.replica, s.shard.index if s.shard else 0),
         "state": lambda s: (_STATE_ORDER.get(s.state, 99), s.gpu_config, s.replica),
         "progress": lambda s: (
             progress_fraction(s.kernels_done, s.kernels_total),
@@ -267,6 +279,12 @@ STATE_FILTERS: dict[str, Callable[[str], bool]] = {
 }
 
 
+def no_match_text(state_filter: str) -> str:
+    """What the log pane and the notice say when the filter hides every sim: that none matches
+    it (not that none is running: sims are there, hidden)."""
+    return f"no sim matches the filter '{state_filter}' (v: next filter)"
+
+
 def next_state_filter(current: str) -> str:
     names = list(STATE_FILTERS)
     return names[(names.index(current) + 1) % len(names)] if current in names else names[0]
@@ -283,7 +301,9 @@ def sim_details(sim: SimSummary, log_tail: Sequence[str], now: datetime) -> str:
     """Everything about one sim that a table row cuts at 80 columns, shown whole by Enter on it:
     its state, exit code, error and the end of its log."""
     out = [
-        f"{sim.gpu_config} #{sim.replica}  {state_label(sim.state)}  ({sim.id})",
+        f"{sim.label} #{sim.replica}  {state_label(sim.state)}  ({sim.id})",
+        *([shard_words(sim.shard)] if sim.shard else []),
+        *([f"retries {sim.retry_of}"] if sim.retry_of else []),
         f"exit code: {'-' if sim.exit_code is None else sim.exit_code}"
         f"   ran: {human_duration(elapsed_seconds(sim, now))}"
         f"   kernels: {sim.kernels_done}/{sim.kernels_total}",

@@ -34,11 +34,13 @@ def status_lines(info: SimulatorInfo | None) -> list[str]:
     if info is None:
         return ["The server does not say which simulator it uses (an older server)."]
     if info.kind == "stand-in":
+        # One line a paragraph: the screen wraps them to its width (a break inside a sentence
+        # would leave a word alone on a line at 80 columns).
         lines = [
-            "Sims run the stand-in: it replays recorded Accel-Sim logs, so their numbers describe",
+            "Sims run the stand-in: it replays recorded Accel-Sim logs, so their numbers describe "
             "the recording, not your trace.",
             "",
-            "Press i to build the real Accel-Sim here (about 5 minutes on 2 cores; no CUDA needed),",
+            "Press i to build the real Accel-Sim here (about 5 minutes on 2 cores; no CUDA needed), "
             "or run `cascade simulator install` in a shell on the server's host.",
         ]
     else:

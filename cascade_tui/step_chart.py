@@ -46,11 +46,9 @@ def step_lines(
     lines: list[Line] = []
     wrap = max(20, width - 1)
     if stand_in:
-        warning = (
-            f"⚠ Stand-in numbers ({stand_in}): the predicted steps use the recording's kernel "
-            "times, not this trace's."
-        )
-        lines += [[(text, "warn")] for text in textwrap.wrap(warning, wrap)]
+        # The run screen's banner gives the reason, once: here only what it means for steps.
+        note = "The predicted steps use the recorded log's kernel times, not this trace's."
+        lines += [[(text, "dim")] for text in textwrap.wrap(note, wrap)]
     if not timelines:
         lines += [
             [(text, "dim")] for text in textwrap.wrap(NOT_YET if has_step_timeline else NO_TIMELINE, wrap)
@@ -58,7 +56,7 @@ def step_lines(
         return lines
     by_config: dict[str, list[SimStepTimeline]] = {}
     for timeline in timelines:
-        by_config.setdefault(timeline.gpu_config, []).append(timeline)
+        by_config.setdefault(timeline.label or timeline.gpu_config, []).append(timeline)
     shown = [c for c in configs if c in by_config] + [c for c in by_config if c not in configs]
     style_of = {cfg: f"cfg{i % 6}" for i, cfg in enumerate(configs)}
     label_w = max(6, min(16, max(len(c) for c in shown)))

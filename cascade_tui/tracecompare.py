@@ -8,6 +8,7 @@ compilers may mangle or number them apart) the largest differences between the t
 A sm_70 trace and a sm_75 trace never share a config, so a ratio needs a baseline: the first
 trace on its reference config (the one it suggests, the GPU it was traced for, when its run
 has it). A config two traces share (a set of one arch) compares them directly: last over first.
+A trace whose run has stand-in numbers gets no ratio at all (its totals still show).
 Pure (no Textual, no I/O); totals reuse the kernels view's maths (`compare`), so a number here is
 the number that run's kernels view shows.
 """
@@ -63,7 +64,7 @@ def newest_runs_with_successes(trace_ids: Sequence[str], runs: Sequence[RunSumma
 def _totals(data: RunData) -> dict[str, float]:
     """Per config of the run, the median total over succeeded replicas (partial ones left out)."""
     sims = {s.id: s for s in data.run.sims}
-    configs = compare.config_order((e.gpu_config for e in data.run.entries), data.run.sims)
+    configs = compare.config_order((e.variant for e in data.run.entries), data.run.sims)
     return {
         t.config: t.median_ns
         for t in compare.config_totals(configs, sims, data.kernels)
@@ -143,7 +144,10 @@ def kernel_differences(members: Sequence[TraceRun], limit: int = 20) -> list[Ker
 
 
 def lines(sample_set: str, members: Sequence[TraceRun], limit: int = 20, width: int = 100) -> list[str]:
-    """The comparison as text lines fitted to `width` cells (the screen shows them as they are)."""
+    """The comparison as text lines fitted to `width` cells (the screen shows them as they are).
+    When a trace's run has stand-in numbers, the totals side by side but no ratio and no kernel
+    differences (as `runcompare` does): a replayed recording is not a simulation of that trace,
+    so a ratio between the traces would measure nothing."""
     out = prose(
         f"Comparing the traces of sample set {sample_set!r}: the newest run with succeeded sims of each",
         width,
@@ -170,6 +174,22 @@ def lines(sample_set: str, members: Sequence[TraceRun], limit: int = 20, width: 
         out += ["", "Two traces of the set need a run with succeeded sims to be compared."]
         return out
     ids = [m.trace.id for m in compared]
+    stand_in = [
+        m.trace.id
+        for m in compared
+        if m.data is not None and compare.stand_in_reason(m.data.run, m.data.run.sims)
+    ]
+    if stand_in:
+        out += [""] + prose(
+            "Total simulated time per config (median over succeeded replicas). No "
+            f"ratio and no kernel differences: {', '.join(stand_in)} "
+            f"{'has' if len(stand_in) == 1 else 'have'} stand-in numbers, a "
+            "recording replayed rather than a simulation of the trace, so a ratio "
+            "would measure nothing.",
+            width,
+        )
+        rows = [[cfg, *(time_ns(v) for v in values)] for cfg, values, _ in config_rows(compared)]
+        return out + table(["config", *ids], rows, width)
     base = baseline(compared)
     out += [""] + prose("Total simulated time per config (median over succeeded replicas)", width)
     out += prose(

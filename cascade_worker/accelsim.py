@@ -8,6 +8,7 @@ run_simulations does (reference/accelsim-formats.md section 4).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 BINARY = Path("gpu-simulator/bin/release/accel-sim.out")
@@ -32,8 +33,15 @@ def kernelslist(trace_dir: Path) -> Path:
     return trace_dir / "traces" / "kernelslist.g"
 
 
-def prepare(accelsim_dir: Path, gpu_config: str, trace_dir: Path | None, run_dir: Path) -> list[str]:
-    """Copy the config into `run_dir` and return the argv to run there."""
+def prepare(
+    accelsim_dir: Path,
+    gpu_config: str,
+    trace_dir: Path | None,
+    run_dir: Path,
+    options: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Copy the config into `run_dir` and return the argv to run there: the configs, then the
+    variant's `options` (later options override the configs', as in Accel-Sim)."""
     config_dir = accelsim_dir / TESTED_CFGS / gpu_config
     if not (config_dir / "gpgpusim.config").is_file():
         raise SetupError(f"no GPU config {gpu_config} in {accelsim_dir / TESTED_CFGS}")
@@ -52,4 +60,6 @@ def prepare(accelsim_dir: Path, gpu_config: str, trace_dir: Path | None, run_dir
     if trace_config.is_file():  # older configs (SM2_GTX480) have none
         shutil.copyfile(trace_config, run_dir / "trace.config")
         argv += ["-config", "./trace.config"]
+    for name, value in (options or {}).items():
+        argv += [name, value]
     return argv

@@ -18,8 +18,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cascade_server.shared.cli_usage import EXIT_USAGE, OneLineErrorParser, usage_error_line
+from cascade_server.shared.variants import VariantError, parse_assignment
 
-from . import accelsim, replay
+from . import accelsim, replay, shard_trace
 from .client import SimClient
 from .settings import NAMES, Options
 from .sim_session import Worker, WorkerPlan, make_scratch
@@ -66,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--samples-dir", type=Path, help="where the recordings are " + env % "CASCADE_SAMPLES_DIR"
     )
     parser.add_argument(
+        "--option",
+        action="append",
+        metavar="NAME=VALUE",
+        dest="sim_options",
+        help="a simulator option for accel-sim.out, after the configs, e.g. "
+        "-gpgpu_n_clusters=40; repeatable " + env % "CASCADE_SIM_OPTIONS, as JSON",
+    )
+    parser.add_argument(
         "--replay", type=Path, metavar="LOG", help="replay this recorded log instead of simulating"
     )
     parser.add_argument("--wall-seconds", type=float, help="the recorded run's wall time, for --replay LOG")
@@ -100,6 +109,7 @@ def resolve_options(args: argparse.Namespace) -> Options:
         "speed": args.speed,
         "scratch_parent": args.scratch_dir,
         "keep_scratch": args.keep_scratch or None,
+        "sim_options": option_flags(args.sim_options),
     }
     try:
         return Options(**{name: value for name, value in flags.items() if value not in (None, "")})
@@ -113,6 +123,16 @@ def resolve_options(args: argparse.Namespace) -> Options:
         raise UsageError(f"{NAMES.get(name, name)}: {error['msg'].removeprefix('Value error, ')}") from None
 
 
+def option_flags(flags: list[str] | None) -> dict[str, str] | None:
+    """`--option -name=value` flags as a map (None without any, so the environment's count)."""
+    if not flags:
+        return None
+    try:
+        return dict(parse_assignment(flag) for flag in flags)
+    except VariantError as exc:
+        raise UsageError(f"--option: {exc}") from None
+
+
 def simulator_argv(options: Options, run_dir: Path) -> list[str]:
     """Real Accel-Sim when installed (and no --replay), else the stand-in. Raises SetupError or
     RecordingError with the reason the sim fails with."""
@@ -120,7 +140,25 @@ def simulator_argv(options: Options, run_dir: Path) -> list[str]:
         if not options.gpu_config:
             raise accelsim.SetupError("no GPU config (set CASCADE_GPU_CONFIG or --gpu-config)")
         assert options.accelsim_dir is not None
-        return accelsim.prepare(options.accelsim_dir, options.gpu_config, options.trace_dir, run_dir)
+        argv = accelsim.prepare(
+            options.accelsim_dir, options.gpu_config, options.trace_dir, run_dir, options.sim_options
+        )
+        if options.shard is not None:  # the shard's own kernelslist.g, next to the run directory
+            assert options.trace_dir is not None
+            try:
+                shard_list = shard_trace.write_shard_list(
+                    accelsim.kernelslist(options.trace_dir), options.shard, run_dir.parent / "shard-trace"
+                )
+            except (OSError, ValueError) as exc:
+                raise accelsim.SetupError(f"cannot write the shard's kernelslist.g: {exc}") from None
+            argv[argv.index("-trace") + 1] = str(shard_list)
+        return argv
+    if options.sim_options:
+        raise accelsim.SetupError(
+            "the stand-in cannot honour simulator options ("
+            + " ".join(options.sim_options)
+            + "): it replays a recorded log"
+        )
     if options.replay is not None:
         recording = replay.recording_from_path(options.replay, options.wall_seconds)
     else:
@@ -142,6 +180,9 @@ def simulator_argv(options: Options, run_dir: Path) -> list[str]:
     ]
     if recording.wall_seconds is not None:
         argv += ["--wall-seconds", repr(recording.wall_seconds)]
+    if options.shard is not None:  # only the recording's blocks of the shard's kernels
+        shard = options.shard
+        argv += ["--kernels", f"{shard.kernel_first - shard.warmup_kernels}-{shard.kernel_last}"]
     return argv
 
 
@@ -157,6 +198,9 @@ async def run(options: Options) -> int:
         give_up_after=options.give_up_after,
         keep_scratch=options.keep_scratch,
         trace_dir=options.trace_dir,
+        # a shard's kernels are part of its replica's: the server builds the replica's one step
+        # timeline from all its shards' kernels, so a shard sends no partial one of its own
+        send_step_timeline=options.shard is None,
     )
     async with SimClient(
         options.url, options.token, options.sim_id, give_up_after=options.give_up_after
@@ -181,6 +225,9 @@ async def run(options: Options) -> int:
                 if not options.keep_scratch:
                     shutil.rmtree(scratch, ignore_errors=True)
                 return code
+            if options.shard is not None:
+                log.info("%s", shard_trace.describe(options.shard))
+                worker.log_first(shard_trace.describe(options.shard))
             return await worker.run()
     raise AssertionError("unreachable: the exit stack never swallows an exception")
 

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from cascade_server.shared.cli_usage import OneLineErrorParser
+from cascade_server.shared.step_inputs import TimelineFileError, read_json, read_step_inputs
 from cascade_server.shared.timeline.compare import compare
 from cascade_server.shared.timeline.stats import pct_text
-
-from .timeline_files import TimelineFileError, read_json, read_step_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:

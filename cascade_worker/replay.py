@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cascade_worker import replay_shard
+
 MANIFEST = "recordings.json"
 _LAUNCH = re.compile(r"^launching kernel name: ")
 _STATS_START = re.compile(r"^kernel_name = ")
@@ -144,12 +146,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("log", type=Path, help="recorded log (plain or .gz)")
     parser.add_argument("--wall-seconds", type=float, default=None, help="the recorded run's wall time")
     parser.add_argument("--speed", type=float, default=1.0, help="play this many times faster")
+    parser.add_argument(
+        "--kernels",
+        metavar="START-LAST",
+        default=None,
+        help="a shard: only these kernels' blocks (0-based positions, inclusive)",
+    )
     args = parser.parse_args(argv)
     if args.speed <= 0:
         parser.error("--speed must be positive")
     try:
+        kernels = replay_shard.parse_range(args.kernels) if args.kernels else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
         recording = recording_from_path(args.log, args.wall_seconds)
         lines = read_lines(recording.path)
+        if kernels is not None:
+            lines = replay_shard.select_kernels(lines, *kernels)
     except (RecordingError, OSError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 1

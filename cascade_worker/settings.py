@@ -9,7 +9,9 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cascade_server.shared.models import ShardInfo
 from cascade_server.shared.packaged import samples_dir
+from cascade_server.shared.variants import VariantError, normalize_options
 
 # The samples shipped with Cascade (the recordings the stand-in replays).
 DEFAULT_SAMPLES_DIR = samples_dir()
@@ -38,10 +40,22 @@ class Options(BaseSettings):
     accelsim_dir: Path | None = Field(
         default=None, description="an Accel-Sim checkout with a built `accel-sim.out`"
     )
+    shard: ShardInfo | None = Field(
+        default=None,
+        description="a shard's part of the trace, as JSON (`ShardInfo`): its kernel range and warm-up "
+        "kernels; set by the server for a sharded run",
+    )
     samples_dir: Path = Field(
         default=DEFAULT_SAMPLES_DIR,
         json_schema_extra={"doc_default": "the package's own"},
         description="where the stand-in's recordings are",
+    )
+    sim_options: dict[str, str] = Field(
+        default_factory=dict,
+        json_schema_extra={"doc_default": "none"},
+        description="simulator options given to `accel-sim.out` after the configs, as JSON "
+        '(`{"-gpgpu_n_clusters": "40"}`; `--option -gpgpu_n_clusters=40`, repeatable); '
+        "the stand-in refuses them",
     )
     # Flags only (--replay LOG, --wall-seconds, --keep-scratch).
     replay: Path | None = Field(
@@ -87,6 +101,14 @@ class Options(BaseSettings):
         "disk spool meanwhile)",
     )
 
+    @field_validator("sim_options")
+    @classmethod
+    def _safe_options(cls, options: dict[str, str]) -> dict[str, str]:
+        try:
+            return normalize_options(options)
+        except VariantError as exc:
+            raise ValueError(str(exc)) from None
+
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str) -> str:
@@ -110,4 +132,6 @@ NAMES = {
     "scratch_parent": "--scratch-dir/CASCADE_SCRATCH_DIR",
     "CASCADE_SCRATCH_DIR": "--scratch-dir/CASCADE_SCRATCH_DIR",
     "wall_seconds": "--wall-seconds",
+    "shard": "CASCADE_SHARD",
+    "sim_options": "--option/CASCADE_SIM_OPTIONS",
 }

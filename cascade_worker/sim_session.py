@@ -14,6 +14,7 @@ final heartbeat with the exit code and the reason.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import logging
 import os
@@ -39,6 +40,9 @@ from .spool import Spool
 log = logging.getLogger("cascade_worker")
 
 READ_SIZE = 64 * 1024
+# A chunk the server refuses as for a sim not started (409) is sent again after a running
+# heartbeat this many times (about a minute) before the worker gives up.
+NOT_STARTED_RETRIES = 40
 
 # Worker exit codes.
 EXIT_OK = 0  # the sim succeeded, or was cancelled
@@ -61,6 +65,7 @@ class WorkerPlan:
     give_up_after: float = 6 * 3600.0
     keep_scratch: bool = False
     trace_dir: Path | None = None  # for the step timeline, when the trace has one
+    send_step_timeline: bool = True  # False for a shard: the server merges its replica's
     library_dir: Path | None = (
         None  # real mode: the simulator's own libcudart folder, first on LD_LIBRARY_PATH
     )
@@ -88,8 +93,13 @@ class Worker:
         self._proc: asyncio.subprocess.Process | None = None
         self._started_at: datetime | None = None  # when the simulator started, as this host saw it
         self._running_reported = False  # a running heartbeat reached the server
+        self._first_lines: list[str] = []
 
     # --- control ----------------------------------------------------------------------------
+
+    def log_first(self, line: str) -> None:
+        """A line of Cascade's own at the top of the sim's log (a shard says which it is)."""
+        self._first_lines.append(line)
 
     def request_stop(self, reason: str, exit_code: int) -> None:
         if not self._stop.is_set():
@@ -184,7 +194,11 @@ class Worker:
             await sender  # drains the spool: every line is on the server
             await self._upload_files(before)
             await self._upload_log()
-            if outcome.state == "succeeded" and has_step_timeline(self.plan.trace_dir):
+            if (
+                outcome.state == "succeeded"
+                and self.plan.send_step_timeline
+                and has_step_timeline(self.plan.trace_dir)
+            ):
                 await self._send_step_timeline()
             heartbeats.cancel()
             await asyncio.gather(heartbeats, return_exceptions=True)
@@ -303,6 +317,9 @@ class Worker:
         assert self._proc is not None and self._proc.stdout is not None
         splitter = LineSplitter()
         with open(self.log_path, "w", encoding="utf-8", errors="replace", newline="\n") as copy:
+            for line in self._first_lines:
+                copy.write(line + "\n")
+            self._spool(self.chunker.add(list(self._first_lines), time.monotonic()))
             while True:
                 data = await self._proc.stdout.read(READ_SIZE)
                 lines = splitter.feed(data) if data else splitter.finish()
@@ -323,6 +340,7 @@ class Worker:
                 self._spool([chunk])
 
     async def _sender(self) -> None:
+        refused = 0  # 409s in a row: the server has the sim as not started yet
         while True:
             chunk = self.spool.oldest()
             if chunk is None:
@@ -335,6 +353,17 @@ class Worker:
                 # Never give up on a chunk while the sim runs; a long outage just grows the spool.
                 await self.client.send_chunk(chunk, give_up_after=self.plan.give_up_after)
             except ApiRefused as exc:
+                if exc.status == 409 and refused < NOT_STARTED_RETRIES:
+                    # The server still has the sim `pending` (a chunk that overtook the first
+                    # running heartbeat, or a scheduler's sim it has not seen start): say it
+                    # runs, then send the chunk again.
+                    refused += 1
+                    await asyncio.sleep(min(0.2 * refused, 2.0))
+                    with contextlib.suppress(ApiRefused, ServerUnreachable):
+                        await self.client.heartbeat(
+                            Heartbeat(state="running", at=self._started_at), give_up_after=5
+                        )
+                    continue
                 if exc.status == 422:  # cannot happen with our own chunks; do not block the rest
                     log.error("the server refused chunk %d: %s", chunk.seq, exc.detail)
                 else:
@@ -344,6 +373,7 @@ class Worker:
                 self.request_stop(str(exc), EXIT_SERVER)
                 return
             self.spool.remove(chunk.seq)
+            refused = 0
 
     async def _heartbeats(self) -> None:
         while True:

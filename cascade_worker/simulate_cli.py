@@ -12,10 +12,9 @@ from typing import Any
 
 from cascade_server.shared.cli_usage import OneLineErrorParser
 from cascade_server.shared.models import SimResults
+from cascade_server.shared.step_inputs import TimelineFileError, read_model, read_step_inputs
 from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
 from cascade_server.shared.timeline.replay import sim_kernel_times, simulate
-
-from .timeline_files import TimelineFileError, read_model, read_step_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,11 +11,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cascade_server.shared.models import SimResults, StepTimelineUpload
+from cascade_server.shared.step_inputs import TimelineFileError, read_step_inputs
 from cascade_server.shared.timeline.compare import compare
 
 from .client import ApiRefused, SimClient
 from .simulate_cli import simulate_sim
-from .timeline_files import TimelineFileError, read_step_inputs
 
 ERROR_FILE = "step-timeline-error.txt"
 

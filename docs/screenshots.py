@@ -21,8 +21,8 @@ import httpx
 from aiohttp import web
 from pydantic import SecretStr
 
+from cascade_server.api.http_site import ApiRunner
 from cascade_server.app import create_app
-from cascade_server.runner import ApiRunner
 from cascade_server.serve import start_s3
 from cascade_server.settings import Settings
 from cascade_tui.app import CascadeApp

@@ -18,10 +18,11 @@ import pytest
 from aiohttp import web
 from botocore.config import Config
 
+from cascade_server.api.http_site import ApiRunner
 from cascade_server.app import create_app
-from cascade_server.appkeys import STORE_KEY
+from cascade_server.appkeys import INGEST_KEY, STORE_KEY
 from cascade_server.clock import Clock
-from cascade_server.runner import ApiRunner
+from cascade_server.ingest.log_ingest import LogIngest
 from cascade_server.settings import Settings
 from cascade_server.shared.models import KernelLaunch, TraceDetail, utcnow
 from cascade_server.storage import Store
@@ -53,6 +54,10 @@ class LiveServer:
     def app(self) -> web.Application:
         assert self.runner is not None
         return self.runner.app
+
+    @property
+    def ingest(self) -> LogIngest:
+        return self.app[INGEST_KEY]
 
     @property
     def store(self) -> Store:
@@ -253,6 +258,15 @@ def slurm_cluster() -> Iterator[None]:
     yield from cluster_for_session()
 
 
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A long str/bytes parameter (a hostile body of 200 KB) is named by its length, not spelled out:
+    the node id goes into PYTEST_CURRENT_TEST, which every subprocess a test starts inherits, and an
+    environment string past 128 KiB makes exec fail with E2BIG."""
+    if isinstance(val, (str, bytes)) and len(val) > 80:
+        return f"{argname}-{len(val)}{'B' if isinstance(val, bytes) else 'ch'}"
+    return None
+
+
 # The tiers by where a test lives (pyproject's `markers` say what each needs). A test file in
 # another folder joins a tier with a module-level `pytestmark`; every tier is also `slow`.
 TIERS_BY_PATH = {"tests/e2e/": "e2e", "tests/slurm/": "slurm", "tests/web/": "browser"}
@@ -263,6 +277,10 @@ TIERS = {"e2e", "slurm", "tmux", "browser", "accelsim"}
 DEFAULT_PORT_FILES = {"test_tmux_default_ports.py", "test_up.py", "test_up_ports.py", "test_cli_commands.py"}
 
 
+# First, whatever order the plugins were registered in: pytest-xdist's worker turns the
+# `xdist_group` marks into node-id suffixes in its own hook of this name, so the marks must exist
+# by then (pyproject pins pytest below 9.2, where those suffixes stopped working at all).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(__file__).resolve().parents[1]
     for item in items:

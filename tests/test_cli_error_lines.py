@@ -59,6 +59,7 @@ def test_upload_names_a_wrong_setting_in_one_line(tmp_path: Path):
     assert done.stderr == f"cascade upload: invalid settings: CASCADE_DATA_DIR: {a_file} is not a directory\n"
 
 
+@pytest.mark.slow
 def test_serve_says_a_data_dir_that_is_a_file_is_not_a_directory(tmp_path: Path):
     a_file = tmp_path / "passwd"
     a_file.write_text("root:x:0:0::/root:/bin/sh\n")

@@ -32,6 +32,18 @@ def test_an_unknown_flag_is_one_line_and_exit_2(name, capsys):
         (["timeline", "import"], "cascade timeline import: the following arguments are required: "),
         (["simulate", "only-one"], "cascade simulate: the following arguments are required: "),
         (["tui", "--refresh-hz", "fast"], "cascade tui: argument --refresh-hz: invalid float value: 'fast'"),
+        (
+            ["run", "start", "--trace", "t", "--config", "SM7_QV100", "--shards", "65"],
+            "cascade run start: argument --shards: must be from 1 to 64 (got 65)",
+        ),
+        (
+            ["run", "start", "--trace", "t", "--config", "SM7_QV100", "--shards", "2.5"],
+            "cascade run start: argument --shards: must be a whole number from 1 to 64 (got '2.5')",
+        ),
+        (
+            ["run", "start", "--trace", "t", "--config", "SM7_QV100", "--warmup-kernels", "-1"],
+            "cascade run start: argument --warmup-kernels: must be from 0 to 1000000 (got -1)",
+        ),
     ],
 )
 def test_missing_or_bad_arguments_are_one_line_too(argv, words, capsys):

@@ -1,5 +1,5 @@
 """The code's own checks, run with the suite so the README's one test command covers them: ruff
-(lint), mypy (types) and import-linter (the layering in DESIGN.md: the UI and the worker use only
+(lint and import order), ruff format (layout; `ruff format .` applies it), mypy (types) and import-linter (the layering in DESIGN.md: the UI and the worker use only
 the server's models and pure modules; pure modules do no I/O)."""
 
 from __future__ import annotations
@@ -18,11 +18,16 @@ BIN = Path(sys.executable).parent
     "command",
     [
         ["ruff", "check", "--quiet", "."],
+        ["ruff", "format", "--check", "--quiet", "."],
         # tests/tui joins once its helpers are typed (the terminal UI's half of issue 9).
-        ["mypy", "cascade_server", "cascade_worker", "cascade_tui", "benchmarks", "tests", "docs"],
+        # Tens of seconds without its cache: the full run has it, the fast lane does not.
+        pytest.param(
+            ["mypy", "cascade_server", "cascade_worker", "cascade_tui", "benchmarks", "tests", "docs"],
+            marks=pytest.mark.slow,
+        ),
         ["lint-imports"],
     ],
-    ids=["ruff", "mypy", "import-linter"],
+    ids=["ruff", "ruff-format", "mypy", "import-linter"],
 )
 def test_check_passes(command: list[str]) -> None:
     result = subprocess.run(

@@ -8,6 +8,7 @@ without the sim reporting a final state itself.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -27,6 +28,15 @@ class SimSpec:
     # CASCADE_URL, CASCADE_TOKEN, CASCADE_SIM_ID, CASCADE_GPU_CONFIG, CASCADE_TRACE_DIR,
     # CASCADE_ACCELSIM_DIR (when set), CASCADE_SAMPLES_DIR: what `cascade worker` reads.
     env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def job_group(self) -> str:
+        """What a scheduler groups sims by: the config, and for a variant (CASCADE_SIM_OPTIONS) a
+        short hash of its options, so two variants of one config never share a job array."""
+        options = self.env.get("CASCADE_SIM_OPTIONS")
+        if not options:
+            return self.gpu_config
+        return f"{self.gpu_config}.v{hashlib.sha1(options.encode()).hexdigest()[:8]}"
 
 
 class LauncherEvents(Protocol):
@@ -50,6 +60,10 @@ class LauncherEvents(Protocol):
 
 class Launcher(ABC):
     name: str = "base"
+    # A launcher whose `submit` only records (no process, no scheduler call) is awaited before
+    # `POST /api/runs` answers: its sims are `launching` by then, so a simulator started from the
+    # answer finds them ready for its log (a `pending` sim's chunks are refused).
+    submits_at_once: bool = False
 
     def __init__(self, events: LauncherEvents) -> None:
         self.events = events

@@ -11,6 +11,7 @@ from .base import Launcher, SimSpec
 
 class ManualLauncher(Launcher):
     name = "manual"
+    submits_at_once = True  # submit only marks the sims `launching`
 
     async def submit(self, sims: list[SimSpec]) -> None:
         for sim in sims:

@@ -44,6 +44,7 @@ from .slurm_jobs import (
     slurm_message,
     task_ref,
 )
+from .slurm_shards import array_label
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +127,8 @@ class SlurmLauncher(Launcher):
 
     async def submit(self, sims: list[SimSpec]) -> None:
         entries: dict[tuple[str, str], list[SimSpec]] = {}
-        for spec in sims:
-            entries.setdefault((spec.run_id, spec.gpu_config), []).append(spec)
+        for spec in sims:  # one array per entry; a sharded entry's shards are each their own
+            entries.setdefault((spec.run_id, array_label(spec)), []).append(spec)
         self.options.output_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.gather(*(self._submit_entry(specs) for specs in entries.values()))
         self._ensure_poller()
@@ -145,7 +146,7 @@ class SlurmLauncher(Launcher):
     async def _adopt(self, pending: list[SimSpec]) -> list[SimSpec]:
         """Sims whose sbatch went through just before the last server died, before their job ids
         were recorded: found by job name and tracked, not submitted twice. Returns the others."""
-        names = sorted({job_name(ArrayJob(s.run_id, s.gpu_config, ())) for s in pending})
+        names = sorted({job_name(ArrayJob(s.run_id, array_label(s), ())) for s in pending})
         try:
             code, out, _ = await run_command(
                 ["squeue", "-h", "-r", "--states=all", "-o", ADOPT_FORMAT, "--name=" + ",".join(names)]
@@ -155,7 +156,7 @@ class SlurmLauncher(Launcher):
         found = adoptable_tasks(out) if code == 0 else {}
         rest, adopted = [], {}
         for spec in pending:
-            ref = found.get((spec.run_id, spec.gpu_config, spec.replica))
+            ref = found.get((spec.run_id, array_label(spec), spec.replica))
             if ref is None:
                 rest.append(spec)
                 continue
@@ -204,7 +205,7 @@ class SlurmLauncher(Launcher):
     async def _submit_entry(self, specs: list[SimSpec]) -> None:
         job = ArrayJob(
             run_id=specs[0].run_id,
-            gpu_config=specs[0].gpu_config,
+            gpu_config=array_label(specs[0]),
             sim_ids=tuple(s.sim_id for s in specs),
             replicas=tuple(s.replica for s in specs),
         )

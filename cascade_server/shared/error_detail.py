@@ -17,8 +17,14 @@ class ErrorResponse(Protocol):
     def json(self) -> Any: ...
 
 
+# A structured detail is cut to this many characters: one line, not a screenful.
+DETAIL_MAX = 300
+
+
 def error_detail(response: ErrorResponse) -> str:
-    """The body's `detail` (a structured one as JSON, cut to 300 characters), else the reason."""
+    """The body's `detail`, else the reason. A 422's list of field errors (`[{"loc": [...],
+    "msg": ...}]`) reads as `entries.0.shards: Input should be ...`; any other structure as
+    JSON; either cut to DETAIL_MAX characters."""
     fallback = response.reason_phrase or f"HTTP {response.status_code}"
     try:
         body = response.json()
@@ -26,5 +32,22 @@ def error_detail(response: ErrorResponse) -> str:
         return fallback
     if isinstance(body, dict) and "detail" in body:
         detail = body["detail"]
-        return detail if isinstance(detail, str) else json.dumps(detail)[:300]
+        if isinstance(detail, str):
+            return detail
+        fields = _field_errors(detail)
+        return (fields if fields is not None else json.dumps(detail))[:DETAIL_MAX]
     return fallback
+
+
+def _field_errors(detail: Any) -> str | None:
+    """`loc: msg; loc: msg` for a list of field errors (the body's own `body` prefix left out),
+    None for anything else."""
+    if not isinstance(detail, list) or not detail:
+        return None
+    parts = []
+    for error in detail:
+        if not isinstance(error, dict) or not isinstance(error.get("msg"), str):
+            return None
+        loc = [str(part) for part in error.get("loc") or [] if part != "body"]
+        parts.append(f"{'.'.join(loc)}: {error['msg']}" if loc else error["msg"])
+    return "; ".join(parts)

@@ -7,12 +7,21 @@ Field descriptions follow `spec/003-...`, section "Types".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
+from .shard_plan import MAX_SHARDS, MAX_WARMUP_KERNELS
 from .step_upload import shape_problem
 
 TraceState = Literal["uploading", "processing", "ready", "failed"]
@@ -44,7 +53,27 @@ SIM_TRANSITIONS: dict[str, frozenset[str]] = {
 # A file a sim uploads: letters, digits, '.', '_' and '-', 1..128 characters, not '.' or '..'.
 FILE_NAME_PATTERN = r"^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$"
 
+# The size of a run, checked by POST /api/runs (and rerun, retry) before anything is stored: a
+# run's replicas of one entry (`count`), its entries, and its sims in all (the sum of count x
+# shards over its entries). One POST of 100 entries x 64 x 15 shards made 96,000 sims and stalled
+# the server for tens of seconds.
 MAX_ENTRY_COUNT = 64
+MAX_RUN_ENTRIES = 256
+MAX_RUN_SIMS = 4096
+
+
+def run_size_problem(entries: Sequence[RunEntry]) -> str | None:
+    """Why a run of `entries` is too large, or None."""
+    if len(entries) > MAX_RUN_ENTRIES:
+        return f"a run has at most {MAX_RUN_ENTRIES:,} entries, not {len(entries):,}"
+    sims = sum(entry.count * entry.shards for entry in entries)
+    if sims > MAX_RUN_SIMS:
+        return (
+            f"a run makes at most {MAX_RUN_SIMS:,} sims (the sum of count x shards over its entries), "
+            f"and this one would make {sims:,}: split it into several runs"
+        )
+    return None
+
 
 # SQLite stores integers in 64 bits: a larger number must be a 422, not an overflow in the database.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -128,6 +157,70 @@ class RunEntry(Model):
 
     gpu_config: str
     count: int = Field(ge=1, le=MAX_ENTRY_COUNT, strict=True)
+    # Not in the spec (additions a spec client never has to send): each replica split into
+    # `shards` sims over contiguous kernel ranges, each after `warmup_kernels` warm-up kernels.
+    shards: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_SHARDS,
+        strict=True,
+        description=(
+            "Split each replica into this many sims, each simulating a contiguous range of the trace's "
+            "kernels; the results are merged as if one sim had run the whole trace."
+        ),
+    )
+    warmup_kernels: int = Field(
+        default=1,
+        ge=0,
+        le=MAX_WARMUP_KERNELS,
+        strict=True,
+        description=(
+            "Kernels each shard simulates just before its range to warm caches and DRAM rows; their "
+            "stats stay in that sim's own results, marked as warm-up."
+        ),
+    )
+
+    # Not in the spec (additions, optional, left out of responses when unset, so a spec client
+    # sees no change): a config variant. See shared/variants.py and POST /api/runs.
+    options: dict[str, str] = Field(
+        default_factory=dict,
+        description="Simulator options given after the configs, name -> value: "
+        '{"-gpgpu_n_clusters": "40"}. Each must be one the config and simulator know.',
+    )
+    label: str | None = Field(
+        default=None,
+        description="The variant's name wherever results group by config; defaults to "
+        "the config plus its options (SM7_QV100[gpgpu_n_clusters=40]).",
+    )
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _numbers_are_values(cls, value: Any) -> Any:
+        # {"-gpgpu_n_clusters": 40} means "40"; anything else non-text is refused by the type.
+        if isinstance(value, dict):
+            return {
+                k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+                for k, v in value.items()
+            }
+        return value
+
+    @model_serializer(mode="wrap")
+    def _spec_shape(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # An entry that uses no addition reads exactly as the spec's: a spec client sees no change.
+        data: dict[str, Any] = handler(self)
+        if self.shards == 1:
+            data.pop("shards", None)
+            data.pop("warmup_kernels", None)
+        if not data.get("options"):
+            data.pop("options", None)
+        if data.get("label") is None:
+            data.pop("label", None)
+        return data
+
+    @property
+    def variant(self) -> str:
+        """The label results group this entry's sims by."""
+        return self.label or self.gpu_config
 
 
 class RunCreate(Model):
@@ -161,6 +254,22 @@ class SimMetrics(Model):
     sim_rate_ips: float | None = None
 
 
+class ShardInfo(Model):
+    """Which part of a sharded replica a sim simulates (not in the spec, an addition)."""
+
+    index: int = Field(description="0-based shard index within its replica.")
+    count: int = Field(description="How many shards the replica has.")
+    kernel_first: int = Field(
+        description="The first kernel the shard owns: its 0-based trace position (kernel_index)."
+    )
+    kernel_last: int = Field(description="The last kernel the shard owns (inclusive).")
+    warmup_kernels: int = Field(
+        description=(
+            "Kernels simulated just before kernel_first to warm the simulator; their stats are not the shard's own."
+        )
+    )
+
+
 class SimSummary(Model):
     id: str
     run_id: str
@@ -182,6 +291,20 @@ class SimSummary(Model):
     current_kernel: str | None = None
     latest: SimMetrics = Field(default_factory=SimMetrics)
     log_tail: list[str] = Field(default_factory=list)
+    # Not in the spec (additions clients may ignore): the part of the trace a shard simulates
+    # (null for a sim of the whole trace), and the failed sim this one retries in place.
+    shard: ShardInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    retry_of: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Not in the spec (additions clients may ignore): the variant the sim runs. `label` is the
+    # config's name for a sim without options, so grouping by label groups by config.
+    options: dict[str, str] = Field(default_factory=dict, description="Simulator options after the configs.")
+    label: str = Field(default="", description="The variant: its entry's label, or gpu_config.")
+
+    @model_validator(mode="after")
+    def _label_defaults_to_config(self) -> SimSummary:
+        if not self.label:
+            self.label = self.gpu_config
+        return self
 
 
 class RunSummary(Model):
@@ -259,6 +382,8 @@ class KernelStat(Model):
     gpu_ipc: float | None = None
     sim_time_ns: float | None = None
     stats: dict[str, float | str] = Field(default_factory=dict)
+    # Not in the spec (an addition): a shard's warm-up kernel, in that sim's own results only.
+    warmup: bool = Field(default=False, exclude_if=lambda v: not v)
 
 
 class ComparisonRow(Model):
@@ -289,12 +414,74 @@ class RunResults(Model):
     comparison: Comparison
 
 
+class AccuracyKernel(Model):
+    """One kernel of an accuracy row: real against simulated time."""
+
+    kernel_name: str
+    real_ns: float
+    sim_ns: float
+    error_pct: float = Field(description="(sim_ns - real_ns) / real_ns * 100, signed.")
+
+
+class AccuracyPoint(Model):
+    kernel_index: int
+    kernel_name: str
+    real_ns: float
+    sim_ns: float
+
+
+class AccuracyRow(Model):
+    """`GET /api/accuracy` (not in the spec, an addition): how far one variant's simulated kernel
+    times are from a trace's real ones, over every finished real (not replayed) sim of it."""
+
+    trace_id: str
+    gpu_config: str
+    label: str = Field(description="The variant: the config's name when it ran without options.")
+    options: dict[str, str] = Field(default_factory=dict)
+    sims: int = Field(
+        description="Finished real replicas of this variant on this trace (a replica split into shards counts once)."
+    )
+    runs: list[str] = Field(default_factory=list, description="The runs they belong to.")
+    kernels: int = Field(description="Kernel rows compared: both real and simulated time known.")
+    mape_pct: float | None = Field(description="Mean of |sim - real| / real * 100 over those rows.")
+    mean_error_pct: float | None = Field(description="Mean of (sim - real) / real * 100: the bias.")
+    pearson_r: float | None = Field(description="Correlation of log real time and log simulated time.")
+    worst: list[AccuracyKernel] = Field(
+        default_factory=list, description="Up to 5 rows with the largest |error|."
+    )
+    step_wall_error_pct: float | None = Field(
+        default=None,
+        description="Traces with a step timeline: mean abs error of predicted step wall time, %.",
+    )
+    points: list[AccuracyPoint] | None = Field(
+        default=None, description="Every compared kernel, with ?points=true (for a scatter)."
+    )
+
+
+class AccuracyQuery(Model):
+    trace: str | None = None
+    config: str | None = Field(default=None, description="A gpu_config or a variant label.")
+    points: bool = False
+
+
+class ConfigOption(Model):
+    """An option a GPU config's simulator knows, with the config's value (`GET /api/gpu-configs/{name}/options`)."""
+
+    name: str
+    value: str
+    description: str = ""
+    in_config: bool = Field(default=False, description="The config's own files set it.")
+
+
 class SimStepTimeline(Model):
     sim_id: str
     gpu_config: str
     replica: int
     simulated: dict[str, Any]
     compare: dict[str, Any] | None = None
+    label: str | None = Field(
+        default=None, description="Not in the spec: the sim's variant (see SimSummary)."
+    )
 
 
 class SimFile(Model):
@@ -308,6 +495,9 @@ class RunFile(SimFile):
     sim_id: str
     gpu_config: str
     replica: int
+    label: str | None = Field(
+        default=None, description="Not in the spec: the sim's variant (see SimSummary)."
+    )
 
 
 # --- events on GET /api/runs/{run_id}/events -------------------------------------------------

@@ -123,3 +123,28 @@ def url_problem(url: str) -> str | None:
     if parts.query or parts.fragment or "?" in url or "#" in url or not _URL_PATH.fullmatch(parts.path):
         return f"{url!r} may have a plain path (letters, digits, . _ ~ - and /) but no query or fragment"
     return None
+
+
+# sbatch options Cascade sets itself and depends on: the job name finds its jobs after a restart,
+# the array maps tasks to sims, the export carries the worker's settings, --parsable the job id.
+RESERVED_SBATCH_OPTIONS = {"job-name": "J", "array": "a", "export": None, "parsable": None}
+
+
+def reserved_option_problem(extra: list[str]) -> str | None:
+    """Why CASCADE_SLURM_ARGS may not hold one of these arguments (extra arguments go last, so they
+    would win), or None. Long options count by any prefix sbatch takes (`--job=x`), short ones
+    alone or with their value attached (`-J x`, `-Jx`)."""
+    for arg in extra:
+        if arg.startswith("--") and len(arg) > 3:
+            given = arg[2:].split("=", 1)[0]
+            hits = [name for name in RESERVED_SBATCH_OPTIONS if name.startswith(given)]
+        elif arg.startswith("-") and len(arg) > 1 and not arg.startswith("--"):
+            hits = [name for name, short in RESERVED_SBATCH_OPTIONS.items() if short and arg[1] == short]
+        else:
+            continue
+        if hits:
+            return (
+                f"CASCADE_SLURM_ARGS may not set --{hits[0]} ({arg!r}): Cascade sets it itself and needs "
+                "it to track its jobs (the job name finds them again after a restart); remove it"
+            )
+    return None

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .timeline.formats import StepKind
+from .step_kinds import StepKind
 
 MAX_STEPS = 1_000_000
 # A step longer than a day, or an error beyond a billion percent, is corrupt: past these the

@@ -11,6 +11,7 @@ keeps them under `traces/`.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -23,6 +24,9 @@ METADATA_NAME = "metadata.json"
 CORRECTED_TIMELINE_NAME = "corrected_timeline.json"
 KERNEL_MAPPING_NAME = "kernel_mapping.json"
 REAL_TIMING_NAME = "real_timing.json"
+# The longest real kernel duration believed (ns): a day. Anything longer, and any value that is not
+# a finite number (Infinity, NaN, a bool, a 400-digit integer), is an unknown duration.
+MAX_REAL_DURATION_NS = 86_400e9
 
 
 class MetadataError(ValueError):
@@ -94,11 +98,25 @@ def has_step_timeline(trace_dir: Path | None, metadata: dict[str, Any] | None = 
     )
 
 
+def real_duration(value: Any) -> float | None:
+    """A real kernel duration (ns) as `real_timing.json` gives it, or None when it is not a finite,
+    non-negative number up to MAX_REAL_DURATION_NS (Infinity, NaN, bools, text, huge integers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        duration = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return duration if math.isfinite(duration) and 0 <= duration <= MAX_REAL_DURATION_NS else None
+
+
 def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
     """`real_timing.json` -> [(kernel_name, duration_ns)] sorted by kernel id.
 
     Accepts a list of kernel objects or an object holding one under `kernels`; each kernel has
-    `kernel_id` (or `id`), `duration_ns` and optionally `kernel_name`/`name`.
+    `kernel_id` (or `id`), `duration_ns` and optionally `kernel_name`/`name`. A duration that is not
+    a sane number (real_duration) is unknown (None), like a missing one; a kernel id that is not a
+    finite number is the kernel's position.
     """
     items = doc.get("kernels", []) if isinstance(doc, dict) else doc
     rows = []
@@ -106,13 +124,15 @@ def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
         if not isinstance(item, dict):
             continue
         kernel_id = item.get("kernel_id", item.get("id", position))
-        duration = item.get("duration_ns")
         name = item.get("kernel_name", item.get("name"))
         rows.append(
             (
-                kernel_id if isinstance(kernel_id, (int, float)) else position,
+                kernel_id
+                if (isinstance(kernel_id, int) and not isinstance(kernel_id, bool))
+                or (isinstance(kernel_id, float) and math.isfinite(kernel_id))
+                else position,
                 name if isinstance(name, str) else None,
-                float(duration) if isinstance(duration, (int, float)) else None,
+                real_duration(item.get("duration_ns")),
             )
         )
     rows.sort(key=lambda row: row[0])
@@ -128,5 +148,5 @@ def load_real_timing(
         return None
     try:
         return parse_real_timing(json.loads(read_bounded(path, TIMING_FILE_MAX_BYTES, decompress=False)))
-    except (OSError, ValueError):  # TooLargeError too
+    except (OSError, ValueError, RecursionError):  # TooLargeError too; nesting too deep for json
         return None

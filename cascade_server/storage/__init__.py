@@ -1,21 +1,48 @@
-"""SQLite storage (aiosqlite, WAL) with one serialized writer, split by aggregate.
+"""SQLite storage (aiosqlite, WAL): one database core and a repository per aggregate.
 
-`core` holds the connections, the writer lock and the write helper every change goes through
-(`async with store.write() as tx: ...; tx.publish(run_id, events)`); `schema` the migrations;
-`codecs` how values are stored. Each aggregate adds its reads and writes on top of the one
-before it: traces, runs (and their sims), outputs (kernels, files, step timelines), sim state
-changes, logs. `Store` is all of them.
+`database` holds the connections, the one serialized writer and the write helper every change
+goes through (`async with db.write() as tx: ...; tx.publish(run_id, events)`: the events go out
+after the commit); `schema` the migrations; `codecs` how values are stored. Each aggregate's
+reads and writes are a repository on the one database: traces, runs (with their sims), outputs
+(kernels, files, step timelines), sim states, logs. `Store` composes them.
 """
 
 from __future__ import annotations
 
-from .core import Conflict, NotFound, Transaction
-from .logs import LogStore
-from .traces import trace_in_use
+from pathlib import Path
+from typing import Self
+
+from ..domain_errors import Conflict, Invalid, NotFound
+from ..events import Broker
+from .database import Database, Transaction
+from .logs import LogRepository
+from .outputs import OutputRepository
+from .runs import RunRepository
+from .sim_states import SimStateRepository
+from .traces import TraceRepository, trace_in_use
 
 
-class Store(LogStore):
-    """The server's database: every aggregate's reads and writes on one writer and one reader."""
+class Store:
+    """The server's database and its repositories, on one writer and one reader."""
+
+    def __init__(self, path: Path, broker: Broker | None = None) -> None:
+        self.db = Database(path, broker)
+        self.traces = TraceRepository(self.db)
+        self.runs = RunRepository(self.db, self.traces)
+        self.outputs = OutputRepository(self.db, self.runs)
+        self.sim_states = SimStateRepository(self.db, self.runs)
+        self.logs = LogRepository(self.db)
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    async def open(self) -> Self:
+        await self.db.open()
+        return self
+
+    async def close(self) -> None:
+        await self.db.close()
 
 
-__all__ = ["Conflict", "NotFound", "Store", "Transaction", "trace_in_use"]
+__all__ = ["Conflict", "Database", "Invalid", "NotFound", "Store", "Transaction", "trace_in_use"]

@@ -10,8 +10,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiosqlite
+import zstandard
 
 from ..shared.models import KernelStat, SimMetrics, SimSummary
+from .shard_columns import shard_from_row
 
 
 def new_id(prefix: str) -> str:
@@ -23,22 +25,55 @@ def iso(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+# Blobs are Zstandard frames at level 1: on ingest's hot path it compresses real logs 2-3 times
+# faster than zlib's fastest level, and smaller (benchmarks/bench_ingest.py). Each frame carries a
+# checksum of its content (zlib streams always did): a damaged blob is an error, never silently
+# wrong text or stats. Databases written before hold zlib streams, read as ever: a blob says
+# which it is by its first bytes.
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# No blob this server writes comes near this (a chunk is one request body, an open stats block
+# is bounded by the parser); a damaged frame header claiming more is refused, not allocated.
+MAX_BLOB_BYTES = 512 * 1024 * 1024
+# What `decompress` raises for a damaged blob.
+DECOMPRESS_ERRORS = (zstandard.ZstdError, zlib.error, ValueError)
+
+
+def compress(data: bytes) -> bytes:
+    # A compressor per call: one is not safe to share between threads (blobs are packed on the
+    # event loop, in its executor threads and in the parse workers), and making one costs ~7 µs.
+    return zstandard.ZstdCompressor(level=1, write_checksum=True).compress(data)
+
+
+def decompress(blob: bytes) -> bytes:
+    """A blob from `compress`, or a zlib stream from a database written before; a damaged blob
+    (wrong checksum, bytes after the frame, a size past MAX_BLOB_BYTES) raises one of
+    DECOMPRESS_ERRORS."""
+    if blob[:4] != _ZSTD_MAGIC:
+        return zlib.decompress(blob)
+    size = zstandard.frame_content_size(blob)
+    if not 0 <= size <= MAX_BLOB_BYTES:
+        raise ValueError(f"stored blob claims {size} bytes: damaged")
+    return zstandard.ZstdDecompressor().decompress(
+        blob, max_output_size=MAX_BLOB_BYTES, allow_extra_data=False
+    )
+
+
 def pack(obj: Any) -> bytes:
-    return zlib.compress(json.dumps(obj, allow_nan=True, separators=(",", ":")).encode(), 1)
+    return compress(json.dumps(obj, allow_nan=True, separators=(",", ":")).encode())
 
 
 def unpack(blob: bytes | None) -> Any:
-    return None if blob is None else json.loads(zlib.decompress(blob))
+    return None if blob is None else json.loads(decompress(blob))
 
 
 def pack_stats(stats: dict[str, float | str]) -> bytes:
     """A kernel's full stats map (1,000-3,000 keys), compressed. Pickled rather than JSON: the
     map is written on the ingest hot path, and pickle is several times cheaper both ways."""
-    return zlib.compress(pickle.dumps(stats, protocol=5), 1)
+    return compress(pickle.dumps(stats, protocol=5))
 
 
 def unpack_stats(blob: bytes) -> dict[str, float | str]:
-    stats: dict[str, float | str] = pickle.loads(zlib.decompress(blob))
+    stats: dict[str, float | str] = pickle.loads(decompress(blob))
     return stats
 
 
@@ -46,21 +81,25 @@ def pack_lines(lines: list[str]) -> bytes:
     """A chunk as stored: every line ending in a newline (so the log download is a plain
     concatenation, and an empty chunk stays empty), compressed."""
     text = "\n".join(lines) + "\n" if lines else ""
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+    return compress(text.encode("utf-8", "surrogatepass"))
 
 
 def unpack_lines(blob: bytes) -> list[str]:
-    return zlib.decompress(blob).decode("utf-8", "surrogatepass").split("\n")[:-1]
+    return decompress(blob).decode("utf-8", "surrogatepass").split("\n")[:-1]
 
 
 def pack_state(state: dict[str, Any]) -> bytes:
     """A parser's state, saved with every group of chunks: pickle of plain dicts, lists, strings
-    and floats (several times cheaper than JSON on this hot path, and stable across versions)."""
-    return pickle.dumps(state, protocol=5)
+    and floats (several times cheaper than JSON on this hot path, and stable across versions),
+    compressed (an open stats block is tens of KB, written and read back with every group)."""
+    return compress(pickle.dumps(state, protocol=5))
 
 
 def unpack_state(blob: bytes | None) -> dict[str, Any] | None:
-    return None if blob is None else pickle.loads(blob)
+    if blob is None:
+        return None
+    # States saved before they were compressed are plain pickles (protocol 5: b"\x80\x05").
+    return pickle.loads(decompress(blob) if blob[:4] == _ZSTD_MAGIC else blob)
 
 
 def sim_from_row(row: aiosqlite.Row) -> SimSummary:
@@ -83,7 +122,18 @@ def sim_from_row(row: aiosqlite.Row) -> SimSummary:
         current_kernel=row["current_kernel"],
         latest=SimMetrics.model_validate_json(row["latest"]),
         log_tail=json.loads(row["log_tail"]),
+        shard=shard_from_row(row),
+        retry_of=row["retry_of"],
+        **_variant(row),
     )
+
+
+def _variant(row: aiosqlite.Row) -> dict[str, Any]:
+    """A sim's options and label (migration 6); absent or NULL for a sim without options."""
+    keys = row.keys()
+    options = row["options"] if "options" in keys else None
+    label = row["label"] if "label" in keys else None
+    return {"options": json.loads(options) if options else {}, "label": label or ""}
 
 
 def kernel_from_row(row: aiosqlite.Row, with_stats: bool) -> KernelStat:

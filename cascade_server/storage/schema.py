@@ -55,7 +55,7 @@ MIGRATIONS: list[str] = [
     CREATE TABLE log_chunks (
         sim_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
-        data BLOB NOT NULL,             -- pack_lines(): zlib of the lines, each ending in a newline
+        data BLOB NOT NULL,             -- pack_lines(): the lines, each ending in a newline, compressed
         PRIMARY KEY (sim_id, seq)
     ) WITHOUT ROWID;
     CREATE TABLE kernels (
@@ -110,6 +110,26 @@ MIGRATIONS: list[str] = [
             OR trace_id NOT IN (SELECT id FROM traces)
             OR (sample = 0 AND EXISTS (SELECT 1 FROM traces WHERE traces.id = runs.trace_id
                                        AND julianday(traces.created_at) > julianday(runs.created_at))));
+    """,
+    # 6: sharded sims (issue 23; storage/shard_columns.py). A shard owns kernels shard_first..shard_last
+    # (0-based trace positions, inclusive; NULL last: to the end) and first simulates
+    # shard_warmup kernels before them; its kernels are stored at their trace positions. A failed
+    # sim retried in place names the sim that replaced it (retried_by) and is no longer one of
+    # its run's sims; the new one names it (retry_of). Sims of the whole trace keep the defaults.
+    """
+    ALTER TABLE sims ADD COLUMN shard_index INTEGER;
+    ALTER TABLE sims ADD COLUMN shard_count INTEGER;
+    ALTER TABLE sims ADD COLUMN shard_first INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sims ADD COLUMN shard_last INTEGER;
+    ALTER TABLE sims ADD COLUMN shard_warmup INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sims ADD COLUMN retry_of TEXT;
+    ALTER TABLE sims ADD COLUMN retried_by TEXT;
+    """,
+    # 7: config variants (shared/variants.py): a sim's simulator options as JSON and its label;
+    # NULL for sims without options (their label is their gpu_config).
+    """
+    ALTER TABLE sims ADD COLUMN options TEXT;
+    ALTER TABLE sims ADD COLUMN label TEXT;
     """,
 ]
 

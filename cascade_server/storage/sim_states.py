@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..domain_errors import NotFound
 from ..reported_time import reported_time
 from ..shared.models import (
     TERMINAL_SIM_STATES,
@@ -20,22 +21,27 @@ from ..shared.models import (
     utcnow,
 )
 from .codecs import iso, sim_from_row
-from .core import NotFound, Transaction
-from .outputs import OutputStore
+from .database import Database, Transaction
+from .runs import RunRepository
 
 
-class SimStateStore(OutputStore):
+class SimStateRepository:
+    """Sims moving between states."""
+
+    def __init__(self, db: Database, runs: RunRepository) -> None:
+        self.db, self.runs = db, runs
+
     async def _update_sim(self, tx: Transaction, sim_id: str, **fields: Any) -> SimSummary:
         """Update columns within `tx` and return the sim as it now is."""
         sets = ", ".join(f"{name}=?" for name in fields)
         await tx.conn.execute(f"UPDATE sims SET {sets} WHERE id=?", (*fields.values(), sim_id))
-        sim = await self.get_sim(sim_id, tx.conn)
+        sim = await self.runs.get_sim(sim_id, tx.conn)
         assert sim is not None
         return sim
 
     async def heartbeat(self, sim_id: str, beat: Heartbeat) -> HeartbeatAck:
-        async with self.write() as tx:
-            sim = await self.get_sim(sim_id, tx.conn)
+        async with self.db.write() as tx:
+            sim = await self.runs.get_sim(sim_id, tx.conn)
             if sim is None:
                 raise NotFound(f"sim {sim_id} not found")
             if sim.state in TERMINAL_SIM_STATES:
@@ -70,8 +76,8 @@ class SimStateStore(OutputStore):
     async def mark_launching(self, sim_id: str, launcher_ref: str | None) -> None:
         """The launcher started (or is starting) this sim. Pending -> launching; a later call
         only records the `launcher_ref`."""
-        async with self.write() as tx:
-            sim = await self.get_sim(sim_id, tx.conn)
+        async with self.db.write() as tx:
+            sim = await self.runs.get_sim(sim_id, tx.conn)
             if sim is None or sim.state in TERMINAL_SIM_STATES:
                 return
             fields: dict[str, Any] = {}
@@ -87,8 +93,8 @@ class SimStateStore(OutputStore):
     async def set_launcher_view(self, sim_id: str, **fields: str | None) -> None:
         """Record what the launcher knows of an unfinished sim's job without moving its state:
         `launcher_ref` (a job id given while the sim waits `pending`), `launcher_state`."""
-        async with self.write() as tx:
-            sim = await self.get_sim(sim_id, tx.conn)
+        async with self.db.write() as tx:
+            sim = await self.runs.get_sim(sim_id, tx.conn)
             if sim is None or sim.state in TERMINAL_SIM_STATES:
                 return
             changed = {k: v for k, v in fields.items() if getattr(sim, k) != v}
@@ -100,10 +106,10 @@ class SimStateStore(OutputStore):
     async def set_launcher_refs(self, refs: dict[str, str]) -> None:
         """Job ids for sims a scheduler queued (sim_id -> launcher_ref), in one transaction; the
         sims stay `pending` (a finished one is left alone)."""
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             changed = []
             for sim_id, ref in refs.items():
-                sim = await self.get_sim(sim_id, tx.conn)
+                sim = await self.runs.get_sim(sim_id, tx.conn)
                 if sim is not None and sim.state not in TERMINAL_SIM_STATES and sim.launcher_ref != ref:
                     changed.append(await self._update_sim(tx, sim_id, launcher_ref=ref))
             for sim in changed:
@@ -112,8 +118,8 @@ class SimStateStore(OutputStore):
     async def add_failure_cause(self, sim_id: str, cause: str) -> None:
         """A failed sim's error gains what ended it, as the scheduler tells it:
         `worker stopped by SIGTERM (Slurm job 12_0 TIMEOUT)`."""
-        async with self.write() as tx:
-            sim = await self.get_sim(sim_id, tx.conn)
+        async with self.db.write() as tx:
+            sim = await self.runs.get_sim(sim_id, tx.conn)
             if sim is None or sim.state != "failed" or cause in (sim.error or ""):
                 return
             updated = await self._update_sim(
@@ -123,8 +129,8 @@ class SimStateStore(OutputStore):
 
     async def mark_failed(self, sim_id: str, error: str, exit_code: int | None = None) -> None:
         """A launcher saw the sim's process end (or fail to start) without a final heartbeat."""
-        async with self.write() as tx:
-            sim = await self.get_sim(sim_id, tx.conn)
+        async with self.db.write() as tx:
+            sim = await self.runs.get_sim(sim_id, tx.conn)
             if sim is None or not can_transition(sim.state, "failed"):
                 return
             fields = _move(sim, "failed", iso(utcnow()), error=error, exit_code=exit_code)
@@ -133,8 +139,8 @@ class SimStateStore(OutputStore):
 
     async def cancel_run(self, run_id: str) -> tuple[RunDetail, list[SimSummary]]:
         """Every unfinished sim -> cancelled. Returns the run and the sims that were cancelled."""
-        async with self.write() as tx:
-            run = await self.get_run(run_id, tx.conn)
+        async with self.db.write() as tx:
+            run = await self.runs.get_run(run_id, tx.conn)
             if run is None:
                 raise NotFound(f"run {run_id} not found")
             now = iso(utcnow())
@@ -146,7 +152,7 @@ class SimStateStore(OutputStore):
             if not cancelled:
                 return run, []
             tx.publish(run_id, [SimEvent(sim=s) for s in cancelled])
-            run = await self.get_run(run_id, tx.conn)
+            run = await self.runs.get_run(run_id, tx.conn)
             assert run is not None
         return run, cancelled
 
@@ -161,7 +167,7 @@ class SimStateStore(OutputStore):
         lost_before = iso(now_dt - timedelta(seconds=timeout_s))
         failed_before = iso(now_dt - timedelta(seconds=10 * timeout_s))
         changed: list[SimSummary] = []
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             # The states a sim sends heartbeats in: `pending` has none yet, terminal ones stopped.
             async with tx.conn.execute(
                 "SELECT * FROM sims WHERE state IN ('launching','running','lost')"

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
-from pathlib import Path
 from typing import TypeVar
 
 import aiosqlite
 
-from ..events import Broker
+from ..domain_errors import Conflict, NotFound
 from ..gpu_configs import arch_from_name
 from ..shared.models import TERMINAL_SIM_STATES, RunEntry, RunSummary, TraceDetail, TraceSummary, utcnow
 from .codecs import iso
-from .core import Conflict, NotFound, StoreCore
+from .database import Database
 
 _Listed = TypeVar("_Listed", RunSummary, TraceSummary)
 
@@ -70,9 +69,11 @@ def pick(items: Iterable[_Listed], states: Iterable[str], limit: int | None) -> 
     return picked
 
 
-class TraceStore(StoreCore):
-    def __init__(self, path: Path, broker: Broker | None = None) -> None:
-        super().__init__(path, broker)
+class TraceRepository:
+    """Traces, and the journal of their deletes."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
         # Traces whose delete has begun (their bucket objects may be going): create_run refuses
         # them, so the delete can no longer meet an active run once it has passed its checks.
         self._deleting_traces: set[str] = set()
@@ -82,20 +83,27 @@ class TraceStore(StoreCore):
 
     async def put_trace(self, detail: TraceDetail) -> None:
         """Insert or replace a trace (ingestion registers and updates traces through this)."""
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             await tx.conn.execute(
                 "INSERT OR REPLACE INTO traces(id, created_at, doc) VALUES (?, ?, ?)",
                 (detail.id, iso(detail.created_at), detail.model_dump_json()),
             )
 
     async def get_trace(self, trace_id: str) -> TraceDetail | None:
-        async with self.r.execute("SELECT doc FROM traces WHERE id=?", (trace_id,)) as cur:
+        async with self.db.r.execute("SELECT doc FROM traces WHERE id=?", (trace_id,)) as cur:
             row = await cur.fetchone()
         return None if row is None else TraceDetail.model_validate_json(row[0])
 
+    async def require_trace(self, trace_id: str) -> TraceDetail:
+        """The trace, or NotFound (404), as `runs.require_run` does for a run."""
+        trace = await self.get_trace(trace_id)
+        if trace is None:
+            raise NotFound(f"trace {trace_id} not found")
+        return trace
+
     async def list_traces(self, states: Iterable[str] = (), limit: int | None = None) -> list[TraceSummary]:
         """Newest first; only `states` when given, at most `limit`."""
-        async with self.r.execute("SELECT doc FROM traces ORDER BY created_at DESC, id") as cur:
+        async with self.db.r.execute("SELECT doc FROM traces ORDER BY created_at DESC, id") as cur:
             rows = await cur.fetchall()
         return pick((TraceSummary.model_validate_json(row[0]) for row in rows), states, limit)
 
@@ -106,7 +114,7 @@ class TraceStore(StoreCore):
         trace that looks whole. No run starts on it until `end_trace_delete` or
         `release_trace_delete`. Raises NotFound, or Conflict (an active run, or a delete already
         under way) having changed nothing."""
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             async with tx.conn.execute("SELECT 1 FROM traces WHERE id=?", (trace_id,)) as cur:
                 if await cur.fetchone() is None:
                     raise NotFound(f"trace {trace_id} not found")
@@ -124,14 +132,14 @@ class TraceStore(StoreCore):
 
     async def release_trace_delete(self, trace_id: str) -> None:
         """A delete that could not finish (the bucket refused it): the trace is usable again."""
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             await tx.conn.execute("DELETE FROM trace_deletes WHERE trace_id=?", (trace_id,))
             self._deleting_traces.discard(trace_id)
             self.deletes_under_way.discard(trace_id)
 
     async def end_trace_delete(self, trace_id: str) -> None:
         """A delete is complete (objects, row and mirror gone): drop it from the journal."""
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             await tx.conn.execute("DELETE FROM trace_deletes WHERE trace_id=?", (trace_id,))
             self._deleting_traces.discard(trace_id)
             self.deletes_under_way.discard(trace_id)
@@ -139,7 +147,9 @@ class TraceStore(StoreCore):
     async def trace_deletes_in_progress(self) -> list[str]:
         """The journaled deletes not yet complete (interrupted by a crash, or under way); their
         traces take no new run."""
-        async with self.r.execute("SELECT trace_id FROM trace_deletes ORDER BY started_at, trace_id") as cur:
+        async with self.db.r.execute(
+            "SELECT trace_id FROM trace_deletes ORDER BY started_at, trace_id"
+        ) as cur:
             trace_ids = [row[0] for row in await cur.fetchall()]
         self._deleting_traces.update(trace_ids)
         return trace_ids
@@ -152,7 +162,7 @@ class TraceStore(StoreCore):
         Its runs stay, keeping the trace's record (`deleted_trace_record`) in the same write: a
         trace uploaded later under the same id is another trace, never joined to them.
         Raises NotFound, or Conflict when an active run uses it."""
-        async with self.write() as tx:
+        async with self.db.write() as tx:
             async with tx.conn.execute("SELECT doc FROM traces WHERE id=?", (trace_id,)) as cur:
                 row = await cur.fetchone()
             if row is None:
@@ -170,14 +180,14 @@ class TraceStore(StoreCore):
     async def active_runs_of(self, trace_id: str, conn: aiosqlite.Connection | None = None) -> list[str]:
         """The ids of the trace's runs that still have an unfinished sim."""
         placeholders = ",".join("?" * len(TERMINAL_SIM_STATES))
-        async with (conn or self.r).execute(
+        async with (conn or self.db.r).execute(
             f"SELECT DISTINCT runs.id FROM runs JOIN sims ON sims.run_id = runs.id WHERE runs.trace_id=?"
             f" AND sims.state NOT IN ({placeholders}) ORDER BY runs.id",
             (trace_id, *sorted(TERMINAL_SIM_STATES)),
         ) as cur:
             return [row[0] for row in await cur.fetchall()]
 
-    async def _trace_summary(self, run: aiosqlite.Row) -> TraceSummary:
+    async def trace_of_run_row(self, run: aiosqlite.Row) -> TraceSummary:
         """The trace of a run (its `runs` row): the live trace, or the record of a deleted one."""
         if run["trace_record"] is not None:
             return TraceSummary.model_validate_json(run["trace_record"])
@@ -199,7 +209,9 @@ class TraceStore(StoreCore):
     async def live_trace_of_run(self, run_id: str) -> TraceDetail | None:
         """The trace a run was made on, if it still exists: None once it was deleted, even if a
         trace of the same id was uploaded since (that one is another trace)."""
-        async with self.r.execute("SELECT trace_id, trace_deleted_at FROM runs WHERE id=?", (run_id,)) as cur:
+        async with self.db.r.execute(
+            "SELECT trace_id, trace_deleted_at FROM runs WHERE id=?", (run_id,)
+        ) as cur:
             row = await cur.fetchone()
         if row is None or row[1] is not None:
             return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..shared.upload_rules import trace_id_problem
 from .scan_errors import one_line
@@ -18,9 +18,21 @@ from .scan_errors import one_line
 if TYPE_CHECKING:
     from ..settings import Settings
     from ..storage import Store
-    from .scanner import TraceScanner
 
 log = logging.getLogger(__name__)
+
+
+class TraceScanner(Protocol):
+    """What a delete asks of the scanner (scanner.TraceScanner), named here rather than imported:
+    the scanner finishes interrupted deletes on every scan, so it imports this module."""
+
+    async def delete_objects(self, trace_id: str) -> int: ...
+
+    def forget(self, trace_id: str) -> None: ...
+
+    def warn_once(self, key: str, message: str, *args: object) -> None: ...
+
+    def health_error(self) -> str | None: ...
 
 
 class BucketDeleteError(Exception):
@@ -62,23 +74,23 @@ async def finish_trace_delete(
             await scanner.delete_objects(trace_id)
         except Exception as exc:
             raise BucketDeleteError(f"{type(exc).__name__}: {one_line(exc)}") from exc
-    if await store.get_trace(trace_id) is not None:
-        await store.delete_trace(trace_id)
+    if await store.traces.get_trace(trace_id) is not None:
+        await store.traces.delete_trace(trace_id)
     await asyncio.to_thread(remove_trace_files, settings, trace_id)
     if scanner is not None:
         scanner.forget(trace_id)
-    await store.end_trace_delete(trace_id)
+    await store.traces.end_trace_delete(trace_id)
 
 
 async def resume_trace_deletes(store: Store, settings: Settings, scanner: TraceScanner | None) -> None:
     """Finish every delete the journal holds that no request is carrying out (after a crash they
     all are such); one that fails now (bucket down) is retried on the next call."""
-    for trace_id in await store.trace_deletes_in_progress():
-        if trace_id in store.deletes_under_way:
+    for trace_id in await store.traces.trace_deletes_in_progress():
+        if trace_id in store.traces.deletes_under_way:
             continue
-        store.deletes_under_way.add(trace_id)
+        store.traces.deletes_under_way.add(trace_id)
         try:
-            trace = await store.get_trace(trace_id)
+            trace = await store.traces.get_trace(trace_id)
             await finish_trace_delete(
                 store, settings, scanner, trace_id, in_bucket=trace is None or not trace.sample
             )
@@ -91,7 +103,7 @@ async def resume_trace_deletes(store: Store, settings: Settings, scanner: TraceS
         else:
             log.info("finished deleting trace %s (a delete interrupted by a restart)", trace_id)
         finally:
-            store.deletes_under_way.discard(trace_id)
+            store.traces.deletes_under_way.discard(trace_id)
 
 
 def remove_trace_files(settings: Settings, trace_id: str) -> None:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..shared.trace_inputs import TraceFormatError
+from ..shared.trace_inputs import TraceFormatError, kernel_name_problem
 from ..shared.trace_limits import launch_shape_problem
 
 _INSTRUCTION = re.compile(r"\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s(.*)\Z", re.DOTALL)
@@ -176,9 +176,9 @@ def rewrite_kernelslist(
         if line.startswith("Memcpy"):
             out.append(line)
         elif line.startswith("kernel"):
+            if problem := kernel_name_problem(line):  # the rule kernelslist.g is read by
+                raise TraceFormatError(f"{source} line {number}: kernel trace {line[:60]!r} {problem}")
             entry = KernelEntry(line, processed_name(line))
-            if "/" in line or line in (".", ".."):
-                raise TraceFormatError(f"{source} line {number}: kernel trace {line!r} is not a file name")
             kernels.append(entry)
             out.append(entry.output_name)
         else:

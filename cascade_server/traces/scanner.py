@@ -3,16 +3,14 @@ thread), registers new traces, mirrors new or changed objects into `data_dir/tra
 reads `metadata.json`, and once the upload is complete post-processes the trace in a separate
 process and marks it `ready` with its kernels.
 
-Restarts: the traces live in the store, and each trace's per-object bookkeeping (size and
-LastModified of every mirrored object; ETags differ between S3 servers, so they are not used) in
-`data_dir/trace-scan/<trace_id>.json`, so a restarted scanner downloads only what changed, resumes
+Restarts: the traces live in the store, and each trace's per-object bookkeeping in its book
+(mirror.py), so a restarted scanner downloads only what changed, resumes
 `processing` traces and leaves `ready`/`failed` ones alone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import shutil
@@ -34,12 +32,13 @@ from .completeness import (
     pending_files,
     split_key,
 )
-from .deletion import remove_trace_files, resume_trace_deletes
-from .downloads import DOWNLOADS_NAME, clear_downloads, download_path
+from .deletion import resume_trace_deletes
+from .downloads import clear_downloads
 from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, read_metadata_file
-from .postprocess import LOCK_NAME, NO_SPACE_ERRNOS, NO_SPACE_REASON
+from .mirror import Listing, TraceMirror
+from .postprocess import NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
-from .scan_errors import TraceReadError, TraceRetryLater, mirror_error, one_line
+from .scan_errors import TraceReadError, TraceRetryLater, one_line
 from .trace_arch import arch_fields
 
 if TYPE_CHECKING:
@@ -53,22 +52,6 @@ TERMINAL_STATES = ("ready", "failed")
 # is reported as the endpoint's problem while it lasts: a stopped or wedged endpoint accepts the
 # connection and never answers, and the client's own timeouts and retries take minutes.
 STALLED_AFTER_S = 10.0
-# (size, LastModified ISO) per path inside the trace
-Listing = dict[str, tuple[int, str]]
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:  # e.g. a name too long to have been created in the first place
-        pass
 
 
 def _dir_bytes(directory: Path) -> int:
@@ -94,9 +77,8 @@ class TraceScanner:
         self.s3 = s3
         self.client = make_client(s3)
         self.mirror_root = settings.traces_dir
-        self.book_dir = settings.trace_books_dir
+        self.mirror = TraceMirror(settings, s3, self.client)
         self.traces: dict[str, TraceDetail] = {}
-        self._books: dict[str, Listing] = {}
         self._last_progress: dict[str, float] = {}  # monotonic time of the last object change
         self._processing: dict[str, asyncio.Task[None]] = {}
         self._process_slots = asyncio.Semaphore(max(1, (os.cpu_count() or 2) // 2))
@@ -120,12 +102,12 @@ class TraceScanner:
         """Read the known traces from the store; remove files left of traces that have no row (a
         crash after a delete committed); resume post-processing interrupted by a restart. Deletes
         a crash interrupted take no run from now on, and are finished by the first scan."""
-        await self.store.trace_deletes_in_progress()
-        for summary in await self.store.list_traces():
-            detail = await self.store.get_trace(summary.id)
+        await self.store.traces.trace_deletes_in_progress()
+        for summary in await self.store.traces.list_traces():
+            detail = await self.store.traces.get_trace(summary.id)
             if detail is not None:
                 self.traces[detail.id] = detail
-        await asyncio.to_thread(self._remove_leftovers, set(self.traces))
+        await asyncio.to_thread(self.mirror.remove_leftovers, set(self.traces))
         await asyncio.to_thread(clear_downloads, self.settings)
         for detail in self.traces.values():
             if detail.state == "processing" and not detail.sample:
@@ -270,24 +252,24 @@ class TraceScanner:
                 await self._save(trace.model_copy(update={"state": "failed", "error": problem}))
                 return
             if trace_id not in self._cleared:  # a new trace never reuses a deleted one's files
-                await asyncio.to_thread(self._clear_files, trace_id)
+                await asyncio.to_thread(self.mirror.clear_files, trace_id)
                 self._cleared.add(trace_id)
         if trace.state == "processing":  # stored as processing, task not running (cannot happen
             self._start_processing(trace_id)  # after load(), but never leave a trace stuck)
             return
 
-        book = self._book(trace_id)
+        book = self.mirror.book(trace_id)
         self._last_progress.setdefault(trace_id, time.monotonic())
         to_fetch = sorted(rel for rel, info in objects.items() if book.get(rel) != info)
         removed = sorted(rel for rel in book if rel not in objects)
         fetched: list[str] = []
         if to_fetch or removed:
-            fetched = await asyncio.to_thread(self._mirror, trace_id, to_fetch, removed)
+            fetched = await asyncio.to_thread(self.mirror.fetch, trace_id, to_fetch, removed)
             for rel in fetched:
                 book[rel] = objects[rel]
             for rel in removed:
                 book.pop(rel, None)
-            _write_json_atomic(self._book_path(trace_id), book)
+            self.mirror.save_book(trace_id)
             self._last_progress[trace_id] = time.monotonic()
 
         update: dict[str, Any] = {
@@ -297,7 +279,7 @@ class TraceScanner:
         meta = None
         try:
             if METADATA_NAME in book and (METADATA_NAME in fetched or trace.metadata is None):
-                path = self._mirror_dir(trace_id) / METADATA_NAME
+                path = self.mirror.directory(trace_id) / METADATA_NAME
                 meta = await asyncio.to_thread(read_metadata_file, path, trace_id)
                 update.update(meta.trace_fields(), metadata=meta.raw)
             elif trace.metadata is not None:
@@ -336,106 +318,14 @@ class TraceScanner:
         """Delete the trace's objects from the bucket, so no later scan brings it back and its id
         can be uploaded again; returns how many. Call it while the trace is still known (a scan
         leaves a finished trace alone), then `forget` it."""
-        return await asyncio.to_thread(self._delete_objects, trace_id)
-
-    def _delete_objects(self, trace_id: str) -> int:
-        paginator = self.client.get_paginator("list_objects_v2")
-        deleted = 0
-        for page in paginator.paginate(Bucket=self.s3.bucket, Prefix=f"{TRACES_PREFIX}{trace_id}/"):
-            keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
-            if keys:  # a listing page holds at most 1,000 keys, what one DeleteObjects takes
-                answer = self.client.delete_objects(
-                    Bucket=self.s3.bucket, Delete={"Objects": keys, "Quiet": True}
-                )
-                if errors := answer.get("Errors"):
-                    first = errors[0]
-                    raise OSError(
-                        f"{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}".strip()
-                    )
-                deleted += len(keys)
-        return deleted
+        return await asyncio.to_thread(self.mirror.delete_objects, trace_id)
 
     def forget(self, trace_id: str) -> None:
         """Drop what the scanner remembers of a deleted trace (a new upload starts afresh)."""
         self.traces.pop(trace_id, None)
-        self._books.pop(trace_id, None)
+        self.mirror.forget(trace_id)
         self._last_progress.pop(trace_id, None)
         self._cleared.discard(trace_id)
-
-    # --- mirroring (blocking, in a thread) ---------------------------------------------------
-
-    def _mirror_dir(self, trace_id: str) -> Path:
-        return self.mirror_root / trace_id
-
-    def _book_path(self, trace_id: str) -> Path:
-        return self.book_dir / f"{trace_id}.json"
-
-    def _clear_files(self, trace_id: str) -> None:
-        """Remove the mirror's files and the book of a trace id that has no trace (yet). The
-        post-processing lock file stays: a post-processor of a server going away may hold it, and
-        the new one must wait for that same lock, not take a fresh file's."""
-        self._books.pop(trace_id, None)
-        self._book_path(trace_id).unlink(missing_ok=True)
-        directory = self._mirror_dir(trace_id)
-        if not directory.is_dir():
-            return
-        for entry in directory.iterdir():
-            if entry.name == LOCK_NAME:
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                _unlink_quietly(entry)
-
-    def _remove_leftovers(self, known: set[str]) -> None:
-        """Remove every mirror directory and book of a trace id that has no trace."""
-        names = set()
-        for root, suffix in ((self.mirror_root, ""), (self.book_dir, ".json")):
-            if root.is_dir():
-                names |= {p.name.removesuffix(suffix) for p in root.iterdir() if p.name.endswith(suffix)}
-        for trace_id in sorted(names - known - {DOWNLOADS_NAME}):
-            log.info("removing the files left of deleted trace %s", trace_id)
-            remove_trace_files(self.settings, trace_id)
-
-    def _book(self, trace_id: str) -> Listing:
-        if trace_id not in self._books:
-            try:
-                data = json.loads(self._book_path(trace_id).read_text())
-                self._books[trace_id] = {rel: (int(v[0]), str(v[1])) for rel, v in data.items()}
-            except (OSError, ValueError, TypeError, IndexError):
-                self._books[trace_id] = {}
-        return self._books[trace_id]
-
-    def _mirror(self, trace_id: str, to_fetch: list[str], removed: list[str]) -> list[str]:
-        """Download new/changed objects (temp file + rename) and delete vanished ones; returns the
-        paths fetched. An object deleted since the listing is skipped until the next scan; any
-        other failure raises `mirror_error`'s TraceReadError or TraceRetryLater."""
-        from botocore.exceptions import ClientError
-
-        directory = self._mirror_dir(trace_id)
-        fetched = []
-        for rel in to_fetch:
-            target = directory / rel
-            tmp = download_path(self.settings, trace_id)  # never beside it: keys take any name
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                self.client.download_file(self.s3.bucket, f"{TRACES_PREFIX}{trace_id}/{rel}", str(tmp))
-            except ClientError as exc:
-                _unlink_quietly(tmp)
-                if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
-                    continue
-                raise mirror_error(rel, exc) from None
-            except Exception as exc:
-                _unlink_quietly(tmp)
-                raise mirror_error(rel, exc) from None
-            except BaseException:
-                _unlink_quietly(tmp)
-                raise
-            os.replace(tmp, target)
-            fetched.append(rel)
-        for rel in removed:
-            (directory / rel).unlink(missing_ok=True)
-        return fetched
 
     # --- processing --------------------------------------------------------------------------
 
@@ -448,7 +338,7 @@ class TraceScanner:
         free_then: int | None = None  # set when it failed for lack of disk space
         try:
             async with self._process_slots:
-                error, no_space = await run_postprocessor(self._mirror_dir(trace_id), self.settings)
+                error, no_space = await run_postprocessor(self.mirror.directory(trace_id), self.settings)
                 fields: dict[str, Any]
                 if error is not None:
                     fields = {"state": "failed", "error": f"post-processing failed: {error}"}
@@ -457,7 +347,9 @@ class TraceScanner:
                 else:
                     try:
                         fields = await asyncio.to_thread(
-                            describe_processed, self._mirror_dir(trace_id), self.traces[trace_id].metadata
+                            describe_processed,
+                            self.mirror.directory(trace_id),
+                            self.traces[trace_id].metadata,
                         )
                         fields["state"] = "ready"
                     except (KernelStatsError, OSError) as exc:
@@ -497,7 +389,7 @@ class TraceScanner:
     # --- store -------------------------------------------------------------------------------
 
     async def _save(self, trace: TraceDetail) -> None:
-        await self.store.put_trace(trace)
+        await self.store.traces.put_trace(trace)
         before = self.traces.get(trace.id)
         if trace.state == "failed" and (before is None or before.state != "failed"):
             log.warning("trace %s failed: %s", trace.id, trace.error)

@@ -56,14 +56,14 @@ class FilesPane(ReportsWorkerErrors, Vertical):
         ]
         sim = self.sim
         if sim is not None:
-            options.append(Option(f"Log of {sim.gpu_config} #{sim.replica} ({sim.id}.log)", id="log"))
+            options.append(Option(f"Log of {sim.label} #{sim.replica} ({sim.id}.log)", id="log"))
             mine = [f for f in self._files if f.sim_id == sim.id]
             if mine:
                 options.append(
                     Option(
-                        f"All {plural(len(mine), 'file')} of {sim.gpu_config} #{sim.replica}"
+                        f"All {plural(len(mine), 'file')} of {sim.label} #{sim.replica}"
                         if len(mine) > 1
-                        else f"The only file of {sim.gpu_config} #{sim.replica}",
+                        else f"The only file of {sim.label} #{sim.replica}",
                         id="files",
                     )
                 )

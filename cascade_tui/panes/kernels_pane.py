@@ -1,5 +1,8 @@
 """The kernels pane: total simulated time per config and per-kernel bars, from the run model,
-with real time (and MAPE) from the server's comparison when the trace has real timing."""
+with real time (and MAPE) from the server's comparison when the trace has real timing. A sweep run
+(entries with simulator options) names its variants by what differs, shows each as a multiple of
+the unmodified config, and, for one swept numeric option, charts total simulated time against the
+swept value (textual-plotext) beside the bars (under them when the pane is narrow)."""
 
 from __future__ import annotations
 
@@ -9,19 +12,32 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
+from textual_plotext import PlotextPlot
 
 from cascade_server.shared.comparison import RealTiming
 
-from .. import chart, compare
+from .. import chart, compare, sweep
 from ..messages import ReportsWorkerErrors
 from ..reducer import RunModel
 from ..services import Services
 from ..widgets.kernel_chart import KernelChart
 
 COMPARISON_REFRESH_S = 5.0
+WIDE_FOR_SIDE_PLOT = 120  # columns from which the sweep chart sits beside the bars, not under them
+PLOT_ROWS_UNDER = 20  # pane rows from which the chart fits under the bars (fewer: `z` zooms to it)
+PLOT_ROWS_BESIDE = 10
 
 
 class KernelsPane(ReportsWorkerErrors, Vertical):
+    # The chart and the plot are the pane's own children (the run screen's tests and code find
+    # the kernels chart as the first KernelChart); beside each other, the pane is a grid.
+    DEFAULT_CSS = """
+    KernelsPane #sweep-plot { height: 45%; min-height: 8; }
+    KernelsPane.-side-plot { layout: grid; grid-size: 2 2; grid-columns: 1fr 40%; grid-rows: auto 1fr; }
+    KernelsPane.-side-plot #kernels-title { column-span: 2; }
+    KernelsPane.-side-plot #sweep-plot { height: 1fr; }
+    """
+
     def __init__(self, run_id: str, model: RunModel, services: Services, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.run_id = run_id
@@ -31,12 +47,15 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self._real: RealTiming = ()  # the server's real timing, row by row
         self._last_comparison = 0.0
         self.order = "trace"  # compare.KERNEL_ORDERS: how the per-kernel bars are sorted
+        self.series: sweep.SweepSeries | None = None  # what the sweep chart draws, when it shows
 
     def compose(self) -> ComposeResult:
         yield Static("", id="kernels-title")
         yield KernelChart(id="kernel-chart")
+        yield PlotextPlot(id="sweep-plot")
 
     def on_mount(self) -> None:
+        self.query_one("#sweep-plot").display = False
         self.refresh_title()
 
     def refresh_title(self) -> None:
@@ -44,6 +63,8 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         title = "kernels: simulated time per config and per kernel"
         if self.chart.has_focus:
             title = f"▶ {title} · Tab: sims"
+        if self.series is not None and not self._room_for_plot():
+            title += " · z: chart"  # zoomed, the sweep chart fits
         self.query_one("#kernels-title", Static).update(title)
 
     def next_order(self) -> str:
@@ -54,6 +75,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         return self.order
 
     def on_resize(self) -> None:
+        self.set_class(self.size.width >= WIDE_FOR_SIDE_PLOT, "wide")
         self.dirty = True  # the lines are built to the width
         self.call_after_refresh(self.draw)
 
@@ -74,11 +96,13 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         if model.run is None or width <= 0:
             return  # not laid out yet (hidden): drawn when shown, at its real width
         self.dirty = False
-        configs = compare.config_order((e.gpu_config for e in model.run.entries), model.sims.values())
+        configs = compare.config_order((e.variant for e in model.run.entries), model.sims.values())
         kernels = model.all_kernels()
         rows = compare.kernel_rows(configs, model.sims, kernels, self._real)
         totals = compare.config_totals(configs, model.sims, kernels)
         has_real = model.run.trace.has_real_timing
+        stand_in = compare.stand_in_reason(model.summary(), model.sims.values())
+        view = sweep.sweep_view(model.run.entries, totals)
         widget.set_lines(
             chart.chart_lines(
                 configs,
@@ -88,13 +112,68 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
                 compare.mape(rows, configs),
                 has_real,
                 width,
-                compare.stand_in_reason(model.summary(), model.sims.values()),
+                stand_in,
                 finished=model.is_finished(),
                 order=self.order,
+                sweep=view,
             )
         )
+        series = sweep.sweep_series(view.variants, totals) if view and not stand_in else None
+        self.draw_series(series)
         if has_real and not model.is_finished():
             self.load_comparison()
+
+    def draw_series(self, series: sweep.SweepSeries | None) -> None:
+        """The sweep chart: total simulated time per swept value, a line per config, and the
+        unmodified config's total as a flat line; hidden when the run is no such sweep."""
+        plot = self.query_one("#sweep-plot", PlotextPlot)
+        show = series is not None and self._room_for_plot()
+        # Beside the bars or under them follows the pane's width on every draw, not only when
+        # the series changes: a pane first drawn narrow (or before its first resize) that is
+        # widened must move the chart beside the bars.
+        side = show and self.has_class("wide")
+        moved = plot.display != show or self.has_class("-side-plot") != side
+        if moved:  # the bars get another width: build them again once laid out
+            self.dirty = True
+            self.call_after_refresh(self.draw)
+        elif series == self.series:
+            return
+        self.series = series
+        plot.display = show
+        self.set_class(side, "-side-plot")
+        self.refresh_title()
+        if series is None or not show:
+            return
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        divisor, unit = sweep.time_scale(series.max_ns)
+        plt.title(f"total simulated time ({unit}) vs {series.option}")
+        plt.xlabel(series.option.lstrip("-"))
+        colors = ("cyan", "magenta", "green", "yellow", "blue", "red")
+        xs_all = [x for line in series.lines for x, _ in line.points]
+        for i, line in enumerate(series.lines):
+            name = line.gpu_config if len(series.lines) > 1 else "variants"
+            if line.points:
+                plt.plot(
+                    [x for x, _ in line.points],
+                    [ns / divisor for _, ns in line.points],
+                    marker="dot",
+                    color=colors[i % len(colors)],
+                    label=name,
+                )
+            if line.baseline_ns and xs_all:
+                low, high = min(xs_all), max(xs_all)
+                plt.plot(
+                    [low, high] if high > low else [low - 1, low + 1],
+                    [line.baseline_ns / divisor] * 2,
+                    color="gray",
+                    label=f"{line.gpu_config} base",
+                )
+        plot.refresh()
+
+    def _room_for_plot(self) -> bool:
+        return self.size.height >= (PLOT_ROWS_BESIDE if self.has_class("wide") else PLOT_ROWS_UNDER)
 
     @work(exclusive=True, group="comparison", exit_on_error=False)
     async def load_comparison(self) -> None:

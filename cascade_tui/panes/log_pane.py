@@ -19,6 +19,7 @@ from ..loglines import compile_search, merge_live
 from ..messages import ReportsWorkerErrors
 from ..reducer import Changes, RunModel
 from ..services import Services
+from ..sweep import sim_name
 from ..widgets.log_view import LogView
 
 
@@ -138,9 +139,11 @@ class LogPane(ReportsWorkerErrors, Vertical):
             # Most useful first, so 80 columns cut only the sim id: following or paused (with
             # the key that resumes), the line count, whose log it is.
             loading = " · loading…" if self.loading else ""
+            # The search's place comes first: it is what the operator is stepping through.
+            found = f"{view.match_text()} · " if view.match_text() else ""
             title = (
-                f"{view.status_text()} · {plural(len(view.store), 'line')} · "
-                f"log {sim.gpu_config} #{sim.replica}{loading}{focus} · {sim.id}"
+                f"{found}{view.status_text()} · {plural(len(view.store), 'line')} · "
+                f"log {sim_name(sim, self.model.sims.values())}{loading}{focus} · {sim.id}"
             )
             if view.store.dropped:
                 title += f" · {view.store.dropped:,} older lines not kept: download the log for all"

@@ -53,7 +53,7 @@ class StepsPane(ReportsWorkerErrors, Vertical):
         if model.run is None or width <= 0:
             return  # not laid out yet (hidden): drawn when shown, at its real width
         self.dirty = False
-        configs = compare.config_order((e.gpu_config for e in model.run.entries), model.sims.values())
+        configs = compare.config_order((e.variant for e in model.run.entries), model.sims.values())
         has_timeline = model.run.trace.has_step_timeline
         self.chart.set_lines(
             step_chart.step_lines(

@@ -17,7 +17,8 @@ from textual.widgets import Footer, Header, Static
 
 from .. import tracecompare
 from ..messages import ReportsWorkerErrors
-from ..runcompare import RunData, lines
+from ..run_rows import stand_in_banner
+from ..runcompare import RunData, lines, stand_in_reasons
 from ..services import Services
 
 
@@ -38,6 +39,7 @@ class CompareRunsScreen(ReportsWorkerErrors, Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        yield Static("", id="stand-in", markup=False)  # as on the run screen
         with ScrollableContainer(id="compare-scroll"):  # the Footer is one too: by id
             yield Static(self.loading_text(), id="compare-body", markup=False)
         yield Footer(compact=True)
@@ -50,6 +52,7 @@ class CompareRunsScreen(ReportsWorkerErrors, Screen):
 
     def on_mount(self) -> None:
         self.title = self.heading()
+        self.query_one("#stand-in").display = False
         self.query_one("#compare-scroll", ScrollableContainer).focus()
         self._load()
 
@@ -61,7 +64,18 @@ class CompareRunsScreen(ReportsWorkerErrors, Screen):
     async def build(self) -> Callable[[int], list[str]]:
         """Fetch what is compared; the lines for a width."""
         datas = await asyncio.gather(*(self.run_data(run_id) for run_id in self.run_ids))
+        self.show_banner(stand_in_reasons(datas))
         return lambda width: lines(datas, width=width)
+
+    def show_banner(self, reasons: dict[str, str]) -> None:
+        """The run screen's stand-in banner, naming the runs it applies to when not all."""
+        if not reasons:
+            return
+        whose = "" if len(reasons) == len(self.run_ids) else ", ".join(reasons)
+        texts = dict.fromkeys(stand_in_banner(reason, whose) for reason in reasons.values())
+        banner = self.query_one("#stand-in", Static)
+        banner.update("\n".join(texts))
+        banner.display = True
 
     @work(exclusive=True, group="compare", exit_on_error=False)
     async def _load(self) -> None:
@@ -103,6 +117,8 @@ class CompareTracesScreen(CompareRunsScreen):
         members = tracecompare.set_members(traces, self.sample_set)
         chosen = tracecompare.newest_runs_with_successes([t.id for t in members], runs)
         datas = await asyncio.gather(*(self.run_data(chosen[t.id]) for t in members if t.id in chosen))
+        self.run_ids = [data.run.id for data in datas]
+        self.show_banner(stand_in_reasons(datas))
         by_trace = {data.run.trace_id: data for data in datas}
         pairs = [tracecompare.TraceRun(t, by_trace.get(t.id)) for t in members]
         return lambda width: tracecompare.lines(self.sample_set, pairs, width=width)

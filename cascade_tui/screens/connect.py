@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from ..client import ApiError, error_title
+from ..client_errors import ApiError, error_title
 from ..messages import Connected, ReportsWorkerErrors
 from ..services import Services
 

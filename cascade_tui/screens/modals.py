@@ -4,6 +4,7 @@ help listing every key binding."""
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -57,13 +58,18 @@ class Dialog(ModalScreen[DialogResult]):
 
 
 class ConfirmScreen(Dialog[bool]):
-    """Asks before something that cannot be undone or costs money; y/enter = yes, n/escape = no."""
+    """Asks before something that cannot be undone or costs money. Only `y` says yes: Enter is
+    what a user presses to go on, so it must not delete or launch anything; `n`/Esc say no.
+    `yes`/`no` name what each answer does (`delete` / `keep`)."""
 
     BINDINGS = [
-        Binding("y,enter", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
     ]
-    KEYS = "y / Enter: yes     n / Esc: no"
+
+    def __init__(self, title: str, body: str, yes: str = "yes", no: str = "no") -> None:
+        super().__init__(title, body)
+        self.KEYS = f"[b]y[/b]: {yes}     [b]Esc[/b] / [b]n[/b]: {no}"
 
 
 class QuitScreen(Dialog[str]):
@@ -120,6 +126,17 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one(VerticalScroll).focus()
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """The columns fitted to the box's width (a scrollbar's cells left out)."""
+        scroll = self.query_one(VerticalScroll)
+        width = scroll.content_region.width - scroll.styles.scrollbar_size_vertical
+        if width > 0:
+            self.query_one("#help-body", Static).update(help_text(self.below, width))
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -132,30 +149,57 @@ def screen_title(screen: Screen) -> str:
     return " ".join([words[0], *(w.lower() for w in words[1:])]) if words else "Cascade"
 
 
-def help_text(screen: Screen) -> Text:
+def help_text(screen: Screen, width: int = 86) -> Text:
+    """The help in `width` cells: columns as wide as their widest key and id, descriptions
+    wrapped between them (never running into the id); at 80 columns and less, ids that leave a
+    description under 24 cells go on a line of their own."""
+    rows = [row for row in binding_rows(screen) if row[2]]
+    sections = screen.help_sections() if isinstance(screen, HasHelpSections) else ()
+    key_w = max(
+        [len(key) for key, _, _ in rows] + [len(name) for _, names in sections for name, _ in names] + [1]
+    )
+    id_w = max([len(binding_id) for _, _, binding_id in rows] + [0])
+    lead = 2 + key_w + 2  # indent, key, gap
+    desc_w = width - lead - 2 - id_w
+    own_line = desc_w < 24
+    if own_line:
+        desc_w = width - lead
     text = Text()
     text.append("Keys\n", style="bold underline")
-    for key, description, binding_id in binding_rows(screen):
-        if not binding_id:
-            continue
-        text.append(f"  {key:<12}", style="bold")
-        text.append(f"{description:<27} ")  # a space even after a long description
-        text.append(f"{binding_id}\n", style="dim")
-    for heading, rows in screen.help_sections() if isinstance(screen, HasHelpSections) else ():
+    for key, description, binding_id in rows:
+        lines = textwrap.wrap(description, max(10, desc_w)) or [""]
+        for i, line in enumerate(lines):
+            text.append(f"  {key if i == 0 else '':<{key_w}}  ", style="bold")
+            if i == 0 and not own_line:
+                text.append(f"{line:<{desc_w}}  ")
+                text.append(binding_id, style="dim")
+            else:
+                text.append(line)
+            text.append("\n")
+        if own_line:
+            text.append(f"{'':<{lead}}{binding_id}\n", style="dim")
+    for heading, names in sections:
         text.append(f"\n{heading}\n", style="bold underline")
-        for name, meaning in rows:
-            text.append(f"  {name:<12}", style="bold")
-            text.append(f"{meaning}\n")
+        for name, meaning in names:
+            for i, line in enumerate(textwrap.wrap(meaning, max(10, width - lead)) or [""]):
+                text.append(f"  {name if i == 0 else '':<{key_w}}  ", style="bold")
+                text.append(f"{line}\n")
+    text.append("\n")
     text.append(
-        "\nArrows, PgUp/PgDn and Home/End move in tables, lists and the log; Tab moves between panes.",
+        "\n".join(
+            textwrap.wrap(
+                "Arrows, PgUp/PgDn and Home/End move in tables, lists and the log; Tab moves between panes.",
+                max(10, width),
+            )
+        ),
         style="dim",
     )
     return text
 
 
 def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
-    """(key, description, id) for every active binding of `screen`: Cascade's own (they have
-    ids) first, the app-wide ones after the screen's, then the generic keys of Textual widgets."""
+    """(key, description, id) for every active binding of `screen` (the tooltip when it has one:
+    the footer shows the short description): Cascade's own (they have ids) first, the app-wide ones after the screen's, then the generic keys of Textual widgets."""
     ranked: list[tuple[int, tuple[str, str, str]]] = []
     seen: set[str] = set()
     for key, active in screen.active_bindings.items():
@@ -165,5 +209,16 @@ def binding_rows(screen: Screen) -> list[tuple[str, str, str]]:
         seen.add(binding.id or key)
         # The screen's own keys first, then the focused Cascade widget's, then app-wide ones.
         rank = 3 if not binding.id else 0 if active.node is screen else 2 if active.node is screen.app else 1
-        ranked.append((rank, (screen.app.get_key_display(binding), binding.description, binding.id or "")))
+        # A binding's tooltip, when it has one, is its whole description (the footer shows the
+        # short one, so that 80 columns keep every key).
+        ranked.append(
+            (
+                rank,
+                (
+                    screen.app.get_key_display(binding),
+                    binding.tooltip or binding.description,
+                    binding.id or "",
+                ),
+            )
+        )
     return [row for _, row in sorted(ranked, key=lambda item: item[0])]

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from ..columns import ColumnSpec, fit
 from ..filter_sort import next_column, shown
+from ..formatting import ellipsize
 from ..messages import ReportsWorkerErrors
 from ..services import Services
 
@@ -251,7 +252,8 @@ class PolledTable(ReportsWorkerErrors, Screen):
                     table.add_column(spec.title, width=width, key=spec.title)
             for item_id, row in cells.items():
                 table.add_row(
-                    *(Text(t, style=s) for (t, s), w in zip(row, widths) if w is not None), key=item_id
+                    *(Text(ellipsize(t, w), style=s) for (t, s), w in zip(row, widths) if w is not None),
+                    key=item_id,
                 )
             if current is not None and current in new:
                 table.move_cursor(row=table.get_row_index(current), animate=False)
@@ -260,8 +262,11 @@ class PolledTable(ReportsWorkerErrors, Screen):
                 for item_id, row in cells.items():
                     old = self._cells.get(item_id, ())
                     for i, cell in enumerate(row):
-                        if widths[i] is not None and (i >= len(old) or old[i] != cell):
-                            table.update_cell(item_id, self.COLUMNS[i].title, Text(cell[0], style=cell[1]))
+                        width = widths[i]
+                        if width is not None and (i >= len(old) or old[i] != cell):
+                            table.update_cell(
+                                item_id, self.COLUMNS[i].title, Text(ellipsize(cell[0], width), style=cell[1])
+                            )
         self.items = new
         self._cells = cells
         self._widths = widths

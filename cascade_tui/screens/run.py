@@ -28,7 +28,7 @@ from ..panes.steps_pane import StepsPane
 from ..reducer import RunModel
 from ..run_rows import banner_text, header_text
 from ..services import Services
-from ..simrows import next_sort_key, next_state_filter, sim_details
+from ..simrows import next_sort_key, next_state_filter, no_match_text, sim_details
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
 from .modals import MessageScreen
 
@@ -224,7 +224,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
                 sim = self.model.sims[sim_id]
                 if sim.state == "failed" and self._seen_states.get(sim_id) != "failed":
                     self.notify(
-                        f"{sim.gpu_config} #{sim.replica} failed: {sim.error or 'no reason given'}",
+                        f"{sim.label} #{sim.replica} failed: {sim.error or 'no reason given'}",
                         title="Sim failed",
                         severity="warning",
                         timeout=6,
@@ -246,12 +246,18 @@ class RunScreen(ReportsWorkerErrors, Screen):
         badge = CONNECTION_BADGES.get(self.connection, self.connection)
         if self.connection_detail:
             badge += f" [dim]({self.connection_detail})[/]"
+        header = self.query_one("#run-header", Static)
         text = header_text(
-            badge, self.run_id, model, self.query_one(SimTable).state_filter, self.services.now()
+            badge,
+            self.run_id,
+            model,
+            self.query_one(SimTable).state_filter,
+            self.services.now(),
+            header.content_region.width or None,
         )
         if text != self._header_text:
             self._header_text = text
-            self.query_one("#run-header", Static).update(text)
+            header.update(text)
         new = banner_text(model)
         if new != self._banner_text:
             self._banner_text = new
@@ -266,7 +272,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         if message.sim_id is None and self.selected_sim is not None:
             # The state filter hides every sim: the log of one no longer listed would mislead.
             self.selected_sim = None
-            self.log_pane.unload(f"no sim is {self.query_one(SimTable).state_filter}")
+            self.log_pane.unload(no_match_text(self.query_one(SimTable).state_filter))
         if message.sim_id and message.sim_id != self.selected_sim:
             self.selected_sim = message.sim_id
             self.log_pane.load(message.sim_id)
@@ -337,7 +343,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         log = self.log_pane
         tail = log.view.store.lines[-20:] if log.sim_id == sim.id and not log.loading else sim.log_tail
         self.app.push_screen(
-            MessageScreen(f"Sim {sim.gpu_config} #{sim.replica}", sim_details(sim, tail, self.services.now()))
+            MessageScreen(f"Sim {sim.label} #{sim.replica}", sim_details(sim, tail, self.services.now()))
         )
 
     def action_kernel_order(self) -> None:
@@ -366,7 +372,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         table.set_state_filter(next_state_filter(table.state_filter))
         self._update_header()
         if table.sims and not table.order:
-            self.notify(f"Sims shown: {table.state_filter}: no sim is {table.state_filter}", timeout=3)
+            self.notify(f"Sims shown: {table.state_filter}: {no_match_text(table.state_filter)}", timeout=3)
         else:
             self.notify(f"Sims shown: {table.state_filter}", timeout=2)
 

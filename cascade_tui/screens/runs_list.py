@@ -20,11 +20,11 @@ from ..formatting import (
     age,
     progress_fraction,
     run_seconds,
-    run_took,
     state_label,
 )
 from ..messages import ConfirmCancel, ManageRun, OpenNewRun, OpenRun
-from ..run_rows import entries_label, run_mark, run_progress, run_time, sims_count_text
+from ..run_rows import entries_label, run_mark, run_progress, run_time, run_took_text, sims_count_text
+from ..scripting.views import entries_text
 from ..services import Services
 from .compare_runs import CompareRunsScreen
 from .polled_table import STATE_COLOURS, Cell, PolledTable
@@ -45,7 +45,7 @@ class RunsScreen(PolledTable):
     ]
     # The run column has room for the compare mark ("+run-…"). At 80 columns run, trace, state,
     # `ok` (succeeded of all), `time` (took, or so far) and `sims` fit, also beside a scrollbar;
-    # `age` comes from about 90.
+    # `age` and `configs` (as `cascade runs` writes them) come when there is room.
     COLUMNS = (
         ColumnSpec("run", 17, 17, 0),
         ColumnSpec("trace", 20, 40, 0),
@@ -53,6 +53,7 @@ class RunsScreen(PolledTable):
         ColumnSpec("ok", 5, 7, 1),
         ColumnSpec("time", 5, 6, 1),
         ColumnSpec("age", 5, 6, 3),
+        ColumnSpec("configs", 20, 40, 4),
         ColumnSpec("sims", 10, 0, 1),
     )
     HEADING = "Cascade · Runs"
@@ -78,11 +79,12 @@ class RunsScreen(PolledTable):
             (run_progress(r.sim_counts), ""),
             (run_time(r, now), "" if r.state != "active" else "italic"),
             (age(r.created_at, now), ""),
+            (entries_text(r.entries), ""),
             (tag + sims_count_text(r.sim_counts), "yellow" if tag else ""),
         )
 
     def search_text(self, r: RunSummary) -> str:
-        configs = " ".join(e.gpu_config for e in r.entries)
+        configs = " ".join(e.variant for e in r.entries)
         return " ".join([super().search_text(r), r.state, configs])
 
     def sort_value(self, r: RunSummary, column: str) -> Any:
@@ -103,11 +105,7 @@ class RunsScreen(PolledTable):
             note = f"\n[yellow]{SAMPLE_RUN_NOTE}[/]"
         elif r.replay:
             note = "\n[yellow]Stand-in numbers: the sims replay a recorded Accel-Sim log, not this trace.[/]"
-        now = self.services.now()
-        finished = r.finished_at if r.state != "active" else None
-        timing = run_took(r.created_at, finished, now)
-        if r.started_at is None and finished is None:
-            timing += ", no sim started yet"  # waiting for a slot, the cluster or a person
+        timing = run_took_text(r, self.services.now())
         return f"{r.id} ({timing}) on {escape(r.trace_id)}: {escape(entries)}{note}"
 
     def action_poll(self) -> None:

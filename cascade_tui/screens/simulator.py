@@ -61,6 +61,17 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
         self.info = status.simulator
         self.query_one("#simulator-status", Static).update("\n".join(status_lines(self.info)))
 
+    def building(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # `x` is offered while a build runs, `i` while none does (the footer follows).
+        if action == "stop":
+            return self.building()
+        if action == "install":
+            return not self.building()
+        return True
+
     def action_back(self) -> None:
         if self.process is not None and self.process.returncode is None:
             self.notify("A build is running: x stops it first.", severity="warning")
@@ -98,6 +109,7 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
+        self.refresh_bindings()
         assert self.process.stdout is not None
         async for raw in self.process.stdout:
             line = raw.decode(errors="replace").rstrip("\n")
@@ -108,6 +120,7 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
                 continue
             log.write_line(line)
         code = await self.process.wait()
+        self.refresh_bindings()
         self.outcome = "installed" if code == 0 else ("stopped" if code == 130 else "failed")
         if code == 0:
             bar.update(progress=100)

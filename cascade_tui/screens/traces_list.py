@@ -37,6 +37,7 @@ class TracesScreen(PolledTable):
         Binding(
             "c", "compare_set", "Compare the traces of its sample set", show=False, id="traces.compare_set"
         ),
+        Binding("y", "accuracy", "Accuracy", id="traces.accuracy"),
     ]
     # At 80 columns: trace, state, arch (it decides which configs can run the trace), the note
     # (a failed trace's error) and age come first; the model goes first when space is short.
@@ -76,7 +77,12 @@ class TracesScreen(PolledTable):
             # Short, so a narrow note column keeps it whole (the line under the table says more).
             note = ("sample: no instruction traces to run", "dim")
         elif t.state == "ready":
-            note = (f"n: run on {t.suggested_sim_config}" if t.suggested_sim_config else "n: new run", "dim")
+            note = (
+                f"n: run on {t.suggested_sim_config}"
+                if t.suggested_sim_config
+                else "n: new run, pick its configs",
+                "dim",
+            )
         else:
             note = ("upload in progress" if t.state == "uploading" else "post-processing", "cyan")
         return (
@@ -115,10 +121,15 @@ class TracesScreen(PolledTable):
         """A failed trace's error first and whole (the pane grows for it), then the rest."""
         layers = f" Layers: {', '.join(t.layers)}." if t.layers else ""
         sample_set = f" In sample set {t.sample_set} (c compares its traces)." if t.sample_set else ""
+        timing = (
+            " Real kernel times" + (" and steps" if t.has_step_timeline else "") + " (y: accuracy)."
+            if t.has_real_timing
+            else ""
+        )
         head = (
             f"{t.id}: {t.state}, {plural(t.kernel_count, 'kernel')}, {human_bytes(t.bytes)}, "
             f"arch {t.trace_gpu_arch}, model {t.model or 'unknown'}, "
-            f"traced on {t.source_gpu or 'an unknown GPU'}.{sample_set}{layers}"
+            f"traced on {t.source_gpu or 'an unknown GPU'}.{timing}{sample_set}{layers}"
         )
         s3 = f"[b red]{escape(self.s3_problem)}[/]\n" if self.s3_problem else ""
         if t.state == "failed":
@@ -152,6 +163,12 @@ class TracesScreen(PolledTable):
             )
             return
         self.app.push_screen(CompareTracesScreen(trace.sample_set, self.services))
+
+    def action_accuracy(self) -> None:
+        """`y`: simulated against real time, per trace with real timing and per variant."""
+        from .accuracy import AccuracyScreen
+
+        self.app.push_screen(AccuracyScreen(self.services))
 
     def action_open(self) -> None:
         """Enter: a new run on the trace, or a failed trace's whole error."""

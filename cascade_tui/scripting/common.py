@@ -19,7 +19,8 @@ from urllib.parse import quote
 
 from cascade_server.shared.cli_usage import EXIT_USAGE, OneLineErrorParser
 
-from ..client import ApiError, CascadeClient, Unreachable
+from ..client import CascadeClient
+from ..client_errors import ApiError, Unreachable
 from ..config import ConfigError, default_config_path, load_settings
 from ..local_server import local_server
 from .output import printable
@@ -29,9 +30,11 @@ EXIT_NOT_SUCCEEDED = 1
 EXIT_SERVER = 3
 
 EXIT_CODES_HELP = (
-    "exit codes: 0 done, 1 the run did not succeed (with --wait), 2 bad usage or "
-    "settings, 3 no server, a refused token or a refused request (unknown id, ...)"
+    "exit codes: 0 done, 2 bad usage or settings, 3 no server, a refused token or a refused "
+    "request (unknown id, ...)"
 )
+# `cascade run` alone can wait for a run, and say how it ended.
+RUN_EXIT_CODES_HELP = EXIT_CODES_HELP.replace("0 done, ", "0 done, 1 the run did not succeed (with --wait), ")
 
 
 class CommandError(Exception):
@@ -62,6 +65,24 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def new_parser(prog: str, description: str) -> argparse.ArgumentParser:
     return OneLineErrorParser(prog=prog, description=description, epilog=EXIT_CODES_HELP)
+
+
+def int_from(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high`, refused as bad usage (exit 2) with
+    the range, before any request."""
+
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {low} to {high} (got {text!r})"
+            ) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high} (got {value})")
+        return value
+
+    return read
 
 
 def identifier(text: str) -> str:

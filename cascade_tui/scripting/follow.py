@@ -95,7 +95,7 @@ async def wait_for_run(
                 sims[event.sim.id] = event.sim
             else:
                 continue
-            ordered = sorted(sims.values(), key=lambda s: (s.gpu_config, s.replica))
+            ordered = sorted(sims.values(), key=lambda s: (s.gpu_config, s.label, s.replica))
             state = run_state(s.state for s in ordered)
             if state != "active":
                 progress.update(ordered, final=True)

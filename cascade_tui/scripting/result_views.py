@@ -59,7 +59,7 @@ def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]
     comparing `total_ns` never takes part of a run for all of it); the running total of the
     kernels its replicas finished is `partial_ns`, and `note` says so, as the UI marks it."""
     sims = {s.id: s for s in run.sims}
-    totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
+    totals = config_totals(config_order((e.variant for e in run.entries), run.sims), sims, kernels)
     # Stand-in numbers describe a recording, not each config: no multiples, as in the UI.
     multiples = {} if stand_in_reason(run, run.sims) else rank(totals).multiples
     return [
@@ -89,7 +89,7 @@ def ranking_sentence(run: RunDetail, kernels: Sequence[KernelStat]) -> str:
             "so no config is named fastest."
         )
     sims = {s.id: s for s in run.sims}
-    totals = config_totals(config_order((e.gpu_config for e in run.entries), run.sims), sims, kernels)
+    totals = config_totals(config_order((e.variant for e in run.entries), run.sims), sims, kernels)
     return rank(totals).sentence(finished=run.state != "active")
 
 
@@ -119,7 +119,7 @@ def kernel_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record
         sim = sims.get(stat.sim_id)
         records.append(
             {
-                "gpu_config": sim.gpu_config if sim else None,
+                "gpu_config": sim.label if sim else None,
                 "replica": sim.replica if sim else None,
                 "sim_id": stat.sim_id,
                 "kernel_index": stat.kernel_index,
@@ -153,7 +153,7 @@ def stat_records(results: RunResults, key_glob: str | None = None) -> list[Recor
                 if key_glob is None or fnmatchcase(key, key_glob):
                     records.append(
                         {
-                            "gpu_config": sim.gpu_config.name,
+                            "gpu_config": sim.sim.label,
                             "replica": sim.sim.replica,
                             "sim_id": sim.sim.id,
                             "kernel_index": stat.kernel_index,

@@ -8,18 +8,21 @@ import sys
 
 from cascade_server.shared.models import RunCreate, RunDetail
 from cascade_server.shared.run_actions import active_refusal
+from cascade_server.shared.shard_plan import MAX_SHARDS, MAX_WARMUP_KERNELS
 
-from ..client import ApiError, CascadeClient
+from ..client import CascadeClient
+from ..client_errors import ApiError
 from ..run_rows import sims_text
 from .common import (
-    EXIT_CODES_HELP,
     EXIT_NOT_SUCCEEDED,
     EXIT_OK,
     EXIT_SERVER,
+    RUN_EXIT_CODES_HELP,
     CommandError,
     add_connection_arguments,
     emit,
     identifier,
+    int_from,
     new_parser,
     now,
     run_with_client,
@@ -27,7 +30,7 @@ from .common import (
 )
 from .follow import wait_for_run
 from .output import printable, render_table
-from .views import SIM_COLUMNS, EntryError, parse_entries, run_header, sim_records
+from .views import EntryError, parse_entries, run_header, sim_columns, sim_records, variant_entries
 
 PROG = "cascade run"
 
@@ -37,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_: str, run_id: bool = True, wait: bool = False) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_, description=help_, epilog=EXIT_CODES_HELP)
+        sub = commands.add_parser(name, help=help_, description=help_, epilog=RUN_EXIT_CODES_HELP)
         if run_id:
             sub.add_argument("run_id", metavar="RUN_ID", type=identifier)
         if wait:
@@ -60,6 +63,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="a GPU config of the trace's arch, N sims of it (default 1); repeat or list "
         "several; default: the trace's suggested config",
     )
+    start.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="OPTION=V1,V2,...",
+        help="one variant of each config per value of this simulator option, e.g. "
+        "--sweep -gpgpu_n_clusters=4,8,16; several --sweep flags make their cross "
+        "product (real simulator only)",
+    )
+    start.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="a simulator option every variant gets, e.g. --option -dram_latency=400 "
+        "(the value is not split at commas)",
+    )
+    start.add_argument(
+        "--baseline",
+        action="store_true",
+        help="with --sweep/--option: also run each config unmodified, the baseline "
+        "results are compared against",
+    )
+    start.add_argument(
+        "--shards",
+        type=int_from(1, MAX_SHARDS),
+        default=1,
+        metavar="N",
+        help="split each sim into N shards (1-64), each simulating a part of the trace's "
+        "kernels at once; the results are merged (default 1: no split)",
+    )
+    start.add_argument(
+        "--warmup-kernels",
+        type=int_from(0, MAX_WARMUP_KERNELS),
+        default=1,
+        metavar="W",
+        help="with --shards: kernels each shard first simulates and drops, to warm its caches (default 1)",
+    )
     show = command("show", "the run and its sims as a plain-text table")
     show.add_argument("--json", action="store_true", help="print the API's JSON instead")
     command("wait", "follow a run to its end (progress on stderr); exit 1 unless it succeeded")
@@ -67,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     command("rerun", "start a new run of the same trace with the same configs: prints its id", wait=True)
     command(
         "retry",
-        "start a new run with one sim per failed sim of this run, same configs: prints its id",
+        "start a new run with one sim per failed sim of this run, same configs: "
+        "prints its id (a sharded run retries its failed shards in place: the same id)",
         wait=True,
     )
     command("delete", "delete a finished run with its logs, kernels and files")
@@ -89,6 +131,15 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
             )
         suggested = trace.suggested_sim_config
         entries = parse_entries([suggested])
+    try:
+        entries = variant_entries(entries, args.sweep, args.option, args.baseline)
+    except EntryError as exc:
+        raise CommandError(str(exc)) from None
+    if args.shards != 1 or args.warmup_kernels != 1:  # the server checks the numbers (a 422 says why)
+        entries = [
+            e.model_copy(update={"shards": args.shards, "warmup_kernels": args.warmup_kernels})
+            for e in entries
+        ]
     try:
         run = await client.create_run(RunCreate(trace_id=args.trace, entries=entries))
     except ApiError as exc:
@@ -124,8 +175,7 @@ async def wait(client: CascadeClient, run_id: str) -> int:
             reason = sim.error or ("exit code " + str(sim.exit_code) if sim.exit_code is not None else "")
             print(
                 printable(
-                    f"  {sim.gpu_config} #{sim.replica} {sim.id} {sim.state}"
-                    + (f": {reason}" if reason else "")
+                    f"  {sim.label} #{sim.replica} {sim.id} {sim.state}" + (f": {reason}" if reason else "")
                 ),
                 file=sys.stderr,
             )
@@ -138,15 +188,31 @@ def show(run: RunDetail, as_json: bool) -> None:
         return
     moment = now()
     emit(
-        "\n".join(run_header(run, moment)) + "\n\n" + render_table(SIM_COLUMNS, sim_records(run.sims, moment))
+        "\n".join(run_header(run, moment))
+        + "\n\n"
+        + render_table(sim_columns(run.sims), sim_records(run.sims, moment))
     )
+
+
+def join_option_values(argv: list[str]) -> list[str]:
+    """`--sweep -gpgpu_n_clusters=20,40` as `--sweep=-gpgpu_n_clusters=20,40`: a simulator option
+    starts with a dash, which argparse would take for a flag of its own."""
+    out: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--sweep", "--option"):
+            value = next(args, None)
+            out.append(arg if value is None else f"{arg}={value}")
+        else:
+            out.append(arg)
+    return out
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     """Like `parse_args`, but a flag no command knows (`--confg`) is reported by the command it
     was given to (`cascade run start: unrecognized arguments: --confg`), with its own --help."""
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(join_option_values(argv))
     if extra:
         commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")

@@ -23,6 +23,9 @@ from cascade_server.shared.models import (
     TraceSummary,
     run_state,
 )
+from cascade_server.shared.quoting import quoted
+from cascade_server.shared.shard_merge import replica_progress
+from cascade_server.shared.variants import VariantError, parse_assignment, parse_sweep, sweep_options
 
 from ..compare import SAMPLE_RUN_NOTE, stand_in_reason
 from ..formatting import (
@@ -37,6 +40,7 @@ from ..formatting import (
     state_label,
 )
 from ..run_rows import run_mark, sims_text
+from ..shard_text import any_sharded, shard_cell
 from .output import Column, Record, printable
 
 # `SM7_QV100x2`: a config and how many sims run it (the count is optional, 1 by default).
@@ -54,17 +58,53 @@ def parse_entries(values: Sequence[str]) -> list[RunEntry]:
     for value in values:
         match = _ENTRY.match(value.strip())
         if not match or not match["name"]:
-            raise EntryError(f"--config {value!r}: expected NAME or NAMExN, e.g. SM7_QV100x2")
+            raise EntryError(f"--config {quoted(value)}: expected NAME or NAMExN, e.g. SM7_QV100x2")
         count = int(match["count"]) if match["count"] else 1
         if not 1 <= count <= MAX_ENTRY_COUNT:
-            raise EntryError(f"--config {value!r}: the count must be 1 to {MAX_ENTRY_COUNT}")
+            raise EntryError(f"--config {quoted(value)}: the count must be 1 to {MAX_ENTRY_COUNT}")
         counts[match["name"]] = counts.get(match["name"], 0) + count
     return [RunEntry.model_construct(gpu_config=name, count=count) for name, count in counts.items()]
 
 
+def variant_entries(
+    entries: Sequence[RunEntry], sweeps: Sequence[str] = (), fixed: Sequence[str] = (), baseline: bool = False
+) -> list[RunEntry]:
+    """`--config` entries times the `--sweep OPTION=V1,V2` cross product, each with the `--option
+    OPTION=VALUE` options; with `baseline`, each config also runs unmodified, first. Raises
+    EntryError for an option that is not OPTION=VALUE."""
+    try:
+        fixed_pairs = [parse_assignment(text) for text in fixed]
+        swept = [parse_sweep(text) for text in sweeps]
+    except VariantError as exc:
+        raise EntryError(str(exc)) from None
+    # An option given twice would silently lose one value (the API refuses it in one entry).
+    fixed_options: dict[str, str] = {}
+    for name, value in fixed_pairs:
+        if name in fixed_options:
+            raise EntryError(
+                f"--option {name} is given twice ({fixed_options[name]!r} and {value!r}): give it once"
+            )
+        fixed_options[name] = value
+    for name, _ in swept:
+        if name in fixed_options:
+            raise EntryError(f"{name} is both swept (--sweep) and fixed (--option): give it one way")
+    combos = sweep_options(swept, fixed_options)
+    if combos == [{}]:
+        return list(entries)
+    out: list[RunEntry] = []
+    for entry in entries:
+        if baseline:
+            out.append(RunEntry.model_construct(gpu_config=entry.gpu_config, count=entry.count))
+        out += [
+            RunEntry.model_construct(gpu_config=entry.gpu_config, count=entry.count, options=options)
+            for options in combos
+        ]
+    return out
+
+
 def entries_text(entries: Sequence[RunEntry]) -> str:
-    """`SM7_QV100x2 SM7_TITANV`: the form `--config` takes."""
-    return " ".join(e.gpu_config if e.count == 1 else f"{e.gpu_config}x{e.count}" for e in entries)
+    """`SM7_QV100x2 SM7_TITANV`: the form `--config` takes (a variant by its label)."""
+    return " ".join(e.variant if e.count == 1 else f"{e.variant}x{e.count}" for e in entries)
 
 
 # --- lists ---------------------------------------------------------------------------------------
@@ -159,6 +199,17 @@ SIM_COLUMNS = (
 )
 
 
+# A sharded run's sims table has this column too (after the replica).
+SHARD_COLUMN = Column("shard", "shard")
+
+
+def sim_columns(sims: Sequence[SimSummary]) -> tuple[Column, ...]:
+    """The sims table's columns: with the shard column when a sim is a shard."""
+    if not any_sharded(sims):
+        return SIM_COLUMNS
+    return (*SIM_COLUMNS[:2], SHARD_COLUMN, *SIM_COLUMNS[2:])
+
+
 def _elapsed(sim: SimSummary, now: datetime) -> str | None:
     if sim.started_at is None:
         return None
@@ -177,7 +228,7 @@ def sim_records(sims: Sequence[SimSummary], now: datetime) -> list[Record]:
             detail = kernel
         records.append(
             {
-                "gpu_config": sim.gpu_config,
+                "gpu_config": sim.label,
                 "replica": sim.replica,
                 "state": sim.state,
                 "kernels": f"{sim.kernels_done}/{sim.kernels_total}",
@@ -187,6 +238,7 @@ def sim_records(sims: Sequence[SimSummary], now: datetime) -> list[Record]:
                 "elapsed": _elapsed(sim, now),
                 "id": sim.id,
                 "detail": detail,
+                "shard": shard_cell(sim.shard),
             }
         )
     return records
@@ -205,9 +257,26 @@ def run_header(run: RunDetail, now: datetime) -> list[str]:
         f"time     {run_took(run.created_at, _finished_at(run), now)}"
         + (f" (finished {run.finished_at:%Y-%m-%d %H:%M:%S} UTC)" if _finished_at(run) else ""),
     ]
+    if any(e.shards > 1 for e in run.entries):
+        lines.append(f"shards   {shards_text(run)}")
     if note := stand_in_note(run):
         lines.append(f"note     {note}")
     return [printable(line) for line in lines]
+
+
+def shards_text(run: RunDetail) -> str:
+    """`SM7_QV100: 3 shards, 1 warm-up kernel; merged: #0 15/15 succeeded`."""
+    entries = ", ".join(
+        f"{e.gpu_config}: {e.shards} shards, {e.warmup_kernels} warm-up kernel{'s' if e.warmup_kernels != 1 else ''}"
+        for e in run.entries
+        if e.shards > 1
+    )
+    merged = "; ".join(
+        f"{p.config} #{p.replica} {p.kernels_done}/{p.kernels_total} {p.state}"
+        for p in replica_progress(run.sims)
+        if p.shards > 1
+    )
+    return f"{entries}; merged: {merged}" if merged else entries
 
 
 def _started_text(run: RunSummary) -> str:

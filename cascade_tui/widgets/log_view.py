@@ -54,6 +54,7 @@ class LogView(ScrollView, can_focus=True):
         self.new_since_pause = 0  # lines appended while paused ("+N lines")
         self.pattern: re.Pattern[str] | None = None
         self.current_match: int | None = None  # absolute line number (dropped + index)
+        self.match_position: tuple[int, int] | None = None  # (n, of) for "match 3 of 15"
         self._width = 0
         self._strips: dict[tuple, Strip] = {}
         self._scrolling_to_end = False
@@ -67,6 +68,7 @@ class LogView(ScrollView, can_focus=True):
         self._strips.clear()
         self.new_since_pause = 0
         self.current_match = None
+        self.match_position = None
         self.following = True
         self.virtual_size = Size(0, 0)
         self.scroll_to(0, 0, animate=False, immediate=True)
@@ -149,9 +151,17 @@ class LogView(ScrollView, can_focus=True):
 
     # --- search -------------------------------------------------------------------------------
 
+    def match_text(self) -> str:
+        """`match 3 of 15` after a jump to a match, else ''."""
+        if self.match_position is None:
+            return ""
+        n, total = self.match_position
+        return f"match {n:,} of {total:,}"
+
     def set_search(self, pattern: re.Pattern[str] | None) -> None:
         self.pattern = pattern
         self.current_match = None
+        self.match_position = None
         self._strips.clear()
         self.refresh()
 
@@ -168,6 +178,8 @@ class LogView(ScrollView, can_focus=True):
         if found is None:
             return False
         self.current_match = dropped + found
+        # Counted at each jump (not per frame): lines arriving later change it at the next one.
+        self.match_position = (self.store.count(self.pattern, found), self.store.count(self.pattern))
         self.following = False
         self._strips.clear()
         self.scroll_to(y=max(0, found - self.size.height // 2), animate=False, immediate=True)

@@ -25,6 +25,7 @@ from cascade_server.shared.models import SimSummary
 
 from .. import simrows
 from ..simrows import Layout
+from ..sweep import sim_names
 
 # Style names from `simrows` -> colours that read in 16 and 256 colours alike.
 CELL_STYLES: dict[str, Style] = {
@@ -45,7 +46,7 @@ CELL_STYLES: dict[str, Style] = {
 # What the sims table shows, in its column order (`?` on the run screen lists it under the keys,
 # so an operator never has to guess what `beat` or `rate/s` is).
 COLUMNS_HELP: tuple[tuple[str, str], ...] = (
-    ("config", "the GPU config simulated"),
+    ("config", "the GPU config simulated, or its variant (so headed in a sweep)"),
     ("#", "the replica number of that config"),
     ("state", "pending, launching, running, succeeded, failed, cancelled or lost"),
     ("kernels", "kernels finished / kernels in the trace"),
@@ -115,10 +116,13 @@ class SimTable(ScrollView, can_focus=True):
         self.sort_reverse = False
         self.state_filter = "all"  # a name of simrows.STATE_FILTERS
         self._config_cells = 12
+        self._sharded = False  # a sim is a shard: the table has the shard column
+        self._variants = False  # a sim has simulator options: the config column names variants
         self._layout: Layout = simrows.layout(80, self._config_cells)
         self._rows: dict[str, tuple[tuple[str, str], ...]] = {}  # sim id -> fitted row texts
         self._strips: dict[tuple, Strip] = {}
         self._height_rows = 0
+        self._names: dict[str, str] = {}  # label -> the config column's name for it
         self.repaints = 0  # rows repainted by update_rows (for tests and the benchmark)
 
     # --- data -------------------------------------------------------------------------------------
@@ -134,10 +138,13 @@ class SimTable(ScrollView, can_focus=True):
             self.sims.values(), self.sort_key, self.sort_reverse, now, self.state_filter
         )
         structural = reset or new_order != self.order
-        config_cells = simrows.config_width(s.gpu_config for s in self.sims.values())
-        if config_cells != self._config_cells:
-            self._config_cells = config_cells
-            self._layout = simrows.layout(self.size.width or 80, config_cells)
+        self._names = sim_names(self.sims.values())
+        variants = any(s.options for s in self.sims.values())
+        config_cells = simrows.config_width(self._names.values(), variants)
+        sharded = any(s.shard is not None for s in self.sims.values())
+        if (config_cells, sharded, variants) != (self._config_cells, self._sharded, self._variants):
+            self._config_cells, self._sharded, self._variants = config_cells, sharded, variants
+            self._layout = simrows.layout(self.size.width or 80, config_cells, sharded, variants)
             structural = True
         self.order = new_order
         if self.cursor_id not in self.order:
@@ -164,7 +171,10 @@ class SimTable(ScrollView, can_focus=True):
 
     def _row_texts(self, sim_id: str, now: datetime) -> tuple[tuple[str, str], ...]:
         return simrows.row_texts(
-            simrows.sim_cells(self.sims[sim_id], now, self._layout.bar_width), self._layout
+            simrows.sim_cells(
+                self.sims[sim_id], now, self._layout.bar_width, self._names.get(self.sims[sim_id].label)
+            ),
+            self._layout,
         )
 
     def set_state_filter(self, name: str) -> None:
@@ -237,7 +247,7 @@ class SimTable(ScrollView, can_focus=True):
     # --- rendering ----------------------------------------------------------------------------
 
     def on_resize(self, event: events.Resize) -> None:
-        self._layout = simrows.layout(event.size.width, self._config_cells)
+        self._layout = simrows.layout(event.size.width, self._config_cells, self._sharded, self._variants)
         self._rows.clear()
         self._strips.clear()
         self.virtual_size = Size(event.size.width, len(self.order) + 1)
@@ -252,7 +262,7 @@ class SimTable(ScrollView, can_focus=True):
         index = int(self.scroll_y) + y - 1
         if index >= len(self.order):
             if index == 0 and self.sims:  # the state filter hides every sim: say so
-                note = f"no sim is {self.state_filter} (v: show other sims)"
+                note = simrows.no_match_text(self.state_filter)
                 return Strip([Segment(note, self.rich_style + Style(dim=True))]).crop_extend(
                     0, width, self.rich_style
                 )

@@ -11,7 +11,7 @@ import sys
 import httpx
 from aiohttp import web
 
-from cascade_server.agent_prompt import URL_MARK, prompt_text, skill_text
+from cascade_server.api.agent_prompt import URL_MARK, prompt_text, skill_text
 from cascade_server.shared import models
 from tests.conftest import TOKEN, LiveServer
 

@@ -64,11 +64,11 @@ async def sh(script: str, server: LiveServer, **env: str) -> str:
 async def seed_traces(server: LiveServer) -> None:
     """Oldest to newest: a ready sm_75 trace, the sample trace, the sm_70 trace the agent should
     pick (with real timing), and a newer upload still in progress."""
-    await server.store.put_trace(ready_trace("older-sm75", arch="sm_75"))
-    await server.store.put_trace(ready_trace("sample-trace", sample=True))
-    await server.store.put_trace(ready_trace(TRACE, has_real_timing=True))
+    await server.store.traces.put_trace(ready_trace("older-sm75", arch="sm_75"))
+    await server.store.traces.put_trace(ready_trace("sample-trace", sample=True))
+    await server.store.traces.put_trace(ready_trace(TRACE, has_real_timing=True))
     uploading: TraceState = "uploading"
-    await server.store.put_trace(ready_trace("newest-upload", state=uploading, kernels=0))
+    await server.store.traces.put_trace(ready_trace("newest-upload", state=uploading, kernels=0))
     real = [
         {"kernel_id": i + 1, "kernel_name": f"_Z6kernel{i}v", "duration_ns": 2000.0 + 500 * i}
         for i in range(KERNELS)

@@ -14,9 +14,9 @@ import typing
 import pytest
 from pydantic import ValidationError
 
-from cascade_server import agent_prompt_routes, agent_prompt_types
-from cascade_server.agent_prompt import prompt_text
-from cascade_server.agent_prompt_types import TYPES, type_name
+from cascade_server.api import agent_prompt_routes, agent_prompt_types
+from cascade_server.api.agent_prompt import prompt_text
+from cascade_server.api.agent_prompt_types import TYPES, type_name
 from cascade_server.settings import Settings
 from cascade_server.shared import models
 from tests.conftest import LiveServer, ready_trace
@@ -26,7 +26,7 @@ from tests.server.test_http_edges import exchange
 @pytest.fixture
 async def core(make_server, accelsim_dir):
     server = await make_server(accelsim_dir=accelsim_dir)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     return server
 
 

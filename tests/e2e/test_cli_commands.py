@@ -83,7 +83,7 @@ async def live(make_server, tmp_path, monkeypatch):
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")  # workers inherit it
     samples = samples_with_a_truncated_recording(tmp_path / "samples")
     server = await make_server(launcher="local", local_slots=2, replay_speed=25.0, samples_dir=samples)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     return server
 
 
@@ -437,7 +437,7 @@ async def test_deleting_an_active_run_suggests_the_cancel_command(live, tmp_path
 
 async def test_control_characters_from_the_server_are_spelled_out_in_tables_but_exact_in_json(live, tmp_path):
     model, error = "opt\x1b[2J\x1b[H", "boom\x1b]0;pwned\x07\nfake line"
-    await live.store.put_trace(ready_trace("hostile-trace", model=model, state="failed", error=error))
+    await live.store.traces.put_trace(ready_trace("hostile-trace", model=model, state="failed", error=error))
     table = await cascade("traces", "--state", "failed", url=live.url, home=tmp_path)
     assert table.code == 0 and "\x1b" not in table.out and "\x07" not in table.out
     assert len(table.out.splitlines()) == 2  # the header and one row: the newline did not break it
@@ -476,8 +476,8 @@ async def test_configs_lists_the_gpu_configs_and_an_unknown_config_names_the_com
 
 
 async def test_the_suggested_config_is_named_only_once_the_server_took_the_run(live, tmp_path):
-    await live.store.put_trace(ready_trace("suggests-qv100", suggested_sim_config="SM7_QV100"))
-    await live.store.put_trace(ready_trace("a-sample", suggested_sim_config="SM7_QV100", sample=True))
+    await live.store.traces.put_trace(ready_trace("suggests-qv100", suggested_sim_config="SM7_QV100"))
+    await live.store.traces.put_trace(ready_trace("a-sample", suggested_sim_config="SM7_QV100", sample=True))
     refused = await cascade("run", "start", "--trace", "a-sample", url=live.url, home=tmp_path)
     assert (refused.code, refused.out) == (3, "")
     assert refused.err == (
@@ -532,7 +532,7 @@ async def test_commands_find_the_server_cascade_up_started_on_another_port(live,
 
 
 async def test_traces_state_takes_a_comma_list_like_the_api(live, tmp_path):
-    await live.store.put_trace(ready_trace("broken-trace", state="failed", error="bad header"))
+    await live.store.traces.put_trace(ready_trace("broken-trace", state="failed", error="bad header"))
     both = json.loads(
         (await cascade("traces", "--json", "--state", "ready,failed", url=live.url, home=tmp_path)).out
     )

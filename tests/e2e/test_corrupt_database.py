@@ -24,7 +24,7 @@ async def real_database(path: Path) -> bytes:
     """The bytes of a real Cascade database holding a few traces, checkpointed."""
     store = await Store(path, Broker()).open()
     for n in range(20):
-        await store.put_trace(ready_trace(f"trace-{n}"))
+        await store.traces.put_trace(ready_trace(f"trace-{n}"))
     await store.close()
     return path.read_bytes()
 

@@ -128,7 +128,7 @@ async def test_a_put_cut_by_kill_9_leaves_no_part_file(tmp_path):
     from tests.conftest import ready_trace
 
     store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.put_trace(ready_trace())
+    await store.traces.put_trace(ready_trace())
     await store.close()
     proc, url = await start_serve(data_dir, tmp_path / "serve.log", CASCADE_LAUNCHER="manual")
     try:

@@ -47,7 +47,7 @@ def fill(disk: Path) -> Path:
 async def test_writes_answer_507_keep_acknowledged_data_and_resume(small_disk, make_server, caplog):
     caplog.set_level(logging.WARNING)
     server = await make_server(data_dir=small_disk / "data")
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = (
             await http.post(

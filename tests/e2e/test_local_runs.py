@@ -85,7 +85,7 @@ def worker_env(monkeypatch):
 
 async def test_three_configs_two_replicas_replay_to_success(make_server, worker_env):
     server = await make_server(launcher="local", local_slots=6, replay_speed=25.0)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [(c, 2) for c in SM70_CONFIGS])
         assert {s["state"] for s in run["sims"]} <= {"pending", "launching"}
@@ -119,7 +119,7 @@ async def test_three_configs_two_replicas_replay_to_success(make_server, worker_
 
 async def test_cancel_mid_run_stops_the_worker(make_server, worker_env):
     server = await make_server(launcher="local", local_slots=2, replay_speed=1.0)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         sim_id = run["sims"][0]["id"]
@@ -147,7 +147,7 @@ async def test_cancel_mid_run_stops_the_worker(make_server, worker_env):
 
 async def test_a_sigkilled_worker_fails_with_its_exit_status(make_server, worker_env):
     server = await make_server(launcher="local", local_slots=2, replay_speed=1.0, heartbeat_timeout_s=1.0)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         states: dict[str, list[str]] = defaultdict(list)
@@ -177,7 +177,7 @@ async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, mo
     monitor: the sim goes lost, then failed after 10x the timeout."""
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.2")
     server = await make_server(launcher="local", local_slots=2, replay_speed=1.0, heartbeat_timeout_s=0.8)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         states: dict[str, list[str]] = defaultdict(list)
@@ -205,7 +205,7 @@ async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, mo
 
 async def test_server_restart_mid_run_loses_no_line(make_server, worker_env):
     server = await make_server(launcher="local", local_slots=2, replay_speed=6.0)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1), ("SM7_QV100", 1)])
 
@@ -235,7 +235,7 @@ async def _run_via(server, run_id: str) -> dict:
 
 async def test_slot_limit_keeps_the_rest_pending(make_server, worker_env):
     server = await make_server(launcher="local", local_slots=1, replay_speed=20.0)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 3)])
         states: dict[str, list[str]] = defaultdict(list)
@@ -282,7 +282,7 @@ async def test_each_failure_reason_with_a_fake_accelsim(make_server, worker_env,
     )
     server = await make_server(launcher="local", local_slots=4, accelsim_dir=fake)
     trace = ready_trace("fake-trace", kernels=3)
-    await server.store.put_trace(trace)
+    await server.store.traces.put_trace(trace)
     make_trace_dir(server.settings.traces_dir / trace.id)
     async with server.client() as http:
         run = await create_run(http, [("SM7_OK", 1), *[(name, 1) for name in FAILURES]], trace_id=trace.id)
@@ -306,7 +306,7 @@ async def test_each_failure_reason_with_a_fake_accelsim(make_server, worker_env,
 async def test_a_sim_that_cannot_start_fails_with_the_reason(make_server, worker_env, tmp_path):
     fake = install_fake_accelsim(tmp_path / "accel-sim", {"SM7_OK": {}})
     server = await make_server(launcher="local", local_slots=1, accelsim_dir=fake)
-    await server.store.put_trace(ready_trace("no-kernelslist"))  # its trace dir was never made
+    await server.store.traces.put_trace(ready_trace("no-kernelslist"))  # its trace dir was never made
     async with server.client() as http:
         run = await create_run(http, [("SM7_OK", 1)], trace_id="no-kernelslist")
         final = await finished_run(http, run["id"])
@@ -317,7 +317,7 @@ async def test_a_sim_that_cannot_start_fails_with_the_reason(make_server, worker
 
 async def test_cancel_while_queued_never_starts_the_worker(make_server, worker_env):
     server = await make_server(launcher="local", local_slots=1, replay_speed=1.0)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 2)])
 
@@ -351,7 +351,7 @@ async def test_cancel_while_queued_never_starts_the_worker(make_server, worker_e
 
 async def test_a_worker_that_died_while_the_server_was_down_fails_the_sim(make_server, worker_env):
     server = await make_server(launcher="local", local_slots=1, replay_speed=1.0)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
 

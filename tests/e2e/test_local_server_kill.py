@@ -72,7 +72,7 @@ async def test_kill_9_the_server_mid_run(tmp_path):
     data_dir, port, s3_port = tmp_path / "data", free_port(), free_port()
     data_dir.mkdir()
     store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.put_trace(ready_trace())
+    await store.traces.put_trace(ready_trace())
     await store.close()
     server = await start_serve(data_dir, port, tmp_path / "serve.log", s3_port)
     headers = {"Authorization": f"Bearer {TOKEN}"}

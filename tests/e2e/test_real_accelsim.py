@@ -157,7 +157,7 @@ async def test_a_sim_that_dies_at_start_fails_with_the_loaders_line(make_server,
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
     server = await make_server(launcher="local", local_slots=1, accelsim_dir=broken)
     trace = ready_trace("one-kernel", kernels=1)
-    await server.store.put_trace(trace)
+    await server.store.traces.put_trace(trace)
     make_trace_dir(server.settings.traces_dir / trace.id)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)], trace_id=trace.id)

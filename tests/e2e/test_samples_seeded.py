@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 async def test_samples_are_seeded_once_and_read_like_live_data(make_server):
     server = await make_server(samples=True)  # `cascade serve` seeds at start
     await server.restart()
-    await seed_samples(server.store, server.settings)
+    await seed_samples(server.store, server.ingest, server.settings)
     async with server.client() as http:
         traces = [t for t in (await http.get("/api/traces")).json() if t["sample"]]
         assert [t["id"] for t in traces] == [SAMPLE_TRACE_ID]
@@ -68,14 +68,14 @@ async def test_an_interrupted_seed_is_closed_and_seeded_again(make_server):
     store, settings = server.store, server.settings
     # What a server killed mid-seed leaves: the trace and a sample run whose sims never finished.
     trace = sample_trace(settings.samples_dir)
-    await store.put_trace(trace)
+    await store.traces.put_trace(trace)
     configs = scan_gpu_configs(settings.samples_dir / "accelsim")
-    stale = await store.create_run(
+    stale = await store.runs.create_run(
         trace, [RunEntry(gpu_config="SM7_QV100", count=1)], configs, sample=True, replay=True
     )
-    assert await store.get_meta(SEEDED_KEY) is None
-    await seed_samples(store, settings)
-    old = await store.get_run(stale.id)
+    assert await store.db.get_meta(SEEDED_KEY) is None
+    await seed_samples(store, server.ingest, settings)
+    old = await store.runs.get_run(stale.id)
     assert [(s.state, s.error) for s in old.sims] == [("failed", "seeding the sample was interrupted")]
-    seeded = await store.get_run(await store.get_meta(SEEDED_KEY))
+    seeded = await store.runs.get_run(await store.db.get_meta(SEEDED_KEY))
     assert seeded.id != stale.id and {s.state for s in seeded.sims} == {"succeeded"}

@@ -37,7 +37,7 @@ def test_awake_clock_resets_after_a_gap_only() -> None:
 async def test_a_frozen_server_does_not_lose_every_sim_on_resume(tmp_path):
     data_dir = tmp_path / "data"
     store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.put_trace(ready_trace())
+    await store.traces.put_trace(ready_trace())
     await store.close()
     proc, url = await start_serve(
         data_dir,

@@ -33,7 +33,7 @@ async def _launched(http, run_id: str) -> None:
 
 
 async def test_a_server_outage_is_not_the_sims_time(server, tmp_path):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1)])
         await _launched(http, run["id"])
@@ -92,7 +92,7 @@ async def test_a_server_outage_is_not_the_sims_time(server, tmp_path):
 
 
 async def test_a_reported_time_is_bounded_by_now_and_the_sims_creation(server):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1), ("SM7_QV100", 1)])
         await _launched(http, run["id"])

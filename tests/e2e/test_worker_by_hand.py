@@ -34,7 +34,7 @@ async def wait_exit(proc: subprocess.Popen, timeout: float = 60) -> int:
 
 
 async def test_a_worker_by_hand_runs_a_sim_to_success(server):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1)])
         sim = run["sims"][0]
@@ -59,7 +59,7 @@ async def test_a_worker_by_hand_runs_a_sim_to_success(server):
 async def test_cancel_reaches_a_worker_through_its_heartbeat(server):
     """No launcher process to signal: the worker stops on `cancel: true`, and takes its
     simulator with it."""
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         sim_id = run["sims"][0]["id"]
@@ -79,7 +79,7 @@ async def test_cancel_reaches_a_worker_through_its_heartbeat(server):
 
 
 async def test_a_wrong_token_stops_the_worker_with_a_clear_message(server):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
     worker = start_worker("--url", server.url, "--token", "wrong", "--sim-id", run["sims"][0]["id"])
@@ -107,7 +107,7 @@ async def test_an_unreachable_server_is_given_up_after_the_limit():
 async def test_a_step_timeline_that_cannot_be_built_never_fails_the_sim(server, tmp_path):
     """The trace has step-timeline files, but one is broken: the sim still succeeds, and the
     reason is one of its files."""
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     trace_dir = tmp_path / "trace"
     trace_dir.mkdir()
     (trace_dir / "corrected_timeline.json").write_text('{"steps": "not a list"}')

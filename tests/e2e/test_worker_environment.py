@@ -46,7 +46,7 @@ async def test_accelsim_gets_no_token_and_the_worker_nothing_unrelated(make_serv
     )
     server = await make_server(launcher="local", local_slots=1, accelsim_dir=fake)
     trace = ready_trace("env-trace", kernels=1)
-    await server.store.put_trace(trace)
+    await server.store.traces.put_trace(trace)
     make_trace_dir(server.settings.traces_dir / trace.id)
     async with server.client() as http:
         run = await create_run(http, [("SM7_ENV", 1)], trace_id=trace.id)
@@ -66,7 +66,7 @@ async def test_accelsim_gets_no_token_and_the_worker_nothing_unrelated(make_serv
 
 async def test_the_replay_child_gets_no_token(make_server, server_env):
     server = await make_server(launcher="local", local_slots=1, replay_speed=0.5)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         sim_id = run["sims"][0]["id"]

@@ -33,10 +33,31 @@ def test_kernelslist_names_only_files_beside_it():
 
 
 def test_kernelslist_comments_and_paths_name_no_kernel_and_a_kernel_path_is_refused():
-    text = "# kernel-9.traceg\nMemcpyHtoD,0x1,256\r\ndir/x.traceg\nkernel-1.traceg\r\n  kernel-2.traceg  \n"
-    assert kernel_files(text) == ["traces/kernel-1.traceg", "traces/kernel-2.traceg"]
+    """As Accel-Sim's trace_parser.cc: only a line starting with `kernel` is a kernel; a line
+    with leading blanks, a comment, a MemcpyDtoH, a path not starting with `kernel` are ignored."""
+    text = (
+        "# kernel-9.traceg\nMemcpyHtoD,0x1,256\r\ndir/x.traceg\nkernel-1.traceg\n  kernel-2.traceg\n"
+        "MemcpyDtoH,0x00007f4c5e000000,256\n../../../work/atk/ESCAPED/made-by-shard\nkernel-3.traceg"
+    )
+    assert kernel_files(text) == ["traces/kernel-1.traceg", "traces/kernel-3.traceg"]
     with pytest.raises(TraceFormatError, match="line 2: kernel trace 'kernels/x.traceg' is not a file name"):
         kernel_files("kernel-1.traceg\nkernels/x.traceg\n")
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ("kernel/../../../tmp/x", "is not a file name"),
+        ("kernel-1\\..\\x", "is not a file name"),
+        ("kernel-1.traceg\r", "ends in a carriage return"),
+        ("kernel-1.traceg  ", "ends in blanks"),
+        ("kernel-1\x00.traceg", "control character"),
+        ("kernelslist.g", "is the list itself"),
+    ],
+)
+def test_a_kernel_line_must_be_a_plain_file_name_beside_the_list(line, problem):
+    with pytest.raises(TraceFormatError, match=f"line 2: kernel trace .* {problem}"):
+        kernel_files(f"MemcpyHtoD,0x1,256\n{line}\n")
 
 
 def test_the_ready_check_reads_kernelslist_as_the_inputs_do(tmp_path):
@@ -59,7 +80,7 @@ def test_the_ready_check_reads_kernelslist_as_the_inputs_do(tmp_path):
 
 
 async def test_trace_inputs_errors_are_json_and_unknown_parameters_a_422(server, client):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=3, missing=2)
     (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernel-3.traceg").unlink()
     (server.settings.traces_dir / "tinyformer-step-sm70" / "traces" / "kernel-3.traceg").mkdir()
@@ -86,7 +107,7 @@ async def test_trace_inputs_errors_are_json_and_unknown_parameters_a_422(server,
 
 
 async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_path):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=3)
     accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
     node = tmp_path / "node-scratch"
@@ -129,7 +150,7 @@ async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_pa
 
 
 async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(server, tmp_path):
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=2, missing=2)
     accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
     async with server.client() as http:
@@ -161,8 +182,8 @@ async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(ser
 
 
 async def test_trace_inputs_routes_refuse_what_they_cannot_serve(server, client):
-    await server.store.put_trace(ready_trace())
-    await server.store.put_trace(ready_trace("uploading-one", state="uploading"))
+    await server.store.traces.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace("uploading-one", state="uploading"))
     mirror_trace(server, "tinyformer-step-sm70", kernels=1)
     assert (await client.get("/api/traces/nope/inputs")).json() == {"detail": "trace nope not found"}
     resp = await client.get("/api/traces/uploading-one/inputs")

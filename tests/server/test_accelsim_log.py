@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cascade_server import accelsim_log
+from cascade_server import accelsim_log, accelsim_stats
 from cascade_server.accelsim_log import (
     MAX_BLOCK_KEYS,
     STATS_LINE_MAX,
@@ -147,17 +147,13 @@ EXPECTED_NAMES = [
 ]
 
 
-@pytest.fixture(autouse=True, params=["compiled", "python"])
-def block_loop(request, monkeypatch):
-    """Every test here runs on both implementations of the stats-block loop, from cold caches
-    (hypothesis' examples share them, as the sims of one server do)."""
-    if request.param == "compiled" and not accelsim_log.NATIVE:
-        pytest.skip("the compiled block loop is not built here (no C compiler, see setup.py)")
-    if request.param == "python":
-        monkeypatch.setattr(accelsim_log, "_read_block_lines", accelsim_log.read_block_lines)
-    accelsim_log.clear_caches()
-    yield request.param
-    accelsim_log.clear_caches()
+@pytest.fixture(autouse=True)
+def cold_cache():
+    """Every test starts from a cold line cache (hypothesis' examples share it, as the sims of
+    one server do)."""
+    accelsim_log.clear_cache()
+    yield
+    accelsim_log.clear_cache()
 
 
 def num(value: float | str | None) -> float:
@@ -415,6 +411,7 @@ def alike_blocks(draw) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300,
     deadline=None,
@@ -840,12 +837,62 @@ def test_parse_value() -> None:
     assert parse_value("12 (inst/sec)") == "12 (inst/sec)"
 
 
-def test_the_shared_caches_stay_bounded_however_many_lines_and_keys() -> None:
+def test_the_shared_cache_stays_bounded_however_many_lines() -> None:
     parser = LogParser(1000)
     for n in range(3):  # blocks of 20,000 distinct lines and keys each
         parser.feed(block("_Z1kv", str(n), *(f"key_{n}_{i} = {i}" for i in range(20_000))))
-    assert 0 < len(accelsim_log._line_cache) <= accelsim_log._LINE_CACHE_LIMIT
-    assert 0 < len(accelsim_log._names_cache) <= accelsim_log._KEYS_CACHED_LIMIT
+    assert 0 < len(accelsim_stats._line_cache) <= accelsim_stats._LINE_CACHE_LIMIT
+
+
+def test_the_cache_never_passes_its_bound_within_one_read() -> None:
+    limit = accelsim_stats._LINE_CACHE_LIMIT
+    lines = [f"k{i} = {i}" for i in range(limit + 100)] + ["long = " + "9" * 300]
+    block: dict = {}
+    accelsim_stats.read_block_lines(block, lines, 0, 10**9, {})
+    assert len(block) == limit + 101 and block["long"] == float("9" * 300)  # every line read
+    assert len(accelsim_stats._line_cache) <= limit and lines[-1] not in accelsim_stats._line_cache
+
+
+def test_repeats_are_numbered_past_names_already_taken() -> None:
+    block: dict = {"kernel_name": "k"}
+    lines = [
+        "a = 1",
+        "a#2 = x",
+        "a = 2",
+        "a = 3",
+        " kernel_name = again",
+        "a#2 = y",
+        "gpgpu_silicon_slowdown = 9x",
+        "after = 1",
+    ]
+    stop = accelsim_stats.read_block_lines(block, lines, 0, 50_000, {})
+    assert stop == (7, True)  # the block's last line read, not what follows it
+    assert list(block.items()) == [
+        ("kernel_name", "k"),
+        ("a", 1.0),
+        ("a#2", "x"),
+        ("a#3", 2.0),
+        ("a#4", 3.0),
+        ("kernel_name#2", "again"),
+        ("a#2#2", "y"),
+        ("gpgpu_silicon_slowdown", "9x"),
+    ]
+    # A next block's first line stops the read before it; a full block takes no more keys.
+    full: dict = {"kernel_name": "k"}
+    assert accelsim_stats.read_block_lines(
+        full, ["b = 1", "c = 2", "kernel_name = next", "d = 3"], 0, 2, {}
+    ) == (2, False)
+    assert full == {"kernel_name": "k", "b": 1.0}
+
+
+def test_a_key_repeated_without_end_is_numbered_on_after_a_restore() -> None:
+    block: dict = {"kernel_name": "k"}
+    lines = [f"a = {i}" for i in range(300)]
+    accelsim_stats.read_block_lines(block, lines[:100], 0, 50_000, {})
+    accelsim_log.clear_cache()  # `repeats` cold, as after a restore: the numbers go on
+    accelsim_stats.read_block_lines(block, lines[100:], 0, 50_000, {})
+    assert list(block) == ["kernel_name", "a", *(f"a#{n}" for n in range(2, 301))]
+    assert list(block.values())[1:] == [float(i) for i in range(300)]
 
 
 def test_a_chunk_may_be_any_sequence_of_lines() -> None:

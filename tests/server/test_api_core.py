@@ -270,8 +270,8 @@ async def test_create_run_counts_at_the_boundaries(core):
 
 
 async def test_create_run_refuses_traces_not_ready_and_samples(core):
-    await core.store.put_trace(ready_trace("uploading-one", state="uploading"))
-    await core.store.put_trace(ready_trace("the-sample", sample=True))
+    await core.store.traces.put_trace(ready_trace("uploading-one", state="uploading"))
+    await core.store.traces.put_trace(ready_trace("the-sample", sample=True))
     async with core.client() as http:
         for trace_id, words in (("uploading-one", "is uploading, not ready"), ("the-sample", "is a sample")):
             resp = await http.post(
@@ -346,7 +346,7 @@ async def test_cancel_is_idempotent_and_tells_the_simulator(core):
 
 async def set_state(server, sim_id: str, state: str) -> None:
     """Test setup only: put a sim straight into `state`."""
-    async with server.store.write() as tx:
+    async with server.store.db.write() as tx:
         await tx.conn.execute("UPDATE sims SET state=?, finished_at=NULL WHERE id=?", (state, sim_id))
 
 
@@ -431,7 +431,7 @@ def test_run_state_every_case():
 async def test_silent_sims_become_lost_then_failed(make_server, accelsim_dir):
     clock = ManualClock()
     server = await make_server(clock=clock, accelsim_dir=accelsim_dir, heartbeat_timeout_s=0.3)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http)
         talking, silent = run["sims"][0]["id"], run["sims"][1]["id"]
@@ -466,4 +466,4 @@ async def test_everything_survives_a_restart(core):
     async with core.client() as http:
         assert (await http.get(f"/api/runs/{run['id']}")).json() == before
         assert (await http.get("/api/traces")).json() == traces
-        assert (await core.store.schema_version()) >= 1
+        assert (await core.store.db.schema_version()) >= 1

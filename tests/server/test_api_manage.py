@@ -84,7 +84,7 @@ async def test_delete_run_removes_its_rows_and_files(core):
         assert not (settings.workers_dir / f"{sim}.log").exists()
         assert [r["id"] for r in (await http.get("/api/runs")).json()] == [other["id"]]
         for table in ("sims", "log_chunks", "kernels", "files", "step_timelines"):
-            async with core.store.r.execute(
+            async with core.store.db.r.execute(
                 f"SELECT COUNT(*) FROM {table} WHERE {'id' if table == 'sims' else 'sim_id'}=?", (sim,)
             ) as cur:
                 assert (await cur.fetchone())[0] == 0, table
@@ -140,7 +140,7 @@ async def test_rerun_and_retry_follow_create_runs_rules(core):
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         await finish(core, run, ["failed"])
-        await core.store.put_trace(ready_trace(state="failed", error="gone bad"))
+        await core.store.traces.put_trace(ready_trace(state="failed", error="gone bad"))
         for action in ("rerun", "retry"):
             resp = await http.post(f"/api/runs/{run['id']}/{action}")
             assert (resp.status_code, resp.json()["detail"]) == (
@@ -179,7 +179,7 @@ async def test_delete_trace_only_when_no_active_run_uses_it(core):
 
 @pytest.mark.parametrize("state", ["uploading", "processing"])
 async def test_a_trace_in_flight_cannot_be_deleted(core, state):
-    await core.store.put_trace(ready_trace("busy", state=state))
+    await core.store.traces.put_trace(ready_trace("busy", state=state))
     async with core.client() as http:
         resp = await http.delete("/api/traces/busy")
     assert resp.status_code == 409
@@ -228,19 +228,19 @@ async def test_deleting_a_trace_when_the_bucket_is_down_changes_nothing(make_ser
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", rclone_s3.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "a-wrong-secret")
     server = await make_server(s3_endpoint=rclone_s3.endpoint, s3_bucket="cascade", scan_interval_s=60)
-    await server.store.put_trace(ready_trace("kept"))
-    server.app[TRACE_SCANNER_KEY].traces["kept"] = await server.store.get_trace("kept")
+    await server.store.traces.put_trace(ready_trace("kept"))
+    server.app[TRACE_SCANNER_KEY].traces["kept"] = await server.store.traces.get_trace("kept")
     async with server.client() as http:
         resp = await http.delete("/api/traces/kept")
         # Health already knows the endpoint refuses (the first scan failed): 503 without trying.
         assert resp.status_code == 503
         assert resp.json()["detail"].startswith("the S3 endpoint is failing (ClientError: ")
         assert (await http.get("/api/traces/kept")).status_code == 200
-    assert not server.store.trace_being_deleted("kept")  # runs may start on it again
+    assert not server.store.traces.trace_being_deleted("kept")  # runs may start on it again
 
 
 async def test_lists_take_limit_and_state(core):
-    await core.store.put_trace(ready_trace("broken", state="failed", error="bad"))
+    await core.store.traces.put_trace(ready_trace("broken", state="failed", error="bad"))
     async with core.client() as http:
         runs = [await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}]) for _ in range(3)]
         await finish(core, runs[0], ["failed"])
@@ -311,13 +311,13 @@ async def test_bad_list_parameters_are_a_422_list(core, path, query, loc, words)
 async def test_a_run_cannot_start_on_a_trace_deleted_meanwhile(core):
     """The store checks the trace under its lock, so a delete racing a create never leaves a run
     of a trace that no longer exists (RunService read the trace before the delete)."""
-    trace = await core.store.get_trace("tinyformer-step-sm70")
-    await core.store.delete_trace("tinyformer-step-sm70")
+    trace = await core.store.traces.get_trace("tinyformer-step-sm70")
+    await core.store.traces.delete_trace("tinyformer-step-sm70")
     with pytest.raises(NotFound, match="trace tinyformer-step-sm70 not found"):
-        await core.store.create_run(
+        await core.store.runs.create_run(
             trace, [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY]
         )
-    assert await core.store.list_runs() == []
+    assert await core.store.runs.list_runs() == []
 
 
 async def _until(condition) -> None:
@@ -349,7 +349,7 @@ async def test_delete_run_while_a_file_upload_arrives_leaves_nothing(core):
         resp = await upload
         assert (resp.status_code, resp.json()) == (404, {"detail": f"sim {sim} not found"})
         assert not (settings.files_dir / sim).exists()
-        async with core.store.r.execute("SELECT COUNT(*) FROM files WHERE sim_id=?", (sim,)) as cur:
+        async with core.store.db.r.execute("SELECT COUNT(*) FROM files WHERE sim_id=?", (sim,)) as cur:
             assert (await cur.fetchone())[0] == 0
 
 
@@ -363,11 +363,11 @@ async def test_outputs_of_a_deleted_sim_are_refused_by_the_store(core):
         assert (await http.delete(f"/api/runs/{run['id']}")).status_code == 204
     upload = StepTimelineUpload.model_validate({"simulated": {"steps": [], "summary": {}}, "compare": None})
     with pytest.raises(NotFound):
-        await core.store.put_step_timeline(sim, upload)
+        await core.store.outputs.put_step_timeline(sim, upload)
     with pytest.raises(NotFound):
-        await core.store.put_file(sim, "out.txt", 4, "text/plain")
+        await core.store.outputs.put_file(sim, "out.txt", 4, "text/plain")
     for table in ("files", "step_timelines"):
-        async with core.store.r.execute(f"SELECT COUNT(*) FROM {table} WHERE sim_id=?", (sim,)) as cur:
+        async with core.store.db.r.execute(f"SELECT COUNT(*) FROM {table} WHERE sim_id=?", (sim,)) as cur:
             assert (await cur.fetchone())[0] == 0, table
 
 
@@ -376,7 +376,7 @@ async def test_a_trace_being_deleted_takes_no_new_run(core):
     the bucket: a run asked for meanwhile is refused, so the delete never meets an active run
     after removing objects (its 409 changes nothing), and a delete that stops frees the trace."""
     trace_id = "tinyformer-step-sm70"
-    await core.store.reserve_trace_delete(trace_id)  # what DELETE does first
+    await core.store.traces.reserve_trace_delete(trace_id)  # what DELETE does first
     async with core.client() as http:
         resp = await http.post(
             "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
@@ -385,12 +385,12 @@ async def test_a_trace_being_deleted_takes_no_new_run(core):
         resp = await http.delete(f"/api/traces/{trace_id}")
         assert (resp.status_code, resp.json()) == (409, {"detail": f"trace {trace_id} is being deleted"})
         assert (await http.get("/api/runs")).json() == []
-        await core.store.release_trace_delete(trace_id)
+        await core.store.traces.release_trace_delete(trace_id)
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         # With an active run the delete is refused before the reservation: nothing changed.
         resp = await http.delete(f"/api/traces/{trace_id}")
         assert resp.status_code == 409 and run["id"] in resp.json()["detail"]
-        assert not core.store.trace_being_deleted(trace_id)
+        assert not core.store.traces.trace_being_deleted(trace_id)
         await finish(core, run, ["succeeded"])
         assert (await http.delete(f"/api/traces/{trace_id}")).status_code == 204
-        assert not core.store.trace_being_deleted(trace_id)
+        assert not core.store.traces.trace_being_deleted(trace_id)

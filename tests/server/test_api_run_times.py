@@ -112,7 +112,7 @@ async def test_the_local_launcher_counts_its_busy_slots_and_its_queue(make_serve
     wait in the queue; cancelling frees it all again."""
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
     server = await make_server(launcher="local", local_slots=1, replay_speed=0.01)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         body = (await http.get("/api/launcher")).json()
         assert body.pop("simulator")["kind"] == "stand-in"

@@ -42,7 +42,7 @@ async def test_list_routes_ignore_parameters_they_do_not_take(core, path, query)
 
 async def test_a_late_heartbeat_to_a_sim_failed_for_silence_is_told_to_stop(make_server, accelsim_dir):
     server = await make_server(accelsim_dir=accelsim_dir, heartbeat_timeout_s=0.2)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]

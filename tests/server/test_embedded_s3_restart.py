@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 
 from cascade_server.shared.s3_endpoint import S3Info, make_client
 from cascade_server.traces import scanner as scanner_module
@@ -44,6 +45,7 @@ def s3_answers(info: S3Info) -> bool:
     return True
 
 
+@pytest.mark.slow
 async def test_a_killed_embedded_endpoint_is_restarted_and_ingestion_goes_on(tmp_path):
     port, s3_port = free_port(), free_port()
     proc = start(tmp_path / "data", port, CASCADE_S3_PORT=str(s3_port), CASCADE_SCAN_INTERVAL_S="0.2")

@@ -30,7 +30,7 @@ AUTH = f"Authorization: Bearer {TOKEN}\r\n".encode()
 @pytest.fixture
 async def edges(make_server, accelsim_dir):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     return server
 
 
@@ -107,11 +107,14 @@ async def test_a_log_chunk_seq_must_be_a_64_bit_integer(edges, seq):
         assert (await http.get(f"/api/sims/{sim_id}/log")).text == "real\n"
 
 
-async def test_the_largest_seq_is_accepted(edges):
+async def test_the_largest_seq_is_a_clear_refusal(edges):
+    # Issue 19: a chunk this far past the one the sim's log waits for is refused (409) rather
+    # than parked (see test_ingest_hostile_values.py); never a 500.
     async with edges.client() as http:
         _, sim_id = await one_sim(http)
         resp = await http.post(f"/api/sims/{sim_id}/logs", json={"seq": INT64_MAX, "lines": ["far ahead"]})
-        assert resp.status_code == 204, resp.text
+        assert resp.status_code == 409, resp.text
+        assert resp.json()["detail"].startswith(f"seq {INT64_MAX} is {INT64_MAX} chunks past seq 0")
 
 
 @pytest.mark.parametrize("exit_code", ["3", 3.0, 2**63, -(2**63) - 1])
@@ -357,8 +360,8 @@ async def test_a_body_that_is_not_utf8_is_400_saying_so(edges):
 
 async def corrupt(server: LiveServer, sql: str, *args) -> None:
     """Fault injection: damage stored data the way a bad disk would, through the real database."""
-    await server.store.w.execute(sql, args)
-    await server.store.w.commit()
+    await server.store.db.w.execute(sql, args)
+    await server.store.db.w.commit()
 
 
 async def assert_cut_off(server: LiveServer, path: str) -> None:
@@ -435,7 +438,7 @@ async def test_a_subscriber_that_stops_reading_is_dropped_past_the_byte_bound(ma
     server = await make_server(
         accelsim_dir=accelsim_dir, sse_max_buffer_bytes=1024 * 1024, sse_send_timeout_s=600
     )
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run_id, sim_id = await one_sim(http)
         raw = await stalled_subscriber(server, run_id)
@@ -456,7 +459,7 @@ async def test_a_subscriber_that_stops_reading_is_dropped_past_the_send_timeout(
     server = await make_server(
         accelsim_dir=accelsim_dir, sse_max_buffer_bytes=1 << 40, sse_send_timeout_s=0.5
     )
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     broker = server.app[BROKER_KEY]
     async with server.client() as http:
         run_id, sim_id = await one_sim(http)
@@ -511,7 +514,7 @@ async def test_an_idle_keep_alive_connection_is_closed_after_the_header_timeout(
 )
 async def test_a_body_that_stops_arriving_is_408(make_server, accelsim_dir, method, path, content_type):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir, body_timeout_s=0.5)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         _, sim_id = await one_sim(http)
     raw = await Raw.open(server)

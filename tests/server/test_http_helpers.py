@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from aiohttp import http_exceptions
 
+from cascade_server.api.bodies import json_error_detail
+from cascade_server.api.errors import parse_error_detail
 from cascade_server.events import Subscriber
-from cascade_server.http import json_error_detail, parse_error_detail
 
 
 async def test_a_subscriber_overflows_past_its_byte_bound_once():

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from cascade_server.appkeys import BROKER_KEY
+from cascade_server.ingest.log_ingest import MAX_AHEAD
 from tests.conftest import ready_trace, recorded_log
 from tests.helpers import wait_until
 from tests.server.test_api_core import create_run
@@ -36,7 +37,7 @@ async def post_log(http: httpx.AsyncClient, sim_id: str, parts: list[list[str]],
 @pytest.fixture
 async def ingest(make_server, accelsim_dir):
     server = await make_server(accelsim_dir=accelsim_dir)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     return server
 
 
@@ -303,7 +304,7 @@ async def test_file_size_limits_at_the_boundaries(ingest):
 
 async def test_per_sim_total_limit_ignores_the_replaced_file(make_server, accelsim_dir):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir, max_file_bytes=400, max_sim_files_bytes=1000)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http)
         url = f"/api/sims/{run['sims'][0]['id']}/files"
@@ -383,7 +384,7 @@ async def _launching(http, run_id):
 
 async def test_keepalive_and_stream_stays_open_after_the_run_ends(make_server, accelsim_dir):  # noqa: F811
     server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         await http.post(f"/api/runs/{run['id']}/cancel")
@@ -400,7 +401,7 @@ async def test_the_stream_of_a_deleted_run_ends(make_server, accelsim_dir):  # n
     """Deleting a run ends its open event streams (they would otherwise send keepalives
     forever); a reconnect is a 404."""
     server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         await http.post(f"/api/runs/{run['id']}/cancel")
@@ -431,6 +432,7 @@ async def test_departed_clients_are_cleaned_up_at_once(ingest):
         await wait_until(gone, timeout=5)
 
 
+@pytest.mark.slow
 async def test_a_subscriber_2000_events_behind_is_disconnected(ingest):
     async with ingest.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
@@ -438,11 +440,16 @@ async def test_a_subscriber_2000_events_behind_is_disconnected(ingest):
         async with http.stream("GET", f"/api/runs/{run['id']}/events") as resp:
             events = EventReader(resp)
             assert (await events.next())["type"] == "snapshot"
-            # 1,100 chunks wait for seq 0; its arrival parses all of them in one commit and
-            # publishes 2,202 events at once: more than the subscriber may hold.
-            for seq in range(1, 1101):
+            # MAX_AHEAD - 1 chunks (as many as may wait) wait for seq 0, which completes a kernel;
+            # its arrival parses all of them in one commit and publishes 2,001 events at once
+            # (a log and a sim event per chunk, and the kernel): more than the subscriber may hold.
+            for seq in range(1, MAX_AHEAD):
                 await http.post(f"/api/sims/{sim_id}/logs", json={"seq": seq, "lines": [f"line {seq}"]})
-            await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": ["line 0"]})
+            lines = log_lines("SM7_QV100")
+            first_kernel = lines[
+                : next(i for i, line in enumerate(lines) if line.startswith("gpgpu_silicon_slowdown")) + 1
+            ]
+            await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": first_kernel})
             received = 0
             with pytest.raises((StopAsyncIteration, httpx.RemoteProtocolError, httpx.ReadError)):
                 while True:
@@ -452,9 +459,10 @@ async def test_a_subscriber_2000_events_behind_is_disconnected(ingest):
         # a fresh connection starts again from a snapshot holding everything
         async with http.stream("GET", f"/api/runs/{run['id']}/events") as resp:
             snapshot = await EventReader(resp).next()
-            assert snapshot["run"]["sims"][0]["log_tail"][-1] == "line 1100"
+            assert snapshot["run"]["sims"][0]["log_tail"][-1] == f"line {MAX_AHEAD - 1}"
 
 
+@pytest.mark.slow
 async def test_snapshot_never_overlaps_the_events_after_it(ingest):
     """Writers post kernels while clients connect at random moments: for every client the
     snapshot's kernels and the kernel events after it are disjoint and add up to everything."""

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import GpuConfig, RunEntry
+from cascade_server.ingest.log_ingest import LogIngest
+from cascade_server.shared.models import GpuConfig, RunDetail, RunEntry
 from cascade_server.storage import Store
 from tests.conftest import ready_trace
 
@@ -21,26 +22,35 @@ TOO_BIG = 2**63  # one past SQLite's INTEGER range
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
     store = await Store(tmp_path / "cascade.db").open()
-    await store.put_trace(ready_trace())
+    await store.traces.put_trace(ready_trace())
     yield store
     await store.close()
 
 
+async def launched_run(store: Store, count: int) -> RunDetail:
+    """A run whose sims a launcher has taken (`launching`): a `pending` sim's chunks are refused."""
+    run = await store.runs.create_run(ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=count)], QV100)
+    for sim in run.sims:
+        await store.sim_states.mark_launching(sim.id, None)
+    return run
+
+
 async def log_text(store: Store, sim_id: str) -> str:
-    return b"".join([part async for part in store.iter_log(sim_id)]).decode()
+    return b"".join([part async for part in store.logs.iter_log(sim_id)]).decode()
 
 
 async def test_a_poisoned_chunk_fails_alone_in_its_group(store: Store) -> None:
-    run = await store.create_run(ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=3)], QV100)
+    ingest = LogIngest(store)
+    run = await launched_run(store, 3)
     good_a, good_b, poisoned = (s.id for s in run.sims)
     # Queued together before the writer runs, so they are one group (one transaction).
     calls = [
-        store.append_log(good_a, 0, ["a0"]),
-        store.append_log(poisoned, 0, ["p0"]),
-        store.append_log(good_b, 0, ["b0"]),
-        store.append_log(poisoned, TOO_BIG, ["poison"]),
-        store.append_log(good_a, 1, ["a1"]),
-        store.append_log(good_b, 1, ["b1"]),
+        ingest.append_log(good_a, 0, ["a0"]),
+        ingest.append_log(poisoned, 0, ["p0"]),
+        ingest.append_log(good_b, 0, ["b0"]),
+        ingest.append_log(poisoned, TOO_BIG, ["poison"]),
+        ingest.append_log(good_a, 1, ["a1"]),
+        ingest.append_log(good_b, 1, ["b1"]),
     ]
     results = await asyncio.gather(*calls, return_exceptions=True)
 
@@ -56,26 +66,27 @@ async def test_a_poisoned_chunk_fails_alone_in_its_group(store: Store) -> None:
     assert await log_text(store, good_b) == "b0\nb1\n"
     assert await log_text(store, poisoned) == ""  # its whole share of the group was refused
     # Its sim is not stuck: the next good chunk of the poisoned sim is stored and parsed.
-    await store.append_log(poisoned, 0, ["p0 again"])
+    await ingest.append_log(poisoned, 0, ["p0 again"])
     assert await log_text(store, poisoned) == "p0 again\n"
-    assert (await store.require_sim(poisoned)).log_tail == ["p0 again"]
-    assert (await store.require_sim(good_a)).log_tail == ["a0", "a1"]
+    assert (await store.runs.require_sim(poisoned)).log_tail == ["p0 again"]
+    assert (await store.runs.require_sim(good_a)).log_tail == ["a0", "a1"]
 
 
 async def test_a_failing_group_of_one_sim_fails_once(store: Store) -> None:
-    run = await store.create_run(ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=1)], QV100)
+    ingest = LogIngest(store)
+    run = await launched_run(store, 1)
     sim_id = run.sims[0].id
     results = await asyncio.gather(
-        store.append_log(sim_id, 0, ["x"]), store.append_log(sim_id, TOO_BIG, ["y"]), return_exceptions=True
+        ingest.append_log(sim_id, 0, ["x"]), ingest.append_log(sim_id, TOO_BIG, ["y"]), return_exceptions=True
     )
     assert all(isinstance(r, OverflowError) for r in results)
-    await store.append_log(sim_id, 0, ["x"])
+    await ingest.append_log(sim_id, 0, ["x"])
     assert await log_text(store, sim_id) == "x\n"
 
 
 async def test_over_http_a_poisoned_chunk_amid_good_ones_from_several_sims(make_server) -> None:
     server = await make_server()
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         resp = await http.post(
             "/api/runs",

@@ -28,7 +28,7 @@ def test_no_accepted_name_looks_like_a_temporary_one(name):
 
 async def test_a_file_named_like_a_partial_upload_survives_the_start_up_cleanup(make_server):
     server = await make_server()
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = (
             await http.post(

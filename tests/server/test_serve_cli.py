@@ -111,43 +111,6 @@ def test_cascade_help_lists_commands():
     assert bad.returncode == 2 and "unknown command 'nope'" in bad.stderr
 
 
-def test_serve_says_when_the_parser_runs_its_python_loop(tmp_path):
-    # An install without a C compiler has no cascade_server._accelsim_merge: the server says so
-    # once at start (logs parse at about half speed), and says nothing where it was built.
-    port = free_port()
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-    environ.update(
-        {"CASCADE_SAMPLES": "0", "CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port())}
-    )
-    without_it = (
-        "import sys; sys.modules['cascade_server._accelsim_merge'] = None; "
-        "from cascade_tui.cli import main; raise SystemExit(main(sys.argv[1:]))"
-    )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            without_it,
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        proc.stderr_file = open(os.devnull)  # for startup_lines' message, should it fail
-        lines = startup_lines(proc)  # up to the embedded S3 endpoint's lines, which come last
-        assert lines["parser"].startswith("the Python block loop (installed without a C compiler")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 def test_ctrl_c_stops_serve_quietly(tmp_path):
     """Ctrl+C on a terminal sends SIGINT to the whole foreground process group: the embedded S3
     endpoint's rclone must not die of it and be mourned with a restart warning. Stopping is quiet."""

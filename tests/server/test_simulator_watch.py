@@ -38,7 +38,7 @@ def installed_build(prefix: Path, data: Path, configs: tuple[str, ...] = ("SM7_F
 async def test_an_install_while_the_server_runs_is_used_from_the_next_run(make_server, tmp_path):
     server = await make_server(launcher="manual")
     trace = ready_trace("t70", kernels=1)
-    await server.store.put_trace(trace)
+    await server.store.traces.put_trace(trace)
     make_trace_dir(server.settings.traces_dir / trace.id)
     async with server.client() as http:
         launcher = (await http.get("/api/launcher")).json()

@@ -3,6 +3,8 @@ registers and processes it, and GET /api/traces shows it, across a server restar
 
 from __future__ import annotations
 
+import pytest
+
 from cascade_server.traces.embedded_s3 import embedded_s3, upload_demo_traces
 from cascade_server.traces.ingest import TRACE_SCANNER_KEY
 from tests.helpers import free_port, wait_until
@@ -18,6 +20,7 @@ async def wait_for(client, trace_id: str, *states: str, timeout: float = 60) -> 
     return await wait_until(in_state, timeout)
 
 
+@pytest.mark.slow
 async def test_demo_traces_through_the_embedded_endpoint_become_ready_via_the_api(make_server, make_settings):
     settings = make_settings(s3_port=free_port(), samples=True, scan_interval_s=0.1)
     async with embedded_s3(settings) as s3info:  # as `cascade serve` does, before the app starts

@@ -90,6 +90,7 @@ def test_an_impossible_launch_shape_fails_the_raw_trace(tmp_path, block, why):
     assert str(failed.value).endswith(why)
 
 
+@pytest.mark.slow
 def test_a_raw_trace_that_regroups_past_its_ratio_fails(tmp_path):
     # Every instruction in its own 1,024-thread block: each becomes 32 warps of output.
     header = RAW_HEADER.replace(b"-grid dim = (1,1,1)", b"-grid dim = (65535,1,1)").replace(

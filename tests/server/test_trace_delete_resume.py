@@ -67,14 +67,14 @@ async def test_a_journaled_delete_is_finished_after_a_restart(rclone_s3, tmp_pat
     try:
         upload(harness, "doomed")
         await harness.recorder.wait_state("doomed", "ready")
-        await harness.store.reserve_trace_delete("doomed")  # the delete began, then the crash
+        await harness.store.traces.reserve_trace_delete("doomed")  # the delete began, then the crash
         await harness.stop()
         await harness.start()
-        assert harness.store.trace_being_deleted("doomed")  # no run starts on it meanwhile
+        assert harness.store.traces.trace_being_deleted("doomed")  # no run starts on it meanwhile
         await harness.scanner.wait_for_scan()
-        assert await harness.store.get_trace("doomed") is None
-        assert await harness.store.trace_deletes_in_progress() == []
-        assert not harness.store.trace_being_deleted("doomed")
+        assert await harness.store.traces.get_trace("doomed") is None
+        assert await harness.store.traces.trace_deletes_in_progress() == []
+        assert not harness.store.traces.trace_being_deleted("doomed")
         listing = harness.client.list_objects_v2(Bucket=harness.bucket, Prefix="accelsim-traces/doomed/")
         assert listing.get("KeyCount", 0) == 0
         assert not harness.mirror("doomed").exists()

@@ -23,6 +23,7 @@ def small_traces_dir(tmp_path):
         yield traces
 
 
+@pytest.mark.slow
 async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_back(
     request, tmp_path, small_traces_dir
 ):
@@ -41,7 +42,7 @@ async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_ba
 
         # A scan with no more space than before leaves it failed.
         await h.scanner.wait_for_scan()
-        assert (await h.store.get_trace("demo")).state == "failed"
+        assert (await h.store.traces.get_trace("demo")).state == "failed"
 
         assert remount_tmpfs(small_traces_dir, "size=64m").returncode == 0
         ready = await h.recorder.wait_state("demo", "ready")
@@ -52,6 +53,7 @@ async def test_a_trace_that_failed_for_lack_of_space_is_retried_when_space_is_ba
         await h.stop()
 
 
+@pytest.mark.slow
 async def test_a_server_restarted_after_the_disk_filled_retries_at_once(request, tmp_path, small_traces_dir):
     h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
     try:
@@ -66,19 +68,20 @@ async def test_a_server_restarted_after_the_disk_filled_retries_at_once(request,
         await h.stop()
 
 
+@pytest.mark.slow
 async def test_a_scan_while_the_failure_is_being_saved_keeps_the_retry(request, tmp_path, small_traces_dir):
     """The race behind this file's occasional timeout under load: a scan that ran while the
     failed state was still being written saw the trace as `processing` and forgot to retry it.
     Here a whole scan runs inside that write, every time."""
     h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
-    write = h.store.put_trace
+    write = h.store.traces.put_trace
 
     async def put_trace_with_a_scan_inside(trace):
         if trace.state == "failed":
             await h.scanner.wait_for_scan()
         await write(trace)
 
-    h.store.put_trace = put_trace_with_a_scan_inside
+    h.store.traces.put_trace = put_trace_with_a_scan_inside
     try:
         h.put_trace("demo", sample_files())
         await h.recorder.wait_state("demo", "failed", "ready")

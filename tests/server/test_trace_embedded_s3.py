@@ -56,6 +56,7 @@ async def test_a_busy_port_is_a_one_line_error(tmp_path):
         assert "\n" not in str(exc.value)
 
 
+@pytest.mark.slow
 async def test_demo_traces_are_uploaded_once_into_an_empty_bucket(tmp_path):
     settings = settings_for(tmp_path, samples=True)
     async with embedded_s3(settings) as info:

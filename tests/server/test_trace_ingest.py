@@ -133,7 +133,7 @@ async def test_staged_upload_is_uploading_with_growing_counts_then_processing_th
     for rel in kernels[:5]:
         harness.put(tid, rel, files[rel])
     await harness.scanner.wait_for_scan()
-    first = await harness.store.get_trace(tid)
+    first = await harness.store.traces.get_trace(tid)
     assert (first.state, first.kernel_count) == ("uploading", 5)
     assert first.bytes == sum(len(files[r]) for r in kernels[:5])
 
@@ -141,7 +141,7 @@ async def test_staged_upload_is_uploading_with_growing_counts_then_processing_th
         harness.put(tid, rel, files[rel])
     harness.put(tid, "traces/stats.csv", files["traces/stats.csv"])
     await harness.scanner.wait_for_scan()
-    second = await harness.store.get_trace(tid)
+    second = await harness.store.traces.get_trace(tid)
     assert (second.state, second.kernel_count) == ("uploading", 15)
     assert second.bytes > first.bytes and second.created_at == first.created_at
 
@@ -158,7 +158,7 @@ async def test_staged_upload_is_uploading_with_growing_counts_then_processing_th
     ready = await harness.recorder.wait_state(tid, "ready", "failed")
     assert harness.recorder.states(tid) == ["uploading", "processing", "ready"], ready.error
 
-    stored = await harness.store.get_trace(tid)
+    stored = await harness.store.traces.get_trace(tid)
     expected = parse_stats(files["traces/stats.csv"].decode())
     assert stored.kernels == expected and len(stored.kernels) == 15
     assert stored.kernels[2].name == "_Z11sgemm_tiledILi64ELi64ELi16EEvPKfS1_S1_Pfiii"
@@ -185,6 +185,7 @@ def raw_kernelslist(kernel_names: list[str]) -> bytes:
     return ("\n".join(memcpys[:3] + kernel_names) + "\n").encode()
 
 
+@pytest.mark.slow
 async def test_raw_tracer_output_is_post_processed_back_into_the_same_traceg(harness):
     tid = "raw-trace"
     raw1 = traceg_to_raw(sample_traceg(1), seed=1).encode()
@@ -288,6 +289,7 @@ async def test_a_corrupt_trace_fails_post_processing_with_a_one_line_error(harne
     assert failed.error.startswith(error) and "\n" not in failed.error
 
 
+@pytest.mark.slow
 async def test_a_restart_mid_upload_resumes_without_downloading_again(harness):
     files = sample_files()
     rels = sorted(files)
@@ -296,7 +298,7 @@ async def test_a_restart_mid_upload_resumes_without_downloading_again(harness):
     for rel in first_half:
         harness.put(tid, rel, files[rel])
     await harness.scanner.wait_for_scan()
-    before = await harness.store.get_trace(tid)
+    before = await harness.store.traces.get_trace(tid)
     assert before.state == "uploading" and before.kernel_count == 8
     inode = (harness.mirror(tid) / first_half[0]).stat().st_ino
 
@@ -317,7 +319,7 @@ async def test_a_restart_mid_upload_resumes_without_downloading_again(harness):
     await harness.restart()
     await harness.scanner.wait_for_scan()
     assert tid not in harness.recorder.history or harness.recorder.history[tid][-1].state == "ready"
-    assert (await harness.store.get_trace(tid)).updated_at == ready.updated_at
+    assert (await harness.store.traces.get_trace(tid)).updated_at == ready.updated_at
 
 
 async def test_an_invalid_trace_id_is_registered_as_failed(harness):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import signal
 
+import pytest
+
 from cascade_server.traces import scanner as scanner_module
 from tests.conftest import ready_trace
 from tests.helpers import wait_until
@@ -45,6 +47,7 @@ async def test_metadata_past_its_bounds_fails_its_trace(rclone_s3, tmp_path):
         await h.stop()
 
 
+@pytest.mark.slow
 async def test_metadata_that_contradicts_the_traced_arch_fails_the_trace(rclone_s3, tmp_path):
     h = await Harness(rclone_s3, tmp_path).start()
     try:
@@ -67,7 +70,7 @@ async def test_a_delete_while_the_endpoint_is_stopped_answers_503_at_once(make_s
     try:
         await wait_until(lambda: s3_answers(info))
         server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
-        await server.store.put_trace(ready_trace("kept"))
+        await server.store.traces.put_trace(ready_trace("kept"))
         async with server.client(timeout=20) as http:
 
             async def s3_error() -> str | None:

@@ -4,9 +4,12 @@ made outside the trace's mirror."""
 
 from __future__ import annotations
 
+import pytest
+
 from .test_trace_ingest import Harness, sample_files
 
 
+@pytest.mark.slow
 async def test_objects_named_like_temporary_files_are_mirrored_whole(rclone_s3, tmp_path):
     h = await Harness(rclone_s3, tmp_path).start()
     try:

@@ -65,6 +65,7 @@ def leftovers(trace_dir: Path, *names: str) -> list[str]:
     return sorted([p.name for p in traces.iterdir() if p.name in names] + [p.name for p in temporaries])
 
 
+@pytest.mark.slow
 async def test_an_xz_bomb_fails_its_trace_and_the_valid_trace_behind_it_does_not_wait(make_scanner):
     h = await make_scanner()
     bomb = xz_bomb_trace()
@@ -85,6 +86,7 @@ async def test_an_xz_bomb_fails_its_trace_and_the_valid_trace_behind_it_does_not
     assert valid.state == "ready", valid.error
 
 
+@pytest.mark.slow
 async def test_a_gzip_bomb_traceg_never_reaches_the_disk(make_scanner):
     # 1 MiB of .traceg.gz that would become 1 GiB (here with a ratio of 100, to write less on the
     # way to the limit; the default, 500, is below gzip's maximum of 1032 as well).

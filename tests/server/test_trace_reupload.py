@@ -43,7 +43,7 @@ async def test_runs_of_a_deleted_trace_are_never_joined_to_a_new_trace_of_the_sa
 
         # Another upload under the same id: another model, other kernels, real timing.
         metadata = give_real_timing(core.settings, TRACE)
-        await core.store.put_trace(
+        await core.store.traces.put_trace(
             ready_trace(TRACE, kernels=4, model="someone/else", metadata=metadata, has_real_timing=True)
         )
         new_run = await create_run(http)
@@ -92,7 +92,7 @@ async def test_a_deleted_trace_record_survives_a_restart(core):
         assert (await http.delete(f"/api/traces/{TRACE}")).status_code == 204
         gone = (await http.get(f"/api/runs/{run['id']}")).json()["trace"]
     await core.restart()
-    await core.store.put_trace(ready_trace(TRACE, kernels=4))
+    await core.store.traces.put_trace(ready_trace(TRACE, kernels=4))
     async with core.client() as http:
         assert (await http.get(f"/api/runs/{run['id']}")).json()["trace"] == gone
 
@@ -145,7 +145,7 @@ async def test_the_migration_records_only_what_is_known_of_traces_deleted_before
     store = await Store(path).open()
     try:
         for run_id, trace_id in (("run-gone", "gone"), ("run-again", "again")):
-            trace = (await store.get_run(run_id)).trace
+            trace = (await store.runs.get_run(run_id)).trace
             assert (trace.id, trace.state, trace.trace_gpu_arch) == (trace_id, "failed", "sm_70")
             assert trace.error == (
                 f"trace {trace_id} was deleted before this server kept records of deleted "
@@ -154,8 +154,8 @@ async def test_the_migration_records_only_what_is_known_of_traces_deleted_before
             assert (
                 iso(trace.created_at) == iso(trace.updated_at) == "2026-02-01T00:00:00.000000Z"
             )  # the run's
-            assert await store.live_trace_of_run(run_id) is None
-        here = (await store.get_run("run-here")).trace
+            assert await store.traces.live_trace_of_run(run_id) is None
+        here = (await store.runs.get_run("run-here")).trace
         assert (here.id, here.state, here.error) == ("here", "ready", None)
     finally:
         await store.close()

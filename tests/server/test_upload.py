@@ -47,6 +47,7 @@ def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_upload_round_trips_a_directory(rclone_s3, bucket, tmp_path):
     traces = raw_dir_for_upload(tmp_path)
     result = run_cli(
@@ -164,6 +165,7 @@ def test_no_endpoint_configured_is_a_one_line_error(tmp_path):
     assert result.stderr.strip().startswith("cascade upload: no S3 endpoint: set CASCADE_S3_ENDPOINT")
 
 
+@pytest.mark.slow
 def test_arch_comes_from_the_trace_headers_when_not_given(rclone_s3, bucket, tmp_path):
     import shutil
 

@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from .test_upload import bucket, env_for, run_cli  # noqa: F401 - `bucket` is a fixture
 
 DEMO = Path(__file__).resolve().parents[2] / "samples/accelsim-traces/tinyformer-step-sm70"
@@ -17,6 +19,7 @@ def uploaded_metadata(s3, bucket_name: str, trace_id: str) -> dict:
     return json.loads(s3.client().get_object(Bucket=bucket_name, Key=key)["Body"].read())
 
 
+@pytest.mark.slow
 def test_a_copied_demo_folder_drops_its_sample_set_unless_asked(rclone_s3, bucket, tmp_path):  # noqa: F811
     copy = tmp_path / "my-trace"
     shutil.copytree(DEMO, copy)

@@ -52,7 +52,7 @@ def scontrol(*args: str) -> str:
 
 async def test_three_configs_two_replicas_succeed_through_slurm(make_server, worker_env, tmp_path):
     server = await make_server(**slurm_settings(tmp_path))
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [(c, 2) for c in SM70_CONFIGS])
         states: dict[str, list[str]] = defaultdict(list)
@@ -86,7 +86,7 @@ async def test_three_configs_two_replicas_succeed_through_slurm(make_server, wor
 async def test_queued_sims_show_slurm_reason_and_cancel_empties_the_queue(make_server, worker_env, tmp_path):
     # 10 sims on a node of 8 CPUs: 2 wait PENDING (Resources) and stay `pending`, with a job id.
     server = await make_server(**slurm_settings(tmp_path, replay_speed=0.5))
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 10)])
 
@@ -116,7 +116,7 @@ async def test_queued_sims_show_slurm_reason_and_cancel_empties_the_queue(make_s
 
 async def test_job_killed_from_outside_fails_with_slurm_reason(make_server, worker_env, tmp_path):
     server = await make_server(**slurm_settings(tmp_path, replay_speed=0.5))
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 2)])
 
@@ -146,7 +146,7 @@ async def test_job_killed_from_outside_fails_with_slurm_reason(make_server, work
 
 async def test_sbatch_refusing_fails_the_sims_with_slurms_message(make_server, worker_env, tmp_path):
     server = await make_server(**slurm_settings(tmp_path, slurm_partition="no-such-partition"))
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 2), ("SM7_TITANV", 1)])
         final = await finished_run(http, run["id"], timeout=30)
@@ -161,7 +161,7 @@ async def test_sbatch_refusing_fails_the_sims_with_slurms_message(make_server, w
 
 async def test_the_token_never_reaches_slurm_or_a_log(make_server, worker_env, tmp_path):
     server = await make_server(**slurm_settings(tmp_path, replay_speed=2.0))
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
 

@@ -39,7 +39,7 @@ async def test_kill_9_the_server_mid_run_and_a_new_one_finishes_it(tmp_path):
     data_dir, port, s3_port = tmp_path / "data", free_port(), free_port()
     data_dir.mkdir()
     store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.put_trace(ready_trace())
+    await store.traces.put_trace(ready_trace())
     await store.close()
     log_path = tmp_path / "serve.log"
     server = await start_serve(data_dir, port, log_path, s3_port)
@@ -90,7 +90,7 @@ async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(
     from cascade_server.appkeys import GPU_CONFIGS_KEY
     from cascade_server.launchers.manual import ManualLauncher
     from cascade_server.launchers.slurm_jobs import ArrayJob, batch_script, parse_sbatch_output, sbatch_argv
-    from cascade_server.runs import RunService, StoreLauncherEvents
+    from cascade_server.services.run_service import RunService, StoreLauncherEvents
     from cascade_server.shared.models import RunEntry
     from tests.conftest import LiveServer
 
@@ -104,8 +104,8 @@ async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(
     )
     first = await LiveServer(settings.model_copy(update={"launcher": "manual"})).start()
     trace = ready_trace()
-    await first.store.put_trace(trace)
-    run = await first.store.create_run(
+    await first.store.traces.put_trace(trace)
+    run = await first.store.runs.create_run(
         trace, [RunEntry(gpu_config="SM7_QV100", count=2)], first.app[GPU_CONFIGS_KEY], replay=True
     )
     runs = RunService(

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cascade_server.shared.models import SimStepTimeline
 from cascade_server.shared.timeline.compare import compare
 from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
@@ -30,6 +32,7 @@ def _foreign_trace_dir(directory: Path) -> Path:
     return write_trace_dir(directory, renamed)
 
 
+@pytest.mark.slow
 def test_import_refuses_a_profile_below_min_coverage_and_the_flag_lowers_it(tmp_path):
     trace_dir = _foreign_trace_dir(tmp_path / "trace")
     refused = _cascade("timeline", "import", str(A100), str(trace_dir))

@@ -27,6 +27,7 @@ from .profiles import (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile, counts", [(SAMPLED, [577, 577]), (A100, [1428] * 6)])
 def test_steps_and_kernels_per_step_follow_the_launch_correlation(tmp_path, profile, counts):
     doc = load(profile)
@@ -59,6 +60,7 @@ def _imported(tmp_path, profile, step: int):
     return doc, kernels, timeline, mapping
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile, step", [(SAMPLED, 0), (SAMPLED, 1), (A100, 0), (A100, 3)])
 def test_own_measured_times_reproduce_the_measured_step(tmp_path, profile, step):
     doc, kernels, timeline, mapping = _imported(tmp_path, profile, step)
@@ -78,6 +80,7 @@ def test_own_measured_times_reproduce_the_measured_step(tmp_path, profile, step)
     assert compared["summary"]["wall_ns"]["mean_abs_error_pct"] < 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", [SAMPLED, A100])
 def test_doubling_kernel_times_doubles_busy_time_but_not_coverage(tmp_path, profile):
     _, kernels, timeline, mapping = _imported(tmp_path, profile, 0)

@@ -10,10 +10,12 @@ from tests.conftest import TOKEN, ready_trace
 async def test_the_client_reads_and_deletes_a_trace_whose_id_holds_a_newline(make_server):
     server = await make_server()
     for trace_id in ("bad\n", "a b\t%2F"):
-        await server.store.put_trace(ready_trace(trace_id, state="failed", error="trace id is not valid"))
+        await server.store.traces.put_trace(
+            ready_trace(trace_id, state="failed", error="trace id is not valid")
+        )
     async with CascadeClient(server.url, TOKEN) as client:
         for trace_id in ("bad\n", "a b\t%2F"):
             assert (await client.trace(trace_id)).id == trace_id
             await client.delete_trace(trace_id)
         assert [t.id for t in await client.traces()] == []
-    assert await server.store.get_trace("bad\n") is None
+    assert await server.store.traces.get_trace("bad\n") is None

@@ -28,8 +28,17 @@ SM70, SM75 = "tinyformer-step-sm70", "tinyformer-step-sm75"
 def _member(
     trace_id: str, arch: str, suggested: str, ns: dict[str, list[float]], names: list[str] | None = None
 ) -> tracecompare.TraceRun:
+    # Every kernel of the trace finished: real numbers, not the stand-in's (see below for those).
     sims = [
-        sim(f"{trace_id}-{cfg}", run_id=f"run-{trace_id}", gpu_config=cfg, state="succeeded") for cfg in ns
+        sim(
+            f"{trace_id}-{cfg}",
+            run_id=f"run-{trace_id}",
+            gpu_config=cfg,
+            state="succeeded",
+            kernels_done=len(values),
+            kernels_total=len(values),
+        )
+        for cfg, values in ns.items()
     ]
     kernels = [
         kstat(f"{trace_id}-{cfg}", i, v, name=(names or [])[i] if names else f"_Z1kv{i}")
@@ -126,7 +135,7 @@ async def demo(make_server):
     server = await make_server()
     for trace_id in (SM70, SM75):
         meta = parse_metadata((DEMO / trace_id / "metadata.json").read_bytes(), trace_id)
-        await server.store.put_trace(ready_trace(trace_id, **meta.trace_fields()))
+        await server.store.traces.put_trace(ready_trace(trace_id, **meta.trace_fields()))
     return server
 
 
@@ -135,6 +144,7 @@ async def srv(demo):
     return demo
 
 
+@pytest.mark.slow
 async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path):  # noqa: F811
     runs = {}
     for trace_id, configs in ((SM70, ["SM7_QV100", "SM7_TITANV"]), (SM75, ["SM75_RTX2060"])):
@@ -206,3 +216,76 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path
         )
         await pilot.press("end")
         await wait_for_text(pilot, kernel_lines[-1].strip())  # on screen whole, not just in the text
+
+
+# --- stand-in numbers: no ratio, and why --------------------------------------------------------
+
+
+def test_stand_in_numbers_show_side_by_side_without_a_ratio_or_kernel_differences():
+    def replayed(member: tracecompare.TraceRun) -> tracecompare.TraceRun:
+        assert member.data is not None
+        return tracecompare.TraceRun(
+            member.trace, RunData(member.data.run.model_copy(update={"replay": True}), member.data.kernels)
+        )
+
+    sm70 = _member("a-sm70", "sm_70", "SM7_QV100", {"SM7_QV100": [100.0, 100.0]})
+    sm75 = _member("a-sm75", "sm_75", "SM75_RTX2060", {"SM75_RTX2060": [100.0, 500.0]})
+    for members, who in (
+        ([sm70, replayed(sm75)], "a-sm75 has"),
+        ([replayed(sm70), replayed(sm75)], "a-sm70, a-sm75 have"),
+    ):
+        text = "\n".join(tracecompare.lines("set", members, width=200))
+        assert after_heading(text, ["config", "a-sm70", "a-sm75"]) == [
+            "SM7_QV100     200 ns       -",
+            "SM75_RTX2060       -  600 ns",
+        ]  # no ratio column
+        assert "ratio:" not in text and "spread" not in text and "%" not in text
+        assert (
+            f"No ratio and no kernel differences: {who} stand-in numbers, a recording replayed "
+            "rather than a simulation of the trace, so a ratio would measure nothing."
+        ) in " ".join(text.split())
+    real = "\n".join(tracecompare.lines("set", [sm70, sm75], width=200))
+    assert "3.000x" in real and "No ratio" not in real  # real numbers keep their ratio
+
+
+@pytest.fixture
+async def short_set(make_server):
+    """Two traces of one sample set with 5 kernels each: the recorded 15-kernel logs played on
+    them are the stand-in's numbers, as a fresh install's sims (the stand-in) would give."""
+    server = await make_server()
+    for trace_id in ("short-a", "short-b"):
+        await server.store.traces.put_trace(
+            ready_trace(trace_id, kernels=5, sample_set="short", suggested_sim_config="SM7_QV100")
+        )
+    return server
+
+
+@pytest.mark.slow
+async def test_c_on_stand_in_runs_shows_the_banner_and_says_why_there_is_no_ratio(short_set, tmp_path):
+    async with short_set.client() as client:
+        run_ids = []
+        for trace_id in ("short-a", "short-b"):
+            resp = await client.post(
+                "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
+            )
+            assert resp.status_code == 201, resp.text
+            run_ids.append(resp.json()["id"])
+            await play(client, resp.json()["sims"][0]["id"], recorded_log("SM7_QV100"))
+    app = make_app(short_set, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await on_list(pilot, RunsScreen, run_ids)
+        await pilot.press("t")
+        await on_list(pilot, TracesScreen, ["short-a", "short-b"])
+        await pilot.press("c")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, CompareTracesScreen) and "Total simulated time" in app.screen.text,
+            "the comparison",
+        )
+        await wait_for_text(pilot, "⚠ Stand-in numbers")  # the run screen's banner, on top
+        text = app.screen.text
+        assert after_heading(text, ["config", "short-a", "short-b"])  # no ratio column
+        assert "spread" not in text and "x\n" not in text + "\n"
+        assert "No ratio and no kernel differences: short-a, short-b have stand-in numbers" in " ".join(
+            text.split()
+        )

@@ -85,6 +85,7 @@ async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(srv, tmp_pa
         assert "by trace▼" in screen_text(app)
 
 
+@pytest.mark.slow
 async def test_vim_keys_move_in_the_lists_and_the_sims_table(srv, http, tmp_path):  # noqa: F811
     runs = [await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)]) for _ in range(3)]
     app = make_app(srv, tmp_path)
@@ -162,6 +163,7 @@ def test_wrapped_window_fills_from_the_top_or_bottom_aligned_when_following():
     assert wrapped_window([], 0, 10, 3, at_end=True) == []
 
 
+@pytest.mark.slow
 async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path):  # noqa: F811
     from cascade_tui.widgets.log_view import LogView
 
@@ -191,6 +193,7 @@ async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path): 
         await wait_until(pilot, lambda: "THE-END" not in screen_text(app), "lines cut again")
 
 
+@pytest.mark.slow
 async def test_slash_filters_the_traces_list_and_s_sorts_the_runs_list(srv, http, tmp_path):  # noqa: F811
     done = await create_run(http, [("SM7_QV100", 1)])
     await Simulator(http, done["sims"][0]["id"]).beat("succeeded", exit_code=0)

@@ -3,6 +3,8 @@ asked first, from the lists and the run screen, against a real server's routes."
 
 from __future__ import annotations
 
+import pytest
+
 from cascade_tui.screens.modals import ConfirmScreen
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
@@ -29,6 +31,7 @@ async def confirm(pilot, expected: str, answer: str = "y") -> None:
     await pilot.press(answer)
 
 
+@pytest.mark.slow
 async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tmp_path):  # noqa: F811
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     failing = Simulator(http, run["sims"][1]["id"])
@@ -67,6 +70,7 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tm
         assert [(s["gpu_config"]) for s in retry["sims"]] == ["SM7_TITANV"]
 
 
+@pytest.mark.slow
 async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv, http, tmp_path):  # noqa: F811
     run = await create_run(http, [("SM7_QV100", 1)])
     app = make_app(srv, tmp_path)

@@ -301,6 +301,16 @@ def test_config_column_fits_the_longest_config_name_up_to_a_cap():
     assert at80.widths[0] == 14 and sum(at80.widths) + len(at80.widths) <= 80
 
 
+def test_config_column_is_headed_variant_in_a_run_with_variants_and_fits_its_title():
+    plain = simrows.header_texts(simrows.layout(100, simrows.config_width(["SM7_QV100"])), "config", False)
+    assert plain[0].strip() == "config▲"
+    width = simrows.config_width(["SM7_V100"], variants=True)
+    assert width == len("variant▲")  # the title whole, sort arrow included, over short names
+    lay = simrows.layout(100, width, variants=True)
+    assert simrows.header_texts(lay, "config", False)[0] == "variant▲"
+    assert simrows.header_texts(lay, "state", False)[0] == "variant "
+
+
 def test_sim_cells_spell_out_state_and_show_error_instead_of_kernel():
     now = T0 + timedelta(seconds=65)
     cells = simrows.sim_cells(sim(), now)
@@ -405,7 +415,7 @@ def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_one
     assert fit(specs, rows, 36) == [10, None, 22]  # spare cells go to the column nearest whole
     # Wide: nothing is cut, the rest goes to the free-text column at the right.
     wide = fit(specs, rows, 120)
-    assert wide[0] == len(rows[0][0]) and wide[1] == 8 and wide[2] >= len(rows[0][2])
+    assert wide[0] == len(rows[0][0]) and wide[1] == len("1.2 MB") and wide[2] >= len(rows[0][2])
     assert sum(wide) + 2 * len(wide) == 120
 
 
@@ -433,7 +443,7 @@ def test_traces_list_keeps_arch_before_note_and_drops_model_first():
     assert order[-1].title == "model"
 
 
-def test_stand_in_chart_names_no_fastest_wraps_its_banner_and_says_so_far_while_active():
+def test_stand_in_chart_names_no_fastest_leaves_the_reason_to_the_banner_and_says_so_far():
     totals = [
         compare.ConfigTotal("SM75_RTX2060", 145_000.0, 145_000.0, 145_000.0, 1, 1),
         compare.ConfigTotal("SM75_RTX2060_S", 100_000.0, 100_000.0, 100_000.0, 1, 1),
@@ -445,13 +455,14 @@ def test_stand_in_chart_names_no_fastest_wraps_its_banner_and_says_so_far_while_
     )
     text = chart.plain(lines)
     flat = " ".join(text.split())
-    assert "no config is named fastest" in flat
-    assert "fastest" not in flat.replace("no config is named fastest", "")
+    assert "No config is named fastest" in flat
+    assert "fastest" not in flat.replace("No config is named fastest", "")
     assert "1.45x" not in text and "Others" not in text
     assert "145 µs" in text and "100 µs" in text  # the per-config totals stay
     assert "Total simulated time per config so far" in text
-    assert all(len(line) <= 60 for line in text.splitlines()[:3])  # wrapped, not cut
-    assert reason in flat
+    note = [line for line in text.splitlines() if "fastest" in line or "says why" in line]
+    assert note and all(len(line) <= 60 for line in note)  # wrapped, not cut
+    assert reason not in flat  # the run screen's banner says it, once
     done = chart.plain(chart.chart_lines(configs, [], totals, compare.rank(totals), {}, False, 100))
     assert "so far" not in done and "SM75_RTX2060_S is fastest" in done
 

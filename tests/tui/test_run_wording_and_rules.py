@@ -52,6 +52,8 @@ def test_the_list_and_the_command_mark_a_run_alike(kw, mark):
 def test_entries_and_sims_read_one_way():
     run = summary({"succeeded": 1, "failed": 1, "running": 1})
     assert entries_label(run.entries) == "SM7_QV100 × 2, SM7_TITANV × 1"
+    sharded = [RunEntry(gpu_config="SM7_QV100", count=1, shards=3)]
+    assert entries_label(sharded) == "SM7_QV100 × 1 in 3 shards"
     assert sims_text(run.sim_counts) == "1/3 succeeded, 1 running, 1 failed"
 
 
@@ -87,6 +89,20 @@ def test_what_can_be_done_to_a_run(action, counts, state, kw, reason):
     [
         (409, b'{"detail": "run r is active"}', {"content-type": "application/json"}, "run r is active"),
         (422, b'{"detail": [{"loc": ["x"]}]}', {"content-type": "application/json"}, '[{"loc": ["x"]}]'),
+        (
+            422,
+            b'{"detail": [{"loc": ["body", "entries", 0, "shards"], "msg": "Input should be less than or equal '
+            b'to 64"}, {"loc": [], "msg": "bad"}]}',
+            {"content-type": "application/json"},
+            "entries.0.shards: Input should be less than or equal to 64; bad",
+        ),
+        (422, b'{"detail": [{"msg": "m" }, 3]}', {"content-type": "application/json"}, '[{"msg": "m"}, 3]'),
+        (
+            422,
+            b'{"detail": [' + b'{"msg": "long"},' * 100 + b'{"msg": "x"}]}',
+            {"content-type": "application/json"},
+            "; ".join(["long"] * 100 + ["x"])[:300],
+        ),
         (404, b'{"error": "x"}', {"content-type": "application/json"}, "Not Found"),
         (502, b"<html>bad gateway</html>", {}, "Bad Gateway"),
         (500, b"\xff\xfe", {}, "Internal Server Error"),

@@ -53,9 +53,9 @@ LONG_ERROR = (
 @pytest.fixture
 async def srv(make_server):
     server = await make_server()
-    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     # A failed trace whose metadata text is long (many layers): its error must still show.
-    await server.store.put_trace(
+    await server.store.traces.put_trace(
         ready_trace(
             "broken-upload",
             state="failed",
@@ -139,6 +139,7 @@ async def footer_whole(pilot) -> None:
 # --- traces ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 45)])
 async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it(srv, tmp_path, size):
     app = make_app(srv, tmp_path)
@@ -166,6 +167,7 @@ async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it
 # --- lists: Home/End, and the cursor back on the run just left --------------------------------
 
 
+@pytest.mark.slow
 async def test_home_and_end_move_to_the_first_and_last_row_of_both_lists(srv, http, tmp_path):
     runs = [await create_run(http, [("SM7_QV100", 1)]) for _ in range(3)]
     app = make_app(srv, tmp_path)
@@ -216,6 +218,7 @@ async def test_back_on_runs_the_cursor_is_on_the_run_just_left(srv, http, tmp_pa
 # --- the run screen: help, sizes, the lower panes ---------------------------------------------
 
 
+@pytest.mark.slow
 async def test_help_on_the_run_screen_lists_end(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 1)])
     app = make_app(srv, tmp_path)
@@ -244,6 +247,7 @@ async def test_the_sims_table_takes_only_the_rows_it_needs(srv, http, tmp_path):
         )
 
 
+@pytest.mark.slow
 async def test_at_80_columns_the_log_header_and_footers_are_whole(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 1)])
     sim = Simulator(http, run["sims"][0]["id"])
@@ -294,6 +298,7 @@ def test_at_80_columns_the_runs_list_keeps_the_replay_and_sample_markers():
     assert rows[1][last][0][: widths[last]].startswith("sample: 1 ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
 async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_totals(srv, http, tmp_path, size):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
@@ -305,7 +310,7 @@ async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_tota
     async with app.run_test(size=size) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         await pilot.press("k")
-        chart = screen.query_one(KernelChart)
+        chart = screen.query_one("#kernel-chart", KernelChart)
         await wait_for_text(pilot, "partial: ")
         text = screen_text(app)
         assert "Total simulated time per config so far" in text
@@ -343,10 +348,10 @@ def _lines_of(app: CascadeApp, system: str | None) -> list[list[Segment]]:
         width=app.size.width,
         height=app.size.height,
         file=io.StringIO(),
-        color_system=system,
+        color_system=system,  # type: ignore[arg-type]
         no_color=system is None,
         legacy_windows=False,
-    )  # type: ignore[arg-type]
+    )
     update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     assert update is not None
     visible = (seg for seg in console.render(update) if not seg.control)  # not cursor moves
@@ -366,6 +371,7 @@ def _readable_cursor(line: list[Segment], text: str, system: str | None) -> None
         assert downgraded.number not in (1, 9), (system, text, downgraded)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system", ["standard", "256", None])
 async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color(srv, http, tmp_path, system):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
@@ -398,6 +404,7 @@ async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color
 # --- quitting with sims running ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 2)])
     app = make_app(srv, tmp_path)
@@ -442,6 +449,7 @@ async def test_q_with_nothing_running_quits_at_once(srv, tmp_path):
 # --- snapshots --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
 async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tmp_path, size):
     """The same text in 16 and 256 colours (the cursor test above checks their colours)."""

@@ -4,6 +4,8 @@ screen, and the server then reports the real build."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cascade_tui.app import CascadeApp
@@ -55,5 +57,20 @@ async def test_i_installs_the_real_simulator_for_the_servers_data_dir(make_serve
         text = await wait_for_text(
             pilot, "Sims run real Accel-Sim, installed by `cascade simulator install`."
         )
-        assert "smoke run  passed" in text and "smoke run passed" in screen_text(app)
+        # The status table pads its columns to the width: any run of spaces between the words.
+        assert re.search(r"smoke run\s+passed", text) and re.search(r"smoke run\s+passed", screen_text(app))
         assert isinstance(app.screen, SimulatorScreen) and app.screen.outcome == "installed"
+
+
+async def test_at_80_columns_the_stand_in_text_wraps_whole_and_x_shows_only_during_a_build(
+    make_server, tmp_path
+):
+    server = await make_server()
+    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_simulator_screen(pilot)
+        text = await wait_for_text(pilot, "Sims run the stand-in")
+        lines = [line.strip() for line in text.splitlines()]
+        # Paragraphs wrapped by the screen, never a sentence broken before its line ends.
+        assert "describe" not in lines and "CUDA needed)," not in lines, text
+        assert "i Install real Accel-Sim" in lines[-1] and "Stop the build" not in lines[-1]

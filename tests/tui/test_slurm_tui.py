@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("slurm_cluster")
 async def test_the_sims_table_shows_queued_sims_job_and_slurm_reason(make_server, tmp_path, monkeypatch):
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
     server = await make_server(**slurm_settings(tmp_path, replay_speed=0.5))
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 9)])  # a node of 8 CPUs: one waits
 

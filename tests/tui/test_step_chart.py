@@ -70,11 +70,12 @@ def test_bars_per_step_with_errors_means_and_coverage():
     assert all(len(line) <= 80 for line in lines)
 
 
-def test_stand_in_banner_and_no_timeline():
+def test_stand_in_note_leaves_the_banner_to_the_screen_and_no_timeline():
     text = plain(
         step_lines([_timeline("SM7_QV100", 0, 1.0)], ["SM7_QV100"], 60, stand_in="a replayed recording")
     )
-    assert text.startswith("⚠ Stand-in numbers (a replayed recording)")
+    assert text.startswith("The predicted steps use the recorded log's kernel times")
+    assert "Stand-in numbers" not in text and "a replayed recording" not in text  # said once, above
     assert "+0.0%" in text
     assert "no step timeline" in plain(step_lines([], ["SM7_QV100"], 200, has_step_timeline=False))
     assert plain(step_lines([], ["SM7_QV100"], 200, has_step_timeline=False)) == NO_TIMELINE

@@ -24,8 +24,8 @@ async def _run_on(http, trace_id: str) -> dict:
 
 async def test_step_timeline_pane_shows_predicted_steps_against_real(make_server, tmp_path):
     server = await make_server()
-    await server.store.put_trace(ready_trace("stepped", has_step_timeline=True, has_real_timing=True))
-    await server.store.put_trace(ready_trace("plain"))
+    await server.store.traces.put_trace(ready_trace("stepped", has_step_timeline=True, has_real_timing=True))
+    await server.store.traces.put_trace(ready_trace("plain"))
     async with server.client() as http:
         plain_run = await _run_on(http, "plain")  # older: second in the runs list
         run = await _run_on(http, "stepped")

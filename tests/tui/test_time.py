@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from cascade_tui.app import CascadeApp
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.runs_list import RunsScreen
@@ -24,13 +26,14 @@ async def open_new_run(pilot, app: CascadeApp) -> NewRunScreen:
     return app.screen
 
 
+@pytest.mark.slow
 async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
     make_server, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
     # Two slots, one taken by a real stand-in worker slowed right down.
     server = await make_server(launcher="local", local_slots=2, replay_speed=0.01)
-    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     async with server.client() as http:
         resp = await http.post(
             "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": "SM7_TITANV", "count": 1}]}
@@ -63,7 +66,7 @@ async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
 
 async def test_new_run_on_the_manual_launcher_says_the_sims_wait_for_you(make_server, tmp_path):
     server = await make_server()  # manual
-    await server.store.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
         await open_new_run(pilot, app)

@@ -23,8 +23,12 @@ DEFAULT_APP_PORT = int(DEFAULT_URL.rsplit(":", 1)[1])
 @contextmanager
 def hold(port: int) -> Iterator[None]:
     """Listen on `port` like another program would; when one already does, it is taken anyway,
-    unless that one is a Cascade server (`cascade up` would rightly use it: nothing to test)."""
+    unless that one is a Cascade server (`cascade up` would rightly use it: nothing to test).
+    SO_REUSEADDR, as `cascade up` checks: without it, connections a previous test left in
+    TIME_WAIT on the port make the bind fail, the port is not held, and `cascade up` rightly
+    takes it."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
             sock.listen()

@@ -3,6 +3,8 @@ kill -9 and started again), and stops saying it once the endpoint answers."""
 
 from __future__ import annotations
 
+import pytest
+
 from cascade_tui.app import CascadeApp
 from cascade_tui.formatting import s3_problem
 from cascade_tui.screens.runs_list import RunsScreen
@@ -23,12 +25,13 @@ def test_s3_problem_names_the_endpoint_and_the_error_or_nothing():
     )
 
 
+@pytest.mark.slow
 async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_server, tmp_path, monkeypatch):
     info, port = own_endpoint(tmp_path, monkeypatch, 3)
     rclone = start_rclone(port, tmp_path / "s3", info)
     try:
         server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
-        await server.store.put_trace(ready_trace())
+        await server.store.traces.put_trace(ready_trace())
         app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")

@@ -70,7 +70,7 @@ async def test_browser_page_runs_the_ui_offline_behind_the_token(make_server, tm
     from playwright.async_api import async_playwright
 
     server: LiveServer = await make_server(web=True)
-    await server.store.put_trace(ready_trace())
+    await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         resp = await http.post(
             "/api/runs",

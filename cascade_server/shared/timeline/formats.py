@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-StepKind = Literal["step", "prefill", "decode"]
+from ..step_kinds import StepKind
 
 
 class MeasuredKernel(BaseModel):

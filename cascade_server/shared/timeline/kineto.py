@@ -17,7 +17,8 @@ from typing import Any, TypeGuard
 import orjson
 
 from ..bounded_read import DECOMPRESS_ERRORS, PROFILE_MAX_BYTES, TooLargeError, decompress_bounded
-from .formats import CorrectedTimeline, MeasuredKernel, MeasuredStep, StepKind
+from ..step_kinds import StepKind
+from .formats import CorrectedTimeline, MeasuredKernel, MeasuredStep
 
 DEFAULT_STEP_PATTERN = r"^ProfilerStep#\d+$"
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})

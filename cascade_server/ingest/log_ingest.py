@@ -1,0 +1,311 @@
+"""Sim logs in: chunks committed in groups, parsed in order into kernels and progress.
+
+Chunks are committed in groups: whatever arrives while a group is being written goes into the
+next one, so many simulators cost one transaction, not one each. A chunk past a gap is parked
+(stored, not parsed) until the gap fills, at most MAX_AHEAD chunks ahead; a gap still open
+GAP_WAIT_S later, or at the sim's final heartbeat, is closed with a line saying which chunks
+never arrived, and what came after it is parsed (`close_gaps`). A sim still `pending` has no
+simulator yet: its chunks are refused, so none can take the place of its real chunk 0. Parsing runs in the parse pool's worker process when
+there is one (parse_pool.py), so it never holds the event loop, yet inside the group's write:
+the chunks, the kernels they completed and each sim's parser state commit together, and a
+restarted server resumes exactly. A group that fails for several sims is written again one sim
+at a time, so one sim's bad chunk fails only that sim's chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from ..domain_errors import Conflict, NotFound
+from ..shared.models import INT64_MAX, KernelEvent, LogEvent, SimEvent
+from ..storage import Store, Transaction
+from ..storage.codecs import pack_lines, sim_from_row
+from .parse_pool import ParsePool
+from .parsing import ParseJob, ParseResult, Parsers
+from .shard_placement import ShardPlacement
+
+log = logging.getLogger(__name__)
+
+# How long a gap in a sim's chunks may stay open before what came after it is parsed without it.
+# A worker retries a chunk until the server has it, so a gap this old is lines that are lost.
+GAP_WAIT_S = 30.0
+
+# How far past the chunk a sim's log waits for (`next_seq`) a chunk may be, to be parked until
+# the gap fills: parked chunks are looked up with every append of the sim, so they must be few
+# (20,000 made appends 75 times slower). A worker sends its chunks in order, a few at a time.
+MAX_AHEAD = 1_000
+
+
+@dataclass(slots=True)
+class _PendingChunk:
+    sim_id: str
+    seq: int
+    lines: list[str]
+    packed: bytes  # pack_lines(lines)
+    done: asyncio.Future[None]
+
+
+class LogIngest:
+    def __init__(self, store: Store, pool: ParsePool | None = None) -> None:
+        self.store = store
+        # Without a pool (tests, scripts), parsing runs here, on the loop.
+        self._pool = pool
+        self._parsers = Parsers()
+        self._queue: list[_PendingChunk] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._gap_timers: dict[str, asyncio.TimerHandle] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def close(self) -> None:
+        """Stop the gap timers (the app is ending; a restarted server finds the gaps again)."""
+        for timer in self._gap_timers.values():
+            timer.cancel()
+        self._gap_timers.clear()
+        for task in self._closing:
+            task.cancel()
+
+    async def append_log(self, sim_id: str, seq: int, lines: list[str]) -> None:
+        """Store a chunk (the first one per seq wins) and parse every chunk now in order.
+        This returns once the chunk's group is committed."""
+        done = asyncio.get_running_loop().create_future()
+        # Packed before it joins a group: the writer holds the lock for as little work as it can.
+        self._queue.append(_PendingChunk(sim_id, seq, lines, pack_lines(lines), done))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_groups())
+        await done
+
+    async def _write_groups(self) -> None:
+        while self._queue:
+            group: list[_PendingChunk] = []
+            try:
+                async with self.store.db.write() as tx:
+                    # Taken under the lock: chunks that came while it was waited for join in.
+                    group, self._queue = self._queue, []
+                    await self._write_group(tx, group)
+            except Exception as exc:
+                by_sim = _by_sim(group)
+                if len(by_sim) == 1:
+                    _fail(group, exc)
+                    continue
+                # One sim's bad chunk (a value SQLite cannot store, ...) must not fail the other
+                # sims' chunks that happened to share its transaction: each sim's again, alone.
+                for chunks in by_sim.values():
+                    await self._write_group_alone(chunks)
+                continue
+            except BaseException:
+                _fail(group, RuntimeError("cancelled"))
+                raise
+            _succeed(group)
+
+    async def _write_group_alone(self, group: list[_PendingChunk]) -> None:
+        try:
+            async with self.store.db.write() as tx:
+                await self._write_group(tx, group)
+        except Exception as exc:
+            _fail(group, exc)
+        except BaseException:
+            _fail(group, RuntimeError("cancelled"))
+            raise
+        else:
+            _succeed(group)
+
+    async def _write_group(self, tx: Transaction, group: list[_PendingChunk]) -> None:
+        logs = self.store.logs
+        sim_ids = list(dict.fromkeys(p.sim_id for p in group))
+        rows = await logs.sim_rows(tx, sim_ids)
+        parked = await logs.parked(tx, sim_ids)
+
+        fresh: dict[str, dict[int, _PendingChunk]] = {}
+        for pending in group:
+            row = rows.get(pending.sim_id)
+            if row is None:
+                pending.done.set_exception(NotFound(f"sim {pending.sim_id} not found"))
+                continue
+            if row["state"] == "pending":
+                pending.done.set_exception(
+                    Conflict(
+                        f"sim {pending.sim_id} is pending: its simulator has not started, so it has no log yet; "
+                        f"send a running heartbeat (POST /api/sims/{pending.sim_id}/heartbeat), then the log"
+                    )
+                )
+                continue
+            # (A seq past SQLite's integers never comes over HTTP, whose model refuses it; from a
+            # direct caller it fails the write as any value SQLite cannot store does.)
+            if MAX_AHEAD <= pending.seq - row["next_seq"] and pending.seq <= INT64_MAX:
+                pending.done.set_exception(
+                    Conflict(
+                        f"seq {pending.seq} is {pending.seq - row['next_seq']} chunks past seq {row['next_seq']}, "
+                        f"which this sim's log waits for; at most {MAX_AHEAD - 1} may wait: "
+                        f"send seq {row['next_seq']} first"
+                    )
+                )
+                continue
+            chunks = fresh.setdefault(pending.sim_id, {})
+            if (
+                pending.seq < row["next_seq"]
+                or (pending.sim_id, pending.seq) in parked
+                or pending.seq in chunks
+            ):
+                continue  # a retry: the first chunk per seq wins
+            chunks[pending.seq] = pending
+
+        # Events are built only for runs someone watches (checked under the lock, so no
+        # subscriber can appear before they are published).
+        jobs: list[ParseJob] = []
+        for sim_id, chunks in fresh.items():
+            row = rows[sim_id]
+            seq = row["next_seq"]
+            in_order: list[list[str]] = []
+            while True:  # the chunks that are next, fresh or parked
+                if seq in chunks:
+                    in_order.append(chunks[seq].lines)
+                elif (sim_id, seq) in parked:
+                    in_order.append(await logs.stored_chunk(tx, sim_id, seq))
+                else:
+                    break
+                seq += 1
+            if in_order:
+                jobs.append(self._job(row, in_order))
+            if any(later > seq for later in chunks) or any(
+                s_id == sim_id and later > seq for s_id, later in parked
+            ):
+                self._watch_gap(sim_id)  # early chunks wait for the gap to fill, GAP_WAIT_S at most
+        # The parse (in the worker) and the chunks' insert (in SQLite's thread) run at once.
+        parsing = asyncio.ensure_future(self._parse(jobs)) if jobs else None
+        try:
+            await logs.insert_chunks(
+                tx, [(sim_id, seq, p.packed) for sim_id, chunks in fresh.items() for seq, p in chunks.items()]
+            )
+        except BaseException:
+            if parsing is not None:
+                parsing.cancel()
+            raise
+        if parsing is not None:
+            await self._save(tx, rows, jobs, await parsing)
+
+    def _job(self, row, in_order: list[list[str]]) -> ParseJob:
+        return ParseJob(
+            row["id"],
+            row["next_seq"],
+            row["core_clock_mhz"],
+            row["parser_state"],
+            in_order,
+            self.store.db.broker.has_subscribers(row["run_id"]),
+            ShardPlacement(row["shard_first"], row["shard_warmup"]),
+        )
+
+    async def _save(self, tx: Transaction, rows, jobs: list[ParseJob], results: list[ParseResult]) -> None:
+        await self.store.logs.save_parsed(
+            tx,
+            [r for result in results for r in result.kernel_rows],
+            [result.progress_row for result in results],
+        )
+        for job, result in zip(jobs, results):
+            row = rows[job.sim_id]
+            tx.publish(row["run_id"], _events(row, job, result) if job.watched else [])
+
+    # --- gaps that never fill ------------------------------------------------------------------
+
+    async def watch_stored_gaps(self) -> None:
+        """At start-up: the gaps a previous server left open (its timers died with it) get
+        their GAP_WAIT_S again, so a sim whose missing chunks never come still goes on."""
+        for sim_id in await self.store.logs.sims_with_parked_chunks():
+            self._watch_gap(sim_id)
+
+    def _watch_gap(self, sim_id: str) -> None:
+        if sim_id not in self._gap_timers:
+            loop = asyncio.get_running_loop()
+            self._gap_timers[sim_id] = loop.call_later(GAP_WAIT_S, self._gap_timed_out, sim_id)
+
+    def _gap_timed_out(self, sim_id: str) -> None:
+        self._gap_timers.pop(sim_id, None)
+        task = asyncio.ensure_future(self.close_gaps(sim_id))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def close_gaps(self, sim_id: str) -> None:
+        """Parse what arrived after the sim's gaps without them: each run of chunks that never
+        arrived becomes one line saying so (stored as the first missing chunk; the others are
+        stored empty), so the log, its tail and the kernels after it show. A missing chunk that
+        arrives later is a repeat. Nothing to do for a sim without parked chunks."""
+        if (timer := self._gap_timers.pop(sim_id, None)) is not None:
+            timer.cancel()
+        try:
+            async with self.store.db.write() as tx:
+                logs = self.store.logs
+                row = (await logs.sim_rows(tx, [sim_id])).get(sim_id)
+                parked = sorted(seq for _, seq in await logs.parked(tx, [sim_id]))
+                if row is None or not parked:
+                    return
+                in_order: list[list[str]] = []
+                missing: list[tuple[int, list[str]]] = []
+                seq, parked_set = row["next_seq"], set(parked)
+                while seq <= parked[-1]:
+                    if seq in parked_set:
+                        in_order.append(await logs.stored_chunk(tx, sim_id, seq))
+                        seq += 1
+                        continue
+                    first = seq
+                    while seq not in parked_set:
+                        seq += 1
+                    line = [missing_chunks_line(first, seq - 1)]
+                    missing += [(first, line)] + [(gap, []) for gap in range(first + 1, seq)]
+                    in_order += [line] + [[] for _ in range(first + 1, seq)]
+                log.warning(
+                    "sim %s: %d log chunks never arrived; parsing the %d after them without them",
+                    sim_id,
+                    len(missing),
+                    len(parked),
+                )
+                await logs.insert_chunks(tx, [(sim_id, gap, pack_lines(lines)) for gap, lines in missing])
+                job = self._job(row, in_order)
+                await self._save(tx, {sim_id: row}, [job], await self._parse([job]))
+        except Exception:  # a timer's task: nobody awaits it; the final heartbeat tries again
+            log.exception("sim %s: could not close the gaps in its log", sim_id)
+
+    async def _parse(self, jobs: list[ParseJob]) -> list[ParseResult]:
+        if self._pool is None:
+            return self._parsers.parse(jobs)
+        return await self._pool.parse(jobs)
+
+
+def missing_chunks_line(first: int, last: int) -> str:
+    """The line that stands in a sim's log for chunks that never arrived."""
+    which = f"chunk {first}" if first == last else f"chunks {first} to {last}"
+    return f"[cascade] log {which} never arrived: lines are missing here"
+
+
+def _events(row, job: ParseJob, result: ParseResult) -> list[BaseModel]:
+    """Per chunk: its lines, the kernels it completed, the sim's progress after it."""
+    base = sim_from_row(row)
+    events: list[BaseModel] = []
+    for lines, parsed in zip(job.chunks, result.chunks):
+        events.append(LogEvent(sim_id=job.sim_id, lines=lines))
+        events.extend(KernelEvent(stat=stat) for stat in parsed.kernels)
+        events.append(SimEvent(sim=base.model_copy(update=parsed.progress)))
+    return events
+
+
+def _by_sim(group: list[_PendingChunk]) -> dict[str, list[_PendingChunk]]:
+    """The group's chunks that still wait for an answer, by sim."""
+    by_sim: dict[str, list[_PendingChunk]] = {}
+    for pending in group:
+        if not pending.done.done():
+            by_sim.setdefault(pending.sim_id, []).append(pending)
+    return by_sim
+
+
+def _fail(group: list[_PendingChunk], exc: Exception) -> None:
+    for pending in group:
+        if not pending.done.done():
+            pending.done.set_exception(exc)
+
+
+def _succeed(group: list[_PendingChunk]) -> None:
+    for pending in group:
+        if not pending.done.done():
+            pending.done.set_result(None)

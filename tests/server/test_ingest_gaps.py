@@ -1,0 +1,156 @@
+"""Issue 19: a chunk after a gap waits for the gap to fill, but not for ever: at the sim's final
+heartbeat, or GAP_WAIT_S after the gap opened, what arrived is parsed without the missing chunks
+and the log says which never arrived. A `pending` sim (no simulator started) refuses chunks, so
+none can take the place of its real chunk 0."""
+
+from __future__ import annotations
+
+from cascade_server.appkeys import GPU_CONFIGS_KEY
+from cascade_server.ingest import log_ingest
+from cascade_server.shared.models import LogChunk, RunEntry, utcnow
+from cascade_worker.client import SimClient
+from cascade_worker.sim_session import Worker, WorkerPlan
+from cascade_worker.spool import Spool
+from tests.conftest import TOKEN, ready_trace
+from tests.helpers import wait_until
+from tests.server.test_api_core import create_run
+from tests.server.test_ingest_hostile_values import stats_block
+
+
+def kernel(n: int) -> list[str]:
+    return [f"output of kernel {n}", *stats_block(str(100 * n), str(n), "300")]
+
+
+async def test_a_pending_sim_refuses_chunks_until_a_launcher_takes_it(core) -> None:
+    run = await core.store.runs.create_run(
+        ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY]
+    )
+    sim_id = run.sims[0].id
+    async with core.client() as http:
+        stray = await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": ["not the simulator"]})
+        assert stray.status_code == 409
+        assert stray.json()["detail"] == (
+            f"sim {sim_id} is pending: its simulator has not started, so it has no log yet; send a running "
+            f"heartbeat (POST /api/sims/{sim_id}/heartbeat), then the log"
+        )
+        await core.store.sim_states.mark_launching(sim_id, None)
+        assert (
+            await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": ["real"]})
+        ).status_code == 204
+        assert (await http.get(f"/api/sims/{sim_id}/log")).text == "real\n"
+
+
+async def test_the_final_heartbeat_parses_past_a_gap_and_says_lines_are_missing(core) -> None:
+    async with core.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        url = f"/api/sims/{sim_id}"
+        assert (await http.post(f"{url}/heartbeat", json={"state": "running"})).status_code == 200
+        for seq in (0, 2, 3, 5):  # 1 and 4 never arrive
+            assert (
+                await http.post(f"{url}/logs", json={"seq": seq, "lines": kernel(seq)})
+            ).status_code == 204
+        sim = (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]
+        assert sim["kernels_done"] == 1  # the rest waits for chunk 1
+
+        assert (
+            await http.post(f"{url}/heartbeat", json={"state": "succeeded", "exit_code": 0})
+        ).status_code == 200
+        sim = (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]
+        assert sim["kernels_done"] == 4
+        log = (await http.get(f"{url}/log")).text.splitlines()
+        assert log.count("[cascade] log chunk 1 never arrived: lines are missing here") == 1
+        assert log.count("[cascade] log chunk 4 never arrived: lines are missing here") == 1
+        assert log.index("[cascade] log chunk 4 never arrived: lines are missing here") < log.index(
+            "output of kernel 5"
+        )
+        # A missing chunk that turns up after all is a repeat: the log stays as it was said.
+        assert (await http.post(f"{url}/logs", json={"seq": 1, "lines": ["late"]})).status_code == 204
+        assert "late" not in (await http.get(f"{url}/log")).text
+
+
+async def test_a_gap_that_stays_open_is_closed_after_a_bounded_wait(core, monkeypatch) -> None:
+    monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 0.2)
+    async with core.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        url = f"/api/sims/{sim_id}"
+        for seq in (0, 3):  # 1 and 2 never arrive; the sim keeps running
+            assert (
+                await http.post(f"{url}/logs", json={"seq": seq, "lines": kernel(seq)})
+            ).status_code == 204
+
+        async def kernels_done() -> int:
+            return (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"]
+
+        assert await wait_until(lambda: kernels_done_is(kernels_done, 2))
+        assert (
+            "[cascade] log chunks 1 to 2 never arrived: lines are missing here\n"
+            in (await http.get(f"{url}/log")).text
+        )
+        # The log goes on from there.
+        assert (await http.post(f"{url}/logs", json={"seq": 4, "lines": kernel(4)})).status_code == 204
+        assert await kernels_done() == 3
+
+
+async def kernels_done_is(read, expected: int) -> bool:
+    return await read() == expected
+
+
+async def test_a_gap_left_open_by_a_stopped_server_is_closed_after_its_restart(core, monkeypatch) -> None:
+    """The gap timers live in the server's process: a restarted server finds the open gaps in
+    the database and gives each its wait again."""
+    async with core.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        url = f"/api/sims/{sim_id}"
+        for seq in (0, 2):  # 1 never arrives
+            assert (
+                await http.post(f"{url}/logs", json={"seq": seq, "lines": kernel(seq)})
+            ).status_code == 204
+    monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 0.2)  # the restarted server's wait
+    await core.restart()
+    async with core.client() as http:
+
+        async def kernels_done() -> int:
+            return (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"]
+
+        assert await wait_until(lambda: kernels_done_is(kernels_done, 2))
+        assert (
+            "[cascade] log chunk 1 never arrived: lines are missing here\n"
+            in (await http.get(f"{url}/log")).text
+        )
+
+
+async def test_the_worker_sends_a_refused_chunk_again_once_its_launcher_has_the_sim_started(
+    core, tmp_path
+) -> None:
+    """A chunk can reach the server before the launcher has recorded the sim's start (a Slurm job
+    that ran before `sbatch` answered): 409. The real worker's sender says the sim runs and
+    sends the chunk again, until the launcher's record lets it in."""
+    run = await core.store.runs.create_run(
+        ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY]
+    )
+    sim_id = run.sims[0].id
+    plan = WorkerPlan(sim_id=sim_id, argv=["true"], run_dir=tmp_path / "run", scratch=tmp_path)
+    beats: list[str] = []
+
+    class RecordingClient(SimClient):
+        async def heartbeat(self, beat, **kw):
+            beats.append(beat.state)  # the sender's answer to a 409 (the launcher then records the start)
+            if len(beats) == 2:
+                await core.store.sim_states.mark_launching(sim_id, None)
+            return await super().heartbeat(beat, **kw)
+
+    async with RecordingClient(core.url, TOKEN, sim_id) as client:
+        worker = Worker(plan, client)
+        worker.spool = Spool(tmp_path / "spool")
+        worker._started_at = utcnow()
+        worker._spool([LogChunk(seq=0, lines=["first line of the simulator"])])
+        worker._finish_output()
+        await worker._sender()  # returns once the spool is empty
+    assert len(worker.spool) == 0 and worker._stop_reason is None
+    assert beats == ["running", "running"]  # refused twice: pending, then sent once it ran
+    async with core.client() as http:
+        assert (await http.get(f"/api/sims/{sim_id}/log")).text == "first line of the simulator\n"
+        assert (await http.get(f"/api/runs/{run.id}")).json()["sims"][0]["state"] == "running"
