@@ -7,17 +7,25 @@ would wait. The workers parse while the loop serves; the group's transaction sti
 stores the chunks, the kernels and the parser state after them together (log_ingest.py).
 A sim is always parsed by the same worker, which keeps its parser between groups; a group's
 sims are shared between the workers and parsed at the same time.
+
+Each worker is a process at the end of a pipe: one pickled list of jobs in, one pickled answer
+out, sent and awaited from a thread so the loop never blocks on the pipe. (A
+ProcessPoolExecutor per worker did the same through two threads of its own, a queue and their
+wake-ups: about half a millisecond of CPU per call against some 50 µs here, measured with
+benchmarks/bench_ingest.py in mind, where a group costs one call per worker.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import pickle
 import signal
+import threading
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 
 from ..childproc import die_with_parent
 from .parsing import ParseJob, ParseResult, parse_in_this_process
@@ -26,66 +34,111 @@ from .parsing import ParseJob, ParseResult, parse_in_this_process
 WORKERS = 2
 
 
-def _ready() -> None:
-    """Run once in a new worker, so that it exists before the server starts threads."""
+class ParseWorkerDied(RuntimeError):
+    """A worker died (killed, out of memory) with jobs in hand: the group fails, its chunks are
+    retried by their simulators, and the next group starts new workers, which rebuild their
+    parsers from the saved states."""
 
 
-def _worker_setup(die: Callable[[], None]) -> None:
-    """In a new worker: die with the server, even by SIGKILL (else it would live on, holding the
-    server's stdout and stderr open, and whoever waits for them to close would wait for good);
-    and drop the server's signal handlers, copied by the fork (the server stops its workers; a
-    SIGTERM ends one; Ctrl-C, sent to the whole terminal's group, is the server's to handle)."""
+def _serve(conn: Connection, die: Callable[[], None]) -> None:
+    """A worker's life: jobs in, answers out, until the server closes its end.
+
+    It dies with the server, even by SIGKILL (else it would live on, holding the server's stdout
+    and stderr open, and whoever waits for them to close would wait for good), and drops the
+    server's signal handlers, copied by the fork (the server stops its workers; a SIGTERM ends
+    one; Ctrl-C, sent to the whole terminal's group, is the server's to handle)."""
     die()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            jobs = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        try:
+            answer: tuple[bool, object] = (True, parse_in_this_process(jobs))
+        except Exception as exc:  # a job the parser refuses fails its group, not the worker
+            answer = (False, exc)
+        try:
+            data = pickle.dumps(answer, protocol=5)
+        except Exception as exc:
+            data = pickle.dumps((False, RuntimeError(f"parse worker: {exc!r}")), protocol=5)
+        conn.send_bytes(data)
+
+
+class _Worker:
+    def __init__(self, process: BaseProcess, conn: Connection) -> None:
+        self.process = process
+        self.conn = conn
+        self.lock = threading.Lock()  # one round trip on the pipe at a time
+
+    def round_trip(self, jobs: list[ParseJob]) -> list[ParseResult]:
+        """In a thread: send the jobs, wait for the answer."""
+        with self.lock:
+            try:
+                self.conn.send_bytes(pickle.dumps(jobs, protocol=5))
+                ok, answer = pickle.loads(self.conn.recv_bytes())
+            except (EOFError, OSError) as exc:
+                raise ParseWorkerDied(f"log parse worker {self.process.pid} died") from exc
+        if not ok:
+            raise answer
+        return answer
+
+    def stop(self) -> None:
+        self.conn.close()  # the worker sees EOF and returns
+        self.process.join(timeout=1.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=1.0)
 
 
 class ParsePool:
     def __init__(self, workers: int = WORKERS) -> None:
-        self._workers = workers
-        # One single-process executor per worker, each always given the same sims, so that
-        # each keeps its sims' parsers (parsing.py).
-        self._pools: list[ProcessPoolExecutor] = []
+        self._size = workers
+        # Each worker is always given the same sims, so that it keeps their parsers (parsing.py).
+        self._workers: list[_Worker] = []
 
     def start(self) -> None:
-        """Fork the workers now, before the database's threads exist: a fork copies the server's
-        modules (no second start-up, a few milliseconds) but not its threads, and a thread that
-        held a lock at the fork would leave it held in the child. (forkserver would import the
-        server afresh: a second or more, which every group would wait for at first.)"""
+        """Fork the workers now, before the database's threads exist, and from the event loop's
+        thread (a worker's death signal follows the thread that forked it): a fork copies the
+        server's modules (no second start-up, a few milliseconds) but not its threads, and a
+        thread that held a lock at the fork would leave it held in the child. (forkserver would
+        import the server afresh: a second or more, which every group would wait for at first.)"""
         context = multiprocessing.get_context("fork")
-        self._pools = [
-            ProcessPoolExecutor(
-                1, mp_context=context, initializer=_worker_setup, initargs=(die_with_parent(),)
-            )
-            for _ in range(self._workers)
-        ]
-        for pool in self._pools:
-            pool.submit(_ready).result()
+        for _ in range(self._size):
+            ours, theirs = context.Pipe(duplex=True)
+            process = context.Process(target=_serve, args=(theirs, die_with_parent()), daemon=True)
+            process.start()
+            theirs.close()
+            self._workers.append(_Worker(process, ours))
 
     async def parse(self, jobs: list[ParseJob]) -> list[ParseResult]:
-        if not self._pools:  # after a worker died: new ones (the server's threads are idle)
+        if not self._workers:  # after a worker died: new ones (the server's threads are idle)
             self.start()
-        shares: list[list[ParseJob]] = [[] for _ in self._pools]
+        shares: list[list[ParseJob]] = [[] for _ in self._workers]
         for job in jobs:
             shares[zlib.crc32(job.sim_id.encode()) % len(shares)].append(job)
         loop = asyncio.get_running_loop()
-        try:
-            answers = await asyncio.gather(
-                *(
-                    loop.run_in_executor(pool, parse_in_this_process, share)
-                    for pool, share in zip(self._pools, shares)
-                    if share
-                )
-            )
-        except BrokenProcessPool:
-            # A worker died (killed, out of memory): this group fails (its chunks are retried)
-            # and the next one starts new workers, which rebuild parsers from saved states.
-            self.close()
-            raise
-        by_sim = {result.sim_id: result for answer in answers for result in answer}
+        # Every round trip ends before this returns or raises: a pipe is closed only when no
+        # thread is reading it.
+        answers = await asyncio.gather(
+            *(
+                loop.run_in_executor(None, worker.round_trip, share)
+                for worker, share in zip(self._workers, shares)
+                if share
+            ),
+            return_exceptions=True,
+        )
+        by_sim: dict[str, ParseResult] = {}
+        for answer in answers:
+            if isinstance(answer, ParseWorkerDied):
+                self.close()
+            if isinstance(answer, BaseException):
+                raise answer
+            by_sim.update((result.sim_id, result) for result in answer)
         return [by_sim[job.sim_id] for job in jobs]
 
     def close(self) -> None:
-        for pool in self._pools:
-            pool.shutdown(wait=False, cancel_futures=True)
-        self._pools = []
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.stop()
