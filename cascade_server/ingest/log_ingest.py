@@ -15,6 +15,7 @@ at a time, so one sim's bad chunk fails only that sim's chunks.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from ..shared.models import INT64_MAX, KernelEvent, LogEvent, SimEvent
 from ..storage import Store, Transaction
 from ..storage.codecs import pack_lines, sim_from_row
 from .parse_pool import ParsePool
-from .parsing import ParseJob, ParseResult, Parsers
+from .parsing import ParseJob, ParseResult, Parsers, SavedStateDamaged
 from .shard_placement import ShardPlacement
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,9 @@ GAP_WAIT_S = 30.0
 # the gap fills: parked chunks are looked up with every append of the sim, so they must be few
 # (20,000 made appends 75 times slower). A worker sends its chunks in order, a few at a time.
 MAX_AHEAD = 1_000
+
+# Chunks per parse when a sim's parser state is rebuilt from its stored log (a few MB at a time).
+REBUILD_BATCH = 64
 
 
 @dataclass(slots=True)
@@ -175,7 +179,7 @@ class LogIngest:
             ):
                 self._watch_gap(sim_id)  # early chunks wait for the gap to fill, GAP_WAIT_S at most
         # The parse (in the worker) and the chunks' insert (in SQLite's thread) run at once.
-        parsing = asyncio.ensure_future(self._parse(jobs)) if jobs else None
+        parsing = asyncio.ensure_future(self._parse(tx, jobs)) if jobs else None
         try:
             await logs.insert_chunks(
                 tx, [(sim_id, seq, p.packed) for sim_id, chunks in fresh.items() for seq, p in chunks.items()]
@@ -263,14 +267,36 @@ class LogIngest:
                 )
                 await logs.insert_chunks(tx, [(sim_id, gap, pack_lines(lines)) for gap, lines in missing])
                 job = self._job(row, in_order)
-                await self._save(tx, {sim_id: row}, [job], await self._parse([job]))
+                await self._save(tx, {sim_id: row}, [job], await self._parse(tx, [job]))
         except Exception:  # a timer's task: nobody awaits it; the final heartbeat tries again
             log.exception("sim %s: could not close the gaps in its log", sim_id)
 
-    async def _parse(self, jobs: list[ParseJob]) -> list[ParseResult]:
-        if self._pool is None:
-            return self._parsers.parse(jobs)
-        return await self._pool.parse(jobs)
+    async def _parse(self, tx: Transaction, jobs: list[ParseJob]) -> list[ParseResult]:
+        """Parse the jobs; a sim whose saved parser state cannot be read gets it rebuilt from its
+        stored chunks (each checksummed), so one damaged blob never stops a sim's log for good."""
+        while True:
+            try:
+                if self._pool is None:
+                    return self._parsers.parse(jobs)
+                return await self._pool.parse(jobs)
+            except SavedStateDamaged as damaged:
+                # A rebuilt state comes from the parser itself: this ends after one per sim.
+                jobs = [
+                    await self._rebuilt(tx, job, damaged.why) if job.sim_id == damaged.sim_id else job
+                    for job in jobs
+                ]
+
+    async def _rebuilt(self, tx: Transaction, job: ParseJob, why: str) -> ParseJob:
+        """The job, with the parser state its sim's stored chunks before it lead to."""
+        log.warning("sim %s: its saved log parser state cannot be read (%s): rebuilding it", job.sim_id, why)
+        state: bytes | None = None
+        for first in range(0, job.next_seq, REBUILD_BATCH):  # a long log, a batch at a time
+            last = min(first + REBUILD_BATCH, job.next_seq)
+            chunks = await self.store.logs.stored_chunks(tx, job.sim_id, first, last)
+            batch = ParseJob(job.sim_id, first, job.core_clock_mhz, state, chunks, False, job.placement)
+            [result] = await self._parse(tx, [batch])
+            state = result.progress_row[1]  # the parser state after the batch, packed
+        return dataclasses.replace(job, saved_state=state)
 
 
 def missing_chunks_line(first: int, last: int) -> str:

@@ -40,6 +40,16 @@ class ParseJob:
     placement: ShardPlacement = WHOLE_TRACE
 
 
+class SavedStateDamaged(Exception):
+    """A sim's saved parser state cannot be read (a damaged page of the database): the ingest
+    service rebuilds it from the sim's stored chunks (log_ingest.py)."""
+
+    def __init__(self, sim_id: str, why: str) -> None:
+        super().__init__(sim_id, why)  # as args, so that it pickles back from a worker
+        self.sim_id = sim_id
+        self.why = why
+
+
 @dataclass(slots=True)
 class ChunkParsed:
     """What one chunk did, for the live events (only for watched sims)."""
@@ -79,7 +89,10 @@ class Parsers:
         if kept is not None and kept[0] == job.next_seq:
             parser = kept[1]
         else:
-            parser = LogParser(job.core_clock_mhz, state=unpack_state(job.saved_state))
+            try:
+                parser = LogParser(job.core_clock_mhz, state=unpack_state(job.saved_state))
+            except Exception as exc:  # whatever a damaged blob makes decompress or unpickle raise
+                raise SavedStateDamaged(job.sim_id, f"{type(exc).__name__}: {exc}") from None
         sim_id = job.sim_id
         rows: list[tuple[Any, ...]] = []
         chunks: list[ChunkParsed] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 import aiosqlite
 
-from .codecs import decompress, unpack_lines
+from .codecs import DECOMPRESS_ERRORS, decompress, unpack_lines
 from .database import Database, Transaction
 
 # The columns of a `kernels` row, in order (the ingest service builds rows in this order).
@@ -72,6 +72,15 @@ class LogRepository:
         assert row is not None, "chunk listed as stored"
         return unpack_lines(row[0])
 
+    async def stored_chunks(self, tx: Transaction, sim_id: str, first: int, end: int) -> list[list[str]]:
+        """The sim's chunks `first` to `end - 1`, all stored, in order; a chunk that cannot be
+        read (a damaged page) is one line saying so."""
+        async with tx.conn.execute(
+            "SELECT seq, data FROM log_chunks WHERE sim_id=? AND seq>=? AND seq<? ORDER BY seq",
+            (sim_id, first, end),
+        ) as cur:
+            return [_readable_lines(seq, data) for seq, data in await cur.fetchall()]
+
     async def save_parsed(
         self, tx: Transaction, kernels: list[tuple[Any, ...]], progress: list[tuple[Any, ...]]
     ) -> None:
@@ -95,3 +104,10 @@ class LogRepository:
                 return
             yield b"".join(decompress(data) for _, data in rows)
             last = rows[-1][0]
+
+
+def _readable_lines(seq: int, data: bytes) -> list[str]:
+    try:
+        return unpack_lines(data)
+    except DECOMPRESS_ERRORS:
+        return [f"[cascade] log chunk {seq} is damaged in storage: lines are missing here"]

@@ -1,0 +1,58 @@
+"""A sim's saved parser state that cannot be read (a damaged page of the database) is rebuilt
+from the sim's stored chunks: the chunks after it store and parse, the kernels are those of an
+undamaged run, and the log is whole. Before, every later chunk failed for good and the sim
+ended with the kernels it had."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from cascade_server.storage.codecs import pack_state, unpack_state
+from tests.conftest import recorded_log
+from tests.server.test_api_core import create_run
+from tests.server.test_ingest_events import QV100_CYCLES, chunks, ingest, log_lines, post_log  # noqa: F401
+
+
+def flip_a_bit(blob: bytes) -> bytes:
+    middle = len(blob) // 2
+    return blob[:middle] + bytes([blob[middle] ^ 0x10]) + blob[middle + 1 :]
+
+
+def wrong_shape(blob: bytes) -> bytes:
+    state = unpack_state(blob)
+    assert state is not None
+    return pack_state({**state, "block": ["not", "a", "block"]})
+
+
+DAMAGE = {
+    "a bit flipped in the compressed frame": flip_a_bit,
+    "bytes that are no blob at all": lambda blob: b"\x00garbage" * 10,
+    "a plain pickle of something else": lambda blob: pickle.dumps([1, 2, 3], protocol=5),
+    "a readable state of the wrong shape": wrong_shape,
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE.values(), ids=list(DAMAGE))
+async def test_a_damaged_parser_state_is_rebuilt_from_the_stored_chunks(ingest, damage):  # noqa: F811
+    parts = chunks(log_lines("SM7_QV100"), 700)
+    half = len(parts) // 2
+    async with ingest.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        await post_log(http, sim_id, parts[:half])
+    db = ingest.store.db.w
+    async with db.execute("SELECT parser_state FROM sims WHERE id=?", (sim_id,)) as cur:
+        saved = (await cur.fetchone())[0]
+    assert unpack_state(saved)["block"], "the saved state stands inside a stats block"
+    await db.execute("UPDATE sims SET parser_state=? WHERE id=?", (damage(saved), sim_id))
+    await db.commit()
+    await ingest.restart()  # the workers' parsers in memory go: the next chunk needs the state
+    async with ingest.client() as http:
+        await post_log(http, sim_id, parts, order=range(half, len(parts)))
+        results = (await http.get(f"/api/sims/{sim_id}/results")).json()
+        assert [k["gpu_sim_cycle"] for k in results["kernels"]] == QV100_CYCLES
+        assert results["sim"]["kernels_done"] == len(QV100_CYCLES)
+        log = await http.get(f"/api/sims/{sim_id}/log")
+        assert log.content == recorded_log("SM7_QV100")
