@@ -64,6 +64,7 @@ __all__ = [
     "TAIL_LINES",
     "TAIL_LINE_MAX",
     "MAX_BLOCK_KEYS",
+    "MAX_BLOCK_BYTES",
     "STATS_LINE_MAX",
     "clear_cache",
     "parse_value",
@@ -77,6 +78,9 @@ TAIL_LINE_MAX = 1000
 # A block that never closes (a corrupt stream) must not grow the saved state without bound;
 # real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
 MAX_BLOCK_KEYS = 50_000
+# ... nor past about this many bytes of keys and values: 50,000 keys of lines near
+# STATS_LINE_MAX would be some 50 MB, saved with every chunk. Real blocks are 100-300 KB.
+MAX_BLOCK_BYTES = 4 * 1024 * 1024
 # Markers searched in the joined chunk, each with the newline that starts its line (the text
 # starts with "\n").
 _LAUNCH = "\nlaunching kernel name: "
@@ -98,6 +102,18 @@ def _tail_line(line: str) -> str:
         return line
     said = f"… ({len(line):,} characters)"
     return line[: TAIL_LINE_MAX - len(said)] + said
+
+
+def _keys_allowed(block: dict[str, float | str]) -> int:
+    """How many keys the open block may grow to while reading the next lines: MAX_BLOCK_KEYS, or
+    fewer as it nears MAX_BLOCK_BYTES (each key read adds at most a line of STATS_LINE_MAX)."""
+    surely_fits = MAX_BLOCK_BYTES // STATS_LINE_MAX  # keys whose worst case is within the bytes
+    if len(block) < surely_fits:
+        # Within the bytes whatever its lines: no need to measure (real blocks stay here, or
+        # pass it rarely).
+        return surely_fits
+    used = sum(len(key) + (len(value) if isinstance(value, str) else 8) for key, value in block.items())
+    return min(MAX_BLOCK_KEYS, len(block) + max(0, MAX_BLOCK_BYTES - used) // STATS_LINE_MAX)
 
 
 def _finite(value: float | str | None) -> float | None:
@@ -307,9 +323,14 @@ class LogParser:
                 self._block = {"kernel_name": lines[i][len(FIRST_LINE) :].strip()}
                 self._repeats = {}
                 i += 1
-            i, ended = read_block_lines(self._block, lines, i, MAX_BLOCK_KEYS, self._repeats)
+            allowed = _keys_allowed(self._block)
+            # Lines at most as many as the keys still allowed, so that none is passed over
+            # while another could still fit (the allowance is worked out again after them).
+            room = allowed - len(self._block)
+            end = n if room <= 0 else min(n, i + room)
+            i, ended = read_block_lines(self._block, lines, i, allowed, self._repeats, end)
             if not ended:
-                if i < n:  # a new block began before this one ended: it was cut off, drop it
+                if i < end:  # a new block began before this one ended: it was cut off, drop it
                     self._block = None
                 continue
             if i == n and not _SLOWDOWN_LINE_RE.fullmatch(lines[-1]):

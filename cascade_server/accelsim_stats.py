@@ -82,17 +82,20 @@ def read_block_lines(
     start: int,
     max_keys: int,
     repeats: dict[str, int],
+    end: int | None = None,
 ) -> tuple[int, bool]:
     """Read the lines of the block being read, from `lines[start]` on, into `block`: up to its
     last line (the one starting `gpgpu_silicon_slowdown = `, read too) or the next block's first
-    line (starting `kernel_name = `, not read), or the end of `lines`. Return the index of the
+    line (starting `kernel_name = `, not read), or `lines[end]` (not read; the end of `lines`
+    when None). Return the index of the
     first line not read and whether the block's last line was read.
 
     The key/value lines go in the first occurrence of a key under its name, the n-th under
     `<key>#<n>` (the next number not taken), while the block has fewer than `max_keys` keys.
     `repeats` remembers each key's latest number in the block: only a shortcut (empty, the
     numbers found are the same), so a restored parser starts it empty."""
-    for i in range(start, len(lines)):
+    stop = len(lines) if end is None else end
+    for i in range(start, stop):
         line = lines[i]
         if "=" not in line:  # neither form, nor a block's first or last line
             continue
@@ -120,4 +123,4 @@ def read_block_lines(
                     block[name] = value
         if ended:
             return i + 1, True
-    return len(lines), False
+    return stop, False

@@ -11,6 +11,7 @@ import dataclasses
 import gzip
 import json
 import math
+import pickle
 import re
 from functools import cache
 from pathlib import Path
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 from cascade_server import accelsim_log, accelsim_stats
 from cascade_server.accelsim_log import (
+    MAX_BLOCK_BYTES,
     MAX_BLOCK_KEYS,
     STATS_LINE_MAX,
     TAIL_LINE_MAX,
@@ -787,6 +789,24 @@ def test_a_block_that_never_ends_keeps_a_bounded_state() -> None:
     block = parser.state()["block"]
     assert len(block) == MAX_BLOCK_KEYS and block["key_0"] == 0.0
     assert parser.kernels_done == 0
+
+
+@pytest.mark.parametrize("value_chars", [1, 100, STATS_LINE_MAX - 20])
+def test_a_block_that_never_ends_keeps_its_bytes_bounded_whatever_its_lines(value_chars) -> None:
+    parser = LogParser(1000)
+    parser.feed(["kernel_name = _Z1kv "])
+    value = "v" * value_chars
+    for start in range(0, MAX_BLOCK_KEYS + 5000, 2500):
+        parser.feed([f"key_{i} = {value}" for i in range(start, start + 2500)])
+    block = parser.state()["block"]
+    size = sum(len(k) + len(v) if isinstance(v, str) else 8 for k, v in block.items())
+    assert size <= MAX_BLOCK_BYTES
+    assert len(block) == min(MAX_BLOCK_KEYS, len(block))
+    assert block["key_0"] == value
+    # Only what could not fit is left out: the block holds all it can, in order.
+    assert size > MAX_BLOCK_BYTES - 2 * STATS_LINE_MAX or len(block) == MAX_BLOCK_KEYS
+    assert list(block)[1:] == [f"key_{i}" for i in range(len(block) - 1)]
+    assert len(pickle.dumps(parser.state(), protocol=5)) < 2 * MAX_BLOCK_BYTES  # as saved, before compression
 
 
 def test_lines_that_are_not_text_are_a_clear_error() -> None:
