@@ -26,7 +26,7 @@ from ..shared.models import INT64_MAX, KernelEvent, LogEvent, SimEvent
 from ..storage import Store, Transaction
 from ..storage.codecs import pack_lines, sim_from_row
 from .parse_pool import ParsePool
-from .parsing import ParseJob, ParseResult, Parsers, SavedStateDamaged
+from .parsing import ParseJob, ParseResult, Parsers, StateNeeded
 from .shard_placement import ShardPlacement
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,8 @@ GAP_WAIT_S = 30.0
 # (20,000 made appends 75 times slower). A worker sends its chunks in order, a few at a time.
 MAX_AHEAD = 1_000
 
-# Chunks per parse when a sim's parser state is rebuilt from its stored log (a few MB at a time).
-REBUILD_BATCH = 64
+# Chunks per parse when a sim's parser reads its stored log again (a few MB at a time).
+REPLAY_BATCH = 16
 
 
 @dataclass(slots=True)
@@ -200,6 +200,7 @@ class LogIngest:
             in_order,
             self.store.db.broker.has_subscribers(row["run_id"]),
             ShardPlacement(row["shard_first"], row["shard_warmup"]),
+            row["parser_state_seq"],
         )
 
     async def _save(self, tx: Transaction, rows, jobs: list[ParseJob], results: list[ParseResult]) -> None:
@@ -207,6 +208,7 @@ class LogIngest:
             tx,
             [r for result in results for r in result.kernel_rows],
             [result.progress_row for result in results],
+            [result.state_row for result in results if result.state_row is not None],
         )
         for job, result in zip(jobs, results):
             row = rows[job.sim_id]
@@ -272,31 +274,43 @@ class LogIngest:
             log.exception("sim %s: could not close the gaps in its log", sim_id)
 
     async def _parse(self, tx: Transaction, jobs: list[ParseJob]) -> list[ParseResult]:
-        """Parse the jobs; a sim whose saved parser state cannot be read gets it rebuilt from its
-        stored chunks (each checksummed), so one damaged blob never stops a sim's log for good."""
+        """Parse the jobs. A sim whose parser is not kept where it parses first reads its stored
+        chunks again from its saved state on, or from the start when that state cannot be read
+        (a damaged page: one damaged blob never stops a sim's log for good)."""
         while True:
             try:
                 if self._pool is None:
                     return self._parsers.parse(jobs)
                 return await self._pool.parse(jobs)
-            except SavedStateDamaged as damaged:
-                # A rebuilt state comes from the parser itself: this ends after one per sim.
+            except StateNeeded as needed:
+                # A caught-up job's state stands at its next_seq, read: this ends the next time.
                 jobs = [
-                    await self._rebuilt(tx, job, damaged.why) if job.sim_id == damaged.sim_id else job
+                    await self._caught_up(tx, job, needed.damaged.get(job.sim_id))
+                    if job.sim_id in needed
+                    else job
                     for job in jobs
                 ]
 
-    async def _rebuilt(self, tx: Transaction, job: ParseJob, why: str) -> ParseJob:
-        """The job, with the parser state its sim's stored chunks before it lead to."""
-        log.warning("sim %s: its saved log parser state cannot be read (%s): rebuilding it", job.sim_id, why)
-        state: bytes | None = None
-        for first in range(0, job.next_seq, REBUILD_BATCH):  # a long log, a batch at a time
-            last = min(first + REBUILD_BATCH, job.next_seq)
-            chunks = await self.store.logs.stored_chunks(tx, job.sim_id, first, last)
-            batch = ParseJob(job.sim_id, first, job.core_clock_mhz, state, chunks, False, job.placement)
+    async def _caught_up(self, tx: Transaction, job: ParseJob, damaged: str | None) -> ParseJob:
+        """The job, with the parser state that its sim's stored chunks before it lead to."""
+        first, state = job.state_at, job.saved_state
+        if damaged is not None:
+            log.warning(
+                "sim %s: its saved log parser state cannot be read (%s): reading its log again",
+                job.sim_id,
+                damaged,
+            )
+            first, state = 0, None
+        for start in range(first, job.next_seq, REPLAY_BATCH):  # a long log, a batch at a time
+            end = min(start + REPLAY_BATCH, job.next_seq)
+            chunks = await self.store.logs.stored_chunks(tx, job.sim_id, start, end)
+            batch = ParseJob(
+                job.sim_id, start, job.core_clock_mhz, state, chunks, False, job.placement, save_state=True
+            )
             [result] = await self._parse(tx, [batch])
-            state = result.progress_row[1]  # the parser state after the batch, packed
-        return dataclasses.replace(job, saved_state=state)
+            assert result.state_row is not None, "a batch saves its state"
+            state = result.state_row[0]
+        return dataclasses.replace(job, saved_state=state, state_seq=job.next_seq)
 
 
 def missing_chunks_line(first: int, last: int) -> str:

@@ -28,7 +28,7 @@ KERNEL_COLUMNS = (
     "stats",
 )
 # The columns of a sim's parse progress, in order, then the sim's id.
-PROGRESS_COLUMNS = ("next_seq", "parser_state", "kernels_done", "current_kernel", "latest", "log_tail")
+PROGRESS_COLUMNS = ("next_seq", "kernels_done", "current_kernel", "latest", "log_tail")
 
 
 class LogRepository:
@@ -82,14 +82,21 @@ class LogRepository:
             return [_readable_lines(seq, data) for seq, data in await cur.fetchall()]
 
     async def save_parsed(
-        self, tx: Transaction, kernels: list[tuple[Any, ...]], progress: list[tuple[Any, ...]]
+        self,
+        tx: Transaction,
+        kernels: list[tuple[Any, ...]],
+        progress: list[tuple[Any, ...]],
+        states: list[tuple[bytes, int, str]],
     ) -> None:
-        """Kernel rows (KERNEL_COLUMNS) and each sim's progress (PROGRESS_COLUMNS, then its id)."""
+        """Kernel rows (KERNEL_COLUMNS), each sim's progress (PROGRESS_COLUMNS, then its id) and
+        the parser states saved (the packed state, the seq it stands before, the sim's id)."""
         if kernels:
             await tx.conn.executemany("INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernels)
         if progress:
             sets = ", ".join(f"{column}=?" for column in PROGRESS_COLUMNS)
             await tx.conn.executemany(f"UPDATE sims SET {sets} WHERE id=?", progress)
+        if states:
+            await tx.conn.executemany("UPDATE sims SET parser_state=?, parser_state_seq=? WHERE id=?", states)
 
     async def iter_log(self, sim_id: str, batch: int = 64) -> AsyncIterator[bytes]:
         """The sim's whole log in seq order, each line ending in a newline, a batch at a time."""

@@ -48,7 +48,7 @@ MIGRATIONS: list[str] = [
         log_tail TEXT NOT NULL DEFAULT '[]',
         core_clock_mhz REAL NOT NULL,
         next_seq INTEGER NOT NULL DEFAULT 0,   -- the next log chunk the parser needs
-        parser_state BLOB                      -- pack_state(LogParser.state())
+        parser_state BLOB                      -- pack_state(LogParser.state()), see migration 8
     );
     CREATE INDEX sims_by_run ON sims(run_id, gpu_config, replica);
     CREATE INDEX sims_by_state ON sims(state);
@@ -130,6 +130,12 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sims ADD COLUMN options TEXT;
     ALTER TABLE sims ADD COLUMN label TEXT;
+    """,
+    # 8: the parser state is saved every few chunks (ingest/parsing.py): the chunk it stands
+    # before (every state saved before stood at next_seq; a new sim's, none, at 0).
+    """
+    ALTER TABLE sims ADD COLUMN parser_state_seq INTEGER NOT NULL DEFAULT 0;
+    UPDATE sims SET parser_state_seq = next_seq;
     """,
 ]
 

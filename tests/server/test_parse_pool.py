@@ -1,5 +1,5 @@
-"""The parse workers (ingest/parse_pool.py): answers equal an in-process parse, a job the parser
-refuses fails alone and the worker goes on, and a worker killed mid-ingest fails only the group
+"""The parse workers (ingest/parse_pool.py): answers equal an in-process parse, a job whose
+state is damaged or behind is sent back saying so and the worker goes on, and a worker killed mid-ingest fails only the group
 in hand: the next group starts new workers, which rebuild their sims' parsers from the saved
 states."""
 
@@ -11,7 +11,7 @@ import signal
 import pytest
 
 from cascade_server.ingest.parse_pool import ParsePool, ParseWorkerDied
-from cascade_server.ingest.parsing import ParseJob, Parsers
+from cascade_server.ingest.parsing import ParseJob, Parsers, StateNeeded
 from cascade_server.storage.codecs import unpack_state
 from cascade_worker.replay import read_lines
 from tests.conftest import RECORDINGS
@@ -26,13 +26,16 @@ def chunk(seq: int) -> list[str]:
 
 
 def jobs_at(seq: int, states: dict[str, bytes | None]) -> list[ParseJob]:
-    return [ParseJob(sim_id, seq, CLOCK, state, [chunk(seq)], True) for sim_id, state in states.items()]
+    return [
+        ParseJob(sim_id, seq, CLOCK, state, [chunk(seq)], True, save_state=True)
+        for sim_id, state in states.items()
+    ]
 
 
 def comparable(result) -> str:
     # Stats blobs are compressed pickles: compare what they hold, not their bytes; as text, since
     # the stats hold NaNs (never equal to themselves).
-    state = unpack_state(result.progress_row[1])
+    state = unpack_state(result.state_row[0])
     return repr(
         (
             [row[:8] for row in result.kernel_rows],
@@ -61,14 +64,18 @@ async def test_the_workers_answer_as_a_parse_in_this_process(pool) -> None:
         ours = here.parse(jobs)
         assert [r.sim_id for r in theirs] == list(sims)
         assert [comparable(r) for r in theirs] == [comparable(r) for r in ours]
-        sims = {r.sim_id: r.progress_row[1] for r in theirs}
+        sims = {r.sim_id: r.state_row[0] for r in theirs}
 
 
-async def test_a_job_the_parser_refuses_fails_and_the_worker_goes_on(pool) -> None:
+async def test_a_job_whose_state_is_damaged_or_behind_is_sent_back_and_the_worker_goes_on(pool) -> None:
     bad = ParseJob("sim_bad", 3, CLOCK, b"\x28\xb5\x2f\xfd not a frame", [chunk(3)], False)
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(StateNeeded) as refused:
         await pool.parse([bad])
-    assert not isinstance(refused.value, ParseWorkerDied)
+    assert list(refused.value.damaged) == ["sim_bad"] and not refused.value.replay
+    behind = ParseJob("sim_behind", 3, CLOCK, None, [chunk(3)], False, state_seq=1)
+    with pytest.raises(StateNeeded) as refused:
+        await pool.parse([behind])
+    assert refused.value.replay == ["sim_behind"] and not refused.value.damaged
     [result] = await pool.parse(jobs_at(0, {"sim_ok": None}))
     assert result.progress_row[0] == 1
 
@@ -76,7 +83,7 @@ async def test_a_job_the_parser_refuses_fails_and_the_worker_goes_on(pool) -> No
 async def test_a_worker_killed_fails_its_group_and_the_next_group_gets_new_workers(pool) -> None:
     sims = {f"sim_{n}": None for n in range(4)}
     first = await pool.parse(jobs_at(0, sims))
-    states = {r.sim_id: r.progress_row[1] for r in first}
+    states = {r.sim_id: r.state_row[0] for r in first}
     for worker in pool._workers:
         os.kill(worker.process.pid, signal.SIGKILL)
         worker.process.join(timeout=10)
@@ -84,5 +91,7 @@ async def test_a_worker_killed_fails_its_group_and_the_next_group_gets_new_worke
         await pool.parse(jobs_at(1, states))
     # The failed group committed nothing: the same chunks again, from the saved states.
     again = await pool.parse(jobs_at(1, states))
-    expected = Parsers().parse([ParseJob(s, 1, CLOCK, st, [chunk(1)], True) for s, st in states.items()])
+    expected = Parsers().parse(
+        [ParseJob(s, 1, CLOCK, st, [chunk(1)], True, save_state=True) for s, st in states.items()]
+    )
     assert [comparable(r) for r in again] == [comparable(r) for r in expected]

@@ -1,7 +1,8 @@
-"""A sim's saved parser state that cannot be read (a damaged page of the database) is rebuilt
-from the sim's stored chunks: the chunks after it store and parse, the kernels are those of an
-undamaged run, and the log is whole. Before, every later chunk failed for good and the sim
-ended with the kernels it had."""
+"""A sim's parser rebuilt from the database: from its saved state, which is saved every few
+chunks, and the stored chunks after it; or, when that state cannot be read (a damaged page),
+from all the sim's stored chunks. The chunks after it store and parse, the kernels are those of
+an undamaged run, and the log is whole. Before, a damaged state failed every later chunk for
+good and the sim ended with the kernels it had."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pickle
 
 import pytest
 
+from cascade_server.ingest.log_ingest import LogIngest
+from cascade_server.ingest.parsing import STATE_EVERY
 from cascade_server.storage.codecs import pack_state, unpack_state
 from tests.conftest import recorded_log
 from tests.server.test_api_core import create_run
@@ -56,3 +59,27 @@ async def test_a_damaged_parser_state_is_rebuilt_from_the_stored_chunks(ingest, 
         assert results["sim"]["kernels_done"] == len(QV100_CYCLES)
         log = await http.get(f"/api/sims/{sim_id}/log")
         assert log.content == recorded_log("SM7_QV100")
+
+
+@pytest.mark.parametrize(
+    "restart_at", [1, STATE_EVERY - 1, STATE_EVERY, STATE_EVERY + 1, 2 * STATE_EVERY + 5]
+)
+async def test_a_parser_not_kept_reads_again_from_its_saved_state_whatever_the_chunk(ingest, restart_at):  # noqa: F811
+    """The state is saved every STATE_EVERY chunks: a parser that is not kept (a restart, a
+    group rolled back) is rebuilt from it and reads the stored chunks after it again."""
+    parts = chunks(log_lines("SM7_QV100"), 500)
+    async with ingest.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        await post_log(http, sim_id, parts[:restart_at])
+    db = ingest.store.db.w
+    async with db.execute("SELECT next_seq, parser_state_seq FROM sims WHERE id=?", (sim_id,)) as cur:
+        next_seq, state_seq = await cur.fetchone()
+    assert next_seq == restart_at and state_seq == restart_at // STATE_EVERY * STATE_EVERY
+    fresh = LogIngest(ingest.store)  # parses here, with no parser kept
+    for seq in range(restart_at, len(parts)):
+        await fresh.append_log(sim_id, seq, parts[seq])
+    async with ingest.client() as http:
+        results = (await http.get(f"/api/sims/{sim_id}/results")).json()
+    assert [k["gpu_sim_cycle"] for k in results["kernels"]] == QV100_CYCLES
+    assert results["sim"]["kernels_done"] == len(QV100_CYCLES)
