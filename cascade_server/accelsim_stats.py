@@ -69,6 +69,9 @@ def _line_entry(line: str) -> tuple[str, float | str] | None:
 _LINE_CACHE_LIMIT = 50_000
 _CACHED_LINE_MAX = 200
 _line_cache: dict[str, tuple[str, float | str] | None] = {}
+# What the cache gives for a line not in it (None there is a line of neither form): an entry
+# no line can hold, told by identity.
+_UNSEEN: tuple[str, float | str] = ("", "unseen")
 
 
 def clear_cache() -> None:
@@ -87,14 +90,16 @@ def read_block_lines(
     """Read the lines of the block being read, from `lines[start]` on, into `block`: up to its
     last line (the one starting `gpgpu_silicon_slowdown = `, read too) or the next block's first
     line (starting `kernel_name = `, not read), or `lines[end]` (not read; the end of `lines`
-    when None). Return the index of the
-    first line not read and whether the block's last line was read.
+    when None). Return the index of the first line not read and whether the block's last line
+    was read.
 
     The key/value lines go in the first occurrence of a key under its name, the n-th under
     `<key>#<n>` (the next number not taken), while the block has fewer than `max_keys` keys.
     `repeats` remembers each key's latest number in the block: only a shortcut (empty, the
     numbers found are the same), so a restored parser starts it empty."""
     stop = len(lines) if end is None else end
+    room = max_keys - len(block)  # keys that may still be added
+    cache = _line_cache
     for i in range(start, stop):
         line = lines[i]
         if "=" not in line:  # neither form, nor a block's first or last line
@@ -102,15 +107,14 @@ def read_block_lines(
         ended = line.startswith(_BLOCK_MARKERS)
         if ended and line.startswith(FIRST_LINE):
             return i, False  # the next block's first line: this block was cut off
-        if len(block) < max_keys and len(line) <= STATS_LINE_MAX:
-            if line in _line_cache:
-                entry = _line_cache[line]
-            else:
+        if room > 0 and len(line) <= STATS_LINE_MAX:
+            entry = cache.get(line, _UNSEEN)
+            if entry is _UNSEEN:
                 entry = _line_entry(line)
                 if len(line) <= _CACHED_LINE_MAX:
-                    if len(_line_cache) >= _LINE_CACHE_LIMIT:
-                        _line_cache.clear()
-                    _line_cache[line] = entry
+                    if len(cache) >= _LINE_CACHE_LIMIT:
+                        cache.clear()
+                    cache[line] = entry
             if entry is not None:
                 key, value = entry
                 if key not in block:
@@ -121,6 +125,7 @@ def read_block_lines(
                         n += 1
                     repeats[key] = n
                     block[name] = value
+                room -= 1
         if ended:
             return i + 1, True
     return stop, False
