@@ -52,9 +52,12 @@ def _serve(conn: Connection, die: Callable[[], None]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
-            jobs = pickle.loads(conn.recv_bytes())
+            data = conn.recv_bytes()
         except (EOFError, OSError):
             return
+        if not data:  # the server's word to stop
+            return
+        jobs = pickle.loads(data)
         try:
             answer: tuple[bool, object] = (True, parse_in_this_process(jobs))
         except Exception as exc:  # a job the parser refuses fails its group, not the worker
@@ -85,11 +88,18 @@ class _Worker:
         return answer
 
     def stop(self) -> None:
-        self.conn.close()  # the worker sees EOF and returns
-        self.process.join(timeout=1.0)
+        # Said, not left to the pipe's end: a worker forked later holds a copy of this end, so
+        # closing it here would not reach this worker as an end of file.
+        with self.lock:
+            try:
+                self.conn.send_bytes(b"")
+            except OSError:
+                pass  # it died
+            self.conn.close()
+        self.process.join(timeout=5.0)
         if self.process.is_alive():
             self.process.kill()
-            self.process.join(timeout=1.0)
+            self.process.join(timeout=5.0)
 
 
 class ParsePool:
