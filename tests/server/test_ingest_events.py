@@ -12,6 +12,7 @@ import pytest
 
 from cascade_server.appkeys import BROKER_KEY
 from cascade_server.ingest.log_ingest import MAX_AHEAD
+from cascade_server.storage.codecs import unpack_state
 from tests.conftest import ready_trace, recorded_log
 from tests.helpers import wait_until
 from tests.server.test_api_core import create_run
@@ -32,6 +33,22 @@ async def post_log(http: httpx.AsyncClient, sim_id: str, parts: list[list[str]],
     for seq in order if order is not None else range(len(parts)):
         resp = await http.post(f"/api/sims/{sim_id}/logs", json={"seq": seq, "lines": parts[seq]})
         assert resp.status_code == 204, resp.text
+
+
+async def half_a_sim(server, size: int = 700) -> tuple[str, list[list[str]], int, bytes]:
+    """A QV100 sim with the first half of its real log posted in chunks of `size` lines: its id,
+    the chunks, how many were posted, and its saved parser state (which stands in a block)."""
+    parts = chunks(log_lines("SM7_QV100"), size)
+    half = len(parts) // 2
+    async with server.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        await post_log(http, sim_id, parts[:half])
+    async with server.store.db.w.execute("SELECT parser_state FROM sims WHERE id=?", (sim_id,)) as cur:
+        saved = (await cur.fetchone())[0]
+    state = unpack_state(saved)
+    assert state is not None and state["block"], "the saved state stands inside a stats block"
+    return sim_id, parts, half, saved
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from cascade_server.ingest.parsing import STATE_EVERY
 from cascade_server.storage.codecs import pack_state, unpack_state
 from tests.conftest import recorded_log
 from tests.server.test_api_core import create_run
-from tests.server.test_ingest_events import QV100_CYCLES, chunks, ingest, log_lines, post_log  # noqa: F401
+from tests.server.test_ingest_events import QV100_CYCLES, chunks, half_a_sim, ingest, log_lines, post_log  # noqa: F401
 
 
 def flip_a_bit(blob: bytes) -> bytes:
@@ -39,16 +39,8 @@ DAMAGE = {
 
 @pytest.mark.parametrize("damage", DAMAGE.values(), ids=list(DAMAGE))
 async def test_a_damaged_parser_state_is_rebuilt_from_the_stored_chunks(ingest, damage):  # noqa: F811
-    parts = chunks(log_lines("SM7_QV100"), 700)
-    half = len(parts) // 2
-    async with ingest.client() as http:
-        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
-        sim_id = run["sims"][0]["id"]
-        await post_log(http, sim_id, parts[:half])
+    sim_id, parts, half, saved = await half_a_sim(ingest)
     db = ingest.store.db.w
-    async with db.execute("SELECT parser_state FROM sims WHERE id=?", (sim_id,)) as cur:
-        saved = (await cur.fetchone())[0]
-    assert unpack_state(saved)["block"], "the saved state stands inside a stats block"
     await db.execute("UPDATE sims SET parser_state=? WHERE id=?", (damage(saved), sim_id))
     await db.commit()
     await ingest.restart()  # the workers' parsers in memory go: the next chunk needs the state

@@ -24,8 +24,7 @@ from cascade_server.storage.codecs import (
     unpack_stats,
 )
 from tests.conftest import recorded_log
-from tests.server.test_api_core import create_run
-from tests.server.test_ingest_events import QV100_CYCLES, chunks, ingest, log_lines, post_log  # noqa: F401
+from tests.server.test_ingest_events import QV100_CYCLES, half_a_sim, ingest  # noqa: F401
 
 LINES = [
     ["gpu_sim_cycle = 6146", "", "  spaces  ", "tab\there", "é ☃ \U0001f600", "\udcff lone surrogate"],
@@ -117,16 +116,9 @@ async def test_a_sim_stored_by_an_earlier_version_carries_on_exactly_after_an_up
     """Half a sim's log stored as an earlier version stored it (zlib chunks and stats, a plain
     pickle of a parser state that stands in the middle of a stats block); a restarted server
     parses the rest from that state and serves the whole log, byte for byte."""
-    parts = chunks(log_lines("SM7_QV100"), 700)
-    half = len(parts) // 2
-    async with ingest.client() as http:
-        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
-        sim_id = run["sims"][0]["id"]
-        await post_log(http, sim_id, parts[:half])
+    sim_id, parts, half, saved = await half_a_sim(ingest)
+    state = unpack_state(saved)
     db = ingest.store.db.w
-    async with db.execute("SELECT parser_state FROM sims WHERE id=?", (sim_id,)) as cur:
-        state = unpack_state((await cur.fetchone())[0])
-    assert state is not None and state["block"], "the saved state stands inside a stats block"
     await db.execute("UPDATE sims SET parser_state=? WHERE id=?", (pickle.dumps(state, protocol=5), sim_id))
     async with db.execute("SELECT seq, data FROM log_chunks WHERE sim_id=?", (sim_id,)) as cur:
         for seq, data in list(await cur.fetchall()):
