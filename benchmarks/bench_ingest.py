@@ -4,7 +4,7 @@ server's CPU use (its process and its parse worker's), POST latency percentiles 
 It also prints the machine's load average and this load generator's own CPU: the latencies are
 only comparable between runs on equally idle machines (on 2 busy cores they vary 2-3 times over).
 
-    python benchmarks/bench_ingest.py [--sims 16] [--chunk 1000] [--repeat 2]
+    python benchmarks/bench_ingest.py [--sims 16] [--chunk 1000] [--repeat 2] [--runs 3]
     BENCH_PROFILE=/tmp/ingest.txt python benchmarks/bench_ingest.py   # py-spy collapsed stacks
 """
 
@@ -72,7 +72,9 @@ async def simulator(
     return sent
 
 
-async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -> None:
+async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -> tuple[float, float]:
+    """One run of `sims` simulators over the logs; prints its figures and returns its lines per
+    server CPU-second and its POST p99 (ms)."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
     entries = [
         {"gpu_config": c, "count": sims // len(CONFIGS) + (i < sims % len(CONFIGS))}
@@ -137,6 +139,7 @@ async def drive(url: str, sims: int, chunk: int, repeat: int, server_pid: int) -
         f"POST latency ms: p50 {p(0.50):.1f}  p90 {p(0.90):.1f}  p99 {p(0.99):.1f}  "
         f"max {latencies[-1] * 1000:.1f}  mean {statistics.mean(latencies) * 1000:.1f}"
     )
+    return total / server_cpu, p(0.99)
 
 
 def main() -> None:
@@ -144,6 +147,9 @@ def main() -> None:
     parser.add_argument("--sims", type=int, default=16)
     parser.add_argument("--chunk", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2, help="post each log this many times over")
+    parser.add_argument(
+        "--runs", type=int, default=3, help="runs on the same server (best and median printed)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-c", REGISTER_TRACE, str(Path(tmp) / "cascade.db")], check=True)
@@ -177,7 +183,19 @@ def main() -> None:
             assert server.stdout is not None
             while not server.stdout.readline().startswith("app:"):
                 pass
-            asyncio.run(drive(f"http://127.0.0.1:{port}", args.sims, args.chunk, args.repeat, server.pid))
+            figures = []
+            for number in range(1, args.runs + 1):
+                print(f"--- run {number} of {args.runs}")
+                url = f"http://127.0.0.1:{port}"
+                figures.append(asyncio.run(drive(url, args.sims, args.chunk, args.repeat, server.pid)))
+            per_cpu, p99 = zip(*figures)
+            # On a shared machine other tenants only ever add CPU time and latency: the best run
+            # is the closest to the server's own cost, the median says how the rest went.
+            print(
+                f"best of {args.runs}: {max(per_cpu):,.0f} lines per server CPU-second "
+                f"(median {statistics.median(per_cpu):,.0f}), POST p99 {min(p99):.1f} ms "
+                f"(median {statistics.median(p99):.1f})"
+            )
             print(f"server peak RSS: {memory_mib(server.pid)[1]:.0f} MiB")
         finally:
             server.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
