@@ -15,3 +15,7 @@ class Conflict(Exception):
 
 class Invalid(Exception):
     """The request names something that cannot be used as asked (422)."""
+
+
+class Unavailable(Exception):
+    """The server cannot do it now, but may on a retry (503)."""

@@ -9,7 +9,7 @@ from aiohttp import http_exceptions, web
 from aiohttp.web_protocol import RequestPayloadError
 
 from ..appkeys import SETTINGS_KEY
-from ..domain_errors import Conflict, Invalid, NotFound
+from ..domain_errors import Conflict, Invalid, NotFound, Unavailable
 from ..faults import DISK_FULL_DETAIL, DISK_FULL_STATUS, is_disk_full
 from .errors import ApiError, error_response, parse_error_detail
 
@@ -69,6 +69,8 @@ async def errors_middleware(request: web.Request, handler):
         return error_response(409, str(exc))
     except Invalid as exc:
         return error_response(422, str(exc))
+    except Unavailable as exc:
+        return error_response(503, str(exc))
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

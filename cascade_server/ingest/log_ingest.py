@@ -25,7 +25,7 @@ from ..domain_errors import Conflict, NotFound
 from ..shared.models import INT64_MAX, KernelEvent, LogEvent, SimEvent
 from ..storage import Store, Transaction
 from ..storage.codecs import pack_lines, sim_from_row
-from .parse_pool import ParsePool
+from .parse_pool import ParsePool, ParseWorkerDied
 from .parsing import ParseJob, ParseResult, Parsers, StateNeeded
 from .shard_placement import ShardPlacement
 
@@ -61,12 +61,13 @@ class LogIngest:
         self._parsers = Parsers()
         self._queue: list[_PendingChunk] = []
         self._writer: asyncio.Task[None] | None = None
-        self._gap_timers: dict[str, asyncio.TimerHandle] = {}
+        # sim id -> (the chunk its log waits for, the timer that closes that gap)
+        self._gap_timers: dict[str, tuple[int, asyncio.TimerHandle]] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
     def close(self) -> None:
         """Stop the gap timers (the app is ending; a restarted server finds the gaps again)."""
-        for timer in self._gap_timers.values():
+        for _, timer in self._gap_timers.values():
             timer.cancel()
         self._gap_timers.clear()
         for task in self._closing:
@@ -177,7 +178,9 @@ class LogIngest:
             if any(later > seq for later in chunks) or any(
                 s_id == sim_id and later > seq for s_id, later in parked
             ):
-                self._watch_gap(sim_id)  # early chunks wait for the gap to fill, GAP_WAIT_S at most
+                self._watch_gap(sim_id, seq)  # early chunks wait for chunk seq, GAP_WAIT_S at most
+            else:
+                self._unwatch_gap(sim_id)  # no gap (any there was has filled)
         # The parse (in the worker) and the chunks' insert (in SQLite's thread) run at once.
         parsing = asyncio.ensure_future(self._parse(tx, jobs)) if jobs else None
         try:
@@ -219,33 +222,51 @@ class LogIngest:
     async def watch_stored_gaps(self) -> None:
         """At start-up: the gaps a previous server left open (its timers died with it) get
         their GAP_WAIT_S again, so a sim whose missing chunks never come still goes on."""
-        for sim_id in await self.store.logs.sims_with_parked_chunks():
-            self._watch_gap(sim_id)
+        for sim_id, next_seq in await self.store.logs.sims_with_parked_chunks():
+            self._watch_gap(sim_id, next_seq)
 
-    def _watch_gap(self, sim_id: str) -> None:
-        if sim_id not in self._gap_timers:
-            loop = asyncio.get_running_loop()
-            self._gap_timers[sim_id] = loop.call_later(GAP_WAIT_S, self._gap_timed_out, sim_id)
+    def _watch_gap(self, sim_id: str, waiting_for: int) -> None:
+        """Give the gap at chunk `waiting_for` GAP_WAIT_S to fill; a timer for an earlier gap,
+        which has filled, goes (a gap's time starts when it opens, not when the first did)."""
+        watched = self._gap_timers.get(sim_id)
+        if watched is not None and watched[0] == waiting_for:
+            return
+        self._unwatch_gap(sim_id)
+        timer = asyncio.get_running_loop().call_later(GAP_WAIT_S, self._gap_timed_out, sim_id, waiting_for)
+        self._gap_timers[sim_id] = (waiting_for, timer)
 
-    def _gap_timed_out(self, sim_id: str) -> None:
+    def gap_watched(self, sim_id: str) -> int | None:
+        """The chunk whose gap the sim's timer waits for, if one does."""
+        watched = self._gap_timers.get(sim_id)
+        return None if watched is None else watched[0]
+
+    def _unwatch_gap(self, sim_id: str) -> None:
+        if (watched := self._gap_timers.pop(sim_id, None)) is not None:
+            watched[1].cancel()
+
+    def _gap_timed_out(self, sim_id: str, waiting_for: int) -> None:
         self._gap_timers.pop(sim_id, None)
-        task = asyncio.ensure_future(self.close_gaps(sim_id))
+        task = asyncio.ensure_future(self.close_gaps(sim_id, waiting_for))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    async def close_gaps(self, sim_id: str) -> None:
+    async def close_gaps(self, sim_id: str, waiting_for: int | None = None) -> None:
         """Parse what arrived after the sim's gaps without them: each run of chunks that never
         arrived becomes one line saying so (stored as the first missing chunk; the others are
         stored empty), so the log, its tail and the kernels after it show. A missing chunk that
-        arrives later is a repeat. Nothing to do for a sim without parked chunks."""
-        if (timer := self._gap_timers.pop(sim_id, None)) is not None:
-            timer.cancel()
+        arrives later is a repeat. Nothing to do for a sim without parked chunks. With
+        `waiting_for` (a gap's timer), only when the sim still waits for that chunk: a gap that
+        has opened since gets its own GAP_WAIT_S."""
+        self._unwatch_gap(sim_id)
         try:
             async with self.store.db.write() as tx:
                 logs = self.store.logs
                 row = (await logs.sim_rows(tx, [sim_id])).get(sim_id)
                 parked = sorted(seq for _, seq in await logs.parked(tx, [sim_id]))
                 if row is None or not parked:
+                    return
+                if waiting_for is not None and row["next_seq"] != waiting_for:
+                    self._watch_gap(sim_id, row["next_seq"])
                     return
                 in_order: list[list[str]] = []
                 missing: list[tuple[int, list[str]]] = []
@@ -277,11 +298,17 @@ class LogIngest:
         """Parse the jobs. A sim whose parser is not kept where it parses first reads its stored
         chunks again from its saved state on, or from the start when that state cannot be read
         (a damaged page: one damaged blob never stops a sim's log for good)."""
+        deaths = 0
         while True:
             try:
                 if self._pool is None:
                     return self._parsers.parse(jobs)
                 return await self._pool.parse(jobs)
+            except ParseWorkerDied:
+                deaths += 1
+                if deaths > 1:  # new workers died too: let the simulators retry (a 503)
+                    raise
+                log.warning("a log parse worker died: parsing the group again on new workers")
             except StateNeeded as needed:
                 # A caught-up job's state stands at its next_seq, read: this ends the next time.
                 jobs = [

@@ -28,16 +28,18 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
 from ..childproc import die_with_parent
+from ..domain_errors import Unavailable
 from .parsing import ParseJob, ParseResult, parse_in_this_process
 
 # Two workers: a group's sims parse on both cores while the loop waits on neither.
 WORKERS = 2
 
 
-class ParseWorkerDied(RuntimeError):
-    """A worker died (killed, out of memory) with jobs in hand: the group fails, its chunks are
-    retried by their simulators, and the next group starts new workers, which rebuild their
-    parsers from the saved states."""
+class ParseWorkerDied(Unavailable):
+    """A worker died (killed, out of memory) with jobs in hand. The next parse starts new
+    workers, which rebuild their parsers from the saved states; the ingest service tries the
+    group's parse once more on them, and if they die too the chunks get a 503, which their
+    simulators retry."""
 
 
 def _serve(conn: Connection, die: Callable[[], None]) -> None:
@@ -82,7 +84,9 @@ class _Worker:
                 self.conn.send_bytes(pickle.dumps(jobs, protocol=5))
                 ok, answer = pickle.loads(self.conn.recv_bytes())
             except (EOFError, OSError) as exc:
-                raise ParseWorkerDied(f"log parse worker {self.process.pid} died") from exc
+                raise ParseWorkerDied(
+                    f"a log parse worker died (pid {self.process.pid}): the chunk was not stored; send it again"
+                ) from exc
         if not ok:
             raise answer
         return answer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import secrets
@@ -72,8 +73,22 @@ def pack_stats(stats: dict[str, float | str]) -> bytes:
     return compress(pickle.dumps(stats, protocol=5))
 
 
+class _PlainUnpickler(pickle.Unpickler):
+    """Stats and parser states are plain dicts, lists, strings and numbers: a pickle that names
+    any class or function (a damaged or crafted blob) is refused, never imported or called."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"a stored blob names {module}.{name}: not plain data")
+
+
+def _plain_loads(data: bytes) -> Any:
+    return _PlainUnpickler(io.BytesIO(data)).load()
+
+
 def unpack_stats(blob: bytes) -> dict[str, float | str]:
-    stats: dict[str, float | str] = pickle.loads(decompress(blob))
+    stats = _plain_loads(decompress(blob))
+    if not isinstance(stats, dict):
+        raise ValueError(f"stored kernel stats are a {type(stats).__name__}, not a map")
     return stats
 
 
@@ -99,7 +114,10 @@ def unpack_state(blob: bytes | None) -> dict[str, Any] | None:
     if blob is None:
         return None
     # States saved before they were compressed are plain pickles (protocol 5: b"\x80\x05").
-    return pickle.loads(decompress(blob) if blob[:4] == _ZSTD_MAGIC else blob)
+    state = _plain_loads(decompress(blob) if blob[:4] == _ZSTD_MAGIC else blob)
+    if not isinstance(state, dict):  # a stored state is never None, nor anything but a map
+        raise ValueError(f"a saved parser state is a {type(state).__name__}, not a map")
+    return state
 
 
 def sim_from_row(row: aiosqlite.Row) -> SimSummary:

@@ -51,14 +51,14 @@ class LogRepository:
         ) as cur:
             return {(sim_id, seq) for sim_id, seq in await cur.fetchall()}
 
-    async def sims_with_parked_chunks(self) -> list[str]:
-        """The sims with chunks that wait for a gap to fill (each sim looked up by its own chunks'
-        key, so a database of long logs is not scanned whole)."""
+    async def sims_with_parked_chunks(self) -> list[tuple[str, int]]:
+        """The sims with chunks that wait for a gap to fill, with the chunk each waits for (each
+        sim looked up by its own chunks' key, so a database of long logs is not scanned whole)."""
         async with self.db.r.execute(
-            "SELECT id FROM sims WHERE EXISTS"
+            "SELECT id, next_seq FROM sims WHERE EXISTS"
             " (SELECT 1 FROM log_chunks WHERE log_chunks.sim_id = sims.id AND log_chunks.seq >= sims.next_seq)"
         ) as cur:
-            return [row[0] for row in await cur.fetchall()]
+            return [(row[0], row[1]) for row in await cur.fetchall()]
 
     async def insert_chunks(self, tx: Transaction, chunks: Iterable[tuple[str, int, bytes]]) -> None:
         """(sim_id, seq, pack_lines(lines)) rows."""

@@ -5,7 +5,7 @@ none can take the place of its real chunk 0."""
 
 from __future__ import annotations
 
-from cascade_server.appkeys import GPU_CONFIGS_KEY
+from cascade_server.appkeys import GPU_CONFIGS_KEY, INGEST_KEY
 from cascade_server.ingest import log_ingest
 from cascade_server.shared.models import LogChunk, RunEntry, utcnow
 from cascade_worker.client import SimClient
@@ -154,3 +154,37 @@ async def test_the_worker_sends_a_refused_chunk_again_once_its_launcher_has_the_
     async with core.client() as http:
         assert (await http.get(f"/api/sims/{sim_id}/log")).text == "first line of the simulator\n"
         assert (await http.get(f"/api/runs/{run.id}")).json()["sims"][0]["state"] == "running"
+
+
+async def test_a_gap_waits_from_when_it_opened_not_from_an_earlier_one(core, monkeypatch) -> None:
+    """A gap's timer goes when the gap fills: a later gap gets its own GAP_WAIT_S. Before, the
+    first gap's timer stayed, and closed whatever gap was open when it fired, however young:
+    a chunk acknowledged a moment later was dropped as a repeat."""
+    monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 3600.0)  # no timer fires during the test
+    ingest = core.app[INGEST_KEY]
+    async with core.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        url = f"/api/sims/{sim_id}"
+
+        async def post(seq: int) -> None:
+            assert (
+                await http.post(f"{url}/logs", json={"seq": seq, "lines": kernel(seq)})
+            ).status_code == 204
+
+        await post(0)
+        await post(2)
+        assert ingest.gap_watched(sim_id) == 1
+        await post(1)  # the gap fills: its timer goes
+        assert ingest.gap_watched(sim_id) is None
+        await post(4)
+        assert ingest.gap_watched(sim_id) == 3
+        # What the first gap's timer did when it fired: it finds the sim waiting for another
+        # chunk, and leaves that gap its own wait.
+        await ingest.close_gaps(sim_id, waiting_for=1)
+        assert ingest.gap_watched(sim_id) == 3
+        await post(3)
+        assert ingest.gap_watched(sim_id) is None
+        log = (await http.get(f"{url}/log")).text
+        assert "never arrived" not in log and "output of kernel 3" in log
+        assert (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"] == 5

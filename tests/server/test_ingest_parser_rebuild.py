@@ -6,10 +6,13 @@ good and the sim ended with the kernels it had."""
 
 from __future__ import annotations
 
+import os
 import pickle
+import signal
 
 import pytest
 
+from cascade_server.appkeys import INGEST_KEY
 from cascade_server.ingest.log_ingest import LogIngest
 from cascade_server.ingest.parsing import STATE_EVERY
 from cascade_server.storage.codecs import pack_state, unpack_state
@@ -34,6 +37,8 @@ DAMAGE = {
     "bytes that are no blob at all": lambda blob: b"\x00garbage" * 10,
     "a plain pickle of something else": lambda blob: pickle.dumps([1, 2, 3], protocol=5),
     "a readable state of the wrong shape": wrong_shape,
+    "a pickle of nothing": lambda blob: b"N.",
+    "a pickle that names a function": lambda blob: pickle.dumps(print),
 }
 
 
@@ -75,3 +80,24 @@ async def test_a_parser_not_kept_reads_again_from_its_saved_state_whatever_the_c
         results = (await http.get(f"/api/sims/{sim_id}/results")).json()
     assert [k["gpu_sim_cycle"] for k in results["kernels"]] == QV100_CYCLES
     assert results["sim"]["kernels_done"] == len(QV100_CYCLES)
+
+
+async def test_parse_workers_killed_under_a_chunk_cost_it_nothing(ingest):  # noqa: F811
+    """A parse worker that dies (killed, out of memory) is replaced and the group parsed again
+    on the new ones: the chunk gets its 204 (a second death in a row would be a 503, which a
+    simulator retries), and the kernels and log are those of an undisturbed run."""
+    parts = chunks(log_lines("SM7_QV100"), 1000)
+    pool = ingest.app[INGEST_KEY]._pool
+    async with ingest.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        for seq, lines in enumerate(parts):
+            if seq % 7 == 3:
+                for worker in pool._workers:
+                    os.kill(worker.process.pid, signal.SIGKILL)
+                    worker.process.join(timeout=10)
+            resp = await http.post(f"/api/sims/{sim_id}/logs", json={"seq": seq, "lines": lines})
+            assert resp.status_code == 204, resp.text
+        results = (await http.get(f"/api/sims/{sim_id}/results")).json()
+        assert [k["gpu_sim_cycle"] for k in results["kernels"]] == QV100_CYCLES
+        assert (await http.get(f"/api/sims/{sim_id}/log")).content == recorded_log("SM7_QV100")

@@ -56,7 +56,7 @@ async def pool():
 
 
 async def test_the_workers_answer_as_a_parse_in_this_process(pool) -> None:
-    sims = {f"sim_{n}": None for n in range(5)}  # shared between the two workers
+    sims: dict[str, bytes | None] = {f"sim_{n}": None for n in range(5)}  # shared by the two workers
     here = Parsers()
     for seq in range(8):
         jobs = jobs_at(seq, sims)
@@ -81,7 +81,7 @@ async def test_a_job_whose_state_is_damaged_or_behind_is_sent_back_and_the_worke
 
 
 async def test_a_worker_killed_fails_its_group_and_the_next_group_gets_new_workers(pool) -> None:
-    sims = {f"sim_{n}": None for n in range(4)}
+    sims: dict[str, bytes | None] = {f"sim_{n}": None for n in range(4)}
     first = await pool.parse(jobs_at(0, sims))
     states = {r.sim_id: r.state_row[0] for r in first}
     for worker in pool._workers:

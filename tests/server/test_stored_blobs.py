@@ -102,6 +102,19 @@ def test_every_single_bit_flip_of_a_stored_chunk_is_an_error_never_other_text():
         assert back == lines, f"bit {bit}: read back as other lines"
 
 
+@pytest.mark.parametrize(
+    "data",
+    [pickle.dumps(print), pickle.dumps(ValueError("x")), pickle.dumps(None), pickle.dumps([1, 2])],
+    ids=["a function", "an object", "nothing", "a list"],
+)
+def test_a_stored_pickle_of_anything_but_a_plain_map_is_refused_never_run(data):
+    for blob in (data, compress(data)):  # a state saved before compression, and one after
+        with pytest.raises((pickle.UnpicklingError, ValueError)):
+            unpack_state(blob)
+    with pytest.raises((pickle.UnpicklingError, ValueError)):
+        unpack_stats(compress(data))
+
+
 def test_a_frame_claiming_more_than_the_bound_is_refused_before_any_allocation(monkeypatch):
     from cascade_server.storage import codecs
 
