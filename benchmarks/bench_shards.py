@@ -20,25 +20,13 @@ import time
 from pathlib import Path
 
 import httpx
-from procstats import free_port  # benchmarks/procstats.py
+from procstats import free_port, wait_for  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT.parent / "shared" / "accelsim-src"
 FRAMEWORK = SOURCES / "accel-sim-framework-73f9fac68a1a717750da54d2d867c7524b47b4c3.tar.gz"
 GPGPU_SIM = SOURCES / "gpgpu-sim_distribution-667834cfe5214523edd7769aeab77f91b7137686.tar.gz"
 TRACE = "tinyformer-step-sm70"
-
-
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if value := check():
-                return value
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"bench: {what} not within {timeout} s")
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import httpx
-from procstats import free_port  # benchmarks/procstats.py
+from procstats import free_port, wait_for  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT.parent / "shared" / "accelsim-src"
@@ -36,18 +36,6 @@ def cascade(*args: str | Path, env: dict[str, str]) -> float:
     if result.returncode != 0:
         sys.exit(f"cascade {' '.join(map(str, args[:2]))} failed:\n{result.stdout}{result.stderr}")
     return time.monotonic() - started
-
-
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if value := check():
-                return value
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"bench: {what} not within {timeout} s")
 
 
 def main() -> None:

@@ -1,10 +1,15 @@
-"""What the benchmarks measure of a process, read from /proc, and a free loopback port."""
+"""What the benchmarks share: a process's CPU and memory read from /proc, a free loopback port,
+and waiting for a server to show something."""
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
+import time
 from pathlib import Path
+
+import httpx
 
 
 def free_port() -> int:
@@ -59,3 +64,17 @@ def memory_mib(pid: int) -> tuple[float, float]:
             key, value = line.split(":", 1)
             values[key] = int(value.split()[0]) / 1024
     return values.get("VmRSS", float("nan")), values.get("VmHWM", float("nan"))
+
+
+def wait_for(check, timeout: float, what: str):
+    """Poll `check()` until it returns something truthy (an HTTP error counts as not yet); exit
+    the benchmark saying `what` did not happen within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if value := check():
+                return value
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    sys.exit(f"bench: {what} not within {timeout} s")
