@@ -24,13 +24,18 @@ class QuitOutcome:
         """`3 sims of run-a, run-b`."""
         return f"{plural(self.sims, 'sim')} of {', '.join(self.runs)}"
 
+    def keep(self, one: str, many: str) -> str:
+        """What the sims do, the verb agreeing with their number: `1 sim of run-a keeps
+        running`, `3 sims of run-a keep running`."""
+        return f"{self.what()} {one if self.sims == 1 else many}"
+
 
 def up_quit_message(outcome: QuitOutcome | None, *, url: str, started_here: bool) -> str:
     """The line `cascade up` prints after the UI exits: what became of the server and the sims."""
     if not started_here:
         server = f"the server at {url} keeps running (`cascade up` did not start it)"
         if outcome is not None and outcome.choice == "kept":
-            return f"cascade up: {server}; {outcome.what()} keep running under it"
+            return f"cascade up: {server}; {outcome.keep('keeps', 'keep')} running under it"
         if outcome is not None and outcome.choice == "cancelled":
             return f"cascade up: cancelled {outcome.what()}; {server}"
         return f"cascade up: {server}"
@@ -38,12 +43,18 @@ def up_quit_message(outcome: QuitOutcome | None, *, url: str, started_here: bool
     if outcome is None or outcome.choice == "none":
         return f"cascade up: {stopped}"
     if outcome.choice == "cancelled":
-        return f"cascade up: cancelled {outcome.what()} (their workers were told to stop); {stopped}"
+        told = "its worker was" if outcome.sims == 1 else "their workers were"
+        return f"cascade up: cancelled {outcome.what()} ({told} told to stop); {stopped}"
     if outcome.choice == "kept":
         return (
-            f"cascade up: {stopped}; {outcome.what()} keep running without it and report "
-            "their output once a server is back on this data directory (`cascade up` again; "
-            "cancel them there with x)"
+            f"cascade up: {stopped}; "
+            + outcome.keep(
+                "keeps running without it and reports its output",
+                "keep running without it and report their output",
+            )
+            + " once a server is back on this data directory (`cascade up` again; "
+            + ("cancel it" if outcome.sims == 1 else "cancel them")
+            + " there with x)"
         )
     return (
         f"cascade up: {stopped}; it could not be asked about unfinished sims: any keep running "
@@ -57,4 +68,4 @@ def tui_quit_message(outcome: QuitOutcome | None, *, url: str) -> str | None:
         return None
     if outcome.choice == "cancelled":
         return f"cascade tui: cancelled {outcome.what()}"
-    return f"cascade tui: {outcome.what()} keep running under the server at {url}"
+    return f"cascade tui: {outcome.keep('keeps', 'keep')} running under the server at {url}"

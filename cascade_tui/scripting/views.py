@@ -32,14 +32,11 @@ from ..formatting import (
     age,
     fixed,
     human_bytes,
-    human_duration,
-    run_seconds,
-    run_took,
     short_kernel_name,
     si_number,
     state_label,
 )
-from ..run_rows import run_mark, sims_text
+from ..run_rows import run_mark, run_time, run_took_text, sims_text
 from ..shard_text import any_sharded, shard_cell
 from .output import Column, Record, printable
 
@@ -127,7 +124,7 @@ def _finished_at(run: RunSummary) -> datetime | None:
 
 def run_records(runs: Sequence[RunSummary], now: datetime) -> list[Record]:
     """`time`: how long a finished run took (created to its last sim's end), or an active one
-    has run so far (the state column tells them apart)."""
+    has run so far (the state column tells them apart); `-` for the sample run."""
     return [
         {
             "id": r.id,
@@ -135,7 +132,7 @@ def run_records(runs: Sequence[RunSummary], now: datetime) -> list[Record]:
             "trace_id": r.trace_id,
             "sims": sims_text(r.sim_counts),
             "configs": entries_text(r.entries),
-            "time": human_duration(run_seconds(r.created_at, _finished_at(r), now)),
+            "time": run_time(r, now),  # as the Runs screen has it: `-` for the sample run
             "age": age(r.created_at, now),
             "marks": run_mark(r),
         }
@@ -254,7 +251,7 @@ def run_header(run: RunDetail, now: datetime) -> list[str]:
         f"configs  {entries_text(run.entries)}",
         f"created  {run.created_at:%Y-%m-%d %H:%M:%S} UTC ({age(run.created_at, now)} ago)",
         f"started  {_started_text(run)}",
-        f"time     {run_took(run.created_at, _finished_at(run), now)}"
+        f"time     {run_took_text(run, now)}"
         + (f" (finished {run.finished_at:%Y-%m-%d %H:%M:%S} UTC)" if _finished_at(run) else ""),
     ]
     if any(e.shards > 1 for e in run.entries):

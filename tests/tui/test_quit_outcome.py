@@ -16,7 +16,7 @@ def test_cascade_up_that_started_the_server_says_what_became_of_the_sims():
         "directory (`cascade up` again; cancel them there with x)"
     )
     assert up_quit_message(CANCELLED, url=URL, started_here=True) == (
-        "cascade up: cancelled 1 sim of run-aaaaaaaaaaaa (their workers were told to stop); "
+        "cascade up: cancelled 1 sim of run-aaaaaaaaaaaa (its worker was told to stop); "
         "stopped the server it started"
     )
     for nothing in (None, QuitOutcome("none")):
@@ -47,3 +47,21 @@ def test_cascade_tui_speaks_only_of_unfinished_sims():
     assert tui_quit_message(CANCELLED, url=URL) == "cascade tui: cancelled 1 sim of run-aaaaaaaaaaaa"
     assert tui_quit_message(QuitOutcome("none"), url=URL) is None
     assert tui_quit_message(None, url=URL) is None
+
+
+def test_one_sim_is_spoken_of_in_the_singular():
+    one = QuitOutcome("kept", ("run-aaaaaaaaaaaa",), 1)
+    assert up_quit_message(one, url=URL, started_here=True) == (
+        "cascade up: stopped the server it started; 1 sim of run-aaaaaaaaaaaa keeps running "
+        "without it and reports its output once a server is back on this data directory "
+        "(`cascade up` again; cancel it there with x)"
+    )
+    assert up_quit_message(one, url=URL, started_here=False).endswith(
+        "1 sim of run-aaaaaaaaaaaa keeps running under it"
+    )
+    assert tui_quit_message(one, url=URL) == (
+        f"cascade tui: 1 sim of run-aaaaaaaaaaaa keeps running under the server at {URL}"
+    )
+    assert up_quit_message(QuitOutcome("cancelled", ("run-a",), 2), url=URL, started_here=True) == (
+        "cascade up: cancelled 2 sims of run-a (their workers were told to stop); stopped the server it started"
+    )

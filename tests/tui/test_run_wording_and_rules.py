@@ -13,7 +13,7 @@ import pytest
 from cascade_server.shared.error_detail import error_detail
 from cascade_server.shared.models import RunEntry, RunSummary
 from cascade_server.shared.run_actions import refusal
-from cascade_tui.run_rows import entries_label, run_mark, sims_text
+from cascade_tui.run_rows import entries_label, run_mark, run_time, sims_text
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.scripting.views import run_records
 
@@ -47,6 +47,16 @@ def test_the_list_and_the_command_mark_a_run_alike(kw, mark):
     assert run_records([run], T0)[0]["marks"] == mark
     cells = RunsScreen.row_cells(type("S", (), {"marked": set()})(), run, T0)
     assert cells[-1][0].startswith(f"{mark}: ") if mark else not cells[-1][0].startswith(("replay", "sample"))
+
+
+@pytest.mark.parametrize("sample", [False, True])
+def test_the_list_and_the_command_time_a_run_alike(sample):
+    """The sample run's time is `-` in both (its recorded results took no time here)."""
+    finished = T0.replace(minute=4, second=12)
+    run = summary({"succeeded": 3}, state="succeeded", sample=sample, finished_at=finished)
+    cells = RunsScreen.row_cells(type("S", (), {"marked": set()})(), run, finished)
+    assert run_records([run], finished)[0]["time"] == run_time(run, finished) == ("-" if sample else "4m12s")
+    assert run_time(run, finished) in [text for text, _ in cells]
 
 
 def test_entries_and_sims_read_one_way():
