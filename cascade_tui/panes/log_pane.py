@@ -28,6 +28,10 @@ def dropped_marker(count: int) -> str:
     return f"… {plural(count, 'line')} dropped (L saves the full log)"
 
 
+# What the log pane says of a sim whose simulator has not started, instead of "0 lines".
+NOT_STARTED = {"pending": "waiting to start", "launching": "starting"}
+
+
 class LogSearch(Input):
     """The search box under the log. Esc closes it, and only it (the screen stays)."""
 
@@ -141,9 +145,13 @@ class LogPane(ReportsWorkerErrors, Vertical):
             loading = " · loading…" if self.loading else ""
             # The search's place comes first: it is what the operator is stepping through.
             found = f"{view.match_text()} · " if view.match_text() else ""
+            if not len(view.store) and sim.state in NOT_STARTED:
+                # Not an empty log: a sim with no simulator yet (a slot, the cluster, a person).
+                where = f"{NOT_STARTED[sim.state]}: no log yet"
+            else:
+                where = f"{view.status_text()} · {plural(len(view.store), 'line')}"
             title = (
-                f"{found}{view.status_text()} · {plural(len(view.store), 'line')} · "
-                f"log {sim_name(sim, self.model.sims.values())}{loading}{focus} · {sim.id}"
+                f"{found}{where} · log {sim_name(sim, self.model.sims.values())}{loading}{focus} · {sim.id}"
             )
             if view.store.dropped:
                 title += f" · {view.store.dropped:,} older lines not kept: download the log for all"

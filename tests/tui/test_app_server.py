@@ -155,6 +155,20 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv,
         assert "fastest" in text or "tie" in text
 
 
+async def test_a_sim_not_started_says_so_in_the_log_pane_not_0_lines(srv, http, tmp_path):
+    run = await create_run(http, [("SM7_QV100", 1)])
+    sim = Simulator(http, run["sims"][0]["id"])
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_run_screen(pilot, run["id"])
+        # (the manual launcher has it `launching`: its worker is for a person to start)
+        text = await wait_for_text(pilot, "starting: no log yet · log SM7_QV100")
+        assert "0 lines" not in text
+        await sim.beat("running")
+        await sim.log(["GPGPU-Sim: the simulator speaks"])
+        await wait_for_text(pilot, "following · 1 line · log SM7_QV100")
+
+
 @pytest.mark.slow
 async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 1)])
