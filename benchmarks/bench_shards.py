@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import httpx
-from procstats import free_port, wait_for  # benchmarks/procstats.py
+from procstats import start_serve, wait_for  # benchmarks/procstats.py
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT.parent / "shared" / "accelsim-src"
@@ -62,21 +62,7 @@ def main() -> None:
     )
     if installed.returncode != 0:
         sys.exit(f"cascade simulator install failed:\n{installed.stdout}{installed.stderr}")
-    port = free_port()
-    serve_env = {
-        **env,
-        "CASCADE_DATA_DIR": str(data),
-        "CASCADE_PORT": str(port),
-        "CASCADE_S3_PORT": str(free_port()),
-        "CASCADE_SCAN_INTERVAL_S": "0.5",
-    }
-    log = open(tmp / "serve.log", "wb")
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "cascade_tui.cli", "serve"],
-        env=serve_env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    serve, port = start_serve(env, data, tmp / "serve.log")
     results: list[tuple[int, float, list[int], str]] = []
     try:
         token = wait_for(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -78,3 +79,24 @@ def wait_for(check, timeout: float, what: str):
             pass
         time.sleep(0.2)
     sys.exit(f"bench: {what} not within {timeout} s")
+
+
+def start_serve(env: dict[str, str], data: Path, log: Path) -> tuple[subprocess.Popen, int]:
+    """`cascade serve` on `data` in its own process (output to `log`), on a free port; and
+    the port."""
+    port = free_port()
+    serve_env = {
+        **env,
+        "CASCADE_DATA_DIR": str(data),
+        "CASCADE_PORT": str(port),
+        "CASCADE_S3_PORT": str(free_port()),
+        "CASCADE_SCAN_INTERVAL_S": "0.5",
+    }
+    with open(log, "wb") as out:  # the child keeps its own copy of the file
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "cascade_tui.cli", "serve"],
+            env=serve_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return serve, port
