@@ -51,11 +51,19 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cascade_server.shared.models import INT64_MAX, INT64_MIN, KernelStat
 
-from .accelsim_stats import FIRST_LINE, STATS_LINE_MAX, clear_cache, parse_value, read_block_lines
+from .accelsim_stats import (
+    FIRST_LINE,
+    STATS_LINE_MAX,
+    block_stats,
+    clear_cache,
+    parse_value,
+    read_block_lines,
+)
 
 __all__ = [
     "LogParser",
@@ -70,7 +78,8 @@ __all__ = [
     "parse_value",
 ]
 
-STATE_VERSION = 1
+# 2: the open block is its (key, value) pairs in log order; 1 (still read): its stats map.
+STATE_VERSION = 2
 TAIL_LINES = 20
 # A line of the tail is cut to this many characters (the whole line stays in the log): the tail
 # travels in every sim summary.
@@ -104,7 +113,7 @@ def _tail_line(line: str) -> str:
     return line[: TAIL_LINE_MAX - len(said)] + said
 
 
-def _keys_allowed(block: dict[str, float | str]) -> int:
+def _keys_allowed(block: list[tuple[str, float | str]]) -> int:
     """How many keys the open block may grow to while reading the next lines: MAX_BLOCK_KEYS, or
     fewer as it nears MAX_BLOCK_BYTES (each key read adds at most a line of STATS_LINE_MAX)."""
     surely_fits = MAX_BLOCK_BYTES // STATS_LINE_MAX  # keys whose worst case is within the bytes
@@ -112,8 +121,25 @@ def _keys_allowed(block: dict[str, float | str]) -> int:
         # Within the bytes whatever its lines: no need to measure (real blocks stay here, or
         # pass it rarely).
         return surely_fits
-    used = sum(len(key) + (len(value) if isinstance(value, str) else 8) for key, value in block.items())
+    used = sum(len(key) + (len(value) if isinstance(value, str) else 8) for key, value in block)
     return min(MAX_BLOCK_KEYS, len(block) + max(0, MAX_BLOCK_BYTES - used) // STATS_LINE_MAX)
+
+
+def _is_block(block: object) -> bool:
+    """Whether a saved open block is (key, value) pairs, the first the kernel's name."""
+    return (
+        isinstance(block, list)
+        and bool(block)
+        and all(
+            isinstance(pair, (list, tuple))
+            and len(pair) == 2
+            and isinstance(pair[0], str)
+            and isinstance(pair[1], (int, float, str))
+            for pair in block
+        )
+        and block[0][0] == "kernel_name"
+        and isinstance(block[0][1], str)
+    )
 
 
 def _finite(value: float | str | None) -> float | None:
@@ -175,14 +201,10 @@ class LogParser:
         "_exit_detected",
         "_block",
         "_block_ended",
-        "_repeats",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
         self._clock_mhz = float(core_clock_mhz)
-        # key -> the number of its latest occurrence in the current block (read_block_lines).
-        # Only a cache: a restored parser starts it empty and finds the next free number.
-        self._repeats: dict[str, int] = {}
         self._kernels_done = 0
         self._current_kernel: str | None = None
         self._latest: dict[str, float | None] = {
@@ -193,8 +215,8 @@ class LogParser:
         }
         self._tail: list[str] = []
         self._exit_detected = False
-        # Stats of the block being read, in log order of first occurrence; None outside a block.
-        self._block: dict[str, float | str] | None = None
+        # The (key, value) pairs of the block being read, in log order; None outside a block.
+        self._block: list[tuple[str, float | str]] | None = None
         # The block's last line arrived as the chunk's last line but does not look complete
         # (see _SLOWDOWN_LINE_RE); the next line proves it was, so the block is reported then.
         self._block_ended = False
@@ -240,7 +262,7 @@ class LogParser:
             "latest": dict(self._latest),
             "log_tail": list(self._tail),
             "exit_detected": self._exit_detected,
-            "block": None if self._block is None else dict(self._block),
+            "block": None if self._block is None else list(self._block),
             "block_ended": self._block_ended,
         }
 
@@ -250,7 +272,7 @@ class LogParser:
             raise ValueError(f"invalid LogParser state: expected an object, got {kind}")
         try:
             version = state.get("version")
-            if version != STATE_VERSION:
+            if version not in (1, STATE_VERSION):
                 raise ValueError(f"unsupported version {version!r} (expected {STATE_VERSION})")
             kernels_done = state["kernels_done"]
             current = state["current_kernel"]
@@ -271,10 +293,10 @@ class LogParser:
                 raise ValueError("log_tail must be a list of strings")
             if not isinstance(exit_detected, bool) or not isinstance(block_ended, bool):
                 raise ValueError("exit_detected and block_ended must be booleans")
-            if block is not None and not (
-                isinstance(block, dict) and isinstance(block.get("kernel_name"), str)
-            ):
-                raise ValueError("block must be null or an object with a string kernel_name")
+            if version == 1 and isinstance(block, dict):
+                block = list(block.items())  # its keys numbered already: numbered again, they stay
+            if block is not None and not _is_block(block):
+                raise ValueError("block must be null or (key, value) pairs, the first a string kernel_name")
         except KeyError as exc:
             raise ValueError(f"invalid LogParser state: missing {exc}") from None
         except ValueError as exc:
@@ -284,8 +306,7 @@ class LogParser:
         self._latest = {k: (None if v is None else float(v)) for k, v in latest.items()}
         self._tail = [_tail_line(x) for x in tail[-TAIL_LINES:]]
         self._exit_detected = exit_detected
-        self._block = None if block is None else dict(block)
-        self._repeats = {}
+        self._block = None if block is None else [(key, value) for key, value in block]
         self._block_ended = block_ended and block is not None
 
     # ---- parsing -------------------------------------------------------------------------
@@ -293,8 +314,7 @@ class LogParser:
     def feed(self, lines: list[str]) -> list[ParsedKernel]:
         """Consume one chunk (lines without newlines, in seq order); return the kernels whose
         stats block completed in this chunk, in completion order."""
-        n = len(lines)
-        if not n:
+        if not lines:
             return []
         # "\n" before every line, the first included, so each marker is one substring search.
         text = "\n" + "\n".join(lines)
@@ -302,7 +322,22 @@ class LogParser:
         # memchr-speed `in` cost half of `text.count("\n")`.)
         if "\n" in "".join(lines):
             lines = text[1:].split("\n")
-            n = len(lines)
+        return self._feed(lines, text)
+
+    def feed_text(self, text: str) -> list[ParsedKernel]:
+        """Consume one chunk given as its text, every line ending in a newline (`lines_text`;
+        a last line without one is a line too): as `feed` of its lines, without joining them
+        again to search the text (the ingest workers are sent the text)."""
+        lines = text.split("\n")
+        if not lines[-1]:
+            lines.pop()
+        if not lines:
+            return []
+        return self._feed(lines, "\n" + text)
+
+    def _feed(self, lines: Sequence[str], text: str) -> list[ParsedKernel]:
+        """`lines`, and their text with a newline before each line."""
+        n = len(lines)
         self._tail = (self._tail + [_tail_line(x) for x in lines[-TAIL_LINES:]])[-TAIL_LINES:]
         self._scan_launch(text)
         self._scan_rate(text)
@@ -320,15 +355,14 @@ class LogParser:
                 if i == n:
                     break
                 # kernel_name is taken raw here, so it always stays a string.
-                self._block = {"kernel_name": lines[i][len(FIRST_LINE) :].strip()}
-                self._repeats = {}
+                self._block = [("kernel_name", lines[i][len(FIRST_LINE) :].strip())]
                 i += 1
             allowed = _keys_allowed(self._block)
             # Lines at most as many as the keys still allowed, so that none is passed over
             # while another could still fit (the allowance is worked out again after them).
             room = allowed - len(self._block)
             end = n if room <= 0 else min(n, i + room)
-            i, ended = read_block_lines(self._block, lines, i, allowed, self._repeats, end)
+            i, ended = read_block_lines(self._block, lines, i, allowed, end)
             if not ended:
                 if i < end:  # a new block began before this one ended: it was cut off, drop it
                     self._block = None
@@ -359,8 +393,8 @@ class LogParser:
             i = text.rfind(_RATE, 0, i)
 
     def _finish_block(self) -> ParsedKernel:
-        stats = self._block
-        assert stats is not None, "called inside a block only"
+        assert self._block is not None, "called inside a block only"
+        stats = block_stats(self._block)
         self._block = None
         self._block_ended = False
         names = str(stats["kernel_name"]).split(maxsplit=1)

@@ -9,8 +9,9 @@ each line holds is remembered (lines repeat from kernel to kernel).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["FIRST_LINE", "STATS_LINE_MAX", "clear_cache", "parse_value", "read_block_lines"]
+__all__ = ["FIRST_LINE", "STATS_LINE_MAX", "block_stats", "clear_cache", "parse_value", "read_block_lines"]
 
 # A line longer than this is no stats line (real ones are under 150 characters): not read into a
 # block, so an open block's bytes are bounded as well as its keys.
@@ -63,69 +64,104 @@ def _line_entry(line: str) -> tuple[str, float | str] | None:
 
 
 # What a line holds depends on the line alone, and stats lines repeat from kernel to kernel:
-# remembering them makes the parser about 1.3 times faster (benchmarks/bench_parser.py). Shared
-# by every parser in the process and bounded: at most _LINE_CACHE_LIMIT lines of up to
+# remembering them makes the parser about 1.3 times faster (benchmarks/bench_parser.py), and
+# lets a chunk's lines be looked up all at once, at C speed (`read_block_lines`). Shared by
+# every parser in the process and bounded: at most _LINE_CACHE_LIMIT lines of up to
 # _CACHED_LINE_MAX characters (real stats lines are under 150), about 20 MB, emptied when full.
+# A line of neither form is remembered as () (falsy, so `filter(None, ...)` drops it).
 _LINE_CACHE_LIMIT = 50_000
 _CACHED_LINE_MAX = 200
-_line_cache: dict[str, tuple[str, float | str] | None] = {}
-# What the cache gives for a line not in it (None there is a line of neither form): an entry
-# no line can hold, told by identity.
-_UNSEEN: tuple[str, float | str] = ("", "unseen")
+_line_cache: dict[str, tuple[str, float | str] | tuple[()]] = {}
+
+# The names a block's keys take (`block_stats`), by the block's keys in order: every kernel of
+# a sim prints the same stats, so a block's shape repeats, and its numbering is worked out once.
+_NAMES_CACHE_LIMIT = 64
+_names_cache: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
 def clear_cache() -> None:
-    """Forget the lines remembered (benchmarks time a cold start with this)."""
+    """Forget the lines and block shapes remembered (benchmarks time a cold start with this)."""
     _line_cache.clear()
+    _names_cache.clear()
+
+
+def _remember(line: str) -> tuple[str, float | str] | tuple[()]:
+    """What a block line that is neither block marker holds, remembered when short enough."""
+    if len(line) > STATS_LINE_MAX:
+        return ()  # no stats line: not read (an open block is bounded in bytes too)
+    entry = (_line_entry(line) if "=" in line else None) or ()
+    if len(line) <= _CACHED_LINE_MAX:
+        if len(_line_cache) >= _LINE_CACHE_LIMIT:
+            _line_cache.clear()
+        _line_cache[line] = entry
+    return entry
 
 
 def read_block_lines(
-    block: dict[str, float | str],
-    lines: list[str],
+    block: list[tuple[str, float | str]],
+    lines: Sequence[str],
     start: int,
     max_keys: int,
-    repeats: dict[str, int],
     end: int | None = None,
 ) -> tuple[int, bool]:
-    """Read the lines of the block being read, from `lines[start]` on, into `block`: up to its
-    last line (the one starting `gpgpu_silicon_slowdown = `, read too) or the next block's first
-    line (starting `kernel_name = `, not read), or `lines[end]` (not read; the end of `lines`
-    when None). Return the index of the first line not read and whether the block's last line
-    was read.
+    """Read the lines of the block being read, from `lines[start]` on, into `block`, its
+    (key, value) pairs in log order (`block_stats` names them): up to its last line (the one
+    starting `gpgpu_silicon_slowdown = `, read too) or the next block's first line (starting
+    `kernel_name = `, not read), or `lines[end]` (not read; the end of `lines` when None), while
+    the block has fewer than `max_keys` pairs. Return the index of the first line not read and
+    whether the block's last line was read.
 
-    The key/value lines go in the first occurrence of a key under its name, the n-th under
-    `<key>#<n>` (the next number not taken), while the block has fewer than `max_keys` keys.
-    `repeats` remembers each key's latest number in the block: only a shortcut (empty, the
-    numbers found are the same), so a restored parser starts it empty."""
+    The lines are looked up in the cache all at once; only those it does not hold (new lines,
+    and the block's first and last lines, never remembered) are read one by one."""
     stop = len(lines) if end is None else end
-    room = max_keys - len(block)  # keys that may still be added
-    cache = _line_cache
-    for i in range(start, stop):
-        line = lines[i]
-        if "=" not in line:  # neither form, nor a block's first or last line
-            continue
-        ended = line.startswith(_BLOCK_MARKERS)
-        if ended and line.startswith(FIRST_LINE):
-            return i, False  # the next block's first line: this block was cut off
-        if room > 0 and len(line) <= STATS_LINE_MAX:
-            entry = cache.get(line, _UNSEEN)
-            if entry is _UNSEEN:
-                entry = _line_entry(line)
-                if len(line) <= _CACHED_LINE_MAX:
-                    if len(cache) >= _LINE_CACHE_LIMIT:
-                        cache.clear()
-                    cache[line] = entry
-            if entry is not None:
-                key, value = entry
-                if key not in block:
-                    block[key] = value
-                else:
-                    n = repeats.get(key, 1) + 1
-                    while (name := f"{key}#{n}") in block:  # taken by a key of that name
-                        n += 1
-                    repeats[key] = n
-                    block[name] = value
-                room -= 1
-        if ended:
-            return i + 1, True
-    return stop, False
+    got: list[tuple[str, float | str] | tuple[()] | None] = list(map(_line_cache.get, lines[start:stop]))
+    cut, ended = len(got), False
+    i = 0
+    while True:
+        try:
+            i = got.index(None, i)
+        except ValueError:
+            break
+        line = lines[start + i]
+        if line.startswith(_BLOCK_MARKERS):
+            if line.startswith(FIRST_LINE):
+                cut = i  # the next block's first line: this block was cut off
+            else:
+                got[i] = _line_entry(line) if len(line) <= STATS_LINE_MAX else None
+                cut, ended = i + 1, True
+            break
+        got[i] = _remember(line)
+        i += 1
+    entries: list[tuple[str, float | str]] = list(filter(None, got[:cut] if cut < len(got) else got))  # type: ignore[arg-type]
+    room = max_keys - len(block)
+    block.extend(entries if len(entries) <= room else entries[: max(room, 0)])
+    return start + cut, ended
+
+
+def block_stats(block: list[tuple[str, float | str]]) -> dict[str, float | str]:
+    """A block's stats map: the first occurrence of a key under its name, the n-th under
+    `<key>#<n>` (the next number not taken by a key of that name), in log order."""
+    keys = tuple([key for key, _ in block])
+    names = _names_cache.get(keys)
+    if names is None:
+        names = _numbered(keys)
+        if len(_names_cache) >= _NAMES_CACHE_LIMIT:
+            _names_cache.clear()
+        _names_cache[keys] = names
+    return dict(zip(names, [value for _, value in block]))
+
+
+def _numbered(keys: tuple[str, ...]) -> tuple[str, ...]:
+    taken: set[str] = set()
+    repeats: dict[str, int] = {}  # each key's latest number: where the search for a free one starts
+    names = []
+    for key in keys:
+        name = key
+        if key in taken:
+            n = repeats.get(key, 1) + 1
+            while (name := f"{key}#{n}") in taken:
+                n += 1
+            repeats[key] = n
+        taken.add(name)
+        names.append(name)
+    return tuple(names)

@@ -375,6 +375,42 @@ def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -
     assert snapshot(parser, kernels) == property_expected()
 
 
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(cuts=cut_lists, newline_at_end=st.booleans())
+def test_a_chunk_given_as_its_text_gives_the_same_result(cuts: list[int], newline_at_end: bool) -> None:
+    # The ingest workers are sent each chunk's text, every line ending in a newline; a text
+    # whose last line has none is read as the same lines.
+    parser = LogParser(1365)
+    kernels: list[ParsedKernel] = []
+    for chunk in split_at(property_slice(), cuts):
+        text = "".join(line + "\n" for line in chunk)
+        kernels += parser.feed_text(text if newline_at_end or not chunk else text[:-1])
+    assert snapshot(parser, kernels) == property_expected()
+
+
+@pytest.mark.parametrize("config", ["SM7_QV100", "SM75_RTX2060"])
+def test_a_state_saved_by_the_previous_version_resumes_mid_block(config: str) -> None:
+    # Version 1 saved the open block as its stats map, keys numbered; a database written then
+    # holds such states, and the sims they stand for go on exactly as if never stopped.
+    lines = real_log(config)
+    whole = LogParser(CLOCK_MHZ[config]).feed(list(lines))
+    for cut in (2_000, 2_001, 9_999, 20_000):
+        first = LogParser(CLOCK_MHZ[config])
+        kernels = first.feed(list(lines[:cut]))
+        state = first.state()
+        assert state["version"] == 2 and state["block"], "the cut falls inside a block"
+        old = {**state, "version": 1, "block": accelsim_stats.block_stats(state["block"])}
+        resumed = LogParser(CLOCK_MHZ[config], state=json.loads(json.dumps(old)))
+        kernels += resumed.feed(list(lines[cut:]))
+        assert json.dumps([dataclasses.asdict(k) for k in kernels]) == json.dumps(
+            [dataclasses.asdict(k) for k in whole]
+        )
+
+
 # Blocks built from a few keys that repeat, the way Accel-Sim's per-partition sections do, some
 # carrying data (`chip skew: 96/48`), some literally `<key>#<n>`, `key=value` lines and junk;
 # consecutive blocks mostly alike, as in a real log, so most lines come from the parser's cache.
@@ -453,7 +489,7 @@ def test_state_is_a_snapshot_not_a_view() -> None:
     assert parser.in_block
     state = parser.state()
     before = json.dumps(state)
-    assert state["block"]["kernel_name"] == EXPECTED_NAMES[0]
+    assert dict(state["block"])["kernel_name"] == EXPECTED_NAMES[0]
     assert parser.feed(list(lines[200:]))  # finishes that block and more
     assert json.dumps(state) == before
 
@@ -786,7 +822,7 @@ def test_a_block_that_never_ends_keeps_a_bounded_state() -> None:
     parser.feed(["kernel_name = _Z1kv "])
     for start in range(0, MAX_BLOCK_KEYS + 5000, 5000):
         parser.feed([f"key_{i} = {i}" for i in range(start, start + 5000)])
-    block = parser.state()["block"]
+    block = dict(parser.state()["block"])  # (key, value) pairs, the keys distinct here
     assert len(block) == MAX_BLOCK_KEYS and block["key_0"] == 0.0
     assert parser.kernels_done == 0
 
@@ -798,7 +834,7 @@ def test_a_block_that_never_ends_keeps_its_bytes_bounded_whatever_its_lines(valu
     value = "v" * value_chars
     for start in range(0, MAX_BLOCK_KEYS + 5000, 2500):
         parser.feed([f"key_{i} = {value}" for i in range(start, start + 2500)])
-    block = parser.state()["block"]
+    block = dict(parser.state()["block"])  # (key, value) pairs, the keys distinct here
     size = sum(len(k) + len(v) if isinstance(v, str) else 8 for k, v in block.items())
     assert size <= MAX_BLOCK_BYTES
     assert len(block) == min(MAX_BLOCK_KEYS, len(block))
@@ -867,14 +903,15 @@ def test_the_shared_cache_stays_bounded_however_many_lines() -> None:
 def test_the_cache_never_passes_its_bound_within_one_read() -> None:
     limit = accelsim_stats._LINE_CACHE_LIMIT
     lines = [f"k{i} = {i}" for i in range(limit + 100)] + ["long = " + "9" * 300]
-    block: dict = {}
-    accelsim_stats.read_block_lines(block, lines, 0, 10**9, {})
+    pairs: list = []
+    accelsim_stats.read_block_lines(pairs, lines, 0, 10**9)
+    block = accelsim_stats.block_stats(pairs)
     assert len(block) == limit + 101 and block["long"] == float("9" * 300)  # every line read
     assert len(accelsim_stats._line_cache) <= limit and lines[-1] not in accelsim_stats._line_cache
 
 
 def test_repeats_are_numbered_past_names_already_taken() -> None:
-    block: dict = {"kernel_name": "k"}
+    pairs: list = [("kernel_name", "k")]
     lines = [
         "a = 1",
         "a#2 = x",
@@ -885,9 +922,9 @@ def test_repeats_are_numbered_past_names_already_taken() -> None:
         "gpgpu_silicon_slowdown = 9x",
         "after = 1",
     ]
-    stop = accelsim_stats.read_block_lines(block, lines, 0, 50_000, {})
+    stop = accelsim_stats.read_block_lines(pairs, lines, 0, 50_000)
     assert stop == (7, True)  # the block's last line read, not what follows it
-    assert list(block.items()) == [
+    assert list(accelsim_stats.block_stats(pairs).items()) == [
         ("kernel_name", "k"),
         ("a", 1.0),
         ("a#2", "x"),
@@ -898,19 +935,21 @@ def test_repeats_are_numbered_past_names_already_taken() -> None:
         ("gpgpu_silicon_slowdown", "9x"),
     ]
     # A next block's first line stops the read before it; a full block takes no more keys.
-    full: dict = {"kernel_name": "k"}
-    assert accelsim_stats.read_block_lines(
-        full, ["b = 1", "c = 2", "kernel_name = next", "d = 3"], 0, 2, {}
-    ) == (2, False)
-    assert full == {"kernel_name": "k", "b": 1.0}
+    full: list = [("kernel_name", "k")]
+    assert accelsim_stats.read_block_lines(full, ["b = 1", "c = 2", "kernel_name = next", "d = 3"], 0, 2) == (
+        2,
+        False,
+    )
+    assert accelsim_stats.block_stats(full) == {"kernel_name": "k", "b": 1.0}
 
 
 def test_a_key_repeated_without_end_is_numbered_on_after_a_restore() -> None:
-    block: dict = {"kernel_name": "k"}
+    pairs: list = [("kernel_name", "k")]
     lines = [f"a = {i}" for i in range(300)]
-    accelsim_stats.read_block_lines(block, lines[:100], 0, 50_000, {})
-    accelsim_log.clear_cache()  # `repeats` cold, as after a restore: the numbers go on
-    accelsim_stats.read_block_lines(block, lines[100:], 0, 50_000, {})
+    accelsim_stats.read_block_lines(pairs, lines[:100], 0, 50_000)
+    accelsim_log.clear_cache()  # the caches cold, as after a restore: the numbers go on
+    accelsim_stats.read_block_lines(pairs, lines[100:], 0, 50_000)
+    block = accelsim_stats.block_stats(pairs)
     assert list(block) == ["kernel_name", "a", *(f"a#{n}" for n in range(2, 301))]
     assert list(block.values())[1:] == [float(i) for i in range(300)]
 
