@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from ..domain_errors import Conflict, NotFound
 from ..shared.models import INT64_MAX, KernelEvent, LogEvent, SimEvent
 from ..storage import Store, Transaction
-from ..storage.codecs import pack_lines, sim_from_row
+from ..storage.codecs import compress, lines_text, sim_from_row, text_lines
 from .parse_pool import ParsePool, ParseWorkerDied
 from .parsing import ParseJob, ParseResult, Parsers, StateNeeded
 from .shard_placement import ShardPlacement
@@ -48,8 +48,7 @@ REPLAY_BATCH = 16
 class _PendingChunk:
     sim_id: str
     seq: int
-    lines: list[str]
-    packed: bytes  # pack_lines(lines)
+    text: bytes  # lines_text(lines)
     done: asyncio.Future[None]
 
 
@@ -77,8 +76,7 @@ class LogIngest:
         """Store a chunk (the first one per seq wins) and parse every chunk now in order.
         This returns once the chunk's group is committed."""
         done = asyncio.get_running_loop().create_future()
-        # Packed before it joins a group: the writer holds the lock for as little work as it can.
-        self._queue.append(_PendingChunk(sim_id, seq, lines, pack_lines(lines), done))
+        self._queue.append(_PendingChunk(sim_id, seq, lines_text(lines), done))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_groups())
         await done
@@ -121,8 +119,7 @@ class LogIngest:
     async def _write_group(self, tx: Transaction, group: list[_PendingChunk]) -> None:
         logs = self.store.logs
         sim_ids = list(dict.fromkeys(p.sim_id for p in group))
-        rows = await logs.sim_rows(tx, sim_ids)
-        parked = await logs.parked(tx, sim_ids)
+        rows, parked = await logs.sim_rows(tx, sim_ids)
 
         fresh: dict[str, dict[int, _PendingChunk]] = {}
         for pending in group:
@@ -164,37 +161,46 @@ class LogIngest:
         for sim_id, chunks in fresh.items():
             row = rows[sim_id]
             seq = row["next_seq"]
-            in_order: list[list[str]] = []
+            in_order: list[bytes] = []
             while True:  # the chunks that are next, fresh or parked
                 if seq in chunks:
-                    in_order.append(chunks[seq].lines)
+                    in_order.append(chunks[seq].text)
                 elif (sim_id, seq) in parked:
-                    in_order.append(await logs.stored_chunk(tx, sim_id, seq))
+                    in_order.append(await logs.stored_text(tx, sim_id, seq))
                 else:
                     break
                 seq += 1
             if in_order:
-                jobs.append(self._job(row, in_order))
+                jobs.append(self._job(row, in_order, pack=True))
             if any(later > seq for later in chunks) or any(
                 s_id == sim_id and later > seq for s_id, later in parked
             ):
                 self._watch_gap(sim_id, seq)  # early chunks wait for chunk seq, GAP_WAIT_S at most
             else:
                 self._unwatch_gap(sim_id)  # no gap (any there was has filled)
-        # The parse (in the worker) and the chunks' insert (in SQLite's thread) run at once.
-        parsing = asyncio.ensure_future(self._parse(tx, jobs)) if jobs else None
-        try:
-            await logs.insert_chunks(
-                tx, [(sim_id, seq, p.packed) for sim_id, chunks in fresh.items() for seq, p in chunks.items()]
-            )
-        except BaseException:
-            if parsing is not None:
-                parsing.cancel()
-            raise
-        if parsing is not None:
-            await self._save(tx, rows, jobs, await parsing)
+        # The chunks parsed now come back from the workers compressed; the ones parked until a
+        # gap fills are compressed here.
+        results = await self._parse(tx, jobs) if jobs else []
+        stored: list[tuple[str, int, bytes]] = []
+        for job, result in zip(jobs, results):
+            chunks = fresh[job.sim_id]
+            stored += [
+                (job.sim_id, seq, packed)
+                for seq, packed in enumerate(result.packed, job.next_seq)
+                if seq in chunks
+            ]
+        parsed = {(sim_id, seq) for sim_id, seq, _ in stored}
+        stored += [
+            (sim_id, seq, compress(p.text))
+            for sim_id, chunks in fresh.items()
+            for seq, p in chunks.items()
+            if (sim_id, seq) not in parsed
+        ]
+        await logs.insert_chunks(tx, stored)
+        if jobs:
+            await self._save(tx, rows, jobs, results)
 
-    def _job(self, row, in_order: list[list[str]]) -> ParseJob:
+    def _job(self, row, in_order: list[bytes], pack: bool = False) -> ParseJob:
         return ParseJob(
             row["id"],
             row["next_seq"],
@@ -204,6 +210,7 @@ class LogIngest:
             self.store.db.broker.has_subscribers(row["run_id"]),
             ShardPlacement(row["shard_first"], row["shard_warmup"]),
             row["parser_state_seq"],
+            pack=pack,
         )
 
     async def _save(self, tx: Transaction, rows, jobs: list[ParseJob], results: list[ParseResult]) -> None:
@@ -261,34 +268,34 @@ class LogIngest:
         try:
             async with self.store.db.write() as tx:
                 logs = self.store.logs
-                row = (await logs.sim_rows(tx, [sim_id])).get(sim_id)
-                parked = sorted(seq for _, seq in await logs.parked(tx, [sim_id]))
+                rows, parked_chunks = await logs.sim_rows(tx, [sim_id])
+                row, parked = rows.get(sim_id), sorted(seq for _, seq in parked_chunks)
                 if row is None or not parked:
                     return
                 if waiting_for is not None and row["next_seq"] != waiting_for:
                     self._watch_gap(sim_id, row["next_seq"])
                     return
-                in_order: list[list[str]] = []
-                missing: list[tuple[int, list[str]]] = []
+                in_order: list[bytes] = []
+                missing: list[tuple[int, bytes]] = []
                 seq, parked_set = row["next_seq"], set(parked)
                 while seq <= parked[-1]:
                     if seq in parked_set:
-                        in_order.append(await logs.stored_chunk(tx, sim_id, seq))
+                        in_order.append(await logs.stored_text(tx, sim_id, seq))
                         seq += 1
                         continue
                     first = seq
                     while seq not in parked_set:
                         seq += 1
-                    line = [missing_chunks_line(first, seq - 1)]
-                    missing += [(first, line)] + [(gap, []) for gap in range(first + 1, seq)]
-                    in_order += [line] + [[] for _ in range(first + 1, seq)]
+                    line = lines_text([missing_chunks_line(first, seq - 1)])
+                    missing += [(first, line)] + [(gap, b"") for gap in range(first + 1, seq)]
+                    in_order += [line] + [b"" for _ in range(first + 1, seq)]
                 log.warning(
                     "sim %s: %d log chunks never arrived; parsing the %d after them without them",
                     sim_id,
                     len(missing),
                     len(parked),
                 )
-                await logs.insert_chunks(tx, [(sim_id, gap, pack_lines(lines)) for gap, lines in missing])
+                await logs.insert_chunks(tx, [(sim_id, gap, compress(text)) for gap, text in missing])
                 job = self._job(row, in_order)
                 await self._save(tx, {sim_id: row}, [job], await self._parse(tx, [job]))
         except Exception:  # a timer's task: nobody awaits it; the final heartbeat tries again
@@ -330,7 +337,7 @@ class LogIngest:
             first, state = 0, None
         for start in range(first, job.next_seq, REPLAY_BATCH):  # a long log, a batch at a time
             end = min(start + REPLAY_BATCH, job.next_seq)
-            chunks = await self.store.logs.stored_chunks(tx, job.sim_id, start, end)
+            chunks = await self.store.logs.stored_texts(tx, job.sim_id, start, end)
             batch = ParseJob(
                 job.sim_id, start, job.core_clock_mhz, state, chunks, False, job.placement, save_state=True
             )
@@ -350,8 +357,8 @@ def _events(row, job: ParseJob, result: ParseResult) -> list[BaseModel]:
     """Per chunk: its lines, the kernels it completed, the sim's progress after it."""
     base = sim_from_row(row)
     events: list[BaseModel] = []
-    for lines, parsed in zip(job.chunks, result.chunks):
-        events.append(LogEvent(sim_id=job.sim_id, lines=lines))
+    for text, parsed in zip(job.chunks, result.chunks):
+        events.append(LogEvent(sim_id=job.sim_id, lines=text_lines(text)))
         events.extend(KernelEvent(stat=stat) for stat in parsed.kernels)
         events.append(SimEvent(sim=base.model_copy(update=parsed.progress)))
     return events

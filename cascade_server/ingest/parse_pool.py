@@ -8,23 +8,24 @@ stores the chunks, the kernels and the parser state after them together (log_ing
 A sim is always parsed by the same worker, which keeps its parser between groups; a group's
 sims are shared between the workers and parsed at the same time.
 
-Each worker is a process at the end of a pipe: one pickled list of jobs in, one pickled answer
-out, sent and awaited from a thread so the loop never blocks on the pipe. (A
-ProcessPoolExecutor per worker did the same through two threads of its own, a queue and their
-wake-ups: about half a millisecond of CPU per call against some 50 µs here, measured with
-benchmarks/bench_ingest.py in mind, where a group costs one call per worker.)
+Each worker is a process at the end of a socket: one pickled list of jobs in, one pickled
+answer out, each a frame (its length, then its bytes). The event loop writes and reads its end
+itself, without blocking, as it does any socket: no thread between them. (A thread per round
+trip cost two thread wake-ups each way, and a ProcessPoolExecutor two threads and a queue: on
+the 2-core machines benchmarks/bench_ingest.py runs on, a wake-up costs 0.1-0.2 ms of CPU.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import pickle
 import signal
-import threading
+import socket
+import struct
 import zlib
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 
 from ..childproc import die_with_parent
@@ -34,6 +35,9 @@ from .parsing import ParseJob, ParseResult, parse_in_this_process
 # Two workers: a group's sims parse on both cores while the loop waits on neither.
 WORKERS = 2
 
+# A frame's length; a frame of length 0 is the server's word to stop.
+_FRAME = struct.Struct("!Q")
+
 
 class ParseWorkerDied(Unavailable):
     """A worker died (killed, out of memory) with jobs in hand. The next parse starts new
@@ -42,22 +46,29 @@ class ParseWorkerDied(Unavailable):
     simulators retry."""
 
 
-def _serve(conn: Connection, die: Callable[[], None]) -> None:
-    """A worker's life: jobs in, answers out, until the server closes its end.
+def _serve(sock: socket.socket, others: list[socket.socket], die: Callable[[], None]) -> None:
+    """A worker's life: jobs in, answers out, until the server says stop or its end closes.
 
     It dies with the server, even by SIGKILL (else it would live on, holding the server's stdout
     and stderr open, and whoever waits for them to close would wait for good), and drops the
     server's signal handlers, copied by the fork (the server stops its workers; a SIGTERM ends
-    one; Ctrl-C, sent to the whole terminal's group, is the server's to handle)."""
+    one; Ctrl-C, sent to the whole terminal's group, is the server's to handle). The server's
+    ends of the workers forked before it are closed here, so that each worker sees its own end
+    close when the server dies or closes it."""
     die()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for other in others:
+        other.close()
+    gc.freeze()
+    reader, writer = sock.makefile("rb"), sock.makefile("wb")
     while True:
-        try:
-            data = conn.recv_bytes()
-        except (EOFError, OSError):
+        header = reader.read(_FRAME.size)
+        if len(header) < _FRAME.size:
             return
-        if not data:  # the server's word to stop
+        (size,) = _FRAME.unpack(header)
+        data = reader.read(size) if size else b""
+        if len(data) < size or not size:
             return
         jobs = pickle.loads(data)
         try:
@@ -68,39 +79,56 @@ def _serve(conn: Connection, die: Callable[[], None]) -> None:
             data = pickle.dumps(answer, protocol=5)
         except Exception as exc:
             data = pickle.dumps((False, RuntimeError(f"parse worker: {exc!r}")), protocol=5)
-        conn.send_bytes(data)
+        writer.write(_FRAME.pack(len(data)))
+        writer.write(data)
+        writer.flush()
 
 
 class _Worker:
-    def __init__(self, process: BaseProcess, conn: Connection) -> None:
+    def __init__(self, process: BaseProcess, sock: socket.socket) -> None:
         self.process = process
-        self.conn = conn
-        self.lock = threading.Lock()  # one round trip on the pipe at a time
+        self.sock = sock
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._lock = asyncio.Lock()  # one round trip on the socket at a time
+        # A round trip left half done (cancelled): the socket is mid-frame, and this worker is
+        # of no more use.
+        self.broken = False
 
-    def round_trip(self, jobs: list[ParseJob]) -> list[ParseResult]:
-        """In a thread: send the jobs, wait for the answer."""
-        with self.lock:
+    async def round_trip(self, jobs: list[ParseJob]) -> list[ParseResult]:
+        async with self._lock:
             try:
-                self.conn.send_bytes(pickle.dumps(jobs, protocol=5))
-                ok, answer = pickle.loads(self.conn.recv_bytes())
-            except (EOFError, OSError) as exc:
+                if self._streams is None:
+                    self._streams = await asyncio.open_unix_connection(sock=self.sock)
+                reader, writer = self._streams
+                data = pickle.dumps(jobs, protocol=5)
+                writer.write(_FRAME.pack(len(data)))
+                writer.write(data)
+                await writer.drain()
+                (size,) = _FRAME.unpack(await reader.readexactly(_FRAME.size))
+                ok, answer = pickle.loads(await reader.readexactly(size))
+            except (asyncio.IncompleteReadError, OSError) as exc:
+                self.broken = True
                 raise ParseWorkerDied(
                     f"a log parse worker died (pid {self.process.pid}): the chunk was not stored; send it again"
                 ) from exc
+            except BaseException:
+                self.broken = True
+                raise
         if not ok:
             raise answer
         return answer
 
     def stop(self) -> None:
-        # Said, not left to the pipe's end: a worker forked later holds a copy of this end, so
-        # closing it here would not reach this worker as an end of file.
-        with self.lock:
+        if not self.broken:  # (a broken worker's socket is mid-frame: it is killed below)
             try:
-                self.conn.send_bytes(b"")
+                self.sock.send(_FRAME.pack(0))  # idle: the loop's writer holds nothing unsent
             except OSError:
                 pass  # it died
-            self.conn.close()
-        self.process.join(timeout=5.0)
+        if self._streams is not None:
+            self._streams[1].close()
+        else:
+            self.sock.close()
+        self.process.join(timeout=0 if self.broken else 5.0)
         if self.process.is_alive():
             self.process.kill()
             self.process.join(timeout=5.0)
@@ -120,33 +148,28 @@ class ParsePool:
         import the server afresh: a second or more, which every group would wait for at first.)"""
         context = multiprocessing.get_context("fork")
         for _ in range(self._size):
-            ours, theirs = context.Pipe(duplex=True)
-            process = context.Process(target=_serve, args=(theirs, die_with_parent()), daemon=True)
+            ours, theirs = socket.socketpair()
+            others = [worker.sock for worker in self._workers] + [ours]
+            process = context.Process(target=_serve, args=(theirs, others, die_with_parent()), daemon=True)
             process.start()
             theirs.close()
+            ours.setblocking(False)
             self._workers.append(_Worker(process, ours))
 
     async def parse(self, jobs: list[ParseJob]) -> list[ParseResult]:
-        if not self._workers:  # after a worker died: new ones (the server's threads are idle)
+        if any(worker.broken for worker in self._workers):
+            self.close()  # one died, or a parse was cancelled mid-way
+        if not self._workers:  # new ones (the server's threads are idle)
             self.start()
         shares: list[list[ParseJob]] = [[] for _ in self._workers]
         for job in jobs:
             shares[zlib.crc32(job.sim_id.encode()) % len(shares)].append(job)
-        loop = asyncio.get_running_loop()
-        # Every round trip ends before this returns or raises: a pipe is closed only when no
-        # thread is reading it.
         answers = await asyncio.gather(
-            *(
-                loop.run_in_executor(None, worker.round_trip, share)
-                for worker, share in zip(self._workers, shares)
-                if share
-            ),
+            *(worker.round_trip(share) for worker, share in zip(self._workers, shares) if share),
             return_exceptions=True,
         )
         by_sim: dict[str, ParseResult] = {}
         for answer in answers:
-            if isinstance(answer, ParseWorkerDied):
-                self.close()
             if isinstance(answer, BaseException):
                 raise answer
             by_sim.update((result.sim_id, result) for result in answer)

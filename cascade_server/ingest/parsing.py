@@ -23,7 +23,7 @@ from typing import Any
 
 from ..accelsim_log import LogParser
 from ..shared.models import KernelStat, SimMetrics
-from ..storage.codecs import pack_state, pack_stats, unpack_state
+from ..storage.codecs import compress, pack_state, pack_stats, unpack_state
 from .shard_placement import WHOLE_TRACE, ShardPlacement
 
 # Parsers kept per process, most recently used last; a sim whose run was deleted, or that
@@ -36,20 +36,23 @@ STATE_EVERY = 16
 
 @dataclass(slots=True)
 class ParseJob:
-    """A sim's chunks from `next_seq` on, in order, with its row's saved parser state, which
-    stands before chunk `state_seq` (at most `next_seq`)."""
+    """A sim's chunks from `next_seq` on, in order, each as its text (`lines_text`), with its
+    row's saved parser state, which stands before chunk `state_seq` (at most `next_seq`)."""
 
     sim_id: str
     next_seq: int
     core_clock_mhz: float
     saved_state: bytes | None
-    chunks: list[list[str]]
+    chunks: list[bytes]
     watched: bool  # someone follows the sim's run: build what its live events need
     # A shard's kernels go to their trace positions; its warm-up kernels are stored (its own
     # results show them) but are no live `kernel` event and not counted done.
     placement: ShardPlacement = WHOLE_TRACE
     state_seq: int | None = None  # None: next_seq
     save_state: bool = False  # save the state after these chunks, however few they are
+    # Compress the chunks for storage too (ParseResult.packed): the workers do it beside the
+    # parse, off the event loop. Not for chunks read back from storage.
+    pack: bool = False
 
     @property
     def state_at(self) -> int:
@@ -88,6 +91,7 @@ class ParseResult:
     chunks: list[ChunkParsed] = field(default_factory=list)
     # (pack_state(...), the seq it stands before, the sim's id) when the state was saved
     state_row: tuple[bytes, int, str] | None = None
+    packed: list[bytes] = field(default_factory=list)  # each chunk compressed, when job.pack
 
 
 def progress_of(parser: LogParser, placement: ShardPlacement = WHOLE_TRACE) -> dict[str, Any]:
@@ -135,8 +139,8 @@ class Parsers:
         rows: list[tuple[Any, ...]] = []
         chunks: list[ChunkParsed] = []
         placement = job.placement
-        for lines in job.chunks:
-            kernels = parser.feed(lines)
+        for text in job.chunks:
+            kernels = parser.feed_text(text.decode("utf-8", "surrogatepass"))
             own = []
             for k in kernels:
                 if not placement.is_warmup(k.kernel_index):
@@ -173,7 +177,8 @@ class Parsers:
             json.dumps(progress["log_tail"]),
             sim_id,
         )
-        return ParseResult(sim_id, rows, progress_row, chunks, state_row)
+        packed = [compress(text) for text in job.chunks] if job.pack else []
+        return ParseResult(sim_id, rows, progress_row, chunks, state_row, packed)
 
 
 # The worker process's parsers (parse_pool.py runs `parse_in_this_process` there).

@@ -92,15 +92,24 @@ def unpack_stats(blob: bytes) -> dict[str, float | str]:
     return stats
 
 
+def lines_text(lines: list[str]) -> bytes:
+    """A chunk's text: every line ending in a newline (so the log download is a plain
+    concatenation, and an empty chunk stays empty). What is stored, compressed, and what the
+    parse workers are sent (one bytes object pickles in no time; a list of 1,000 strings does not)."""
+    return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass") if lines else b""
+
+
+def text_lines(text: bytes) -> list[str]:
+    return text.decode("utf-8", "surrogatepass").split("\n")[:-1]
+
+
 def pack_lines(lines: list[str]) -> bytes:
-    """A chunk as stored: every line ending in a newline (so the log download is a plain
-    concatenation, and an empty chunk stays empty), compressed."""
-    text = "\n".join(lines) + "\n" if lines else ""
-    return compress(text.encode("utf-8", "surrogatepass"))
+    """A chunk as stored: its text, compressed."""
+    return compress(lines_text(lines))
 
 
 def unpack_lines(blob: bytes) -> list[str]:
-    return decompress(blob).decode("utf-8", "surrogatepass").split("\n")[:-1]
+    return text_lines(decompress(blob))
 
 
 def pack_state(state: dict[str, Any]) -> bytes:

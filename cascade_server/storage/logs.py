@@ -12,7 +12,7 @@ from typing import Any
 
 import aiosqlite
 
-from .codecs import DECOMPRESS_ERRORS, decompress, unpack_lines
+from .codecs import DECOMPRESS_ERRORS, decompress, lines_text
 from .database import Database, Transaction
 
 # The columns of a `kernels` row, in order (the ingest service builds rows in this order).
@@ -29,27 +29,33 @@ KERNEL_COLUMNS = (
 )
 # The columns of a sim's parse progress, in order, then the sim's id.
 PROGRESS_COLUMNS = ("next_seq", "kernels_done", "current_kernel", "latest", "log_tail")
+STATE_COLUMNS = ("parser_state", "parser_state_seq")
 
 
 class LogRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def sim_rows(self, tx: Transaction, sim_ids: Sequence[str]) -> dict[str, aiosqlite.Row]:
-        """The `sims` rows of `sim_ids` that exist, by id."""
+    async def sim_rows(
+        self, tx: Transaction, sim_ids: Sequence[str]
+    ) -> tuple[dict[str, aiosqlite.Row], set[tuple[str, int]]]:
+        """The `sims` rows of `sim_ids` that exist, by id, and (sim_id, seq) of their chunks
+        stored earlier that still wait for a gap to fill: one statement, as ingest asks for both
+        with every group (each statement is a round trip to SQLite's thread)."""
         marks = ",".join("?" * len(sim_ids))
-        async with tx.conn.execute(f"SELECT * FROM sims WHERE id IN ({marks})", list(sim_ids)) as cur:
-            return {row["id"]: row for row in await cur.fetchall()}
-
-    async def parked(self, tx: Transaction, sim_ids: Sequence[str]) -> set[tuple[str, int]]:
-        """(sim_id, seq) of the chunks stored earlier that still wait for a gap to fill."""
-        marks = ",".join("?" * len(sim_ids))
-        async with tx.conn.execute(
-            f"SELECT log_chunks.sim_id, log_chunks.seq FROM log_chunks JOIN sims ON sims.id = log_chunks.sim_id"
-            f" WHERE log_chunks.sim_id IN ({marks}) AND log_chunks.seq >= sims.next_seq",
+        rows = await tx.conn.execute_fetchall(
+            "SELECT sims.*, (SELECT group_concat(seq) FROM log_chunks"
+            " WHERE log_chunks.sim_id = sims.id AND log_chunks.seq >= sims.next_seq) AS parked_seqs"
+            f" FROM sims WHERE id IN ({marks})",
             list(sim_ids),
-        ) as cur:
-            return {(sim_id, seq) for sim_id, seq in await cur.fetchall()}
+        )
+        parked = {
+            (row["id"], int(seq))
+            for row in rows
+            if row["parked_seqs"]
+            for seq in row["parked_seqs"].split(",")
+        }
+        return {row["id"]: row for row in rows}, parked
 
     async def sims_with_parked_chunks(self) -> list[tuple[str, int]]:
         """The sims with chunks that wait for a gap to fill, with the chunk each waits for (each
@@ -64,22 +70,19 @@ class LogRepository:
         """(sim_id, seq, pack_lines(lines)) rows."""
         await tx.conn.executemany("INSERT INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)", list(chunks))
 
-    async def stored_chunk(self, tx: Transaction, sim_id: str, seq: int) -> list[str]:
-        async with tx.conn.execute(
-            "SELECT data FROM log_chunks WHERE sim_id=? AND seq=?", (sim_id, seq)
-        ) as cur:
-            row = await cur.fetchone()
-        assert row is not None, "chunk listed as stored"
-        return unpack_lines(row[0])
+    async def stored_text(self, tx: Transaction, sim_id: str, seq: int) -> bytes:
+        """A stored chunk's text (`lines_text`); a chunk that cannot be read (a damaged page) is
+        one line saying so."""
+        [text] = await self.stored_texts(tx, sim_id, seq, seq + 1)
+        return text
 
-    async def stored_chunks(self, tx: Transaction, sim_id: str, first: int, end: int) -> list[list[str]]:
-        """The sim's chunks `first` to `end - 1`, all stored, in order; a chunk that cannot be
-        read (a damaged page) is one line saying so."""
-        async with tx.conn.execute(
+    async def stored_texts(self, tx: Transaction, sim_id: str, first: int, end: int) -> list[bytes]:
+        """The texts of the sim's chunks `first` to `end - 1`, all stored, in order."""
+        rows = await tx.conn.execute_fetchall(
             "SELECT seq, data FROM log_chunks WHERE sim_id=? AND seq>=? AND seq<? ORDER BY seq",
             (sim_id, first, end),
-        ) as cur:
-            return [_readable_lines(seq, data) for seq, data in await cur.fetchall()]
+        )
+        return [_readable_text(seq, data) for seq, data in rows]
 
     async def save_parsed(
         self,
@@ -92,11 +95,16 @@ class LogRepository:
         the parser states saved (the packed state, the seq it stands before, the sim's id)."""
         if kernels:
             await tx.conn.executemany("INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernels)
-        if progress:
-            sets = ", ".join(f"{column}=?" for column in PROGRESS_COLUMNS)
-            await tx.conn.executemany(f"UPDATE sims SET {sets} WHERE id=?", progress)
-        if states:
-            await tx.conn.executemany("UPDATE sims SET parser_state=?, parser_state_seq=? WHERE id=?", states)
+        # A sim's progress and its parser state, when saved (every sim parsed has progress), in
+        # one statement: each statement is a round trip to SQLite's thread.
+        saved = {sim_id: (state, seq) for state, seq, sim_id in states}
+        rows = [(*row[:-1], *saved.get(row[-1], (None, None)), row[-1]) for row in progress]
+        if rows:
+            sets = ", ".join(
+                [f"{column}=?" for column in PROGRESS_COLUMNS]
+                + [f"{column}=coalesce(?, {column})" for column in STATE_COLUMNS]  # None: not saved
+            )
+            await tx.conn.executemany(f"UPDATE sims SET {sets} WHERE id=?", rows)
 
     async def iter_log(self, sim_id: str, batch: int = 64) -> AsyncIterator[bytes]:
         """The sim's whole log in seq order, each line ending in a newline, a batch at a time."""
@@ -113,8 +121,8 @@ class LogRepository:
             last = rows[-1][0]
 
 
-def _readable_lines(seq: int, data: bytes) -> list[str]:
+def _readable_text(seq: int, data: bytes) -> bytes:
     try:
-        return unpack_lines(data)
+        return decompress(data)
     except DECOMPRESS_ERRORS:
-        return [f"[cascade] log chunk {seq} is damaged in storage: lines are missing here"]
+        return lines_text([f"[cascade] log chunk {seq} is damaged in storage: lines are missing here"])

@@ -5,6 +5,7 @@ states."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 
@@ -12,7 +13,7 @@ import pytest
 
 from cascade_server.ingest.parse_pool import ParsePool, ParseWorkerDied
 from cascade_server.ingest.parsing import ParseJob, Parsers, StateNeeded
-from cascade_server.storage.codecs import unpack_state
+from cascade_server.storage.codecs import lines_text, unpack_state
 from cascade_worker.replay import read_lines
 from tests.conftest import RECORDINGS
 
@@ -21,8 +22,8 @@ CLOCK = 1132.0
 CHUNK = 1000
 
 
-def chunk(seq: int) -> list[str]:
-    return RECORDED[seq * CHUNK : (seq + 1) * CHUNK]
+def chunk(seq: int) -> bytes:
+    return lines_text(RECORDED[seq * CHUNK : (seq + 1) * CHUNK])
 
 
 def jobs_at(seq: int, states: dict[str, bytes | None]) -> list[ParseJob]:
@@ -90,6 +91,30 @@ async def test_a_worker_killed_fails_its_group_and_the_next_group_gets_new_worke
     with pytest.raises(ParseWorkerDied):
         await pool.parse(jobs_at(1, states))
     # The failed group committed nothing: the same chunks again, from the saved states.
+    again = await pool.parse(jobs_at(1, states))
+    expected = Parsers().parse(
+        [ParseJob(s, 1, CLOCK, st, [chunk(1)], True, save_state=True) for s, st in states.items()]
+    )
+    assert [comparable(r) for r in again] == [comparable(r) for r in expected]
+
+
+async def test_a_parse_cancelled_mid_way_leaves_no_half_answer_for_the_next(pool) -> None:
+    # Cancelled (a server stopping mid-group), a round trip leaves its socket mid-frame: the
+    # next parse must not read the old answer as its own, so it gets new workers.
+    sims: dict[str, bytes | None] = {f"sim_{n}": None for n in range(4)}
+    first = await pool.parse(jobs_at(0, sims))
+    states = {r.sim_id: r.state_row[0] for r in first}
+    whole_log = [chunk(seq) for seq in range(len(RECORDED) // CHUNK)]  # long to parse
+    others = [ParseJob(f"other_{n}", 0, CLOCK, None, whole_log, False) for n in range(8)]  # on both
+    parsing = asyncio.ensure_future(pool.parse(others))
+    for _ in range(10_000):  # until every worker has its jobs: sent, not yet answered
+        if all(w._streams and not w._streams[1].transport.get_write_buffer_size() for w in pool._workers):
+            break
+        await asyncio.sleep(0)
+    assert not parsing.done()
+    parsing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await parsing
     again = await pool.parse(jobs_at(1, states))
     expected = Parsers().parse(
         [ParseJob(s, 1, CLOCK, st, [chunk(1)], True, save_state=True) for s, st in states.items()]
