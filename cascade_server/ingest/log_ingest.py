@@ -196,9 +196,10 @@ class LogIngest:
             for seq, p in chunks.items()
             if (sim_id, seq) not in parsed
         ]
-        await logs.insert_chunks(tx, stored)
         if jobs:
-            await self._save(tx, rows, jobs, results)
+            await self._save(tx, rows, jobs, results, stored)
+        else:
+            await logs.insert_chunks(tx, stored)
 
     def _job(self, row, in_order: list[bytes], pack: bool = False) -> ParseJob:
         return ParseJob(
@@ -213,16 +214,29 @@ class LogIngest:
             pack=pack,
         )
 
-    async def _save(self, tx: Transaction, rows, jobs: list[ParseJob], results: list[ParseResult]) -> None:
+    async def _save(
+        self,
+        tx: Transaction,
+        rows,
+        jobs: list[ParseJob],
+        results: list[ParseResult],
+        chunks: list[tuple[str, int, bytes]],
+    ) -> None:
+        """Store the chunks and what their parse found, and commit: the write's last step (its
+        events are built first, so that nothing can fail once it is committed)."""
+        events = [
+            (rows[job.sim_id]["run_id"], _events(rows[job.sim_id], job, result) if job.watched else [])
+            for job, result in zip(jobs, results)
+        ]
         await self.store.logs.save_parsed(
             tx,
+            chunks,
             [r for result in results for r in result.kernel_rows],
             [result.progress_row for result in results],
             [result.state_row for result in results if result.state_row is not None],
         )
-        for job, result in zip(jobs, results):
-            row = rows[job.sim_id]
-            tx.publish(row["run_id"], _events(row, job, result) if job.watched else [])
+        for run_id, run_events in events:
+            tx.publish(run_id, run_events)
 
     # --- gaps that never fill ------------------------------------------------------------------
 
@@ -295,9 +309,9 @@ class LogIngest:
                     len(missing),
                     len(parked),
                 )
-                await logs.insert_chunks(tx, [(sim_id, gap, compress(text)) for gap, text in missing])
                 job = self._job(row, in_order)
-                await self._save(tx, {sim_id: row}, [job], await self._parse(tx, [job]))
+                stored = [(sim_id, gap, compress(text)) for gap, text in missing]
+                await self._save(tx, {sim_id: row}, [job], await self._parse(tx, [job]), stored)
         except Exception:  # a timer's task: nobody awaits it; the final heartbeat tries again
             log.exception("sim %s: could not close the gaps in its log", sim_id)
 

@@ -10,16 +10,19 @@ commit. A returned write means the data is committed (WAL survives `kill -9` of 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Self
+from typing import Self, TypeVar
 
 import aiosqlite
 from pydantic import BaseModel
 
 from ..events import Broker
 from .schema import migrate
+
+T = TypeVar("T")
 
 
 class Transaction:
@@ -28,6 +31,21 @@ class Transaction:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn
         self.events: list[tuple[str, list[BaseModel]]] = []
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T], *, commit: bool = False) -> T:
+        """`fn(connection)` on the writer's thread, then the commit when `commit` (the write's
+        last step): several statements in one round trip to that thread, not one each. A round
+        trip costs about 0.25 ms of CPU on 2 shared cores (two thread wake-ups), and a group of
+        log chunks made five. (aiosqlite has no public call for this; `_execute` is the one its
+        own methods use.)"""
+
+        def call(conn: sqlite3.Connection) -> T:
+            result = fn(conn)
+            if commit:
+                conn.commit()
+            return result
+
+        return await self.conn._execute(call, self.conn._conn)
 
     def publish(self, run_id: str, events: Iterable[BaseModel]) -> None:
         """Send `events` to the run's subscribers once (and only if) this write commits."""
@@ -103,7 +121,8 @@ class Database:
             tx = Transaction(self.w)
             try:
                 yield tx
-                if self.w.in_transaction:  # a write that changed nothing skips the round trip
+                # (Not in one when nothing changed, or when the write's last `tx.run` committed.)
+                if self.w.in_transaction:
                     await self.w.commit()
             except BaseException:
                 if self.w.in_transaction:

@@ -7,6 +7,7 @@ chunk, the kernels it completed and the parser state after it commit together.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
@@ -87,24 +88,28 @@ class LogRepository:
     async def save_parsed(
         self,
         tx: Transaction,
+        chunks: list[tuple[str, int, bytes]],
         kernels: list[tuple[Any, ...]],
         progress: list[tuple[Any, ...]],
         states: list[tuple[bytes, int, str]],
     ) -> None:
-        """Kernel rows (KERNEL_COLUMNS), each sim's progress (PROGRESS_COLUMNS, then its id) and
-        the parser states saved (the packed state, the seq it stands before, the sim's id)."""
-        if kernels:
-            await tx.conn.executemany("INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernels)
-        # A sim's progress and its parser state, when saved (every sim parsed has progress), in
-        # one statement: each statement is a round trip to SQLite's thread.
+        """The write's last step, committed with it in one round trip: chunk rows (sim_id, seq,
+        pack_lines(lines)), kernel rows (KERNEL_COLUMNS), each sim's progress (PROGRESS_COLUMNS,
+        then its id) and the parser states saved (the packed state, the seq it stands before,
+        the sim's id); a sim's progress and its state go in one UPDATE."""
         saved = {sim_id: (state, seq) for state, seq, sim_id in states}
         rows = [(*row[:-1], *saved.get(row[-1], (None, None)), row[-1]) for row in progress]
-        if rows:
-            sets = ", ".join(
-                [f"{column}=?" for column in PROGRESS_COLUMNS]
-                + [f"{column}=coalesce(?, {column})" for column in STATE_COLUMNS]  # None: not saved
-            )
-            await tx.conn.executemany(f"UPDATE sims SET {sets} WHERE id=?", rows)
+        sets = ", ".join(
+            [f"{column}=?" for column in PROGRESS_COLUMNS]
+            + [f"{column}=coalesce(?, {column})" for column in STATE_COLUMNS]  # None: not saved
+        )
+
+        def save(conn: sqlite3.Connection) -> None:
+            conn.executemany("INSERT INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)", chunks)
+            conn.executemany("INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernels)
+            conn.executemany(f"UPDATE sims SET {sets} WHERE id=?", rows)
+
+        await tx.run(save, commit=True)
 
     async def iter_log(self, sim_id: str, batch: int = 64) -> AsyncIterator[bytes]:
         """The sim's whole log in seq order, each line ending in a newline, a batch at a time."""
