@@ -8,15 +8,16 @@ passes) and the ratio per round, then the median ratio.
 
     python benchmarks/bench_parser_vs.py [--base dd1cc91] [--rounds 5] [--repeat 3]
 
-The base parser is read with `git show <base>:cascade_server/accelsim_log.py` (dd1cc91 is the
-parser before every stats line was kept, the speed to hold).
+The base parser is read with `git show <base>:cascade_server/accelsim_log.py` (and
+accelsim_stats.py, where it exists); dd1cc91 is the parser before every stats line was kept, the
+speed to hold.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
+import importlib
 import os
 import statistics
 import subprocess
@@ -34,25 +35,30 @@ from bench_parser import CLOCK_MHZ, load_lines  # noqa: E402
 
 from cascade_server import accelsim_log  # noqa: E402
 
-MODULE = "cascade_server/accelsim_log.py"
+# The parser's modules (before accelsim_stats.py was split off, the first was all of it).
+MODULES = ("cascade_server/accelsim_log.py", "cascade_server/accelsim_stats.py")
 
 
 def load_base(rev: str, directory: Path) -> ModuleType:
-    """The parser module as it was at `rev`, imported under its own name."""
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:{MODULE}"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    path = directory / "base_accelsim_log.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("base_accelsim_log", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    spec.loader.exec_module(module)
-    return module
+    """The parser as it was at `rev`, imported as a package of its own (its modules import
+    each other relatively)."""
+    package = directory / "base_parser"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for module in MODULES:
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:{module}"], capture_output=True, text=True
+        )
+        if shown.returncode == 0:  # (the models it imports have moved since some commits)
+            source = shown.stdout.replace(
+                "cascade_server.models import", "cascade_server.shared.models import"
+            )
+            (package / Path(module).name).write_text(source)
+    sys.path.insert(0, str(directory))
+    try:
+        return importlib.import_module("base_parser.accelsim_log")
+    finally:
+        sys.path.remove(str(directory))
 
 
 def one_pass(module: ModuleType, logs: list[tuple[float, list[list[str]]]]) -> float:
