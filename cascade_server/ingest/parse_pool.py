@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
+import os
 import pickle
 import signal
 import socket
@@ -32,8 +33,16 @@ from ..childproc import die_with_parent
 from ..domain_errors import Unavailable
 from .parsing import ParseJob, ParseResult, parse_in_this_process
 
-# Two workers: a group's sims parse on both cores while the loop waits on neither.
-WORKERS = 2
+# At most this many workers, however many cores (a group is a few dozen chunks at most).
+MAX_WORKERS = 4
+
+
+def default_workers() -> int:
+    """One worker per core the server may use beyond the event loop's, at least one. On 2 cores,
+    two workers and the loop took turns on them, and the parse cost 15-25% more CPU than with
+    one worker, for the same POST latency (benchmarks/bench_ingest.py, alternated)."""
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0)) - 1))
+
 
 # A frame's length; a frame of length 0 is the server's word to stop.
 _FRAME = struct.Struct("!Q")
@@ -135,8 +144,8 @@ class _Worker:
 
 
 class ParsePool:
-    def __init__(self, workers: int = WORKERS) -> None:
-        self._size = workers
+    def __init__(self, workers: int | None = None) -> None:
+        self._size = workers or default_workers()
         # Each worker is always given the same sims, so that it keeps their parsers (parsing.py).
         self._workers: list[_Worker] = []
 

@@ -50,7 +50,7 @@ def comparable(result) -> str:
 
 @pytest.fixture
 async def pool():
-    pool = ParsePool()
+    pool = ParsePool(workers=2)  # a group shared between two workers
     pool.start()
     yield pool
     pool.close()

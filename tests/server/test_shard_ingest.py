@@ -43,7 +43,7 @@ def test_a_sim_of_the_whole_trace_is_parsed_as_before() -> None:
 
 
 async def test_the_parse_workers_place_a_shards_kernels_too() -> None:
-    pool = ParsePool()
+    pool = ParsePool(workers=2)  # a group shared between two workers
     pool.start()
     try:
         jobs = [
