@@ -49,6 +49,7 @@ speed with the parser that kept first values only.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -61,6 +62,7 @@ from .accelsim_stats import (
     STATS_LINE_MAX,
     block_stats,
     clear_cache,
+    pair_bytes,
     parse_value,
     read_block_lines,
 )
@@ -90,6 +92,10 @@ MAX_BLOCK_KEYS = 50_000
 # ... nor past about this many bytes of keys and values: 50,000 keys of lines near
 # STATS_LINE_MAX would be some 50 MB, saved with every chunk. Real blocks are 100-300 KB.
 MAX_BLOCK_BYTES = 4 * 1024 * 1024
+# A block with fewer keys than this is within MAX_BLOCK_BYTES whatever its lines (each adds at
+# most a line of STATS_LINE_MAX): it is measured only once it may pass them (real blocks, about
+# 3,000 keys, rarely are).
+_SURELY_FITS = MAX_BLOCK_BYTES // STATS_LINE_MAX
 # Markers searched in the joined chunk, each with the newline that starts its line (the text
 # starts with "\n").
 _LAUNCH = "\nlaunching kernel name: "
@@ -111,18 +117,6 @@ def _tail_line(line: str) -> str:
         return line
     said = f"… ({len(line):,} characters)"
     return line[: TAIL_LINE_MAX - len(said)] + said
-
-
-def _keys_allowed(block: list[tuple[str, float | str]]) -> int:
-    """How many keys the open block may grow to while reading the next lines: MAX_BLOCK_KEYS, or
-    fewer as it nears MAX_BLOCK_BYTES (each key read adds at most a line of STATS_LINE_MAX)."""
-    surely_fits = MAX_BLOCK_BYTES // STATS_LINE_MAX  # keys whose worst case is within the bytes
-    if len(block) < surely_fits:
-        # Within the bytes whatever its lines: no need to measure (real blocks stay here, or
-        # pass it rarely).
-        return surely_fits
-    used = sum(len(key) + (len(value) if isinstance(value, str) else 8) for key, value in block)
-    return min(MAX_BLOCK_KEYS, len(block) + max(0, MAX_BLOCK_BYTES - used) // STATS_LINE_MAX)
 
 
 def _is_block(block: object) -> bool:
@@ -201,6 +195,7 @@ class LogParser:
         "_exit_detected",
         "_block",
         "_block_ended",
+        "_block_bytes",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
@@ -217,6 +212,9 @@ class LogParser:
         self._exit_detected = False
         # The (key, value) pairs of the block being read, in log order; None outside a block.
         self._block: list[tuple[str, float | str]] | None = None
+        # What the block counts for MAX_BLOCK_BYTES (pair_bytes), once it may pass them; None
+        # before it is measured (not saved: a restored parser measures it again).
+        self._block_bytes: int | None = None
         # The block's last line arrived as the chunk's last line but does not look complete
         # (see _SLOWDOWN_LINE_RE); the next line proves it was, so the block is reported then.
         self._block_ended = False
@@ -307,6 +305,7 @@ class LogParser:
         self._tail = [_tail_line(x) for x in tail[-TAIL_LINES:]]
         self._exit_detected = exit_detected
         self._block = None if block is None else [(key, value) for key, value in block]
+        self._block_bytes = None
         self._block_ended = block_ended and block is not None
 
     # ---- parsing -------------------------------------------------------------------------
@@ -356,16 +355,23 @@ class LogParser:
                     break
                 # kernel_name is taken raw here, so it always stays a string.
                 self._block = [("kernel_name", lines[i][len(FIRST_LINE) :].strip())]
+                self._block_bytes = None
                 i += 1
-            allowed = _keys_allowed(self._block)
-            # Lines at most as many as the keys still allowed, so that none is passed over
-            # while another could still fit (the allowance is worked out again after them).
-            room = allowed - len(self._block)
-            end = n if room <= 0 else min(n, i + room)
-            i, ended = read_block_lines(self._block, lines, i, allowed, end)
+            before = len(self._block)
+            if self._block_bytes is None and before + (n - i) >= _SURELY_FITS:
+                self._block_bytes = sum(map(pair_bytes, self._block))  # once per block
+            i, ended = read_block_lines(
+                self._block,
+                lines,
+                i,
+                MAX_BLOCK_KEYS,
+                None if self._block_bytes is None else MAX_BLOCK_BYTES - self._block_bytes,
+            )
+            if self._block_bytes is not None:  # what was added, not the whole block again
+                self._block_bytes += sum(map(pair_bytes, itertools.islice(self._block, before, None)))
             if not ended:
-                if i < end:  # a new block began before this one ended: it was cut off, drop it
-                    self._block = None
+                if i < n:  # a new block began before this one ended: it was cut off, drop it
+                    self._block, self._block_bytes = None, None
                 continue
             if i == n and not _SLOWDOWN_LINE_RE.fullmatch(lines[-1]):
                 # Possibly cut mid-line (a killed simulator): wait for the next line.
@@ -395,7 +401,7 @@ class LogParser:
     def _finish_block(self) -> ParsedKernel:
         assert self._block is not None, "called inside a block only"
         stats = block_stats(self._block)
-        self._block = None
+        self._block, self._block_bytes = None, None
         self._block_ended = False
         names = str(stats["kernel_name"]).split(maxsplit=1)
         cycle = _as_int(stats.get("gpu_sim_cycle"))

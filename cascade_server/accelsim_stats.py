@@ -12,7 +12,15 @@ import re
 from collections.abc import Sequence
 from operator import itemgetter
 
-__all__ = ["FIRST_LINE", "STATS_LINE_MAX", "block_stats", "clear_cache", "parse_value", "read_block_lines"]
+__all__ = [
+    "FIRST_LINE",
+    "STATS_LINE_MAX",
+    "block_stats",
+    "clear_cache",
+    "pair_bytes",
+    "parse_value",
+    "read_block_lines",
+]
 
 # A line longer than this is no stats line (real ones are under 150 characters): not read into a
 # block, so an open block's bytes are bounded as well as its keys.
@@ -99,23 +107,30 @@ def _remember(line: str) -> tuple[str, float | str] | tuple[()]:
     return entry
 
 
+def pair_bytes(pair: tuple[str, float | str]) -> int:
+    """What a (key, value) pair of a block counts for its bound in bytes."""
+    key, value = pair
+    return len(key) + (len(value) if isinstance(value, str) else 8)
+
+
 def read_block_lines(
     block: list[tuple[str, float | str]],
     lines: Sequence[str],
     start: int,
     max_keys: int,
-    end: int | None = None,
+    max_bytes: int | None = None,
 ) -> tuple[int, bool]:
     """Read the lines of the block being read, from `lines[start]` on, into `block`, its
     (key, value) pairs in log order (`block_stats` names them): up to its last line (the one
     starting `gpgpu_silicon_slowdown = `, read too) or the next block's first line (starting
-    `kernel_name = `, not read), or `lines[end]` (not read; the end of `lines` when None), while
-    the block has fewer than `max_keys` pairs. Return the index of the first line not read and
-    whether the block's last line was read.
+    `kernel_name = `, not read), or the end of `lines`. A pair is added while the block has
+    fewer than `max_keys` and, with `max_bytes` (what the block may still grow by), while the
+    longest stats line would still fit: so the block keeps its first lines, and takes none once
+    full. Return the index of the first line not read and whether the block's last line was read.
 
     The lines are looked up in the cache all at once; only those it does not hold (new lines,
     and the block's first and last lines, never remembered) are read one by one."""
-    stop = len(lines) if end is None else end
+    stop = len(lines)
     got: list[tuple[str, float | str] | tuple[()] | None] = list(map(_line_cache.get, lines[start:stop]))
     cut, ended = len(got), False
     i = 0
@@ -136,7 +151,17 @@ def read_block_lines(
         i += 1
     entries: list[tuple[str, float | str]] = list(filter(None, got[:cut] if cut < len(got) else got))  # type: ignore[arg-type]
     room = max_keys - len(block)
-    block.extend(entries if len(entries) <= room else entries[: max(room, 0)])
+    if len(entries) > room:
+        entries = entries[: max(room, 0)]
+    if max_bytes is not None and len(entries) * STATS_LINE_MAX > max_bytes:  # near the bound
+        fit = 0
+        for entry in entries:
+            if max_bytes < STATS_LINE_MAX:
+                break
+            max_bytes -= pair_bytes(entry)
+            fit += 1
+        entries = entries[:fit]
+    block.extend(entries)
     return start + cut, ended
 
 

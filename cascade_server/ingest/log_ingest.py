@@ -61,7 +61,7 @@ class LogIngest:
         self._queue: list[_PendingChunk] = []
         self._writer: asyncio.Task[None] | None = None
         # sim id -> (the chunk its log waits for, the timer that closes that gap)
-        self._gap_timers: dict[str, tuple[int, asyncio.TimerHandle]] = {}
+        self._gap_timers: dict[str, tuple[int | None, asyncio.TimerHandle]] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
     def close(self) -> None:
@@ -246,9 +246,10 @@ class LogIngest:
         for sim_id, next_seq in await self.store.logs.sims_with_parked_chunks():
             self._watch_gap(sim_id, next_seq)
 
-    def _watch_gap(self, sim_id: str, waiting_for: int) -> None:
+    def _watch_gap(self, sim_id: str, waiting_for: int | None) -> None:
         """Give the gap at chunk `waiting_for` GAP_WAIT_S to fill; a timer for an earlier gap,
-        which has filled, goes (a gap's time starts when it opens, not when the first did)."""
+        which has filled, goes (a gap's time starts when it opens, not when the first did).
+        None: close the sim's gaps then, whatever chunk it waits for (a close that failed)."""
         watched = self._gap_timers.get(sim_id)
         if watched is not None and watched[0] == waiting_for:
             return
@@ -265,7 +266,7 @@ class LogIngest:
         if (watched := self._gap_timers.pop(sim_id, None)) is not None:
             watched[1].cancel()
 
-    def _gap_timed_out(self, sim_id: str, waiting_for: int) -> None:
+    def _gap_timed_out(self, sim_id: str, waiting_for: int | None) -> None:
         self._gap_timers.pop(sim_id, None)
         task = asyncio.ensure_future(self.close_gaps(sim_id, waiting_for))
         self._closing.add(task)
@@ -279,6 +280,7 @@ class LogIngest:
         `waiting_for` (a gap's timer), only when the sim still waits for that chunk: a gap that
         has opened since gets its own GAP_WAIT_S."""
         self._unwatch_gap(sim_id)
+        retry_at = waiting_for  # when this fails: the chunk the sim waits for, if known
         try:
             async with self.store.db.write() as tx:
                 logs = self.store.logs
@@ -286,6 +288,7 @@ class LogIngest:
                 row, parked = rows.get(sim_id), sorted(seq for _, seq in parked_chunks)
                 if row is None or not parked:
                     return
+                retry_at = row["next_seq"]
                 if waiting_for is not None and row["next_seq"] != waiting_for:
                     self._watch_gap(sim_id, row["next_seq"])
                     return
@@ -312,8 +315,11 @@ class LogIngest:
                 job = self._job(row, in_order)
                 stored = [(sim_id, gap, compress(text)) for gap, text in missing]
                 await self._save(tx, {sim_id: row}, [job], await self._parse(tx, [job]), stored)
-        except Exception:  # a timer's task: nobody awaits it; the final heartbeat tries again
-            log.exception("sim %s: could not close the gaps in its log", sim_id)
+        except Exception:  # nobody waits on it (a timer's task, or after a final heartbeat)
+            log.exception(
+                "sim %s: could not close the gaps in its log; trying again in %g s", sim_id, GAP_WAIT_S
+            )
+            self._watch_gap(sim_id, retry_at)
 
     async def _parse(self, tx: Transaction, jobs: list[ParseJob]) -> list[ParseResult]:
         """Parse the jobs. A sim whose parser is not kept where it parses first reads its stored

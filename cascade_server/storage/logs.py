@@ -122,7 +122,9 @@ class LogRepository:
                 rows = list(await cur.fetchall())
             if not rows:
                 return
-            yield b"".join(decompress(data) for _, data in rows)
+            # A chunk that cannot be read (a damaged page) is a line saying so, not the end of
+            # the download.
+            yield b"".join(_readable_text(seq, data) for seq, data in rows)
             last = rows[-1][0]
 
 

@@ -845,6 +845,40 @@ def test_a_block_that_never_ends_keeps_its_bytes_bounded_whatever_its_lines(valu
     assert len(pickle.dumps(parser.state(), protocol=5)) < 2 * MAX_BLOCK_BYTES  # as saved, before compression
 
 
+@pytest.mark.parametrize("bound", ["keys", "bytes"])
+def test_a_block_near_its_bounds_reads_each_chunk_in_one_pass(bound, monkeypatch) -> None:
+    # A block a little short of its key or byte bound is measured once, not again for every line
+    # after it (a 12 KB chunk once held the server's writer for 20 s): a chunk is one read,
+    # whatever its length, and the block still keeps its first lines up to the bound.
+    parser = LogParser(1000)
+    parser.feed(["kernel_name = _Z1kv "])
+    if bound == "keys":  # two keys short of MAX_BLOCK_KEYS
+        parser.feed([f"key_{i} = 1" for i in range(MAX_BLOCK_KEYS - 3)])
+    else:  # 1,500 bytes short of MAX_BLOCK_BYTES: room for the worst-case line, and then some
+        value = "v" * (STATS_LINE_MAX - 24)
+        parser.feed([f"key_{i} = {value}" for i in range(MAX_BLOCK_BYTES // STATS_LINE_MAX)])
+        used = sum(accelsim_stats.pair_bytes(pair) for pair in parser.state()["block"])
+        while (short := MAX_BLOCK_BYTES - used - 1500) > 0:
+            line = f"fill_{used} = " + "v" * min(short - 12, STATS_LINE_MAX - 24)
+            parser.feed([line])
+            used += accelsim_stats.pair_bytes(parser.state()["block"][-1])
+    before = list(parser.state()["block"])
+    reads, measured = [], []
+    real_read, real_bytes = accelsim_log.read_block_lines, accelsim_log.pair_bytes
+    monkeypatch.setattr(accelsim_log, "read_block_lines", lambda *a: reads.append(1) or real_read(*a))
+    monkeypatch.setattr(accelsim_log, "pair_bytes", lambda pair: measured.append(1) or real_bytes(pair))
+    late = [f"late_{i} = 1" for i in range(3000)]
+    for chunk in ([""] * 3000, ["==== junk ===="] * 3000, late):
+        parser.feed(chunk)
+    assert len(reads) == 3  # one per chunk
+    assert len(measured) <= len(before) + 3000  # the block once, then only what was added
+    block = parser.state()["block"]
+    added = [key for key, _ in block[len(before) :]]
+    assert block[: len(before)] == before and added == [f"late_{i}" for i in range(len(added))]
+    assert len(block) <= MAX_BLOCK_KEYS and sum(map(accelsim_stats.pair_bytes, block)) <= MAX_BLOCK_BYTES
+    assert 0 < len(added) < 3000  # up to the bound, no further
+
+
 def test_lines_that_are_not_text_are_a_clear_error() -> None:
     parser = LogParser(1000)
     parser.feed(["launching kernel name: _Z1kv uid: 1"])

@@ -188,3 +188,71 @@ async def test_a_gap_waits_from_when_it_opened_not_from_an_earlier_one(core, mon
         log = (await http.get(f"{url}/log")).text
         assert "never arrived" not in log and "output of kernel 3" in log
         assert (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"] == 5
+
+
+async def test_a_close_that_fails_at_the_final_heartbeat_is_tried_again(core, monkeypatch) -> None:
+    # The final heartbeat closes the gaps, and nothing after it would: a close that fails there
+    # (parse workers that die, a full disk) gets another try GAP_WAIT_S later.
+    monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 0.2)
+    ingest = core.app[INGEST_KEY]
+    real_parse, armed, failures = ingest._parse, [], []
+
+    async def fails_once(tx, jobs):  # the first parse once armed: the final heartbeat's close
+        if armed and not failures:
+            failures.append(1)
+            raise RuntimeError("the parse failed")
+        return await real_parse(tx, jobs)
+
+    monkeypatch.setattr(ingest, "_parse", fails_once)
+    async with core.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        url = f"/api/sims/{sim_id}"
+        assert (await http.post(f"{url}/heartbeat", json={"state": "running"})).status_code == 200
+        for seq in (0, 2):  # 1 never arrives
+            assert (
+                await http.post(f"{url}/logs", json={"seq": seq, "lines": kernel(seq)})
+            ).status_code == 204
+        armed.append(1)
+        assert (
+            await http.post(f"{url}/heartbeat", json={"state": "succeeded", "exit_code": 0})
+        ).status_code == 200
+        assert failures and ingest.gap_watched(sim_id) == 1
+
+        async def log_closed() -> bool:
+            return "[cascade] log chunk 1 never arrived" in (await http.get(f"{url}/log")).text
+
+        assert await wait_until(log_closed)
+        assert (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"] == 2
+
+
+async def test_a_damaged_stored_chunk_is_a_line_saying_so_in_the_download(core) -> None:
+    # One damaged page must not cost the whole log: the download goes on past it.
+    async with core.client() as http:
+        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
+        sim_id = run["sims"][0]["id"]
+        url = f"/api/sims/{sim_id}"
+        for seq in range(3):
+            assert (
+                await http.post(f"{url}/logs", json={"seq": seq, "lines": kernel(seq)})
+            ).status_code == 204
+        async with core.store.db.write() as tx:
+            async with tx.conn.execute(
+                "SELECT data FROM log_chunks WHERE sim_id=? AND seq=1", (sim_id,)
+            ) as cur:
+                (blob,) = await cur.fetchone()
+            damaged = bytearray(blob)
+            damaged[len(damaged) // 2] ^= 0xFF
+            await tx.conn.execute(
+                "UPDATE log_chunks SET data=? WHERE sim_id=? AND seq=1", (bytes(damaged), sim_id)
+            )
+        response = await http.get(f"{url}/log")
+        assert response.status_code == 200
+        assert response.text == "".join(
+            line + "\n"
+            for line in [
+                *kernel(0),
+                "[cascade] log chunk 1 is damaged in storage: lines are missing here",
+                *kernel(2),
+            ]
+        )
