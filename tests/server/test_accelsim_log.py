@@ -863,10 +863,20 @@ def test_a_block_near_its_bounds_reads_each_chunk_in_one_pass(bound, monkeypatch
             parser.feed([line])
             used += accelsim_stats.pair_bytes(parser.state()["block"][-1])
     before = list(parser.state()["block"])
-    reads, measured = [], []
+    reads: list[int] = []
+    measured: list[int] = []
     real_read, real_bytes = accelsim_log.read_block_lines, accelsim_log.pair_bytes
-    monkeypatch.setattr(accelsim_log, "read_block_lines", lambda *a: reads.append(1) or real_read(*a))
-    monkeypatch.setattr(accelsim_log, "pair_bytes", lambda pair: measured.append(1) or real_bytes(pair))
+
+    def counted_read(*args):
+        reads.append(1)
+        return real_read(*args)
+
+    def counted_bytes(pair):
+        measured.append(1)
+        return real_bytes(pair)
+
+    monkeypatch.setattr(accelsim_log, "read_block_lines", counted_read)
+    monkeypatch.setattr(accelsim_log, "pair_bytes", counted_bytes)
     late = [f"late_{i} = 1" for i in range(3000)]
     for chunk in ([""] * 3000, ["==== junk ===="] * 3000, late):
         parser.feed(chunk)

@@ -195,7 +195,9 @@ async def test_a_close_that_fails_at_the_final_heartbeat_is_tried_again(core, mo
     # (parse workers that die, a full disk) gets another try GAP_WAIT_S later.
     monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 0.2)
     ingest = core.app[INGEST_KEY]
-    real_parse, armed, failures = ingest._parse, [], []
+    real_parse = ingest._parse
+    armed: list[int] = []
+    failures: list[int] = []
 
     async def fails_once(tx, jobs):  # the first parse once armed: the final heartbeat's close
         if armed and not failures:
