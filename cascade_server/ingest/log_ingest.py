@@ -181,20 +181,15 @@ class LogIngest:
         # The chunks parsed now come back from the workers compressed; the ones parked until a
         # gap fills are compressed here.
         results = await self._parse(tx, jobs) if jobs else []
-        stored: list[tuple[str, int, bytes]] = []
-        for job, result in zip(jobs, results):
-            chunks = fresh[job.sim_id]
-            stored += [
-                (job.sim_id, seq, packed)
-                for seq, packed in enumerate(result.packed, job.next_seq)
-                if seq in chunks
-            ]
-        parsed = {(sim_id, seq) for sim_id, seq, _ in stored}
-        stored += [
-            (sim_id, seq, compress(p.text))
+        packed = {
+            (job.sim_id, seq): blob
+            for job, result in zip(jobs, results)
+            for seq, blob in enumerate(result.packed, job.next_seq)
+        }
+        stored = [
+            (sim_id, seq, packed[sim_id, seq] if (sim_id, seq) in packed else compress(p.text))
             for sim_id, chunks in fresh.items()
             for seq, p in chunks.items()
-            if (sim_id, seq) not in parsed
         ]
         if jobs:
             await self._save(tx, rows, jobs, results, stored)

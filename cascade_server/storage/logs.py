@@ -31,6 +31,7 @@ KERNEL_COLUMNS = (
 # The columns of a sim's parse progress, in order, then the sim's id.
 PROGRESS_COLUMNS = ("next_seq", "kernels_done", "current_kernel", "latest", "log_tail")
 STATE_COLUMNS = ("parser_state", "parser_state_seq")
+_INSERT_CHUNK = "INSERT INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)"
 
 
 class LogRepository:
@@ -69,7 +70,7 @@ class LogRepository:
 
     async def insert_chunks(self, tx: Transaction, chunks: Iterable[tuple[str, int, bytes]]) -> None:
         """(sim_id, seq, pack_lines(lines)) rows."""
-        await tx.conn.executemany("INSERT INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)", list(chunks))
+        await tx.conn.executemany(_INSERT_CHUNK, list(chunks))
 
     async def stored_text(self, tx: Transaction, sim_id: str, seq: int) -> bytes:
         """A stored chunk's text (`lines_text`); a chunk that cannot be read (a damaged page) is
@@ -105,7 +106,7 @@ class LogRepository:
         )
 
         def save(conn: sqlite3.Connection) -> None:
-            conn.executemany("INSERT INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)", chunks)
+            conn.executemany(_INSERT_CHUNK, chunks)
             conn.executemany("INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernels)
             conn.executemany(f"UPDATE sims SET {sets} WHERE id=?", rows)
 
