@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import gzip
 import io
 import re
@@ -170,7 +171,14 @@ def assert_snapshot(name: str, text: str, update: bool) -> None:
             raise AssertionError(f"snapshot {path.name} did not exist; written, check it in")
         return
     expected = path.read_text()
-    assert actual == expected, f"screen {name} changed:\n--- expected\n{expected}\n--- actual\n{actual}"
+    if actual != expected:
+        # The changed lines first: a long report is cut in its middle by CI's log excerpt.
+        diff = "\n".join(
+            difflib.unified_diff(
+                expected.splitlines(), actual.splitlines(), "expected", "actual", n=1, lineterm=""
+            )
+        )
+        raise AssertionError(f"screen {name} changed:\n{diff}\n--- the whole screen now\n{actual}")
 
 
 class ServeProcess:
