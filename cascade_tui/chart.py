@@ -20,6 +20,8 @@ Segment = tuple[str, str]
 Line = list[Segment]
 
 VALUE_WIDTH = 10
+MIN_BAR = 8  # a bar narrower than this says nothing: the label is cut first
+MIN_LABEL = 8
 
 
 def _label_width(configs: Sequence[str], widest: int = 16) -> int:
@@ -122,20 +124,13 @@ def chart_lines(
     # The bars take what the longest suffix leaves ("  1.31x  MAPE 12.3%" or more), so no line
     # is wider than the pane; at least MIN_SUFFIX is kept so the bars do not jump as it changes.
     suffix_w = max([MIN_SUFFIX] + [sum(len(t) for t, _ in sfx) for sfx in suffixes.values()])
-    bar_w = max(8, width - label_w - VALUE_WIDTH - suffix_w - 5)
+    fixed = VALUE_WIDTH + suffix_w + 5
+    label_w = min(label_w, max(MIN_LABEL, width - fixed - MIN_BAR))
+    bar_w = max(MIN_BAR, width - label_w - fixed)
     lines: list[Line] = []
 
-    lines.append(
-        [
-            (
-                "Total simulated time per "
-                + ("variant" if sweep else "config")
-                + ("" if finished else " so far"),
-                "title",
-            ),
-            ("  (median over succeeded replicas)", "dim"),
-        ]
-    )
+    title = "Total simulated time per " + ("variant" if sweep else "config") + ("" if finished else " so far")
+    lines += _title(title, "(median over succeeded replicas)", width)
     scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
     for total in totals:
         lines.append(
@@ -169,17 +164,18 @@ def chart_lines(
         for text in textwrap.wrap(note, max(20, width - 1)):
             lines.append([(text, "dim")])
     if not has_real_timing:
-        lines.append([("This trace has no real timing, so there is no error against real time.", "dim")])
+        for text in textwrap.wrap(
+            "This trace has no real timing, so there is no error against real time.", max(20, width - 1)
+        ):
+            lines.append([(text, "dim")])
     lines.append([])
 
     if not rows:
         lines.append([("No kernel has finished yet.", "dim")])
-        return lines
+        return [_fit(line, width) for line in lines]
     # A spread between configs of stand-in numbers compares placeholders, as the banner says:
     # no Δ then (the order by spread still works, and says what it sorts on).
-    lines.append(
-        [("Simulated time per kernel", "title"), (f"  (median over replicas; by {order}, o: order)", "dim")]
-    )
+    lines += _title("Simulated time per kernel", f"(median over replicas; by {order}, o: order)", width)
     if stand_in:
         for text in textwrap.wrap("No Δ between configs: stand-in numbers.", max(20, width - 1)):
             lines.append([(text, "dim")])
@@ -212,7 +208,30 @@ def chart_lines(
             if variant is not None and (mult := kernel_multiple(variant, row.sim_ns)) is not None:
                 suffix.append((f"  {mult:.2f}x", ""))
             lines.append(_bar_line(shown(cfg), label_w, value, group_scale, bar_w, style_of[cfg], suffix))
-    return lines
+    return [_fit(line, width) for line in lines]
+
+
+def _title(title: str, note: str, width: int) -> list[Line]:
+    """A title with its dim note beside it, or under it, wrapped, when the pane is narrow."""
+    if len(title) + 2 + len(note) <= width:
+        return [[(title, "title"), ("  " + note, "dim")]]
+    return [[(title, "title")], *([(text, "dim")] for text in textwrap.wrap(note, max(20, width - 1)))]
+
+
+def _fit(line: Line, width: int) -> Line:
+    """A line no wider than the pane, cut with an ellipsis: the widget would cut it silently. Only
+    a pane narrower than the bars' fixed parts (label, value, suffix) ever needs it."""
+    if sum(len(text) for text, _ in line) <= width:
+        return line
+    out: Line = []
+    room = width - 1  # the ellipsis
+    for text, style in line:
+        if len(text) >= room:
+            out.append((text[:room] + "…", style))
+            break
+        out.append((text, style))
+        room -= len(text)
+    return out
 
 
 def plain(lines: Sequence[Line]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
@@ -76,8 +76,14 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width >= WIDE_FOR_SIDE_PLOT, "wide")
-        self.dirty = True  # the lines are built to the width
+        self.dirty = True  # whether the sweep chart fits follows the pane's size
         self.call_after_refresh(self.draw)
+
+    @on(KernelChart.Resized)
+    def _chart_resized(self, event: KernelChart.Resized) -> None:
+        event.stop()
+        self.dirty = True  # the lines are built to the chart's width
+        self.draw()
 
     def on_descendant_focus(self) -> None:
         self.refresh_title()
@@ -132,11 +138,10 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         # the series changes: a pane first drawn narrow (or before its first resize) that is
         # widened must move the chart beside the bars.
         side = show and self.has_class("wide")
+        # Moved beside the bars or back, the bars get another width: the chart's resize
+        # (`_chart_resized`) builds them again once laid out.
         moved = plot.display != show or self.has_class("-side-plot") != side
-        if moved:  # the bars get another width: build them again once laid out
-            self.dirty = True
-            self.call_after_refresh(self.draw)
-        elif series == self.series:
+        if not moved and series == self.series:
             return
         self.series = series
         plot.display = show

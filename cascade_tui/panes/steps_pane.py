@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
@@ -43,9 +43,11 @@ class StepsPane(ReportsWorkerErrors, Vertical):
     def chart(self) -> KernelChart:
         return self.query_one(KernelChart)
 
-    def on_resize(self) -> None:
-        self.dirty = True  # the lines are built to the width
-        self.call_after_refresh(self.draw)
+    @on(KernelChart.Resized)
+    def _chart_resized(self, event: KernelChart.Resized) -> None:
+        event.stop()
+        self.dirty = True  # the lines are built to the chart's width
+        self.draw()
 
     def draw(self) -> None:
         model = self.model

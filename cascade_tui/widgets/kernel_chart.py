@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -39,9 +41,21 @@ class KernelChart(ScrollView, can_focus=True):
     KernelChart { height: 1fr; background: $surface; overflow-x: hidden; overflow-y: scroll; }
     """
 
+    class Resized(Message):
+        """The chart's width changed, so its lines (built to the old width) must be built again.
+
+        The chart's own resize, not its pane's: a pane whose layout changes inside it (the sweep
+        chart moving beside the bars) keeps its size while the chart narrows."""
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[Line] = []
+        self._width = 0
+
+    def on_resize(self, event: events.Resize) -> None:
+        if event.size.width != self._width:
+            self._width = event.size.width
+            self.post_message(self.Resized())
 
     def set_lines(self, lines: list[Line]) -> None:
         if lines == self.lines:

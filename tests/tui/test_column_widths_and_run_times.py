@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_tui import chart, compare, simrows
+from cascade_server.shared.models import RunEntry
+from cascade_tui import chart, compare, simrows, sweep
 
 from .factories import T0, kstat, sim
 
@@ -62,8 +63,38 @@ def test_a_config_with_no_succeeded_replica_has_a_partial_running_total_never_ra
     assert "so far" in text and "partial: 2/6 kernels" in text
 
 
-@pytest.mark.parametrize("width", [78, 80, 160])  # 78: the pane of an 80-column terminal
-def test_chart_lines_are_never_wider_than_the_pane(width):
+def _a_sweep_with_real_timing():
+    """The widest the chart gets: a sweep (variants named by what differs, multiples of the base,
+    cycle counts), real timing with MAPE, a partial config, and long demangled kernel names."""
+    labels = ["SM7_QV100", *(f"SM7_QV100[gpgpu_n_clusters={n}]" for n in (20, 40, 160))]
+    entries = [RunEntry(gpu_config="SM7_QV100", count=1)] + [
+        RunEntry(gpu_config="SM7_QV100", count=1, options={"-gpgpu_n_clusters": str(n)})
+        for n in (20, 40, 160)
+    ]
+    entries.append(RunEntry(gpu_config="SM75_RTX2060_S", count=1))
+    configs = [*labels, "SM75_RTX2060_S"]
+    sims = {
+        f"s{i}": sim(f"s{i}", gpu_config=label.split("[")[0], label=label, state="succeeded")
+        for i, label in enumerate(labels)
+    }
+    sims["p"] = sim(
+        "p", gpu_config="SM75_RTX2060_S", label="SM75_RTX2060_S", kernels_done=3, kernels_total=15
+    )
+    name = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIiEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"
+    kernels = [
+        kstat(sim_id, k, 1000.0 * (i + 1) * (k + 1), name=name, gpu_tot_sim_cycle=1_234_567 * (i + 1))
+        for i, sim_id in enumerate(sims)
+        for k in range(2)
+    ]
+    totals = compare.config_totals(configs, sims, kernels)
+    rows = compare.kernel_rows(configs, sims, kernels, [(name, 1500.0), (name, 2500.0)])
+    return configs, rows, totals, sweep.sweep_view(entries, totals)
+
+
+# 78: the pane of an 80-column terminal; 70: the bars beside the sweep chart at 120 columns
+@pytest.mark.parametrize("width", [30, 40, 50, 60, 70, 78, 80, 100, 120, 160, 240])
+@pytest.mark.parametrize("real", [False, True])
+def test_chart_lines_are_never_wider_than_the_pane(width, real):
     totals = [
         compare.ConfigTotal("SM75_RTX2060_S", 100.0, 90.0, 110.0, 2, 2, cycles=1e5),
         compare.ConfigTotal(
@@ -71,9 +102,43 @@ def test_chart_lines_are_never_wider_than_the_pane(width):
         ),
     ]
     lines = chart.chart_lines(
-        ["SM75_RTX2060_S", "SM7_QV100"], [], totals, compare.rank(totals), {}, False, width
+        ["SM75_RTX2060_S", "SM7_QV100"], [], totals, compare.rank(totals), {}, real, width
     )
     assert max(sum(len(t) for t, _ in line) for line in lines) <= width
+    configs, rows, totals, view = _a_sweep_with_real_timing()
+    for finished, stand_in in ((True, None), (False, None), (True, "the stand-in ran")):
+        lines = chart.chart_lines(
+            configs,
+            rows,
+            totals,
+            compare.rank(totals),
+            compare.mape(rows, configs),
+            real,
+            width,
+            stand_in,
+            finished=finished,
+            sweep=view,
+        )
+        widest = max(lines, key=lambda line: sum(len(t) for t, _ in line))
+        assert sum(len(t) for t, _ in widest) <= width, chart.plain([widest])
+    if width >= 70:  # down to the bars beside the sweep chart, labels shrink and no fact is cut
+        done = chart.plain(
+            chart.chart_lines(
+                configs,
+                rows,
+                totals,
+                compare.rank(totals),
+                compare.mape(rows, configs),
+                real,
+                width,
+                sweep=view,
+            )
+        )
+        totals_lines = done.splitlines()[1:6]
+        assert all(line.rstrip().endswith(" cyc") for line in totals_lines[:4]), done
+        assert [line.count("x base") for line in totals_lines[1:4]] == [1, 1, 1], done
+        assert all(("MAPE" in line) == real for line in totals_lines[:4]), done
+        assert "partial: 3/15 kernels" in totals_lines[4], done
 
 
 def test_elapsed_and_eta_from_kernels_done_and_shown_when_wide():

@@ -520,9 +520,24 @@ async def test_the_sweep_chart_moves_beside_the_bars_when_the_terminal_widens_an
         plot = pane.query_one("#sweep-plot")
         await wait_until(pilot, lambda: pane.series is not None and plot.display, "the sweep chart")
         assert not pane.has_class("-side-plot")  # 100 columns: under the bars
+        bars = pane.chart
+
+        def bars_fit() -> bool:  # the lines are built to the bars' own width, never cut
+            width = bars.scrollable_content_region.width
+            return bool(bars.lines) and all(sum(len(t) for t, _ in line) <= width for line in bars.lines)
+
+        await wait_until(pilot, bars_fit, "the bars built to their width")
         await pilot.resize_terminal(160, 45)
         await wait_until(pilot, lambda: pane.has_class("-side-plot"), "the chart beside the bars")
         await wait_until(pilot, lambda: plot.region.x > 0, "the chart laid out right of the bars")
+        await wait_until(pilot, bars_fit, "the bars built again to the narrower column")
+        # The bars narrow while the pane keeps its size (a layout change inside it, as when the
+        # chart first moves beside them): they are built again all the same.
+        wide = bars.scrollable_content_region.width
+        pane.styles.grid_columns = "1fr 60%"
+        await wait_until(pilot, lambda: bars.scrollable_content_region.width < wide, "the bars narrowed")
+        await wait_until(pilot, bars_fit, "the bars built again to their own narrower width")
         await pilot.resize_terminal(100, 45)
         await wait_until(pilot, lambda: not pane.has_class("-side-plot"), "the chart under the bars again")
         assert plot.display
+        await wait_until(pilot, bars_fit, "the bars built to the whole width again")
