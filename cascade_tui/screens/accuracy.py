@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -69,27 +70,31 @@ class AccuracyScreen(ReportsWorkerErrors, Screen):
 
     def on_mount(self) -> None:
         self.title = "Cascade · Accuracy" + (f" · {self.trace}" if self.trace else "")
-        table = self.query_one(DataTable)
-        for key, name in TABLE_COLUMNS:
-            table.add_column(name, key=key)
-        table.focus()
+        self.query_one(DataTable).focus()
         self._load()
 
     @work(exclusive=True, group="accuracy", exit_on_error=False)
     async def _load(self) -> None:
         self.rows = await self.services.client.accuracy(trace=self.trace, points=True)
+        cells = [
+            [
+                FORMAT.get(key, str)(record[key]) if record[key] is not None else "-"
+                for key, _ in TABLE_COLUMNS
+            ]
+            for record in accuracy_records(self.rows)
+        ]
         table = self.query_one(DataTable)
-        table.clear()
-        for number, record in enumerate(accuracy_records(self.rows)):
-            table.add_row(
-                # Text, not str: a DataTable reads a str as markup, and a variant's label
-                # (`SM7_QV100[gpgpu_n_clusters=4]`) would lose its options as a tag.
-                *(
-                    Text(FORMAT.get(key, str)(record[key]) if record[key] is not None else "-")
-                    for key, _ in TABLE_COLUMNS
-                ),
-                key=str(number),
+        table.clear(columns=True)
+        # Widths given, not measured: DataTable measures new rows when idle, and a frame drawn
+        # before that keeps a header as narrow as its titles above the wider rows.
+        for index, (key, name) in enumerate(TABLE_COLUMNS):
+            table.add_column(
+                name, key=key, width=max([cell_len(name), *(cell_len(row[index]) for row in cells)])
             )
+        for number, row in enumerate(cells):
+            # Text, not str: a DataTable reads a str as markup, and a variant's label
+            # (`SM7_QV100[gpgpu_n_clusters=4]`) would lose its options as a tag.
+            table.add_row(*map(Text, row), key=str(number))
         note = self.query_one("#accuracy-note", Static)
         if not self.rows:
             note.update(
