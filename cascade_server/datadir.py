@@ -13,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from .faults import FULL_DISK_BYTES
 from .partial_files import PARTIAL_GLOB
 from .settings import Settings
 
@@ -47,10 +48,6 @@ def prepare_data_dir(settings: Settings) -> None:
     if removed:
         log.info("removed %d partial upload(s) left by an interrupted server", removed)
     warn_if_disk_full(settings.data_dir)
-
-
-# Less free space than this at start is a full disk for all a server can write.
-FULL_DISK_BYTES = 1024 * 1024
 
 
 def warn_if_disk_full(data_dir: Path) -> None:

@@ -12,6 +12,9 @@ import errno
 import sqlite3
 
 DISK_FULL_STATUS = 507
+# Less free space than this is a full disk for all a server can write (at start, and for the
+# database opened read-only on one).
+FULL_DISK_BYTES = 1024 * 1024
 DISK_FULL_DETAIL = "the server's disk is full: nothing was stored; retry once space is freed"
 
 

@@ -90,6 +90,10 @@ class LogIngest:
                     group, self._queue = self._queue, []
                     await self._write_group(tx, group)
             except Exception as exc:
+                if not group:
+                    # The write failed before it took the queue (a database open read-only on
+                    # a full disk): the chunks waiting fail with it, or this loop would spin.
+                    group, self._queue = self._queue, []
                 by_sim = _by_sim(group)
                 if len(by_sim) == 1:
                     _fail(group, exc)

@@ -10,6 +10,9 @@ commit. A returned write means the data is committed (WAL survives `kill -9` of 
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
+import shutil
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -20,7 +23,10 @@ import aiosqlite
 from pydantic import BaseModel
 
 from ..events import Broker
-from .schema import migrate
+from ..faults import FULL_DISK_BYTES
+from .schema import MIGRATIONS, migrate
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -64,32 +70,112 @@ class Database:
         self.lock = asyncio.Lock()
         self._w: aiosqlite.Connection | None = None  # the one writer
         self._r: aiosqlite.Connection | None = None  # reads (WAL: never blocked by the writer)
+        # Opened on a full disk: both connections read the file as it is, and every write fails
+        # as a full disk does (507) until space is back, when the next write opens it for real.
+        self.read_only = False
 
     async def open(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._w = await self._connect()
-            await migrate(self._w, self.path)
-            self._r = await self._connect()
-        except BaseException:
-            await self.close()  # a connection's thread left open would keep the process alive
-            raise
+            await self._open(read_only=False)
+        except sqlite3.Error as exc:
+            if not self._full_with_nothing_unsaved():
+                raise
+            # SQLite cannot size its shared-memory file on a full disk, so a clean database
+            # (its write-ahead log empty: everything is in the main file) is read as it is.
+            log.warning("opening %s read-only: the disk is full (%s)", self.path, exc)
+            await self._open(read_only=True)
         return self
 
-    async def _connect(self) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(self.path)
+    async def _open(self, *, read_only: bool) -> None:
+        self._w, self._r = await self._connections(read_only)
+        self.read_only = read_only
+
+    async def _connections(self, read_only: bool) -> tuple[aiosqlite.Connection, aiosqlite.Connection]:
+        """The writer (the schema brought up to date, or checked so when read-only), then the
+        reader; on failure none is left open (its thread would keep the process alive)."""
+        opened: list[aiosqlite.Connection] = []
+        try:
+            opened.append(await self._connect(read_only))
+            if read_only:
+                await self._check_schema_current(opened[0])
+            else:
+                await migrate(opened[0], self.path)
+            opened.append(await self._connect(read_only))
+        except BaseException:
+            for conn in opened:
+                await conn.close()
+            raise
+        return opened[0], opened[1]
+
+    def _full_with_nothing_unsaved(self) -> bool:
+        """The disk is full and the write-ahead log holds no commit the main file lacks (absent
+        or empty): only then is the main file alone the whole database."""
+        try:
+            if shutil.disk_usage(self.path.parent).free >= FULL_DISK_BYTES:
+                return False
+            wal = self.path.with_name(self.path.name + "-wal")
+            return not wal.exists() or wal.stat().st_size == 0
+        except OSError:
+            return False
+
+    async def _check_schema_current(self, conn: aiosqlite.Connection) -> None:
+        async with conn.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        if (0 if row is None else row[0]) != len(MIGRATIONS):
+            raise RuntimeError(
+                f"{self.path} needs its schema upgraded, and its disk is full: free some space "
+                "and start again"
+            )
+
+    async def _connect(self, read_only: bool = False) -> aiosqlite.Connection:
+        if read_only:
+            # `immutable`: no locks and no shared memory, which a full disk cannot give; safe
+            # because this server is the database's only user and writes nothing meanwhile.
+            return await self._configure(
+                await aiosqlite.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True),
+                read_only,
+            )
+        return await self._configure(await aiosqlite.connect(self.path), read_only)
+
+    @staticmethod
+    async def _configure(conn: aiosqlite.Connection, read_only: bool) -> aiosqlite.Connection:
         try:
             conn.row_factory = aiosqlite.Row
-            await conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a commit survives a crash of this process; only power loss can
-            # lose the last transactions.
-            await conn.execute("PRAGMA synchronous=NORMAL")
-            await conn.execute("PRAGMA busy_timeout=10000")
+            if not read_only:
+                await conn.execute("PRAGMA journal_mode=WAL")
+                # NORMAL in WAL mode: a commit survives a crash of this process; only power
+                # loss can lose the last transactions.
+                await conn.execute("PRAGMA synchronous=NORMAL")
+                await conn.execute("PRAGMA busy_timeout=10000")
             await conn.execute("PRAGMA foreign_keys=ON")
         except BaseException:
             await conn.close()
             raise
         return conn
+
+    async def _writable(self) -> None:
+        """Under the writer lock, on a database opened read-only on a full disk: open it for
+        writing once space is back, else fail the write as a full disk does."""
+        try:
+            free = shutil.disk_usage(self.path.parent).free
+        except OSError:
+            free = 0
+        if free >= FULL_DISK_BYTES:
+            try:
+                writer, reader = await self._connections(read_only=False)
+            except sqlite3.Error as exc:
+                log.warning("%s is still not writable: %s", self.path, exc)
+            else:
+                # Swapped before the read-only pair is closed: a read never finds none open.
+                old = (self._w, self._r)
+                self._w, self._r, self.read_only = writer, reader, False
+                for conn in old:
+                    if conn is not None:
+                        await conn.close()
+                log.info("%s is writable again: the disk has space", self.path)
+                return
+        raise OSError(errno.ENOSPC, "the disk is full (the database is open read-only)")
 
     async def close(self) -> None:
         for conn in (self._r, self._w):
@@ -118,6 +204,8 @@ class Database:
         under the writer lock and is committed when it ends, then its events are published;
         an exception (or cancellation) rolls it back and publishes nothing."""
         async with self.lock:
+            if self.read_only:
+                await self._writable()
             tx = Transaction(self.w)
             try:
                 yield tx

@@ -112,3 +112,46 @@ async def test_writes_answer_507_keep_acknowledged_data_and_resume(small_disk, m
     assert list(small_disk.rglob("*.part")) == []
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
     assert any("disk full" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_clean_restart_on_a_full_disk_reads_everything_and_writes_once_space_returns(
+    small_disk, make_server, caplog
+):
+    caplog.set_level(logging.INFO)
+    server = await make_server(data_dir=small_disk / "data")
+    await server.store.traces.put_trace(ready_trace())
+    new_run = {"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
+    async with server.client() as http:
+        run = (await http.post("/api/runs", json=new_run)).json()
+        sims = f"/api/sims/{run['sims'][0]['id']}"
+        assert (await http.post(f"{sims}/logs", json={"seq": 0, "lines": ["line 0"]})).status_code == 204
+        before = (await http.get(f"/api/runs/{run['id']}")).json()
+    # A clean stop folds SQLite's write-ahead log into the database file and removes it: on a
+    # full disk, SQLite then cannot make the shared memory a normal open needs.
+    await server.stop()
+    db = server.settings.db_path
+    assert not db.with_name(db.name + "-wal").exists()
+    filler = fill(small_disk)
+    await server.start()
+    async with server.client() as http:
+        assert (await http.get(f"/api/runs/{run['id']}")).json() == before
+        assert (await http.get(f"{sims}/log")).text == "line 0\n"
+        assert len((await http.get("/api/traces")).json()) == 1
+        for write in (
+            lambda: http.post("/api/runs", json=new_run),
+            lambda: http.post(f"{sims}/logs", json={"seq": 1, "lines": ["line 1"]}),
+            lambda: http.post(f"/api/runs/{run['id']}/cancel"),
+        ):
+            resp = await write()
+            assert (resp.status_code, resp.json()) == (507, {"detail": DISK_FULL_DETAIL})
+        filler.unlink()  # space returns: the next write opens the database for writing again
+        assert (await http.post("/api/runs", json=new_run)).status_code == 201
+        assert (await http.post(f"{sims}/logs", json={"seq": 1, "lines": ["line 1"]})).status_code == 204
+    await server.restart()
+    async with server.client() as http:
+        assert len((await http.get("/api/runs")).json()) == 2
+        assert (await http.get(f"{sims}/log")).text == "line 0\nline 1\n"
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    said = [r.getMessage() for r in caplog.records]
+    assert any("read-only: the disk is full" in m for m in said), said
+    assert any("writable again" in m for m in said), said
