@@ -95,6 +95,8 @@ class AccuracyScreen(ReportsWorkerErrors, Screen):
             # Text, not str: a DataTable reads a str as markup, and a variant's label
             # (`SM7_QV100[gpgpu_n_clusters=4]`) would lose its options as a tag.
             table.add_row(*map(Text, row), key=str(number))
+        # No rows: no empty chart frame either, only the note saying how rows come.
+        self.query_one("#accuracy-lower").display = bool(self.rows)
         note = self.query_one("#accuracy-note", Static)
         if not self.rows:
             note.update(

@@ -96,3 +96,22 @@ async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(srv, htt
         await wait_for_text(pilot, "profiled on SM7_TITANV")
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "back to the Traces list")
+
+
+async def test_with_no_real_timing_the_accuracy_screen_says_how_rows_come_and_draws_no_empty_chart(
+    make_server, tmp_path
+):
+    server = await make_server()
+    await server.store.traces.put_trace(ready_trace("untimed", has_real_timing=False, metadata=None))
+    app = make_app(server, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_text(pilot, "Runs")
+        await pilot.press("t")
+        await on_list(pilot, TracesScreen, ["untimed"])
+        await pilot.press("y")
+        await wait_until(pilot, lambda: isinstance(app.screen, AccuracyScreen), "the Accuracy screen")
+        text = await wait_for_text(pilot, "No trace with real timing has finished real sims yet.")
+        assert "timeline import" in " ".join(text.split())  # how a trace gets real timing
+        assert not app.screen.query_one("#accuracy-lower").display
+        assert "┌" not in text and "┤" not in text  # no empty chart frame
+        assert app.errors == []
