@@ -106,34 +106,17 @@ def test_chart_lines_are_never_wider_than_the_pane(width, real):
     )
     assert max(sum(len(t) for t, _ in line) for line in lines) <= width
     configs, rows, totals, view = _a_sweep_with_real_timing()
+
+    def sweep_lines(**kw) -> list[chart.Line]:
+        ranking, mape = compare.rank(totals), compare.mape(rows, configs)
+        return chart.chart_lines(configs, rows, totals, ranking, mape, real, width, sweep=view, **kw)
+
     for finished, stand_in in ((True, None), (False, None), (True, "the stand-in ran")):
-        lines = chart.chart_lines(
-            configs,
-            rows,
-            totals,
-            compare.rank(totals),
-            compare.mape(rows, configs),
-            real,
-            width,
-            stand_in,
-            finished=finished,
-            sweep=view,
-        )
+        lines = sweep_lines(stand_in=stand_in, finished=finished)
         widest = max(lines, key=lambda line: sum(len(t) for t, _ in line))
         assert sum(len(t) for t, _ in widest) <= width, chart.plain([widest])
     if width >= 70:  # down to the bars beside the sweep chart, labels shrink and no fact is cut
-        done = chart.plain(
-            chart.chart_lines(
-                configs,
-                rows,
-                totals,
-                compare.rank(totals),
-                compare.mape(rows, configs),
-                real,
-                width,
-                sweep=view,
-            )
-        )
+        done = chart.plain(sweep_lines())
         totals_lines = done.splitlines()[1:6]
         assert all(line.rstrip().endswith(" cyc") for line in totals_lines[:4]), done
         assert [line.count("x base") for line in totals_lines[1:4]] == [1, 1, 1], done
