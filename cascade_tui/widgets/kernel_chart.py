@@ -70,7 +70,7 @@ class KernelChart(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        index = int(self.scroll_y) + y
+        index = self.scroll_offset.y + y
         base = self.rich_style
         if index >= len(self.lines):
             return Strip.blank(width, base)
@@ -78,5 +78,5 @@ class KernelChart(ScrollView, can_focus=True):
             Segment(text, base + CHART_STYLES[style] if style in CHART_STYLES else base)
             for text, style in self.lines[index]
         ]
-        scroll_x = int(self.scroll_x)
+        scroll_x = self.scroll_offset.x
         return Strip(segments).crop_extend(scroll_x, scroll_x + width, base)

@@ -173,7 +173,7 @@ class LogView(ScrollView, can_focus=True):
         if self.current_match is not None and self.current_match >= dropped:
             start = self.current_match - dropped
         else:
-            start = int(self.scroll_y) - (0 if backwards else 1)
+            start = self.scroll_offset.y - (0 if backwards else 1)
         found = self.store.find(self.pattern, start, backwards=backwards)
         if found is None:
             return False
@@ -199,7 +199,7 @@ class LogView(ScrollView, can_focus=True):
 
     def _render_wrapped(self, y: int) -> Strip:
         width = self.size.width
-        rows = wrapped_window(self.store.lines, int(self.scroll_y), width, self.size.height, self.following)
+        rows = wrapped_window(self.store.lines, self.scroll_offset.y, width, self.size.height, self.following)
         if y >= len(rows):
             return Strip.blank(width, self.rich_style)
         index, start = rows[y]
@@ -220,11 +220,11 @@ class LogView(ScrollView, can_focus=True):
         if self.wrap:
             return self._render_wrapped(y)
         width = self.size.width
-        index = int(self.scroll_y) + y
+        index = self.scroll_offset.y + y
         if index >= len(self.store):
             return Strip.blank(width, self.rich_style)
         absolute = self.store.dropped + index
-        scroll_x = int(self.scroll_x)
+        scroll_x = self.scroll_offset.x
         key = (absolute, scroll_x, width, absolute == self.current_match)
         strip = self._strips.get(key)
         if strip is None:

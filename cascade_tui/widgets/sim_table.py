@@ -160,7 +160,7 @@ class SimTable(ScrollView, can_focus=True):
             self.refresh()
             self._scroll_cursor_into_view()
             return
-        top = int(self.scroll_y)
+        top = self.scroll_offset.y
         for index in range(top, min(len(self.order), top + max(0, self.size.height - 1))):
             sim_id = self.order[index]
             texts = self._row_texts(sim_id, now)
@@ -225,7 +225,7 @@ class SimTable(ScrollView, can_focus=True):
             return
         # Row i sits on virtual line i+1 (line 0 is the header, which never scrolls).
         visible = max(1, self.size.height - 1)
-        top = int(self.scroll_y)
+        top = self.scroll_offset.y
         if index < top:
             self.scroll_to(y=index, animate=False)
         elif index >= top + visible:
@@ -242,7 +242,7 @@ class SimTable(ScrollView, can_focus=True):
                     return
                 x += width + 1
             return
-        self.move_cursor_to(int(self.scroll_y) + event.y - 1)
+        self.move_cursor_to(self.scroll_offset.y + event.y - 1)
 
     # --- rendering ----------------------------------------------------------------------------
 
@@ -259,7 +259,7 @@ class SimTable(ScrollView, can_focus=True):
             style = self.get_component_rich_style("simtable--header")
             text = " ".join(simrows.header_texts(self._layout, self.sort_key, self.sort_reverse))
             return Strip([Segment(text, style)]).crop_extend(0, width, style)
-        index = int(self.scroll_y) + y - 1
+        index = self.scroll_offset.y + y - 1
         if index >= len(self.order):
             if index == 0 and self.sims:  # the state filter hides every sim: say so
                 note = simrows.no_match_text(self.state_filter)

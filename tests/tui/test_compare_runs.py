@@ -141,3 +141,33 @@ async def test_o_orders_the_kernels_view_by_time_then_spread_with_share_and_delt
         assert "share " in text and "Δ +" in text
         spreads = [float(part.split("Δ ")[1].split("%")[0]) for part in text.splitlines() if "Δ " in part]
         assert spreads == sorted(spreads, reverse=True)  # largest spread first
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_end_in_the_kernels_view_shows_its_last_line(srv, http, tmp_path, size):  # noqa: F811
+    """The scroll animates through fractions of a row; Textual repaints when the rounded position
+    changes, so the lines painted must follow the rounded position too (truncated, the view
+    stopped a row short: the last config's bar of the last kernel never showed)."""
+    from cascade_tui.widgets.kernel_chart import KernelChart
+
+    from .test_screen_fit_navigation_and_quit import open_run_screen
+
+    run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
+    for s in run["sims"]:
+        await play(http, s["id"], recorded_log(s["gpu_config"]))
+    app = make_app(srv, tmp_path)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_run_screen(pilot, run["id"])
+        await pilot.press("k")
+        chart = screen.query_one("#kernel-chart", KernelChart)
+        await wait_until(
+            pilot, lambda: len(chart.lines) > chart.size.height > 0, "a chart taller than its pane"
+        )
+        last = "".join(t for t, _ in chart.lines[-1]).rstrip()
+        await pilot.press("end")
+        await wait_until(pilot, lambda: chart.scroll_y == chart.max_scroll_y, "the end")
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+        shown = screen_text(app).splitlines()
+        footer = next(i for i, line in enumerate(shown) if "esc Back" in line)
+        assert shown[footer - 1].rstrip() == last, "\n".join(shown)
