@@ -51,7 +51,7 @@ async def put_step_timeline(request: web.Request) -> web.Response:
 @routes.put("/api/sims/{sim_id}/files/{name}")
 async def put_file(request: web.Request) -> web.Response:
     """Stream the body to a temp file, enforcing the per-file and per-sim limits as bytes arrive,
-    then rename it into place: a reader never sees half a file."""
+    record it, then rename it into place: a reader never sees half a file."""
     settings, store = request.app[SETTINGS_KEY], request.app[STORE_KEY]
     name = request.match_info["name"]
     check_file_name(name)
@@ -83,8 +83,12 @@ async def put_file(request: web.Request) -> web.Response:
                 if error := too_big(size):
                     raise error
                 out.write(block)
+        # Recorded first, then renamed into place: a write the database refuses (507 on a full
+        # disk) leaves the stored file as it was. (A crash between the two leaves the old bytes
+        # under the new size until the worker's retry of the unanswered PUT.)
+        recorded = await store.outputs.put_file(sim.id, name, size, content_type_for(name))
         os.replace(partial, sim_dir / name)
-        return ok(await store.outputs.put_file(sim.id, name, size, content_type_for(name)))
+        return ok(recorded)
     except (FileNotFoundError, NotFound):
         # The run was deleted while the body arrived (its delete removed the sim's directory, or
         # its rows before ours were written): nothing of this upload may stay behind.

@@ -125,6 +125,7 @@ async def test_a_clean_restart_on_a_full_disk_reads_everything_and_writes_once_s
         run = (await http.post("/api/runs", json=new_run)).json()
         sims = f"/api/sims/{run['sims'][0]['id']}"
         assert (await http.post(f"{sims}/logs", json={"seq": 0, "lines": ["line 0"]})).status_code == 204
+        assert (await http.put(f"{sims}/files/out.txt", content=b"kept", headers=OCTETS)).status_code == 200
         before = (await http.get(f"/api/runs/{run['id']}")).json()
     # A clean stop folds SQLite's write-ahead log into the database file and removes it: on a
     # full disk, SQLite then cannot make the shared memory a normal open needs.
@@ -144,6 +145,14 @@ async def test_a_clean_restart_on_a_full_disk_reads_everything_and_writes_once_s
         ):
             resp = await write()
             assert (resp.status_code, resp.json()) == (507, {"detail": DISK_FULL_DETAIL})
+        # Room for a small file but not for the database (under 1 MiB free): an upload the
+        # database refuses leaves the stored file, and no new one, behind.
+        os.truncate(filler, filler.stat().st_size - 600_000)
+        for name in ("out.txt", "new.txt"):
+            resp = await http.put(f"{sims}/files/{name}", content=b"refused", headers=OCTETS)
+            assert (resp.status_code, resp.json()) == (507, {"detail": DISK_FULL_DETAIL})
+        assert (await http.get(f"{sims}/files/out.txt")).content == b"kept"
+        assert (await http.get(f"{sims}/files/new.txt")).status_code == 404
         filler.unlink()  # space returns: the next write opens the database for writing again
         assert (await http.post("/api/runs", json=new_run)).status_code == 201
         assert (await http.post(f"{sims}/logs", json={"seq": 1, "lines": ["line 1"]})).status_code == 204
