@@ -28,6 +28,9 @@ from .schema import MIGRATIONS, migrate
 
 log = logging.getLogger(__name__)
 
+# How long the read-only connections outlive the swap to writable ones, for the reads on them.
+RETIRED_CLOSE_S = 60.0
+
 T = TypeVar("T")
 
 
@@ -73,6 +76,9 @@ class Database:
         # Opened on a full disk: both connections read the file as it is, and every write fails
         # as a full disk does (507) until space is back, when the next write opens it for real.
         self.read_only = False
+        self._retired: list[aiosqlite.Connection] = []  # the read-only pair, once swapped out
+        self._retiring: asyncio.TimerHandle | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
     async def open(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,21 +173,30 @@ class Database:
             except sqlite3.Error as exc:
                 log.warning("%s is still not writable: %s", self.path, exc)
             else:
-                # Swapped before the read-only pair is closed: a read never finds none open.
-                old = (self._w, self._r)
+                # Swapped, and the read-only pair closed only later: reads already running on
+                # it (a log streaming out) finish there.
+                self._retired += [conn for conn in (self._w, self._r) if conn is not None]
                 self._w, self._r, self.read_only = writer, reader, False
-                for conn in old:
-                    if conn is not None:
-                        await conn.close()
+                self._retiring = asyncio.get_running_loop().call_later(RETIRED_CLOSE_S, self._close_retired)
                 log.info("%s is writable again: the disk has space", self.path)
                 return
         raise OSError(errno.ENOSPC, "the disk is full (the database is open read-only)")
 
     async def close(self) -> None:
-        for conn in (self._r, self._w):
+        if self._retiring is not None:
+            self._retiring.cancel()
+        for conn in (self._r, self._w, *self._retired):
             if conn is not None:
                 await conn.close()
         self._r = self._w = None
+        self._retired = []
+
+    def _close_retired(self) -> None:
+        retired, self._retired = self._retired, []
+        for conn in retired:
+            task = asyncio.ensure_future(conn.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def schema_version(self) -> int:
         async with self.r.execute("PRAGMA user_version") as cur:

@@ -164,3 +164,27 @@ async def test_a_clean_restart_on_a_full_disk_reads_everything_and_writes_once_s
     said = [r.getMessage() for r in caplog.records]
     assert any("read-only: the disk is full" in m for m in said), said
     assert any("writable again" in m for m in said), said
+
+
+async def test_reads_running_when_the_database_becomes_writable_finish_on_the_read_only_pair(small_disk):
+    from cascade_server.storage.database import Database
+
+    path = small_disk / "cascade.db"
+    db = await Database(path).open()
+    async with db.write() as tx:
+        await tx.conn.execute("INSERT INTO meta(key, value) VALUES ('k', 'v')")
+    await db.close()
+    filler = fill(small_disk)
+    db = await Database(path).open()
+    try:
+        assert db.read_only
+        cursor = await db.r.execute("SELECT value FROM meta WHERE key='k'")  # a read under way
+        filler.unlink()
+        async with db.write() as tx:  # space is back: this write swaps in writable connections
+            await tx.conn.execute("INSERT INTO meta(key, value) VALUES ('k2', 'v2')")
+        assert not db.read_only
+        assert [tuple(row) for row in await cursor.fetchall()] == [("v",)]
+        await cursor.close()
+        assert await db.get_meta("k2") == "v2"
+    finally:
+        await db.close()
