@@ -15,9 +15,12 @@ MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100
 
 
-def header_problem(header: bytes, size: int) -> str | None:
+def header_problem(header: bytes, size: int, wal_bytes: int = 0) -> str | None:
     """What is wrong with a database file of `size` bytes starting with `header`, or None.
-    An empty file is a new database. Pure."""
+    An empty file is a new database. With `wal_bytes` in its write-ahead log, the file may be
+    shorter than its header says: a checkpoint the disk filled during extends it only partly,
+    and the log still holds every page (SQLite reads them from there), so only the header is
+    checked then. Pure."""
     if size == 0:
         return None
     if header[: len(MAGIC)] != MAGIC:
@@ -28,6 +31,8 @@ def header_problem(header: bytes, size: int) -> str | None:
     page_size = 65536 if page_size == 1 else page_size
     if page_size < 512 or page_size & (page_size - 1):
         return f"has a corrupt header (page size {page_size})"
+    if wal_bytes:
+        return None
     if size % page_size:
         return f"is truncated ({size} bytes, not a whole number of {page_size}-byte pages)"
     change_counter, valid_for = header[24:28], header[92:96]
@@ -49,7 +54,11 @@ def database_problem(path: Path) -> str | None:
         return None
     except OSError as exc:
         return f"cannot be read: {exc.strerror or exc}"
-    return header_problem(header, size)
+    try:
+        wal_bytes = path.with_name(path.name + "-wal").stat().st_size
+    except OSError:
+        wal_bytes = 0
+    return header_problem(header, size, wal_bytes)
 
 
 def corrupt_database_message(path: Path, problem: str) -> str:
