@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -14,6 +15,7 @@ from .appkeys import BROKER_KEY, CLOCK_KEY, GPU_CONFIGS_KEY, INGEST_KEY, RUNS_KE
 from .clock import Clock, SystemClock
 from .datadir import prepare_data_dir
 from .events import Broker
+from .faults import is_disk_full
 from .gpu_configs import scan_gpu_configs
 from .ingest.log_ingest import LogIngest
 from .ingest.parse_pool import ParsePool
@@ -62,40 +64,39 @@ def make_launcher(settings: Settings, events: LauncherEvents) -> Launcher:
 
 async def store_ctx(app: web.Application) -> AsyncIterator[None]:
     """Open the database, read the GPU configs, start the launcher and hand it unfinished sims;
-    the log ingest service parses in the parse pool's worker process, which ends with the app."""
+    the log ingest service parses in the parse pool's worker process, which ends with the app.
+    Whatever was started is stopped again, also when a later step fails: the database's threads
+    would keep the process from exiting."""
     settings = app[SETTINGS_KEY]
-    parse_pool = ParsePool()
-    parse_pool.start()  # first: before the database's threads
-    try:
+    async with contextlib.AsyncExitStack() as started:
+        parse_pool = ParsePool()
+        parse_pool.start()  # first: before the database's threads
+        started.callback(parse_pool.close)
         store = await Store(settings.db_path, app[BROKER_KEY]).open()
-    except BaseException:
-        parse_pool.close()
-        raise
-    app[INGEST_KEY] = ingest = LogIngest(store, parse_pool)
-    await ingest.watch_stored_gaps()
-    configs = scan_gpu_configs(settings.configs_root)
-    log.info("%d GPU configs under %s", len(configs), settings.configs_root)
-    launcher = make_launcher(settings, StoreLauncherEvents(store))
-    app[STORE_KEY], app[GPU_CONFIGS_KEY] = store, configs
-    app[RUNS_KEY] = runs = RunService(store, settings, configs, launcher)
-    if settings.samples:  # before resume: an interrupted seed must not reach the launcher
-        from .samples import SampleError, seed_samples
+        started.push_async_callback(store.close)
+        app[INGEST_KEY] = ingest = LogIngest(store, parse_pool)
+        started.callback(ingest.close)
+        await ingest.watch_stored_gaps()
+        configs = scan_gpu_configs(settings.configs_root)
+        log.info("%d GPU configs under %s", len(configs), settings.configs_root)
+        launcher = make_launcher(settings, StoreLauncherEvents(store))
+        started.push_async_callback(launcher.close)
+        app[STORE_KEY], app[GPU_CONFIGS_KEY] = store, configs
+        app[RUNS_KEY] = runs = RunService(store, settings, configs, launcher)
+        started.push_async_callback(runs.close)
+        if settings.samples:  # before resume: an interrupted seed must not reach the launcher
+            from .samples import SampleError, seed_samples
 
-        try:
-            await seed_samples(store, ingest, settings)
-        except SampleError as exc:
-            log.warning("no sample trace: %s", exc)
-    await runs.resume()
-    try:
+            try:
+                await seed_samples(store, ingest, settings)
+            except SampleError as exc:
+                log.warning("no sample trace: %s", exc)
+            except Exception as exc:
+                if not is_disk_full(exc):
+                    raise
+                log.warning("no sample trace: the disk is full (%s)", exc)
+        await runs.resume()
         yield
-    finally:
-        try:
-            await runs.close()
-            await launcher.close()
-        finally:
-            ingest.close()
-            parse_pool.close()
-            await store.close()  # always: its threads would keep the process from exiting
 
 
 def create_app(settings: Settings, clock: Clock | None = None) -> web.Application:

@@ -23,6 +23,7 @@ from .faults import is_corrupt_database
 from .settings import Settings, TokenError, settings_problem, stored_token
 from .shared.cli_usage import OneLineErrorParser
 from .shared.s3_endpoint import resolve_s3_info
+from .storage.schema import DatabaseUnusable
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,8 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
     runner = ApiRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=2)
     try:
         await runner.setup()
+    except DatabaseUnusable as exc:  # a schema this Cascade cannot serve
+        raise SystemExit(f"cascade serve: {exc}") from None
     except Exception as exc:
         if not is_corrupt_database(exc):  # damage deeper than the header checked in main()
             raise

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from ..events import Broker
 from ..faults import FULL_DISK_BYTES
-from .schema import MIGRATIONS, migrate
+from .schema import DatabaseUnusable, migrate, schema_problem
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,10 @@ class Database:
             # SQLite cannot size its shared-memory file on a full disk, so a clean database
             # (its write-ahead log empty: everything is in the main file) is read as it is.
             log.warning("opening %s read-only: the disk is full (%s)", self.path, exc)
-            await self._open(read_only=True)
+            try:
+                await self._open(read_only=True)
+            except DatabaseUnusable as unusable:
+                raise unusable from None  # one line: the full disk is in its message
         return self
 
     async def _open(self, *, read_only: bool) -> None:
@@ -128,11 +131,8 @@ class Database:
     async def _check_schema_current(self, conn: aiosqlite.Connection) -> None:
         async with conn.execute("PRAGMA user_version") as cur:
             row = await cur.fetchone()
-        if (0 if row is None else row[0]) != len(MIGRATIONS):
-            raise RuntimeError(
-                f"{self.path} needs its schema upgraded, and its disk is full: free some space "
-                "and start again"
-            )
+        if problem := schema_problem(self.path, 0 if row is None else row[0], can_upgrade=False):
+            raise DatabaseUnusable(problem)
 
     async def _connect(self, read_only: bool = False) -> aiosqlite.Connection:
         if read_only:

@@ -140,15 +140,29 @@ MIGRATIONS: list[str] = [
 ]
 
 
+class DatabaseUnusable(Exception):
+    """The database cannot be used as it is: the message says why and what to do, in one line."""
+
+
+def schema_problem(path: Path, version: int, can_upgrade: bool = True) -> str | None:
+    """Why a database at schema `version` cannot be served, or None. Pure."""
+    if version > len(MIGRATIONS):
+        return (
+            f"{path} has schema version {version}, newer than this Cascade ({len(MIGRATIONS)}): "
+            "run the Cascade that wrote it, or a newer one"
+        )
+    if version < len(MIGRATIONS) and not can_upgrade:
+        return f"{path} needs its schema upgraded, and its disk is full: free some space and start again"
+    return None
+
+
 async def migrate(conn: aiosqlite.Connection, path: Path) -> None:
     """Bring the database at `path` (open on `conn`) up to the newest schema, one committed
     script per version; refuse a database from a newer Cascade."""
     async with conn.execute("PRAGMA user_version") as cur:
         row = await cur.fetchone()
     version = 0 if row is None else row[0]
-    if version > len(MIGRATIONS):
-        raise RuntimeError(
-            f"{path} has schema version {version}, newer than this Cascade ({len(MIGRATIONS)})"
-        )
+    if problem := schema_problem(path, version):
+        raise DatabaseUnusable(problem)
     for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
         await conn.executescript(f"BEGIN; {script}; PRAGMA user_version={number}; COMMIT;")

@@ -127,3 +127,19 @@ async def test_damage_past_the_header_also_stops_serve_with_one_line(tmp_path):
     assert last.startswith(f"cascade serve: the database {db} is damaged")
     assert "restore it from a backup, or move it aside" in last
     assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize("version", [99])
+async def test_a_database_from_a_newer_cascade_stops_serve_with_one_line(tmp_path, version):
+    import sqlite3
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    await real_database(data_dir / "cascade.db")
+    with sqlite3.connect(data_dir / "cascade.db") as conn:
+        conn.execute(f"PRAGMA user_version={version}")
+    done = serve(data_dir)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("cascade serve:")]
+    assert f"has schema version {version}, newer than this Cascade" in line, done.stderr

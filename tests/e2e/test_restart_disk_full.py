@@ -59,3 +59,22 @@ async def test_a_restart_on_a_full_disk_starts_and_says_so(small_disk, tmp_path,
     assert f"the disk of {data_dir} is full (" in said and "read-only" in said, said
     assert (data_dir / CREDENTIALS_FILE).read_bytes() == credentials  # left as it was
     assert not [p.name for p in data_dir.iterdir() if ".tmp-" in p.name]  # no half-written file
+
+
+async def test_samples_asked_for_on_a_full_disk_are_skipped_with_a_line_and_the_server_serves(
+    small_disk, tmp_path
+):
+    data_dir, log = small_disk / "data", tmp_path / "serve.log"
+    proc, _ = await start_serve(data_dir, log)  # CASCADE_SAMPLES=0: no sample yet
+    stop(proc)
+    fill(small_disk)
+    start = log.stat().st_size
+    proc, url = await start_serve(data_dir, log, CASCADE_SAMPLES="1")
+    try:
+        async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
+            assert (await http.get("/api/runs")).json() == []
+    finally:
+        stop(proc)
+    said = log.read_text()[start:]
+    assert "Traceback" not in said, said
+    assert "no sample trace: the disk is full" in said, said
