@@ -4,7 +4,8 @@ It only counts silence the server was there to hear. A server that was not runni
 with SIGSTOP, its host suspended, its event loop stalled, or simply not started yet) could not
 receive heartbeats, and the workers were retrying all along: after such a gap every sim gets a
 full timeout from the moment the server runs again (`AwakeClock`), instead of all going `lost`
-at once.
+at once. The same holds after a full disk: the heartbeats it answered 507 were not stored, so
+once writes work again every sim gets a full timeout from then.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class AwakeClock:
         self.gap_s = max(interval_s, 1.0)
         self.awake_since = wall
         self._last = monotonic
+        self._refused_at: datetime | None = None
 
     def tick(self, monotonic: float, wall: datetime) -> datetime:
         late = monotonic - self._last - self.interval_s
@@ -46,16 +48,31 @@ class AwakeClock:
             self.awake_since = wall
         return self.awake_since
 
+    def stored_again(self, wall: datetime) -> datetime:
+        """A full disk refused writes since the last tick: heartbeats among them (answered 507)
+        were not stored, so the silence the database shows until now is not the sims'."""
+        if self.awake_since != self._refused_at:  # said once per full disk, not every tick
+            log.warning(
+                "the disk refused writes, heartbeats among them; every sim gets a full heartbeat "
+                "timeout once writes are stored again"
+            )
+        self.awake_since = self._refused_at = wall
+        return wall
+
 
 async def heartbeat_monitor_ctx(app: web.Application) -> AsyncIterator[None]:
     settings, store, clock = app[SETTINGS_KEY], app[STORE_KEY], app[CLOCK_KEY]
     awake = AwakeClock(settings.monitor_interval_s, clock.monotonic(), clock.now())
 
     async def watch() -> None:
+        refused = store.db.refused_writes
         while True:
             await clock.sleep(settings.monitor_interval_s)
             now = clock.now()
             awake_since = awake.tick(clock.monotonic(), now)
+            if store.db.refused_writes != refused:  # a full disk refused writes since the last tick
+                refused = store.db.refused_writes
+                awake_since = awake.stored_again(now)
             try:
                 await store.sim_states.expire_heartbeats(
                     settings.heartbeat_timeout_s, now=now, awake_since=awake_since

@@ -75,8 +75,8 @@ class Settings(BaseSettings):
     heartbeat_timeout_s: float = Field(
         default=60.0,
         description="silence before a sim is `lost`; `failed` after 10 times that. Only silence the server "
-        "was running to hear counts: after a start, or a freeze (SIGSTOP, a suspended host), "
-        "every sim gets a full timeout again",
+        "was running to hear (and could store) counts: after a start, a freeze (SIGSTOP, a suspended "
+        "host) or a full disk, every sim gets a full timeout again",
     )
     keepalive_s: float = Field(
         default=15.0, description="seconds of silence on an event stream before a `: keepalive` comment"

@@ -23,7 +23,7 @@ import aiosqlite
 from pydantic import BaseModel
 
 from ..events import Broker
-from ..faults import FULL_DISK_BYTES
+from ..faults import FULL_DISK_BYTES, is_disk_full
 from .schema import DatabaseUnusable, migrate, schema_problem
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,9 @@ class Database:
         # Opened on a full disk: both connections read the file as it is, and every write fails
         # as a full disk does (507) until space is back, when the next write opens it for real.
         self.read_only = False
+        # Writes a full disk refused so far: heartbeats among them were answered 507 and not
+        # stored, so the heartbeat monitor does not count the silence the database shows then.
+        self.refused_writes = 0
         self._retired: list[aiosqlite.Connection] = []  # the read-only pair, once swapped out
         self._retiring: asyncio.TimerHandle | None = None
         self._closing: set[asyncio.Task[None]] = set()
@@ -219,17 +222,22 @@ class Database:
         under the writer lock and is committed when it ends, then its events are published;
         an exception (or cancellation) rolls it back and publishes nothing."""
         async with self.lock:
-            if self.read_only:
-                await self._writable()
-            tx = Transaction(self.w)
             try:
-                yield tx
-                # (Not in one when nothing changed, or when the write's last `tx.run` committed.)
-                if self.w.in_transaction:
-                    await self.w.commit()
-            except BaseException:
-                if self.w.in_transaction:
-                    await self.w.rollback()
+                if self.read_only:
+                    await self._writable()
+                tx = Transaction(self.w)
+                try:
+                    yield tx
+                    # (Not in one when nothing changed, or when the write's last `tx.run` committed.)
+                    if self.w.in_transaction:
+                        await self.w.commit()
+                except BaseException:
+                    if self.w.in_transaction:
+                        await self.w.rollback()
+                    raise
+            except Exception as exc:
+                if is_disk_full(exc):
+                    self.refused_writes += 1
                 raise
             for run_id, events in tx.events:
                 self._publish(run_id, events)

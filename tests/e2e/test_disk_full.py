@@ -4,6 +4,7 @@ directory is a small tmpfs, filled to the last byte by a file the test then remo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
@@ -188,3 +189,40 @@ async def test_reads_running_when_the_database_becomes_writable_finish_on_the_re
         assert await db.get_meta("k2") == "v2"
     finally:
         await db.close()
+
+
+async def test_sims_that_heartbeated_through_a_full_disk_are_not_lost_when_space_returns(
+    small_disk, make_server
+):
+    """Their heartbeats were answered 507, so not stored: the silence the database shows once
+    writes work again is the disk's, not the sims'."""
+    server = await make_server(data_dir=small_disk / "data", heartbeat_timeout_s=2.0)  # ticks every 0.5 s
+    await server.store.traces.put_trace(ready_trace())
+    async with server.client() as http:
+        run = (
+            await http.post(
+                "/api/runs",
+                json={
+                    "trace_id": "tinyformer-step-sm70",
+                    "entries": [{"gpu_config": "SM7_QV100", "count": 1}],
+                },
+            )
+        ).json()
+        sim = run["sims"][0]["id"]
+        beat = {"state": "running"}
+        assert (await http.post(f"/api/sims/{sim}/heartbeat", json=beat)).status_code == 200
+        filler = fill(small_disk)
+        refused = 0
+        for _ in range(40):  # 4 s of heartbeats, two timeouts, each refused
+            refused += (await http.post(f"/api/sims/{sim}/heartbeat", json=beat)).status_code == 507
+            await asyncio.sleep(0.1)
+        assert refused == 40
+        filler.unlink()
+        await asyncio.sleep(1.2)  # the monitor's ticks find writes working first
+        [state] = [s["state"] for s in (await http.get(f"/api/runs/{run['id']}")).json()["sims"]]
+        assert state == "running"
+        for _ in range(10):  # and the heartbeats are stored again
+            assert (await http.post(f"/api/sims/{sim}/heartbeat", json=beat)).status_code == 200
+            await asyncio.sleep(0.1)
+        [state] = [s["state"] for s in (await http.get(f"/api/runs/{run['id']}")).json()["sims"]]
+        assert state == "running"
