@@ -298,8 +298,15 @@ class NewRunScreen(ReportsWorkerErrors, Screen):
     def _show_plan(self) -> None:
         if self.launching or self.launched_run:
             return
-        total = sims_of(self._entries())
-        sim_line = simulator_line(self.launcher.simulator if self.launcher else None)
+        entries = self._entries()
+        total = sims_of(entries)
+        # The server refuses variants only where it starts the workers itself (local, Slurm):
+        # those run the stand-in without Accel-Sim; a manual worker brings its own simulator.
+        refused = self.launcher is not None and self.launcher.name != "manual"
+        sim_line = simulator_line(
+            self.launcher.simulator if self.launcher else None,
+            variants=refused and any(e.options for e in entries),
+        )
         plan = start_plan(self.launcher, total)
         self.query_one("#new-run-plan", Static).update("\n".join(t for t in (plan, sim_line) if t))
 

@@ -231,6 +231,10 @@ def test_status_text_and_ui_lines() -> None:
     stand_in = SimulatorInfo(kind="stand-in", configs=8, hint=layout.INSTALL_HINT)
     assert status_text(stand_in, Path("/d")).splitlines()[0].startswith("simulator: the stand-in")
     assert "Press A" in simulator_line(stand_in)
+    # Variants on the stand-in: said while the form is built, not only by the launch's 422.
+    assert "Variants need the real Accel-Sim" in simulator_line(stand_in, variants=True)
+    assert "Press A" in simulator_line(stand_in, variants=True)
+    assert "Variants" not in simulator_line(stand_in)
     real = SimulatorInfo(
         kind="installed", path="/p/accel-sim", configs=9, smoke_passed=True, smoke_detail="ok"
     )

@@ -416,8 +416,11 @@ async def test_the_servers_422_on_launch_is_a_notification_and_the_form_stays(ma
     app = make_app(server, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_new_run(pilot)
+        await wait_for_text(pilot, "Simulator: the stand-in")
         await add_variant(pilot, "gpgpu_n_clusters", "40")
         await wait_for_text(pilot, "+ gpgpu_n_clusters=40")
+        # Said while the form is built, before any launch: the stand-in cannot run variants.
+        await wait_for_text(pilot, "Variants need the real Accel-Sim")
         await pilot.press("enter")
         await wait_until(
             pilot, lambda: any("422" in e and "stand-in" in e for e in app.errors), "the 422 said"
