@@ -11,7 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Log, ProgressBar, Static
+from textual.widgets import Footer, Header, ProgressBar, RichLog, Static
 
 from cascade_server.shared.models import SimulatorInfo
 
@@ -30,7 +30,7 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
     SimulatorScreen #simulator-status { height: auto; padding: 1 2; }
     SimulatorScreen #simulator-progress { height: auto; padding: 0 2; }
     SimulatorScreen #simulator-step { height: auto; padding: 0 2; color: $text-muted; }
-    SimulatorScreen #simulator-log { height: 1fr; margin: 1 2 0 2; }
+    SimulatorScreen #simulator-log { height: 1fr; margin: 1 2 0 2; overflow-y: scroll; }
     """
     ERROR_TITLES = {"simulator": "Simulator", "install": "Install failed"}
 
@@ -46,13 +46,18 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
         yield Static("Asking the server…", id="simulator-status", markup=False)
         yield ProgressBar(total=100, show_eta=False, id="simulator-progress")
         yield Static("", id="simulator-step", markup=False)
-        yield Log(id="simulator-log", max_lines=5000)
+        # Wrapped: the installer's reasons are long lines (a URL, then what to do instead), and
+        # cut at the pane's edge they said nothing at 80 columns. `min_width`: RichLog renders
+        # at least 78 columns by default, wider than its pane at 80 (the margins, the scrollbar
+        # the CSS always shows), and the overflow was lost at each wrap.
+        yield RichLog(
+            id="simulator-log", max_lines=5000, wrap=True, markup=False, highlight=False, min_width=1
+        )
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.title = "Cascade · Simulator"
         self.query_one(ProgressBar).display = False
-        self.query_one(Log).display = False
         self.refresh_status()
 
     @work(exclusive=True, group="simulator", exit_on_error=False)
@@ -96,10 +101,10 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
     async def _install(self) -> None:
         bar, log, step = (
             self.query_one(ProgressBar),
-            self.query_one(Log),
+            self.query_one(RichLog),
             self.query_one("#simulator-step", Static),
         )
-        bar.display = log.display = True
+        bar.display = True
         bar.update(progress=0)
         log.clear()
         self.outcome = None
@@ -118,7 +123,7 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
                 bar.update(progress=progress[0] * 100)
                 step.update(f"compiling: {progress[1]}")
                 continue
-            log.write_line(line)
+            log.write(line)
         code = await self.process.wait()
         self.refresh_bindings()
         self.outcome = "installed" if code == 0 else ("stopped" if code == 130 else "failed")
@@ -130,6 +135,6 @@ class SimulatorScreen(ReportsWorkerErrors, Screen):
             step.update(
                 "Stopped: nothing was installed."
                 if code == 130
-                else "The build failed: the log above says why. Nothing was installed."
+                else "The build failed: the end of its output, below, says why. Nothing was installed."
             )
         self.refresh_status()

@@ -102,7 +102,6 @@ def _install(request: Request, report: Reporter) -> Path:
         raise InstallError(f"cannot create {root.path}: {exc.strerror or exc}") from None
     log_path = root.logs / f"build-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{key}.log"
     staging = root.staging_for(key, os.getpid())
-    report.log_path(log_path)
     started = time.monotonic()
     try:
         shutil.rmtree(staging, ignore_errors=True)
@@ -144,6 +143,7 @@ def _build(
     except (sources.SourceError, cuda_wheels.WheelError) as exc:
         raise InstallError(str(exc)) from None
     progress = make.Progress()
+    report.log_path(log_path)  # named once the compiler writes it (a failed download writes none)
     report.step(f"compiling with {request.jobs} jobs (about 5 minutes on 2 cores)")
 
     def on_line(line: str) -> None:

@@ -74,3 +74,23 @@ async def test_at_80_columns_the_stand_in_text_wraps_whole_and_x_shows_only_duri
         # Paragraphs wrapped by the screen, never a sentence broken before its line ends.
         assert "describe" not in lines and "CUDA needed)," not in lines, text
         assert "i Install real Accel-Sim" in lines[-1] and "Stop the build" not in lines[-1]
+
+
+async def test_a_failed_build_says_why_in_lines_that_wrap_at_80_columns(make_server, tmp_path, monkeypatch):
+    server = await make_server()
+    missing = tmp_path / "nowhere" / "accel-sim-framework-0000000000000000000000000000000000000000.tar.gz"
+    monkeypatch.setenv("CASCADE_DATA_DIR", str(server.settings.data_dir))
+    monkeypatch.setenv("CASCADE_SIMULATOR_PREFIX", str(tmp_path / "prefix"))
+    monkeypatch.setenv("CASCADE_SIMULATOR_FRAMEWORK", str(missing))
+    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_simulator_screen(pilot)
+        await wait_for_text(pilot, "Sims run the stand-in")
+        await pilot.press("i")
+        await wait_until(pilot, lambda: app.screen.outcome == "failed", "the build to fail", timeout=120)
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+        assert "The build failed: the end of its output, below, says why" in text
+        # The reason whole on screen, wrapped, not cut at the pane's edge.
+        assert str(missing) in text.replace(" ", "") or missing.name in text.replace(" ", ""), text
+        assert "build log:" not in text  # no log was written: none is named
