@@ -45,20 +45,22 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+async def create_run(http, count: int = 1) -> dict:
+    """A run of SM7_QV100 x `count` on the ready trace, created (201)."""
+    resp = await http.post(
+        "/api/runs",
+        json={"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": count}]},
+    )
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
 async def test_writes_answer_507_keep_acknowledged_data_and_resume(small_disk, make_server, caplog):
     caplog.set_level(logging.WARNING)
     server = await make_server(data_dir=small_disk / "data")
     await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
-        run = (
-            await http.post(
-                "/api/runs",
-                json={
-                    "trace_id": "tinyformer-step-sm70",
-                    "entries": [{"gpu_config": "SM7_QV100", "count": 2}],
-                },
-            )
-        ).json()
+        run = await create_run(http, count=2)
         sim = run["sims"][0]["id"]
         sims = f"/api/sims/{sim}"
         assert (await http.post(f"{sims}/heartbeat", json={"state": "running"})).status_code == 200
@@ -199,15 +201,7 @@ async def test_sims_that_heartbeated_through_a_full_disk_are_not_lost_when_space
     server = await make_server(data_dir=small_disk / "data", heartbeat_timeout_s=2.0)  # ticks every 0.5 s
     await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
-        run = (
-            await http.post(
-                "/api/runs",
-                json={
-                    "trace_id": "tinyformer-step-sm70",
-                    "entries": [{"gpu_config": "SM7_QV100", "count": 1}],
-                },
-            )
-        ).json()
+        run = await create_run(http)
         sim = run["sims"][0]["id"]
         beat = {"state": "running"}
         assert (await http.post(f"/api/sims/{sim}/heartbeat", json=beat)).status_code == 200
