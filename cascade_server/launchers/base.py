@@ -8,12 +8,42 @@ without the sim reporting a final state itself.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..faults import is_disk_full
 from ..shared.models import LauncherStatus
+
+log = logging.getLogger(__name__)
+
+# How often a record a full disk refused is tried again.
+RECORD_RETRY_S = 5.0
+
+
+async def record(what: str, call: Callable[[], Awaitable[None]]) -> None:
+    """Record what a launcher saw (`call`), tried again every RECORD_RETRY_S while a full disk
+    refuses it: unrecorded, a started sim would stay `pending` (its log refused) and an ended one
+    `running` until the heartbeat monitor called it lost. Any other failure is logged once."""
+    said = False
+    while True:
+        try:
+            await call()
+            return
+        except Exception as exc:
+            if not is_disk_full(exc):
+                log.exception("%s failed", what)
+                return
+            if not said:  # once per record, not every retry
+                log.warning(
+                    "%s waits for disk space (%s); trying again every %g s", what, exc, RECORD_RETRY_S
+                )
+                said = True
+        await asyncio.sleep(RECORD_RETRY_S)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -27,7 +28,7 @@ from typing import IO
 
 from ..datadir import private_dir, private_file
 from ..shared.models import LauncherStatus
-from .base import Launcher, LauncherEvents, SimSpec
+from .base import Launcher, LauncherEvents, SimSpec, record
 from .environment import worker_environment
 
 log = logging.getLogger(__name__)
@@ -155,10 +156,13 @@ class LocalLauncher(Launcher):
                 self._running[spec.sim_id] = proc.pid
                 self._children[spec.sim_id] = proc
                 self._spawn(self._watch(spec.sim_id, proc.pid, proc))
-                try:
-                    await self.events.launching(spec.sim_id, str(proc.pid))
-                except Exception:
-                    log.exception("sim %s: recording the launch failed", spec.sim_id)
+                # A task: a record a full disk refuses waits for space without holding the slots.
+                self._spawn(
+                    record(
+                        f"sim {spec.sim_id}: recording the launch",
+                        functools.partial(self.events.launching, spec.sim_id, str(proc.pid)),
+                    )
+                )
 
     def _start(self, spec: SimSpec) -> subprocess.Popen:
         env = worker_environment(os.environ, spec.env)
@@ -197,10 +201,10 @@ class LocalLauncher(Launcher):
         await self._fill_slots()
 
     async def _report_exit(self, sim_id: str, returncode: int | None, message: str) -> None:
-        try:
-            await self.events.exited(sim_id, returncode, message)
-        except Exception:
-            log.exception("sim %s: recording the worker's exit failed", sim_id)
+        await record(
+            f"sim {sim_id}: recording the worker's exit",
+            functools.partial(self.events.exited, sim_id, returncode, message),
+        )
 
     async def _stop(self, sim_id: str, pid: int) -> None:
         """TERM the worker's process group (the worker and its simulator), KILL after the grace."""
