@@ -35,7 +35,7 @@ def refused(times: int, error: Exception):
 )
 async def test_a_record_a_full_disk_refuses_is_tried_until_it_is_stored(full, caplog):
     if isinstance(full, sqlite3.OperationalError):
-        full.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+        full.sqlite_errorcode = sqlite3.SQLITE_FULL
     caplog.set_level(logging.WARNING)
     call, calls = refused(3, full)
     await base.record("sim s: recording the launch", call)
