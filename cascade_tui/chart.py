@@ -131,9 +131,7 @@ def chart_lines(
 
     title = "Total simulated time per " + ("variant" if sweep else "config") + ("" if finished else " so far")
     # A config with no succeeded replica yet shows its kernels so far: the note says both.
-    note = "(median over succeeded replicas" + (
-        "; partial: kernels so far)" if any(t.partial for t in totals) else ")"
-    )
+    note = "(median over succeeded replicas" + (", or so far)" if any(t.partial for t in totals) else ")")
     lines += _title(title, note, width)
     scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
     for total in totals:

@@ -51,8 +51,10 @@ class KernelChart(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.lines: list[Line] = []
         self._width = 0
+        self._at_end = False  # scrolled to the last line (and there is more than a screen)
 
     def on_resize(self, event: events.Resize) -> None:
+        self._keep_at_end()
         if event.size.width != self._width:
             self._width = event.size.width
             self.post_message(self.Resized())
@@ -64,6 +66,17 @@ class KernelChart(ScrollView, can_focus=True):
         width = max((sum(len(t) for t, _ in line) for line in lines), default=0)
         self.virtual_size = Size(width, len(lines))
         self.refresh()
+        self._keep_at_end()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._at_end = self.max_scroll_y > 0 and round(new_value) >= self.max_scroll_y
+
+    def _keep_at_end(self) -> None:
+        """Read at the end, the view stays at the end when its lines or its height change (a
+        resize builds the lines again, to another width and count)."""
+        if self._at_end:
+            self.call_after_refresh(self.scroll_end, animate=False)
 
     def plain_text(self) -> str:
         return "\n".join("".join(t for t, _ in line).rstrip() for line in self.lines)

@@ -61,7 +61,7 @@ def test_a_config_with_no_succeeded_replica_has_a_partial_running_total_never_ra
         chart.chart_lines(["A", "B", "C"], [], list(totals.values()), ranking, {}, False, 80, finished=False)
     )
     assert "so far" in text and "partial: 2/6 kernels" in text
-    assert "(median over succeeded replicas; partial: kernels so far)" in text  # the title says both
+    assert "(median over succeeded replicas, or so far)" in text  # the title says both
 
 
 def _a_sweep_with_real_timing():
