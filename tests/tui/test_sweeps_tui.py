@@ -306,6 +306,8 @@ async def test_new_run_adds_variants_of_a_config_offering_its_options_as_you_typ
     async with app.run_test(size=size) as pilot:
         notes = record_notifications(app)
         screen = await open_new_run(pilot)
+        # The footer draws its keys a frame after the screen shows (CI caught it blank once).
+        await wait_until(pilot, lambda: "a Variant" in screen_text(app).splitlines()[-1], "the footer's keys")
         footer = screen_text(app).splitlines()[-1]
         # `x` (drop) is in the help line above the list, so 80 columns keep `? Help` whole.
         assert "a Variant" in footer and "? Help" in footer and "x: drop it" in screen_text(app)
