@@ -80,8 +80,7 @@ class Database:
         # stored, so the heartbeat monitor does not count the silence the database shows then.
         self.refused_writes = 0
         self._retired: list[aiosqlite.Connection] = []  # the read-only pair, once swapped out
-        self._retiring: asyncio.TimerHandle | None = None
-        self._closing: set[asyncio.Task[None]] = set()
+        self._retiring: asyncio.Task[None] | None = None  # closes them RETIRED_CLOSE_S later
 
     async def open(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,11 +122,12 @@ class Database:
     def _full_with_nothing_unsaved(self) -> bool:
         """The disk is full and the write-ahead log holds no commit the main file lacks (absent
         or empty): only then is the main file alone the whole database."""
+        if self._disk_has_room():
+            return False
         try:
-            if shutil.disk_usage(self.path.parent).free >= FULL_DISK_BYTES:
-                return False
-            wal = self.path.with_name(self.path.name + "-wal")
-            return not wal.exists() or wal.stat().st_size == 0
+            return self.path.with_name(self.path.name + "-wal").stat().st_size == 0
+        except FileNotFoundError:
+            return True
         except OSError:
             return False
 
@@ -137,18 +137,13 @@ class Database:
         if problem := schema_problem(self.path, 0 if row is None else row[0], can_upgrade=False):
             raise DatabaseUnusable(problem)
 
-    async def _connect(self, read_only: bool = False) -> aiosqlite.Connection:
+    async def _connect(self, read_only: bool) -> aiosqlite.Connection:
         if read_only:
             # `immutable`: no locks and no shared memory, which a full disk cannot give; safe
             # because this server is the database's only user and writes nothing meanwhile.
-            return await self._configure(
-                await aiosqlite.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True),
-                read_only,
-            )
-        return await self._configure(await aiosqlite.connect(self.path), read_only)
-
-    @staticmethod
-    async def _configure(conn: aiosqlite.Connection, read_only: bool) -> aiosqlite.Connection:
+            conn = await aiosqlite.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True)
+        else:
+            conn = await aiosqlite.connect(self.path)
         try:
             conn.row_factory = aiosqlite.Row
             if not read_only:
@@ -163,14 +158,16 @@ class Database:
             raise
         return conn
 
+    def _disk_has_room(self) -> bool:
+        try:
+            return shutil.disk_usage(self.path.parent).free >= FULL_DISK_BYTES
+        except OSError:
+            return False
+
     async def _writable(self) -> None:
         """Under the writer lock, on a database opened read-only on a full disk: open it for
         writing once space is back, else fail the write as a full disk does."""
-        try:
-            free = shutil.disk_usage(self.path.parent).free
-        except OSError:
-            free = 0
-        if free >= FULL_DISK_BYTES:
+        if self._disk_has_room():
             try:
                 writer, reader = await self._connections(read_only=False)
             except sqlite3.Error as exc:
@@ -180,7 +177,7 @@ class Database:
                 # it (a log streaming out) finish there.
                 self._retired += [conn for conn in (self._w, self._r) if conn is not None]
                 self._w, self._r, self.read_only = writer, reader, False
-                self._retiring = asyncio.get_running_loop().call_later(RETIRED_CLOSE_S, self._close_retired)
+                self._retiring = asyncio.create_task(self._close_retired())
                 log.info("%s is writable again: the disk has space", self.path)
                 return
         raise OSError(errno.ENOSPC, "the disk is full (the database is open read-only)")
@@ -194,12 +191,11 @@ class Database:
         self._r = self._w = None
         self._retired = []
 
-    def _close_retired(self) -> None:
-        retired, self._retired = self._retired, []
-        for conn in retired:
-            task = asyncio.ensure_future(conn.close())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+    async def _close_retired(self) -> None:
+        await asyncio.sleep(RETIRED_CLOSE_S)
+        for conn in list(self._retired):  # each left listed until closed: close() ends the rest
+            await conn.close()
+            self._retired.remove(conn)
 
     async def schema_version(self) -> int:
         async with self.r.execute("PRAGMA user_version") as cur:
