@@ -28,10 +28,10 @@ TOKEN = "bench-token"
 
 async def seed(data_dir: Path, runs: int) -> None:
     """`runs` runs of 3 sims each on one trace, every tenth one failed, the rest pending."""
+    from cascade_core.models import Heartbeat, RunEntry
     from cascade_server.events import Broker
     from cascade_server.gpu_configs import scan_gpu_configs
     from cascade_server.samples import sample_trace
-    from cascade_server.shared.models import Heartbeat, RunEntry
     from cascade_server.storage import Store
 
     trace = sample_trace(ROOT / "samples").model_copy(update={"id": "bench-sm70", "sample": False})

@@ -230,7 +230,7 @@ def main() -> None:
             while not server.stdout.readline().startswith("app:"):
                 pass
             sys.path.insert(0, str(ROOT))
-            from cascade_server.shared.s3_endpoint import make_client, read_credentials_file
+            from cascade_core.s3_endpoint import make_client, read_credentials_file
 
             info = read_credentials_file(data_dir)
             assert info is not None

@@ -42,7 +42,7 @@ REGISTER_TRACE = """
 import asyncio, sys
 from pathlib import Path
 from cascade_server.storage import Store
-from cascade_server.shared.models import TraceDetail, utcnow
+from cascade_core.models import TraceDetail, utcnow
 
 
 async def main():

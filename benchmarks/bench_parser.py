@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cascade_server.accelsim_log import LogParser, clear_cache  # noqa: E402
+from cascade_server.ingest.parser.accelsim_log import LogParser, clear_cache  # noqa: E402
 
 RUNS = ROOT.parent / "shared" / "samples-real" / "runs"
 RECORDINGS = ROOT / "samples" / "recordings"

@@ -8,8 +8,8 @@ passes) and the ratio per round, then the median ratio.
 
     python benchmarks/bench_parser_vs.py [--base dd1cc91] [--rounds 5] [--repeat 3]
 
-The base parser is read with `git show <base>:cascade_server/accelsim_log.py` (and
-accelsim_stats.py, where it exists); dd1cc91 is the parser before every stats line was kept, the
+The base parser is read with `git show <base>:<path>/accelsim_log.py` (and accelsim_stats.py,
+where it exists), from wherever it lived at that commit; dd1cc91 is the parser before every stats line was kept, the
 speed to hold.
 """
 
@@ -33,10 +33,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_parser import CLOCK_MHZ, load_lines  # noqa: E402
 
-from cascade_server import accelsim_log  # noqa: E402
+from cascade_server.ingest.parser import accelsim_log  # noqa: E402
 
-# The parser's modules (before accelsim_stats.py was split off, the first was all of it).
-MODULES = ("cascade_server/accelsim_log.py", "cascade_server/accelsim_stats.py")
+# The parser's modules (before accelsim_stats.py was split off, the first was all of it), and the
+# folders they have lived in, newest first.
+MODULES = ("accelsim_log.py", "accelsim_stats.py")
+HOMES = ("src/cascade_server/ingest/parser", "cascade_server")
 
 
 def load_base(rev: str, directory: Path) -> ModuleType:
@@ -46,14 +48,15 @@ def load_base(rev: str, directory: Path) -> ModuleType:
     package.mkdir()
     (package / "__init__.py").write_text("")
     for module in MODULES:
-        shown = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{rev}:{module}"], capture_output=True, text=True
-        )
-        if shown.returncode == 0:  # (the models it imports have moved since some commits)
-            source = shown.stdout.replace(
-                "cascade_server.models import", "cascade_server.shared.models import"
+        for home in HOMES:
+            shown = subprocess.run(
+                ["git", "-C", str(ROOT), "show", f"{rev}:{home}/{module}"], capture_output=True, text=True
             )
-            (package / Path(module).name).write_text(source)
+            if shown.returncode == 0:  # (the models it imports have moved since some commits)
+                source = shown.stdout.replace("cascade_server.models import", "cascade_core.models import")
+                source = source.replace("cascade_server.shared.models import", "cascade_core.models import")
+                (package / module).write_text(source)
+                break
     sys.path.insert(0, str(directory))
     try:
         return importlib.import_module("base_parser.accelsim_log")

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from procstats import memory_mib  # noqa: E402  (benchmarks/procstats.py)
 
-from cascade_server.shared.models import SimResults  # noqa: E402
+from cascade_core.models import SimResults  # noqa: E402
 from cascade_tui.scripting.timeline_command import run_import  # noqa: E402
 from cascade_worker.step_timeline import build_upload  # noqa: E402
 from tests.timeline.profiles import A100, load, sim_results, steps_by_correlation, write_trace_dir  # noqa: E402

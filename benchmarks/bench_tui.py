@@ -46,7 +46,7 @@ def prepare(data_dir: Path) -> Path:
 import asyncio
 from pathlib import Path
 from cascade_server.storage import Store
-from cascade_server.shared.models import TraceDetail, utcnow
+from cascade_core.models import TraceDetail, utcnow
 
 async def main():
     store = await Store(Path({str(data_dir / "cascade.db")!r})).open()

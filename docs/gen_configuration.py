@@ -52,7 +52,7 @@ SECTIONS = [
         "`cascade tui`, `cascade up`, `cascade traces`, "
         "`runs`, `run`, `results`: flags first, then these variables, then the config file, which holds "
         'the same settings by field name (`url = "..."`, `token = "..."`).',
-        "cascade_tui.config:TuiSettings",
+        "cascade_tui.connection.config:TuiSettings",
     ),
 ]
 

@@ -26,7 +26,7 @@ from cascade_server.app import create_app
 from cascade_server.serve import start_s3
 from cascade_server.settings import Settings
 from cascade_tui.app import CascadeApp
-from cascade_tui.config import TuiSettings
+from cascade_tui.connection.config import TuiSettings
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen

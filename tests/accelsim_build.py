@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cascade_worker.simulator import deps, layout, sources
+from cascade_core import simulator_layout as layout
+from cascade_worker.simulator import deps, sources
 from cascade_worker.simulator.install import build_key
 
 REPO = Path(__file__).resolve().parents[1]

@@ -18,13 +18,13 @@ import pytest
 from aiohttp import web
 from botocore.config import Config
 
+from cascade_core.models import KernelLaunch, TraceDetail, utcnow
 from cascade_server.api.http_site import ApiRunner
 from cascade_server.app import create_app
 from cascade_server.appkeys import INGEST_KEY, STORE_KEY
 from cascade_server.clock import Clock
 from cascade_server.ingest.log_ingest import LogIngest
 from cascade_server.settings import Settings
-from cascade_server.shared.models import KernelLaunch, TraceDetail, utcnow
 from cascade_server.storage import Store
 from tests.helpers import free_port, reserve_port, take_reserved
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cascade_server.shared.models import utcnow
+from cascade_core.models import utcnow
 
 
 def free_port() -> int:

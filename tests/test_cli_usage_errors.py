@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from cascade_server.shared.cli_usage import OneLineErrorParser, spelled_out
+from cascade_core.cli_usage import OneLineErrorParser, spelled_out
 from cascade_tui.cli import SUBCOMMANDS, main
 
 

@@ -22,7 +22,7 @@ BIN = Path(sys.executable).parent
         # tests/tui joins once its helpers are typed (the terminal UI's half of issue 9).
         # Tens of seconds without its cache: the full run has it, the fast lane does not.
         pytest.param(
-            ["mypy", "cascade_server", "cascade_worker", "cascade_tui", "benchmarks", "tests", "docs"],
+            ["mypy", "src", "benchmarks", "tests", "docs"],
             marks=pytest.mark.slow,
         ),
         ["lint-imports"],

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from cascade_core.packaged import samples_dir
 from cascade_server.gpu_configs import scan_gpu_configs
 from cascade_server.settings import Settings
-from cascade_server.shared.packaged import samples_dir
 from cascade_server.traces.embedded_s3 import DEMO_TRACE_IDS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_the_samples_are_found_inside_the_package():
     found = samples_dir()
-    assert found == Path(str(files("cascade_server"))) / "sample_data"
+    assert found == Path(str(files("cascade_core"))) / "sample_data"
     assert Settings().samples_dir == found
     assert len(scan_gpu_configs(Settings().configs_root)) == 11
     for trace_id in DEMO_TRACE_IDS:
@@ -55,5 +55,5 @@ def test_the_wheel_carries_every_sample(tmp_path):
         p.relative_to(REPO / "samples").as_posix() for p in (REPO / "samples").rglob("*") if p.is_file()
     }
     assert len(samples) > 50
-    assert {f"cascade_server/sample_data/{rel}" for rel in samples} <= names
+    assert {f"cascade_core/sample_data/{rel}" for rel in samples} <= names
     assert "cascade_tui/cascade.tcss" in names

@@ -11,8 +11,8 @@ import sys
 import httpx
 from aiohttp import web
 
+from cascade_core import models
 from cascade_server.api.agent_prompt import URL_MARK, prompt_text, skill_text
-from cascade_server.shared import models
 from tests.conftest import TOKEN, LiveServer
 
 
@@ -111,7 +111,7 @@ def test_the_prompt_names_this_servers_real_errors_and_the_stand_in_signs():
 def test_the_banner_the_prompt_quotes_is_the_one_the_ui_shows():
     import inspect
 
-    from cascade_tui import run_rows  # the run screen's banner text
+    from cascade_tui.views import run_rows  # the run screen's banner text
 
     quoted = re.search(r'banner "⚠ ([^"]+)"', prompt_text("http://x"))
     assert quoted and f"⚠ {quoted.group(1)}:" in inspect.getsource(run_rows)

@@ -14,7 +14,7 @@ import statistics
 import httpx
 import pytest
 
-from cascade_server.shared.models import TraceState
+from cascade_core.models import TraceState
 from tests.conftest import TOKEN, LiveServer, ready_trace
 from tests.helpers import wait_until
 

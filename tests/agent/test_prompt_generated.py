@@ -14,11 +14,11 @@ import typing
 import pytest
 from pydantic import ValidationError
 
+from cascade_core import models
 from cascade_server.api import agent_prompt_routes, agent_prompt_types
 from cascade_server.api.agent_prompt import prompt_text
 from cascade_server.api.agent_prompt_types import TYPES, type_name
 from cascade_server.settings import Settings
-from cascade_server.shared import models
 from tests.conftest import LiveServer, ready_trace
 from tests.server.test_http_edges import exchange
 

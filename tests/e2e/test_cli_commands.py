@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from cascade_tui.formatting import human_duration
+from cascade_tui.views.formatting import human_duration
 from tests.conftest import TOKEN, free_port, ready_trace
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cascade_server.shared.s3_endpoint import make_client, read_credentials_file
-from cascade_server.shared.trace_upload import build_metadata, collect_files, upload_trace
+from cascade_core.s3_endpoint import make_client, read_credentials_file
+from cascade_core.trace_upload import build_metadata, collect_files, upload_trace
 from cascade_server.traces.postprocess import LOCK_NAME
 from tests.conftest import TOKEN
 from tests.e2e.test_local_server_kill import start_serve

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cascade_worker.simulator import layout
+from cascade_core import simulator_layout as layout
 from tests.accelsim_build import (
     finished_prefix,
     install_into,

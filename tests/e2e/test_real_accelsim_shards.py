@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import ShardInfo
+from cascade_core import simulator_layout as layout
+from cascade_core.models import ShardInfo
 from cascade_worker import accelsim, shard_trace
 from cascade_worker.environment import simulator_environment
-from cascade_worker.simulator import layout
 from tests.accelsim_build import finished_prefix, install_into, plain_env, real_kernel_stats
 from tests.e2e.test_real_accelsim import get, wait_for
 from tests.helpers import free_port

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import RunDetail
-from cascade_tui.scripting.result_views import total_records
-from cascade_worker.simulator import layout
+from cascade_core import simulator_layout as layout
+from cascade_core.models import RunDetail
+from cascade_tui.views.result_views import total_records
 from tests.accelsim_build import finished_prefix
 from tests.conftest import ready_trace
 from tests.e2e.test_local_runs import finished_run
@@ -135,7 +135,7 @@ async def test_a_sweep_over_three_values_makes_three_labelled_variants(real_serv
         files = (await http.get(f"/api/runs/{run['id']}/files")).json()
         assert {f["label"] for f in files} == set(labels)
         kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
-        from cascade_server.shared.models import KernelStat
+        from cascade_core.models import KernelStat
 
         totals = total_records(RunDetail.model_validate(run), [KernelStat.model_validate(k) for k in kernels])
         assert [t["config"] for t in totals] == labels

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cascade_server.shared.s3_endpoint import CREDENTIALS_FILE
+from cascade_core.s3_endpoint import CREDENTIALS_FILE
 from tests.e2e.test_data_dir import HEADERS, start_serve, stop
 from tests.e2e.test_disk_full import fill
 from tests.helpers import free_port, small_tmpfs

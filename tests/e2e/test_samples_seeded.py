@@ -5,9 +5,9 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+from cascade_core.models import RunEntry
 from cascade_server.gpu_configs import scan_gpu_configs
 from cascade_server.samples import SAMPLE_CONFIGS, SAMPLE_TRACE_ID, SEEDED_KEY, sample_trace, seed_samples
-from cascade_server.shared.models import RunEntry
 
 REPO = Path(__file__).resolve().parents[2]
 

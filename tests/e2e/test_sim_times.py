@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from cascade_server.shared.models import utcnow
+from cascade_core.models import utcnow
 from tests.conftest import TOKEN, ready_trace
 from tests.e2e.test_local_runs import create_run, finished_run, get_run
 from tests.helpers import wait_until

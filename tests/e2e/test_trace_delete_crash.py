@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cascade_server.shared.s3_endpoint import S3Info, make_client
+from cascade_core.s3_endpoint import S3Info, make_client
 from tests.helpers import free_port, wait_until
 from tests.server.test_embedded_s3_restart import rclone_of
 from tests.server.test_serve_cli import start, startup_lines, stderr_of

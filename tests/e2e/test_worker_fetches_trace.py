@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_server.shared.trace_inputs import kernel_files
+from cascade_core.trace_inputs import kernel_files
 from cascade_server.traces.grouping import TraceFormatError
 from cascade_server.traces.postprocess import PostprocessError, check_kernelslist_g
 from tests.conftest import TOKEN, ready_trace

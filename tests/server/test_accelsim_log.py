@@ -20,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cascade_server import accelsim_log, accelsim_stats
-from cascade_server.accelsim_log import (
+from cascade_core.models import KernelStat
+from cascade_server.ingest.parser import accelsim_log, accelsim_stats
+from cascade_server.ingest.parser.accelsim_log import (
     MAX_BLOCK_BYTES,
     MAX_BLOCK_KEYS,
     STATS_LINE_MAX,
@@ -31,7 +32,6 @@ from cascade_server.accelsim_log import (
     ParsedKernel,
     parse_value,
 )
-from cascade_server.shared.models import KernelStat
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_RUNS = REPO.parent / "shared" / "samples-real" / "runs"

@@ -10,9 +10,9 @@ import math
 
 import pytest
 
-from cascade_server.shared.accuracy import accuracy, pairs_of
-from cascade_server.shared.models import ComparisonRow
-from cascade_server.shared.trace_layout import MAX_REAL_DURATION_NS, load_real_timing, parse_real_timing
+from cascade_core.accuracy import accuracy, pairs_of
+from cascade_core.models import ComparisonRow
+from cascade_core.trace_layout import MAX_REAL_DURATION_NS, load_real_timing, parse_real_timing
 from tests.conftest import ready_trace
 from tests.server.test_shard_api import simulate
 from tests.server.test_shard_plan import DEMO

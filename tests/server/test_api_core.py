@@ -12,7 +12,7 @@ import sys
 import httpx
 import pytest
 
-from cascade_server.shared.models import SIM_STATES, SIM_TRANSITIONS, TERMINAL_SIM_STATES, run_state
+from cascade_core.models import SIM_STATES, SIM_TRANSITIONS, TERMINAL_SIM_STATES, run_state
 from tests.conftest import TOKEN, ready_trace
 from tests.helpers import ManualClock, wait_until
 
@@ -124,7 +124,7 @@ async def test_token_never_logged(server, caplog):
 
 def test_models_import_nothing_heavy():
     code = (
-        "import sys, cascade_server.shared.models; heavy = [m for m in ('aiohttp', 'aiosqlite', 'boto3', 'textual')"
+        "import sys, cascade_core.models; heavy = [m for m in ('aiohttp', 'aiosqlite', 'boto3', 'textual')"
         " if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
+from cascade_core.models import RunEntry, StepTimelineUpload
+from cascade_core.s3_endpoint import S3Info, make_client
 from cascade_server.appkeys import GPU_CONFIGS_KEY
-from cascade_server.shared.models import RunEntry, StepTimelineUpload
-from cascade_server.shared.s3_endpoint import S3Info, make_client
 from cascade_server.storage import NotFound
 from cascade_server.traces.ingest import TRACE_SCANNER_KEY
 from tests.conftest import ready_trace

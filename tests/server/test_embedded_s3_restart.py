@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cascade_server.shared.s3_endpoint import S3Info, make_client
+from cascade_core.s3_endpoint import S3Info, make_client
 from cascade_server.traces import scanner as scanner_module
 from cascade_server.traces.embedded_s3 import rclone_binary
 from tests.helpers import free_port, wait_until

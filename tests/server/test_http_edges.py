@@ -15,8 +15,8 @@ import subprocess
 import httpx
 import pytest
 
+from cascade_core.upload_rules import trace_id_problem
 from cascade_server.appkeys import BROKER_KEY
-from cascade_server.shared.upload_rules import trace_id_problem
 from tests.conftest import TOKEN, LiveServer, free_port, ready_trace
 from tests.helpers import wait_until
 from tests.server.test_api_core import create_run

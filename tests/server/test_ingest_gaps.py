@@ -5,9 +5,9 @@ none can take the place of its real chunk 0."""
 
 from __future__ import annotations
 
+from cascade_core.models import LogChunk, RunEntry, utcnow
 from cascade_server.appkeys import GPU_CONFIGS_KEY, INGEST_KEY
 from cascade_server.ingest import log_ingest
-from cascade_server.shared.models import LogChunk, RunEntry, utcnow
 from cascade_worker.client import SimClient
 from cascade_worker.sim_session import Worker, WorkerPlan
 from cascade_worker.spool import Spool

@@ -3,8 +3,8 @@ state, and a heartbeat from a queued sim whose job started before the launcher n
 
 from __future__ import annotations
 
+from cascade_core.models import RunEntry
 from cascade_server.appkeys import GPU_CONFIGS_KEY
-from cascade_server.shared.models import RunEntry
 from tests.conftest import ready_trace
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cascade_core.models import GpuConfig, RunDetail, RunEntry
 from cascade_server.ingest.log_ingest import LogIngest
-from cascade_server.shared.models import GpuConfig, RunDetail, RunEntry
 from cascade_server.storage import Store
 from tests.conftest import ready_trace
 

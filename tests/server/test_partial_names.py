@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cascade_core.models import FILE_NAME_PATTERN
 from cascade_server.datadir import remove_partial_uploads
 from cascade_server.partial_files import PARTIAL_GLOB, partial_path
-from cascade_server.shared.models import FILE_NAME_PATTERN
 from tests.conftest import ready_trace
 
 ACCEPTED = re.compile(FILE_NAME_PATTERN)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import KernelStat
+from cascade_core.models import KernelStat
 from cascade_worker.replay import read_lines
 from cascade_worker.replay_shard import select_kernels
 from tests.conftest import RECORDINGS, ready_trace
@@ -279,7 +279,7 @@ async def test_a_kernel_line_that_is_a_path_is_refused_when_planning(sharding):
 
 def _write_step_inputs(trace_dir: Path) -> tuple:
     """3 measured steps of 5 kernels each on one stream, kernel N of the trace the Nth launch."""
-    from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
+    from cascade_core.timeline.formats import CorrectedTimeline, KernelMapping
 
     steps, mapped = [], []
     for s in range(3):
@@ -312,8 +312,8 @@ async def test_a_sharded_replica_has_one_step_timeline_of_all_its_shards(shardin
     """Finding: each shard sent its own partial step timeline (3-6 of 15 kernels, warm-up counted
     twice). A sharded replica's timeline is the server's, from the merged owned kernels of all its
     shards, once all have succeeded: the one an unsharded sim of the same kernels gives."""
-    from cascade_server.shared.timeline.replay import sim_kernel_times
-    from cascade_server.shared.timeline.replay import simulate as replay
+    from cascade_core.timeline.replay import sim_kernel_times
+    from cascade_core.timeline.replay import simulate as replay
 
     trace = await sharding.store.traces.get_trace("tinyformer-step-sm70")
     await sharding.store.traces.put_trace(trace.model_copy(update={"has_step_timeline": True}))

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.services.shard_costs import kernel_costs
-from cascade_server.shared.models import KernelStat, ShardInfo, SimSummary
-from cascade_server.shared.shard_merge import mark_warmup, merge_kernels, owned, replica_progress
-from cascade_server.shared.shard_plan import (
+from cascade_core.models import KernelStat, ShardInfo, SimSummary
+from cascade_core.shard_merge import mark_warmup, merge_kernels, owned, replica_progress
+from cascade_core.shard_plan import (
     ShardPlanError,
     expected_speedup,
     measured_error,
     plan_shards,
     simulated_costs,
 )
+from cascade_server.services.shard_costs import kernel_costs
 from tests.conftest import ready_trace
 
 # The demo trace's warp instructions per kernel (stats.csv of tinyformer-step-sm70).
@@ -45,7 +45,7 @@ def test_ranges_are_contiguous_cover_every_kernel_and_balance_cost_not_count():
 
 
 def _plan_from_cuts(a, b):
-    from cascade_server.shared.shard_plan import ShardRange
+    from cascade_core.shard_plan import ShardRange
 
     bounds = [(0, a), (a, b), (b, 15)]
     return [ShardRange(i, 3, s, e - 1, min(1, s)) for i, (s, e) in enumerate(bounds)]
@@ -186,8 +186,8 @@ def test_a_replica_succeeds_only_when_every_shard_does():
 
 
 def test_a_sharded_replica_reads_as_one_sim_of_the_whole_trace():
-    from cascade_server.shared.models import SimMetrics
-    from cascade_server.shared.shard_merge import replica_sims
+    from cascade_core.models import SimMetrics
+    from cascade_core.shard_merge import replica_sims
 
     a = _sim(
         "a",

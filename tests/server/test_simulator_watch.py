@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cascade_core import simulator_layout as layout
+from cascade_core.models import SimSummary
 from cascade_server.appkeys import RUNS_KEY
 from cascade_server.settings import Settings
-from cascade_server.shared.models import SimSummary
 from cascade_server.simulator_watch import SimulatorWatch
-from cascade_worker.simulator import layout
 from tests.conftest import ready_trace
 from tests.worker.fakes import install_fake_accelsim, make_trace_dir
 

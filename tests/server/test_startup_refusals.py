@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from cascade_server.shared.setting_errors import reserved_option_problem
+from cascade_core.setting_errors import reserved_option_problem
 from tests.helpers import free_port
 from tests.server.test_serve_cli import start, stderr_of
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import GpuConfig, RunEntry, SimEvent
+from cascade_core.models import GpuConfig, RunEntry, SimEvent
 from cascade_server.storage import Store
 from tests.conftest import ready_trace
 

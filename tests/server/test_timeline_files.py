@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cascade_server.shared.trace_layout import load_real_timing, locate
+from cascade_core.trace_layout import load_real_timing, locate
 from cascade_server.traces.scanner import describe_processed
 
 

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.bounded_read import (
+from cascade_core.bounded_read import (
     TooLargeError,
     bounded_lines,
     decompress_bounded,
     read_bounded,
 )
-from cascade_server.shared.timeline.kineto import ProfileError, decode_profile
-from cascade_server.shared.trace_kernels import KernelStatsError, read_kernels
-from cascade_server.shared.trace_limits import METADATA_MAX_FILES, SUMMARY_MAX_ITEMS, SUMMARY_MAX_TEXT
+from cascade_core.timeline.kineto import ProfileError, decode_profile
+from cascade_core.trace_kernels import KernelStatsError, read_kernels
+from cascade_core.trace_limits import METADATA_MAX_FILES, SUMMARY_MAX_ITEMS, SUMMARY_MAX_TEXT
 from cascade_server.traces.metadata import MetadataError, parse_metadata, read_metadata_file
 from cascade_server.traces.postprocess import Limits, PostprocessError, postprocess_trace
 from cascade_server.traces.trace_arch import arch_fields

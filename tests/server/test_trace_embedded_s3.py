@@ -12,8 +12,8 @@ import sys
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from cascade_core.s3_endpoint import S3Info, credentials_path, make_client, read_credentials_file
 from cascade_server.settings import Settings
-from cascade_server.shared.s3_endpoint import S3Info, credentials_path, make_client, read_credentials_file
 from cascade_server.traces.embedded_s3 import DEMO_TRACE_IDS, EmbeddedS3Error, embedded_s3, upload_demo_traces
 from tests.helpers import free_port
 

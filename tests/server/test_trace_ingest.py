@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from cascade_core.models import TraceDetail
+from cascade_core.s3_endpoint import S3Info
+from cascade_core.trace_kernels import parse_stats
 from cascade_server.settings import Settings
-from cascade_server.shared.models import TraceDetail
-from cascade_server.shared.s3_endpoint import S3Info
-from cascade_server.shared.trace_kernels import parse_stats
 from cascade_server.storage import Store
 from cascade_server.traces.scanner import TraceScanner
 

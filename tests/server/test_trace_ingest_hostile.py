@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from cascade_server.shared.s3_endpoint import make_client
-from cascade_server.shared.trace_upload import LocalFile, build_metadata, upload_trace
+from cascade_core.s3_endpoint import make_client
+from cascade_core.trace_upload import LocalFile, build_metadata, upload_trace
 
 from .test_trace_ingest import Harness, sample_files
 

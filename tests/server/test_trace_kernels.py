@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from cascade_server.shared.models import KernelLaunch
-from cascade_server.shared.trace_kernels import KernelStatsError, parse_stats, read_kernels
+from cascade_core.models import KernelLaunch
+from cascade_core.trace_kernels import KernelStatsError, parse_stats, read_kernels
 from cascade_server.traces.postprocess import PostprocessError, postprocess_trace
 from cascade_server.traces.postprocess import main as postprocess_main
 

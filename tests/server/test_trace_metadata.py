@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cascade_server.shared.upload_rules import trace_id_problem
+from cascade_core.upload_rules import trace_id_problem
 from cascade_server.traces.completeness import (
     PendingFile,
     incomplete_upload_error,

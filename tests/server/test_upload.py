@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared import trace_upload as uploader
+from cascade_core import trace_upload as uploader
 from cascade_tui.scripting import upload_command as upload_cmd
 from tests.helpers import free_port
 

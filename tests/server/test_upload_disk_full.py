@@ -12,7 +12,7 @@ import sys
 import pytest
 from botocore.exceptions import ClientError
 
-from cascade_server.shared.s3_endpoint import S3Info
+from cascade_core.s3_endpoint import S3Info
 from cascade_tui.scripting.upload_command import _describe_client_error
 from tests.helpers import small_tmpfs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_server.shared.trace_upload import read_metadata_fields
+from cascade_core.trace_upload import read_metadata_fields
 
 from .test_trace_helpers import raw_dir_for_upload
 from .test_upload import run_cli

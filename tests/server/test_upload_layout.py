@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from cascade_server.shared.upload_rules import layout_problem
+from cascade_core.upload_rules import layout_problem
 
 from .test_trace_helpers import raw_dir_for_upload
 from .test_upload import env_for, run_cli

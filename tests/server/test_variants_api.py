@@ -106,7 +106,7 @@ async def test_a_number_that_is_not_finite_is_refused_naming_the_option(variants
 
 @pytest.mark.parametrize("value", ["/abs/path", "a\\b", "40\n", "inf", "NaN", "1e999"])
 def test_the_worker_takes_the_same_rule(value):
-    from cascade_server.shared.variants import VariantError, normalize_options
+    from cascade_core.variants import VariantError, normalize_options
 
     with pytest.raises(VariantError, match="-gpgpu_n_clusters"):
         normalize_options({"-gpgpu_n_clusters": value})
@@ -421,7 +421,7 @@ async def test_two_long_labels_that_clash_are_cut_too(variants):
 
 
 def test_quoted_cuts_only_long_text():
-    from cascade_server.shared.quoting import QUOTE_LIMIT, quoted
+    from cascade_core.quoting import QUOTE_LIMIT, quoted
 
     assert quoted("SM7_QV100") == "'SM7_QV100'"
     assert quoted("a" * QUOTE_LIMIT) == repr("a" * QUOTE_LIMIT)
@@ -462,7 +462,7 @@ async def test_rerun_and_retry_keep_a_long_automatic_label(variants, options):
 
 
 def test_an_automatic_label_is_printable_for_every_accepted_value():
-    from cascade_server.shared.variants import VariantError, default_label, normalize_options
+    from cascade_core.variants import VariantError, default_label, normalize_options
 
     for code in [*range(0x800), 0x2028, 0x2029, 0xFEFF, 0x1F600, 0x10FFFF]:  # every ASCII, others
         value = f"4{chr(code)}0"
@@ -477,8 +477,8 @@ def test_an_automatic_label_is_printable_for_every_accepted_value():
 
 
 async def test_the_options_list_leaves_out_every_option_a_run_refuses(variants, monkeypatch, tmp_path):
+    from cascade_core.variants import RESERVED_OPTIONS, OptionInfo
     from cascade_server.services import variant_check
-    from cascade_server.shared.variants import RESERVED_OPTIONS, OptionInfo
 
     # from the config files (no simulator that runs)
     write_config(
@@ -529,7 +529,7 @@ async def test_a_run_too_large_is_a_422_before_anything_is_stored(variants, entr
 
 
 def test_the_run_size_limits_are_inclusive():
-    from cascade_server.shared.models import MAX_RUN_ENTRIES, MAX_RUN_SIMS, RunEntry, run_size_problem
+    from cascade_core.models import MAX_RUN_ENTRIES, MAX_RUN_SIMS, RunEntry, run_size_problem
 
     def entries(n: int, count: int = 1, shards: int = 1) -> list[RunEntry]:
         return [RunEntry.model_construct(gpu_config="X", count=count, shards=shards) for _ in range(n)]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cascade_worker.simulator import deps, layout, sources
+from cascade_core import simulator_layout as layout
+from cascade_worker.simulator import deps, sources
 from tests.accelsim_build import PREFIX, cascade, plain_env, require_build_packages, source_tarballs
 from tests.helpers import small_tmpfs
 

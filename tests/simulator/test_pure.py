@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import SimulatorInfo
-from cascade_tui.simulator_view import parse_progress, simulator_line, status_lines
+from cascade_core import simulator_layout as layout
+from cascade_core.models import SimulatorInfo
+from cascade_tui.views.simulator import parse_progress, simulator_line, status_lines
 from cascade_worker.outcome import OutputMarkers, classify
-from cascade_worker.simulator import build, cuda_wheels, deps, layout, smoke, sources
+from cascade_worker.simulator import build, cuda_wheels, deps, smoke, sources
 from cascade_worker.simulator.cli import status_text
 from cascade_worker.simulator.install import build_key
 from cascade_worker.simulator.report import parse_progress_line, progress_line

@@ -87,11 +87,11 @@ async def test_jobs_submitted_just_before_a_crash_are_found_not_submitted_again(
 ):
     """The server died between `sbatch` and recording the job ids: the sims are `pending` with no
     `launcher_ref`, yet their jobs exist. The next server finds them by name and replica."""
+    from cascade_core.models import RunEntry
     from cascade_server.appkeys import GPU_CONFIGS_KEY
     from cascade_server.launchers.manual import ManualLauncher
     from cascade_server.launchers.slurm_jobs import ArrayJob, batch_script, parse_sbatch_output, sbatch_argv
     from cascade_server.services.run_service import RunService, StoreLauncherEvents
-    from cascade_server.shared.models import RunEntry
     from tests.conftest import LiveServer
 
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")

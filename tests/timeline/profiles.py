@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cascade_server.shared.models import GpuConfig, KernelStat, SimResults, SimSummary
+from cascade_core.models import GpuConfig, KernelStat, SimResults, SimSummary
 
 PROFILES = Path(__file__).resolve().parents[1] / "data" / "profiles"  # copied from ../shared/profiles
 SAMPLED = PROFILES / "hta-sampled-rank0-2steps.json.gz"  # 2 steps, 1,154 kernels, 4 streams

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from cascade_server.shared.timeline.align import map_steps
-from cascade_server.shared.timeline.compare import compare
-from cascade_server.shared.timeline.kineto import parse_profile
-from cascade_server.shared.timeline.replay import simulate
+from cascade_core.timeline.align import map_steps
+from cascade_core.timeline.compare import compare
+from cascade_core.timeline.kineto import parse_profile
+from cascade_core.timeline.replay import simulate
 from cascade_tui.scripting import timeline_command as timeline_import
 
 from .profiles import write_trace_dir

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import SimStepTimeline
-from cascade_server.shared.timeline.compare import compare
-from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
-from cascade_tui.chart import plain
-from cascade_tui.step_chart import step_lines
+from cascade_core.models import SimStepTimeline
+from cascade_core.timeline.compare import compare
+from cascade_core.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
+from cascade_tui.views.chart import plain
+from cascade_tui.views.step_chart import step_lines
 
 from .profiles import A100, SAMPLED, load, sim_results, steps_by_correlation, write_trace_dir
 
@@ -86,7 +86,7 @@ def test_a_step_that_simulated_no_kernel_is_left_out_of_the_summary(tmp_path):
     """Coverage in between: steps whose launches mapped are compared, the others are not."""
     kernels = steps_by_correlation(load(SAMPLED))[0]
     write_trace_dir(tmp_path, kernels)
-    from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
+    from cascade_core.timeline.formats import CorrectedTimeline, KernelMapping
     from cascade_tui.scripting import timeline_command
     from cascade_worker.compare_cli import wall_error_line
     from cascade_worker.simulate_cli import simulate_sim

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from cascade_server.shared.timeline.compare import compare
-from cascade_server.shared.timeline.formats import CorrectedTimeline, KernelMapping
-from cascade_server.shared.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
+from cascade_core.timeline.compare import compare
+from cascade_core.timeline.formats import CorrectedTimeline, KernelMapping
+from cascade_core.trace_layout import CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME, REAL_TIMING_NAME
 from cascade_tui.scripting import timeline_command as timeline_import
 from cascade_worker.simulate_cli import simulate_sim
 

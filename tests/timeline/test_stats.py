@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cascade_server.shared.timeline.intervals import union_length
-from cascade_server.shared.timeline.stats import error_pct, error_summary, percentile
+from cascade_core.timeline.intervals import union_length
+from cascade_core.timeline.stats import error_pct, error_summary, percentile
 
 
 def test_percentile_interpolates_between_ranks():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cascade_server.shared.models import (
+from cascade_core.models import (
     KernelStat,
     RunDetail,
     RunEntry,

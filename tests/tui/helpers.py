@@ -18,7 +18,7 @@ from rich.console import Console
 from textual.app import App
 
 from cascade_tui.app import CascadeApp
-from cascade_tui.config import TuiSettings
+from cascade_tui.connection.config import TuiSettings
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / "samples" / "recordings"

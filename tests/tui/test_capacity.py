@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_server.shared.models import LauncherStatus
-from cascade_tui.capacity import start_plan
+from cascade_core.models import LauncherStatus
+from cascade_tui.views.capacity import start_plan
 
 
 def local(slots: int, running: int = 0, queued: int = 0) -> LauncherStatus:

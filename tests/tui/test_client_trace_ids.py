@@ -3,7 +3,7 @@ failed trace the UI shows and deletes: the client sends its id as one quoted pat
 
 from __future__ import annotations
 
-from cascade_tui.client import CascadeClient
+from cascade_tui.connection.client import CascadeClient
 from tests.conftest import TOKEN, ready_trace
 
 

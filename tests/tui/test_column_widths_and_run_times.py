@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_server.shared.models import RunEntry
-from cascade_tui import chart, compare, simrows, sweep
+from cascade_core.models import RunEntry
+from cascade_tui.views import chart, compare, simrows, sweep
 
 from .factories import T0, kstat, sim
 
@@ -167,7 +167,7 @@ def test_run_duration_until_the_last_sim_ended_or_so_far():
 
 
 def _run(state, created, finished=None, started=None, counts=None, **flags):
-    from cascade_server.shared.models import RunEntry, RunSummary
+    from cascade_core.models import RunEntry, RunSummary
 
     return RunSummary(
         id="run-0123456789ab",
@@ -186,9 +186,9 @@ def test_the_runs_list_shows_how_long_a_run_took_or_has_run_so_far():
     from datetime import timedelta
     from types import SimpleNamespace
 
-    from cascade_tui.formatting import run_took
-    from cascade_tui.run_rows import run_time
     from cascade_tui.screens.runs_list import RunsScreen
+    from cascade_tui.views.formatting import run_took
+    from cascade_tui.views.run_rows import run_time
 
     now = T0 + timedelta(hours=2)
     done = _run("succeeded", T0, finished=T0 + timedelta(seconds=252), started=T0 + timedelta(seconds=3))
@@ -220,8 +220,8 @@ def test_at_80_columns_the_runs_list_keeps_the_time_and_cuts_no_state(width):
     from datetime import timedelta
     from types import SimpleNamespace
 
-    from cascade_tui.columns import fit
     from cascade_tui.screens.runs_list import RunsScreen
+    from cascade_tui.views.columns import fit
 
     now = T0 + timedelta(days=3)
     runs = [

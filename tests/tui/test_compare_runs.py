@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_tui import runcompare
 from cascade_tui.screens.compare_runs import CompareRunsScreen
 from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.views import runcompare
 
 from .factories import kstat, run, sim
 from .helpers import recorded_log, screen_text, wait_until
@@ -82,8 +82,8 @@ async def test_mark_two_runs_and_compare_them(srv, http, tmp_path):  # noqa: F81
 
 
 def test_kernels_view_orders_by_time_or_spread_with_share_and_delta():
-    from cascade_server.shared.models import ComparisonRow
-    from cascade_tui import chart, compare
+    from cascade_core.models import ComparisonRow
+    from cascade_tui.views import chart, compare
 
     rows = [
         ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0}),

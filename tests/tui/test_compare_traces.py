@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.models import RunSummary
+from cascade_core.models import RunSummary
 from cascade_server.traces.metadata import parse_metadata
-from cascade_tui import compare, tracecompare
-from cascade_tui.runcompare import RunData
 from cascade_tui.screens.compare_runs import CompareTracesScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
+from cascade_tui.views import compare, tracecompare
+from cascade_tui.views.runcompare import RunData
 from tests.conftest import ready_trace
 
 from .factories import T0, kstat, run, sim, trace

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from textual.binding import Binding
 
-from cascade_tui import filter_sort, simrows
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
+from cascade_tui.views import filter_sort, simrows
 from cascade_tui.widgets.sim_table import SimTable
 
 from .factories import T0, sim
@@ -152,7 +152,7 @@ def test_every_list_key_is_a_binding_with_an_id(screen_type):
 
 
 def test_wrapped_window_fills_from_the_top_or_bottom_aligned_when_following():
-    from cascade_tui.loglines import wrapped_window
+    from cascade_tui.views.loglines import wrapped_window
 
     lines = ["a" * 25, "b", "c" * 10, "d" * 12]
     # width 10: a -> 3 pieces, b -> 1, c -> 1, d -> 2

@@ -10,15 +10,15 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, OptionList
 
-from cascade_server.shared.models import RunEntry
+from cascade_core.models import RunEntry
 from cascade_tui.app import CascadeApp
-from cascade_tui.columns import ColumnSpec, fit
 from cascade_tui.screens.compare_runs import CompareRunsScreen
 from cascade_tui.screens.modals import ConfirmScreen, HelpScreen, binding_rows
 from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
-from cascade_tui.scripting.views import entries_text
+from cascade_tui.views.columns import ColumnSpec, fit
+from cascade_tui.views.script_views import entries_text
 from tests.conftest import TOKEN, ready_trace
 
 from .helpers import Simulator, recorded_log, screen_text, tui_settings, wait_for_text, wait_until

@@ -11,24 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from cascade_server.shared.demangle import demangle
-from cascade_server.shared.models import KernelEvent, LogEvent, SimEvent, SnapshotEvent
-from cascade_tui import chart, compare, formatting, loglines, simrows
-from cascade_tui.config import ConfigError, load_settings, save_config
-from cascade_tui.reducer import RunModel
+from cascade_core.demangle import demangle
+from cascade_core.models import KernelEvent, LogEvent, SimEvent, SnapshotEvent
+from cascade_tui.connection.config import ConfigError, load_settings, save_config
+from cascade_tui.views import chart, compare, formatting, loglines, simrows
+from cascade_tui.views.reducer import RunModel
 
 from .factories import T0, kstat, run, sim
 
-PKG = Path(__file__).resolve().parents[2] / "cascade_tui"
+PKG = Path(__file__).resolve().parents[2] / "src" / "cascade_tui"
 NON_UI = [
-    "formatting.py",
-    "compare.py",
-    "reducer.py",
-    "loglines.py",
-    "simrows.py",
-    "chart.py",
-    "client.py",
-    "config.py",
+    "views/formatting.py",
+    "views/compare.py",
+    "views/reducer.py",
+    "views/loglines.py",
+    "views/simrows.py",
+    "views/chart.py",
+    "connection/client.py",
+    "connection/config.py",
 ]
 
 
@@ -48,12 +48,10 @@ def test_non_ui_modules_never_import_textual(name):
     assert not any(m.split(".")[0] == "textual" for m in _imports(PKG / name))
 
 
-def test_package_imports_only_the_shared_room_from_the_server():
+def test_package_imports_neither_the_server_nor_the_worker():
     for path in PKG.rglob("*.py"):
         for mod in _imports(path):
-            if mod.startswith("cascade_server"):
-                assert mod.startswith("cascade_server.shared"), f"{path.name} imports {mod}"
-            assert not mod.startswith("cascade_worker"), path.name
+            assert not mod.startswith(("cascade_server", "cascade_worker")), f"{path.name} imports {mod}"
 
 
 # --- formatting --------------------------------------------------------------------------------
@@ -399,7 +397,7 @@ def test_one_config_names_no_fastest_and_identical_replicas_show_one_value():
 
 
 def test_run_progress_counts_succeeded_sims_so_a_cancelled_run_never_looks_done():
-    from cascade_tui.run_rows import run_progress
+    from cascade_tui.views.run_rows import run_progress
 
     assert run_progress({"cancelled": 2}) == "0/2"
     assert run_progress({"succeeded": 1, "failed": 1}) == "1/2"
@@ -407,7 +405,7 @@ def test_run_progress_counts_succeeded_sims_so_a_cancelled_run_never_looks_done(
 
 
 def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_ones():
-    from cascade_tui.columns import ColumnSpec, fit
+    from cascade_tui.views.columns import ColumnSpec, fit
 
     specs = [ColumnSpec("trace", 10, 40, 0), ColumnSpec("size", 8, 9, 2), ColumnSpec("note", 20, 0, 0)]
     rows = [["sample__tinyformer-step-sm70", "1.2 MB", "n: new run (suggested SM7_QV100)"]]
@@ -420,8 +418,8 @@ def test_columns_fit_keeps_useful_columns_first_and_gives_spare_width_to_cut_one
 
 
 def test_traces_list_keeps_arch_before_note_and_drops_model_first():
-    from cascade_tui.columns import fit
     from cascade_tui.screens.traces_list import TracesScreen
+    from cascade_tui.views.columns import fit
 
     titles = [c.title for c in TracesScreen.COLUMNS]
     row = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cascade_tui import simrows
+from cascade_tui.views import simrows
 
 from .factories import T0, sim
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cascade_tui.quit_outcome import QuitOutcome, tui_quit_message, up_quit_message
+from cascade_tui.views.quit_outcome import QuitOutcome, tui_quit_message, up_quit_message
 
 URL = "http://127.0.0.1:8000"
 KEPT = QuitOutcome("kept", ("run-aaaaaaaaaaaa", "run-bbbbbbbbbbbb"), 3)

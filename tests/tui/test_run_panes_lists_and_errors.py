@@ -210,8 +210,8 @@ async def test_zoomed_the_log_title_does_not_offer_the_hidden_table(srv, http, t
 
 
 def test_the_kernels_view_shows_no_spread_between_configs_of_stand_in_numbers():
-    from cascade_server.shared.models import ComparisonRow
-    from cascade_tui import chart, compare
+    from cascade_core.models import ComparisonRow
+    from cascade_tui.views import chart, compare
 
     rows = [ComparisonRow(kernel_index=0, kernel_name="_Z1av", sim_ns={"A": 10.0, "B": 30.0})]
     totals = [
@@ -264,7 +264,7 @@ async def test_at_80_columns_a_ready_trace_keeps_its_note_whole(srv, http, tmp_p
 
 
 def test_text_tables_shorten_the_name_column_first_and_never_a_value():
-    from cascade_tui.texttable import table
+    from cascade_tui.views.texttable import table
 
     rows = [["layernorm_kernel<128> #2", "6.26 µs", "7.19 µs", "1.148x"]]
     heads = ["kernel", "tinyformer-step-sm70", "tinyformer-step-sm75", "ratio"]

@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from cascade_server.shared.error_detail import error_detail
-from cascade_server.shared.models import RunEntry, RunSummary
-from cascade_server.shared.run_actions import refusal
-from cascade_tui.run_rows import entries_label, run_mark, run_time, sims_text
+from cascade_core.error_detail import error_detail
+from cascade_core.models import RunEntry, RunSummary
+from cascade_core.run_actions import refusal
 from cascade_tui.screens.runs_list import RunsScreen
-from cascade_tui.scripting.views import run_records
+from cascade_tui.views.run_rows import entries_label, run_mark, run_time, sims_text
+from cascade_tui.views.script_views import run_records
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -130,7 +130,7 @@ def test_the_umbrella_command_is_client_side_and_loads_no_ui_for_the_worker():
         "from cascade_tui.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit): main(['worker', '--help'])\n"
         "print(sorted(m for m in sys.modules if m == 'textual' or m == 'boto3' or m.startswith('cascade_tui.app')"
-        " or (m.startswith('cascade_server.') and not m.startswith('cascade_server.shared'))))"
+        " or (m.startswith('cascade_server.') and not m.startswith('cascade_core'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

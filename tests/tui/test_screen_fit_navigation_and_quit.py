@@ -17,15 +17,15 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 
-from cascade_server.shared.models import RunEntry, RunSummary
+from cascade_core.models import RunEntry, RunSummary
 from cascade_tui.app import CascadeApp
-from cascade_tui.columns import fit
-from cascade_tui.quit_outcome import QuitOutcome
 from cascade_tui.screens.modals import HelpScreen, MessageScreen, QuitScreen
 from cascade_tui.screens.polled_table import PolledTable
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
+from cascade_tui.views.columns import fit
+from cascade_tui.views.quit_outcome import QuitOutcome
 from cascade_tui.widgets.kernel_chart import KernelChart
 from cascade_tui.widgets.log_view import LogView
 from cascade_tui.widgets.sim_table import SimTable

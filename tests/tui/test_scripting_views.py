@@ -10,18 +10,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cascade_server.shared.models import Comparison, ComparisonRow, SimState, SimSummary
-from cascade_tui.compare import trace_note
-from cascade_tui.run_rows import sims_text
-from cascade_tui.scripting.output import Column, printable, render, render_table
-from cascade_tui.scripting.result_views import (
+from cascade_core.models import Comparison, ComparisonRow, SimState, SimSummary
+from cascade_tui.views.compare import trace_note
+from cascade_tui.views.output import Column, printable, render, render_table
+from cascade_tui.views.result_views import (
     TOTAL_COLUMNS,
     comparison_columns,
     comparison_records,
     ranking_sentence,
     total_records,
 )
-from cascade_tui.scripting.views import (
+from cascade_tui.views.run_rows import sims_text
+from cascade_tui.views.script_views import (
     EntryError,
     entries_text,
     parse_entries,

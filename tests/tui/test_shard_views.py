@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from cascade_server.shared.models import RunEntry, ShardInfo
-from cascade_tui.scripting.output import render_table
-from cascade_tui.scripting.views import SIM_COLUMNS, run_header, sim_columns, sim_records
-from cascade_tui.shard_text import shard_cell, shard_words, shards_note
+from cascade_core.models import RunEntry, ShardInfo
+from cascade_tui.views.output import render_table
+from cascade_tui.views.script_views import SIM_COLUMNS, run_header, sim_columns, sim_records
+from cascade_tui.views.shard_text import shard_cell, shard_words, shards_note
 from tests.server.test_shard_plan import DEMO
 from tests.tui import factories
 
@@ -69,8 +69,8 @@ def test_the_new_run_note_gives_the_expected_speed_up_and_the_measured_error():
 
 
 def test_the_reducer_swaps_a_shard_retried_in_place():
-    from cascade_server.shared.models import KernelStat, SimEvent, SnapshotEvent
-    from cascade_tui.reducer import RunModel
+    from cascade_core.models import KernelStat, SimEvent, SnapshotEvent
+    from cascade_tui.views.reducer import RunModel
 
     run = sharded_run()
     failed = run.sims[2].model_copy(update={"state": "failed"})

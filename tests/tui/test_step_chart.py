@@ -3,18 +3,18 @@ coverage, error summary, the stand-in banner, and what it says without a timelin
 
 from __future__ import annotations
 
-from cascade_server.shared.models import SimStepTimeline
-from cascade_server.shared.timeline.compare import compare
-from cascade_server.shared.timeline.formats import (
+from cascade_core.models import SimStepTimeline
+from cascade_core.timeline.compare import compare
+from cascade_core.timeline.formats import (
     CorrectedTimeline,
     KernelMapping,
     MeasuredKernel,
     MeasuredStep,
     StepMapping,
 )
-from cascade_server.shared.timeline.replay import simulate
-from cascade_tui.chart import plain
-from cascade_tui.step_chart import NO_TIMELINE, step_lines
+from cascade_core.timeline.replay import simulate
+from cascade_tui.views.chart import plain
+from cascade_tui.views.step_chart import NO_TIMELINE, step_lines
 
 
 def _timeline(config: str, replica: int, factor: float) -> SimStepTimeline:

@@ -9,15 +9,15 @@ import re
 
 import pytest
 
-from cascade_server.shared.models import ConfigOption, RunEntry, ShardInfo
-from cascade_server.shared.variants import VariantError
-from cascade_tui import chart, compare, sweep, variant_form
-from cascade_tui.compare import ConfigTotal
+from cascade_core.models import ConfigOption, RunEntry, ShardInfo
+from cascade_core.variants import VariantError
 from cascade_tui.panes.kernels_pane import KernelsPane
 from cascade_tui.screens.new_run import NewRunScreen, total_text
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.variant_editor import VariantScreen
+from cascade_tui.views import chart, compare, sweep, variant_form
+from cascade_tui.views.compare import ConfigTotal
 from tests.conftest import ready_trace, write_config
 
 from .factories import sim

@@ -12,8 +12,8 @@ from contextlib import ExitStack, contextmanager
 import pytest
 
 from cascade_tui import up
-from cascade_tui.config import DEFAULT_URL
-from cascade_tui.ports import DEFAULT_S3_PORT
+from cascade_tui.connection.config import DEFAULT_URL
+from cascade_tui.connection.ports import DEFAULT_S3_PORT
 
 from .test_tmux import CASCADE, Tmux, base_env, port_open, pytestmark, wait_port_closed  # noqa: F401
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from cascade_tui.app import CascadeApp
-from cascade_tui.formatting import s3_problem
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
+from cascade_tui.views.formatting import s3_problem
 from tests.conftest import TOKEN, ready_trace
 from tests.server.test_embedded_s3_restart import own_endpoint, s3_answers, start_rclone
 

@@ -8,8 +8,9 @@ import socket
 import httpx
 import pytest
 
-from cascade_tui import local_server, up
-from cascade_tui.config import DEFAULT_URL
+from cascade_tui import up
+from cascade_tui.connection import local_server
+from cascade_tui.connection.config import DEFAULT_URL
 from tests.conftest import free_port
 
 from .helpers import ServeProcess

@@ -11,8 +11,9 @@ from contextlib import contextmanager
 import pytest
 
 from cascade_server.settings import Settings
-from cascade_tui import ports, up
-from cascade_tui.serve_log import cause_from_log
+from cascade_tui import up
+from cascade_tui.connection import ports
+from cascade_tui.connection.serve_log import cause_from_log
 from tests.conftest import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]  # `cascade up` as a real process

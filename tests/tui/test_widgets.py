@@ -7,12 +7,12 @@ from datetime import timedelta
 
 from textual.app import App, ComposeResult
 
-from cascade_server.shared.models import LogEvent
-from cascade_tui import reducer
-from cascade_tui.client import CascadeClient
+from cascade_core.models import LogEvent
+from cascade_tui.connection.client import CascadeClient
 from cascade_tui.panes.log_pane import LogPane, dropped_marker
-from cascade_tui.reducer import RunModel
 from cascade_tui.services import Services
+from cascade_tui.views import reducer
+from cascade_tui.views.reducer import RunModel
 from cascade_tui.widgets.log_view import LogView
 from cascade_tui.widgets.sim_table import SimTable
 

@@ -1,4 +1,4 @@
-from cascade_server.shared.models import LogChunk
+from cascade_core.models import LogChunk
 from cascade_worker.backoff import Backoff
 from cascade_worker.spool import Spool
 

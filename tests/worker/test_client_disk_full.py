@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from cascade_server.shared.models import LogChunk
+from cascade_core.models import LogChunk
 from cascade_worker.client import SimClient
 from tests.helpers import free_port
 

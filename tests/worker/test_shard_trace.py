@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cascade_server.shared.models import ShardInfo
+from cascade_core.models import ShardInfo
 from cascade_worker import shard_trace
 from cascade_worker.replay import read_lines
 from cascade_worker.replay_shard import select_kernels

@@ -1,0 +1,56 @@
+"""The per-kernel comparison of a run's configs, one definition for the server's comparison
+endpoint and the terminal UI's kernels view: kernels are matched by position (the i-th kernel each
+sim finished, against the i-th real kernel), and each config's value is the median `sim_time_ns`
+over its replicas that finished that kernel. Pure: models and the standard library only.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+
+from cascade_core.models import ComparisonRow, KernelStat
+
+# (kernel name, duration in ns) per real kernel, in kernel order; either may be unknown.
+RealTiming = Sequence[tuple[str | None, float | None]]
+
+
+def config_order(entry_configs: Iterable[str], sim_configs: Iterable[str] = ()) -> list[str]:
+    """The run's configs in entry order without repeats, then any a sim names that no entry does."""
+    return list(dict.fromkeys([*entry_configs, *sim_configs]))
+
+
+def kernel_rows(
+    configs: Sequence[str],
+    config_of: Mapping[str, str],
+    kernels: Iterable[KernelStat],
+    real: RealTiming | None = None,
+) -> list[ComparisonRow]:
+    """Row i: the i-th kernel the sims finished against the i-th real kernel; per config the
+    median `sim_time_ns` over the replicas that finished kernel i. `config_of` maps sim id to its
+    config; kernels of other sims are left out. A kernel is named by its real name when known,
+    else by the name the first sim (in `kernels` order) reported."""
+    by_position: dict[int, dict[str, list[float]]] = {}
+    first_name: dict[int, str] = {}
+    for stat in kernels:
+        config = config_of.get(stat.sim_id)
+        if config is None:
+            continue
+        first_name.setdefault(stat.kernel_index, stat.kernel_name)
+        if stat.sim_time_ns is not None:
+            by_position.setdefault(stat.kernel_index, {}).setdefault(config, []).append(stat.sim_time_ns)
+    real = real or ()
+    n_rows = max([len(real), *(index + 1 for index in first_name)], default=0)
+    rows = []
+    for index in range(n_rows):
+        real_name, real_ns = real[index] if index < len(real) else (None, None)
+        times = by_position.get(index, {})
+        rows.append(
+            ComparisonRow(
+                kernel_index=index,
+                kernel_name=real_name or first_name.get(index, ""),
+                real_ns=real_ns,
+                sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
+            )
+        )
+    return rows

@@ -1,0 +1,426 @@
+"""Incremental parser for Accel-Sim's stdout: per-kernel stats blocks, progress and the log tail.
+
+Pure logic, no I/O. The storage layer feeds one parser per sim with log chunks in `seq` order
+and saves `state()` in the same transaction as the chunk, so a restarted server rebuilds the
+parser with `LogParser(clock, state=saved)` and carries on exactly where it stopped.
+
+What is recognised (see shared/reference/accelsim-formats.md, section 1):
+
+- Launch lines, with or without the ` cuda_stream_id: M` suffix of newer builds:
+  `launching kernel name: <name> uid: <uid>[ cuda_stream_id: <id>]` -> `current_kernel`.
+- A stats block: from a line beginning `kernel_name = ` through a line beginning
+  `gpgpu_silicon_slowdown = ` (inclusive). A block is only reported once that last line arrived,
+  so a truncated log yields only finished kernels. When that line is the last one received so
+  far and does not look whole (`<digits>x`, or `Nan`), the block waits for one more line, since
+  a killed simulator can stop mid-line. A new `kernel_name = ` line inside an unfinished block
+  means the old one was cut off: it is dropped, never reported.
+- Inside a block, every `key = value` line (split at the first ` = `) and every `key=value` line
+  (an identifier, `=`, one token, nothing else: `gpu_total_sim_rate=160000`) goes into `stats`.
+  Whitespace around key and value is stripped; a line whose key is empty is ignored, and so is
+  every line of neither form (`n_cmd=1 n_nop=2 ...`, `==== Core cache stats ====`, ...).
+- Keys repeat (once per memory partition, per DRAM, ...) and every value is kept: the first
+  occurrence of a key in the block goes under its name, so the per-kernel head values
+  (`gpu_sim_cycle`, ...) are never overwritten by later sections; the n-th occurrence goes under
+  `<key>#<n>` (`Bank_Level_Parallism#2`, `#3`, ...; when a key of that name already exists, the
+  next free number). Keys keep the order in which their lines came.
+- Values are floats when they are numbers: what Python's `float()` reads, without `_`, `,` or spaces
+  (decimal, exponent, `nan`, `-nan`, `inf`, `-inf`, `infinity`, any case), optionally followed by
+  `%` (`gpu_occupancy = 95.6263% ` -> 95.6263, `-nan%` -> nan). Everything else stays the stripped
+  string; in particular `none`, which Accel-Sim prints for a value it does not have, stays the
+  string "none" (it is not a number, and NaN would wrongly claim a computed 0/0). Values with
+  units (`L2_BW = 1.9742 GB/Sec`, `gpgpu_silicon_slowdown = 15000000x`) stay strings.
+  `kernel_name` always stays the string (even for a kernel called `inf`); with concurrent kernels
+  it lists every name, and `kernel_launch_uid` every uid ("3 4", a string).
+- `gpgpu_simulation_rate = N (inst/sec)` anywhere -> `latest["sim_rate_ips"]` (the `(cycle/sec)`
+  line is a rate in cycles, not used). `latest`'s `gpu_tot_*` come from each completed block
+  (None when the block's value is not a finite number).
+- `GPGPU-Sim: *** exit detected ***` (the simulator's only proof of a complete run) ->
+  `exit_detected`.
+
+Chunks are lists of whole lines without their newlines. Anything else in them (config echo,
+thread-block lines, binary junk, error messages) is skipped without raising.
+
+Speed: about 97% of a real log is stats-block lines. They are read by `read_block_lines`
+(accelsim_stats.py), the parser's hot loop. Launch, rate and exit lines are found with
+`str.rfind`/`in` on newline-prefixed markers in the chunk joined once (Python's `re` is several
+times slower per character than `str` methods). `benchmarks/bench_parser_vs.py` compares the
+speed with the parser that kept first values only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from cascade_core.models import INT64_MAX, INT64_MIN, KernelStat
+
+from .accelsim_stats import (
+    FIRST_LINE,
+    STATS_LINE_MAX,
+    block_stats,
+    clear_cache,
+    pair_bytes,
+    parse_value,
+    read_block_lines,
+)
+
+__all__ = [
+    "LogParser",
+    "ParsedKernel",
+    "STATE_VERSION",
+    "TAIL_LINES",
+    "TAIL_LINE_MAX",
+    "MAX_BLOCK_KEYS",
+    "MAX_BLOCK_BYTES",
+    "STATS_LINE_MAX",
+    "clear_cache",
+    "parse_value",
+]
+
+# 2: the open block is its (key, value) pairs in log order; 1 (still read): its stats map.
+STATE_VERSION = 2
+TAIL_LINES = 20
+# A line of the tail is cut to this many characters (the whole line stays in the log): the tail
+# travels in every sim summary.
+TAIL_LINE_MAX = 1000
+# A block that never closes (a corrupt stream) must not grow the saved state without bound;
+# real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
+MAX_BLOCK_KEYS = 50_000
+# ... nor past about this many bytes of keys and values: 50,000 keys of lines near
+# STATS_LINE_MAX would be some 50 MB, saved with every chunk. Real blocks are 100-300 KB.
+MAX_BLOCK_BYTES = 4 * 1024 * 1024
+# A block with fewer keys than this is within MAX_BLOCK_BYTES whatever its lines (each adds at
+# most a line of STATS_LINE_MAX): it is measured only once it may pass them (real blocks, about
+# 3,000 keys, rarely are).
+_SURELY_FITS = MAX_BLOCK_BYTES // STATS_LINE_MAX
+# Markers searched in the joined chunk, each with the newline that starts its line (the text
+# starts with "\n").
+_LAUNCH = "\nlaunching kernel name: "
+_RATE = "\ngpgpu_simulation_rate = "
+_EXIT = "\nGPGPU-Sim: *** exit detected ***"
+
+# The uid is required: a launch line cut mid-name must not name a kernel.
+_LAUNCH_RE = re.compile(r"launching kernel name: (\S+) uid: [0-9]")
+# A complete last line of a block: `%ux`, or `Nan` from builds that guard a zero cycle rate.
+_SLOWDOWN_LINE_RE = re.compile(r"gpgpu_silicon_slowdown = (?:[0-9]+x|[-+]?(?i:nan|inf)x?)\s*")
+_RATE_RE = re.compile(r"gpgpu_simulation_rate = ([0-9]+(?:\.[0-9]*)?)[^\S\n]*\(inst/sec\)")
+_HEAD_KEYS = ("gpu_tot_sim_cycle", "gpu_tot_sim_insn", "gpu_tot_ipc")
+
+
+def _tail_line(line: str) -> str:
+    """The line cut to TAIL_LINE_MAX characters, saying how long it was (a cut line is not cut
+    again when a restored parser reads its saved tail)."""
+    if len(line) <= TAIL_LINE_MAX:
+        return line
+    said = f"… ({len(line):,} characters)"
+    return line[: TAIL_LINE_MAX - len(said)] + said
+
+
+def _is_block(block: object) -> bool:
+    """Whether a saved open block is (key, value) pairs, the first the kernel's name."""
+    return (
+        isinstance(block, list)
+        and bool(block)
+        and all(
+            isinstance(pair, (list, tuple))
+            and len(pair) == 2
+            and isinstance(pair[0], str)
+            and isinstance(pair[1], (int, float, str))
+            for pair in block
+        )
+        and block[0][0] == "kernel_name"
+        and isinstance(block[0][1], str)
+    )
+
+
+def _finite(value: float | str | None) -> float | None:
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
+
+
+def _as_int(value: float | str | None) -> int | None:
+    """A count from the stats map: a finite float, or the first token of a string ("3 4"); None
+    past a 64-bit integer (SQLite's INTEGER), which no real count reaches: a log saying
+    `gpu_sim_cycle = 1e300` must still store (the value itself stays in `stats`)."""
+    if isinstance(value, str):
+        tokens = value.split(maxsplit=1)
+        token = tokens[0] if tokens else ""
+        number = int(token) if token.isascii() and token.isdigit() else None
+    else:
+        f = _finite(value)
+        number = int(f) if f is not None else None
+    return number if number is not None and INT64_MIN <= number <= INT64_MAX else None
+
+
+@dataclass(slots=True)
+class ParsedKernel:
+    """One finished stats block."""
+
+    kernel_index: int  # 0-based completion order within the sim
+    kernel_name: str  # the block's first kernel name (concurrent kernels list several)
+    kernel_launch_uid: int | None  # the block's first uid
+    gpu_sim_cycle: int | None
+    gpu_sim_insn: int | None
+    gpu_ipc: float | None  # None when missing or not finite
+    sim_time_ns: float | None  # gpu_sim_cycle / core_clock_mhz * 1000
+    stats: dict[str, float | str] = field(default_factory=dict)
+
+    def to_stat(self, sim_id: str) -> KernelStat:
+        return KernelStat(
+            sim_id=sim_id,
+            kernel_index=self.kernel_index,
+            kernel_name=self.kernel_name,
+            kernel_launch_uid=self.kernel_launch_uid,
+            gpu_sim_cycle=self.gpu_sim_cycle,
+            gpu_sim_insn=self.gpu_sim_insn,
+            gpu_ipc=self.gpu_ipc,
+            sim_time_ns=self.sim_time_ns,
+            stats=self.stats,
+        )
+
+
+class LogParser:
+    """Feeds on the log chunks of one sim; see the module docstring for what it recognises."""
+
+    __slots__ = (
+        "_clock_mhz",
+        "_kernels_done",
+        "_current_kernel",
+        "_latest",
+        "_tail",
+        "_exit_detected",
+        "_block",
+        "_block_ended",
+        "_block_bytes",
+    )
+
+    def __init__(self, core_clock_mhz: float, state: dict | None = None):
+        self._clock_mhz = float(core_clock_mhz)
+        self._kernels_done = 0
+        self._current_kernel: str | None = None
+        self._latest: dict[str, float | None] = {
+            "gpu_tot_sim_cycle": None,
+            "gpu_tot_sim_insn": None,
+            "gpu_tot_ipc": None,
+            "sim_rate_ips": None,
+        }
+        self._tail: list[str] = []
+        self._exit_detected = False
+        # The (key, value) pairs of the block being read, in log order; None outside a block.
+        self._block: list[tuple[str, float | str]] | None = None
+        # What the block counts for MAX_BLOCK_BYTES (pair_bytes), once it may pass them; None
+        # before it is measured (not saved: a restored parser measures it again).
+        self._block_bytes: int | None = None
+        # The block's last line arrived as the chunk's last line but does not look complete
+        # (see _SLOWDOWN_LINE_RE); the next line proves it was, so the block is reported then.
+        self._block_ended = False
+        if state is not None:
+            self._restore(state)
+
+    # ---- read-only views -----------------------------------------------------------------
+
+    @property
+    def current_kernel(self) -> str | None:
+        return self._current_kernel
+
+    @property
+    def latest(self) -> dict[str, float | None]:
+        return dict(self._latest)
+
+    @property
+    def kernels_done(self) -> int:
+        return self._kernels_done
+
+    @property
+    def log_tail(self) -> list[str]:
+        return list(self._tail)
+
+    @property
+    def exit_detected(self) -> bool:
+        return self._exit_detected
+
+    @property
+    def in_block(self) -> bool:
+        """True while a stats block has started and not yet ended."""
+        return self._block is not None
+
+    # ---- state ---------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        """A JSON-serialisable snapshot (stats may hold NaN/inf: json's default allow_nan=True).
+        Everything is copied, so later feeds never change a snapshot already taken."""
+        return {
+            "version": STATE_VERSION,
+            "kernels_done": self._kernels_done,
+            "current_kernel": self._current_kernel,
+            "latest": dict(self._latest),
+            "log_tail": list(self._tail),
+            "exit_detected": self._exit_detected,
+            "block": None if self._block is None else list(self._block),
+            "block_ended": self._block_ended,
+        }
+
+    def _restore(self, state: dict) -> None:
+        if not isinstance(state, dict):
+            kind = type(state).__name__
+            raise ValueError(f"invalid LogParser state: expected an object, got {kind}")
+        try:
+            version = state.get("version")
+            if version not in (1, STATE_VERSION):
+                raise ValueError(f"unsupported version {version!r} (expected {STATE_VERSION})")
+            kernels_done = state["kernels_done"]
+            current = state["current_kernel"]
+            latest = state["latest"]
+            tail = state["log_tail"]
+            exit_detected = state["exit_detected"]
+            block = state["block"]
+            block_ended = state["block_ended"]
+            if not isinstance(kernels_done, int) or kernels_done < 0:
+                raise ValueError("kernels_done must be a non-negative integer")
+            if current is not None and not isinstance(current, str):
+                raise ValueError("current_kernel must be a string or null")
+            if not isinstance(latest, dict) or set(latest) != set(self._latest):
+                raise ValueError(f"latest must have exactly the keys {sorted(self._latest)}")
+            if not all(v is None or isinstance(v, (int, float)) for v in latest.values()):
+                raise ValueError("latest values must be numbers or null")
+            if not isinstance(tail, list) or not all(isinstance(x, str) for x in tail):
+                raise ValueError("log_tail must be a list of strings")
+            if not isinstance(exit_detected, bool) or not isinstance(block_ended, bool):
+                raise ValueError("exit_detected and block_ended must be booleans")
+            if version == 1 and isinstance(block, dict):
+                block = list(block.items())  # its keys numbered already: numbered again, they stay
+            if block is not None and not _is_block(block):
+                raise ValueError("block must be null or (key, value) pairs, the first a string kernel_name")
+        except KeyError as exc:
+            raise ValueError(f"invalid LogParser state: missing {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"invalid LogParser state: {exc}") from None
+        self._kernels_done = kernels_done
+        self._current_kernel = current
+        self._latest = {k: (None if v is None else float(v)) for k, v in latest.items()}
+        self._tail = [_tail_line(x) for x in tail[-TAIL_LINES:]]
+        self._exit_detected = exit_detected
+        self._block = None if block is None else [(key, value) for key, value in block]
+        self._block_bytes = None
+        self._block_ended = block_ended and block is not None
+
+    # ---- parsing -------------------------------------------------------------------------
+
+    def feed(self, lines: list[str]) -> list[ParsedKernel]:
+        """Consume one chunk (lines without newlines, in seq order); return the kernels whose
+        stats block completed in this chunk, in completion order."""
+        if not lines:
+            return []
+        # "\n" before every line, the first included, so each marker is one substring search.
+        text = "\n" + "\n".join(lines)
+        # A "line" holding newlines is broken there like any other line. (A second join and a
+        # memchr-speed `in` cost half of `text.count("\n")`.)
+        if "\n" in "".join(lines):
+            lines = text[1:].split("\n")
+        return self._feed(lines, text)
+
+    def feed_text(self, text: str) -> list[ParsedKernel]:
+        """Consume one chunk given as its text, every line ending in a newline (`lines_text`;
+        a last line without one is a line too): as `feed` of its lines, without joining them
+        again to search the text (the ingest workers are sent the text)."""
+        lines = text.split("\n")
+        if not lines[-1]:
+            lines.pop()
+        if not lines:
+            return []
+        return self._feed(lines, "\n" + text)
+
+    def _feed(self, lines: Sequence[str], text: str) -> list[ParsedKernel]:
+        """`lines`, and their text with a newline before each line."""
+        n = len(lines)
+        self._tail = (self._tail + [_tail_line(x) for x in lines[-TAIL_LINES:]])[-TAIL_LINES:]
+        self._scan_launch(text)
+        self._scan_rate(text)
+        if not self._exit_detected and _EXIT in text:
+            self._exit_detected = True
+
+        done: list[ParsedKernel] = []
+        if self._block_ended:
+            done.append(self._finish_block())
+        i = 0  # index of the first unread line
+        while i < n:
+            if self._block is None:
+                # Outside blocks (a few dozen lines between kernels): find the next one.
+                i = next((j for j in range(i, n) if lines[j].startswith(FIRST_LINE)), n)
+                if i == n:
+                    break
+                # kernel_name is taken raw here, so it always stays a string.
+                self._block = [("kernel_name", lines[i][len(FIRST_LINE) :].strip())]
+                self._block_bytes = None
+                i += 1
+            before = len(self._block)
+            if self._block_bytes is None and before + (n - i) >= _SURELY_FITS:
+                self._block_bytes = sum(map(pair_bytes, self._block))  # once per block
+            i, ended = read_block_lines(
+                self._block,
+                lines,
+                i,
+                MAX_BLOCK_KEYS,
+                None if self._block_bytes is None else MAX_BLOCK_BYTES - self._block_bytes,
+            )
+            if self._block_bytes is not None:  # what was added, not the whole block again
+                self._block_bytes += sum(map(pair_bytes, itertools.islice(self._block, before, None)))
+            if not ended:
+                if i < n:  # a new block began before this one ended: it was cut off, drop it
+                    self._block, self._block_bytes = None, None
+                continue
+            if i == n and not _SLOWDOWN_LINE_RE.fullmatch(lines[-1]):
+                # Possibly cut mid-line (a killed simulator): wait for the next line.
+                self._block_ended = True
+                break
+            done.append(self._finish_block())
+        return done
+
+    def _scan_launch(self, text: str) -> None:
+        i = text.rfind(_LAUNCH)
+        while i >= 0:
+            m = _LAUNCH_RE.match(text, i + 1)
+            if m:
+                self._current_kernel = m.group(1)
+                return
+            i = text.rfind(_LAUNCH, 0, i)
+
+    def _scan_rate(self, text: str) -> None:
+        i = text.rfind(_RATE)
+        while i >= 0:
+            m = _RATE_RE.match(text, i + 1)
+            if m:
+                self._latest["sim_rate_ips"] = float(m.group(1))
+                return
+            i = text.rfind(_RATE, 0, i)
+
+    def _finish_block(self) -> ParsedKernel:
+        assert self._block is not None, "called inside a block only"
+        stats = block_stats(self._block)
+        self._block, self._block_bytes = None, None
+        self._block_ended = False
+        names = str(stats["kernel_name"]).split(maxsplit=1)
+        cycle = _as_int(stats.get("gpu_sim_cycle"))
+        clock = self._clock_mhz
+        kernel = ParsedKernel(
+            kernel_index=self._kernels_done,
+            kernel_name=names[0] if names else "",
+            kernel_launch_uid=_as_int(stats.get("kernel_launch_uid")),
+            gpu_sim_cycle=cycle,
+            gpu_sim_insn=_as_int(stats.get("gpu_sim_insn")),
+            gpu_ipc=_finite(stats.get("gpu_ipc")),
+            sim_time_ns=(
+                cycle / clock * 1000.0 if cycle is not None and clock > 0 and math.isfinite(clock) else None
+            ),
+            stats=stats,
+        )
+        self._kernels_done += 1
+        latest = self._latest
+        for key in _HEAD_KEYS:
+            if key in stats:
+                latest[key] = _finite(stats[key])
+        return kernel

@@ -1,0 +1,190 @@
+"""Parsing a sim's next chunks into the rows and events a group's transaction stores.
+
+Runs wherever the ingest service parses: in its worker process (parse_pool.py) or, without one,
+in the caller. Each process keeps its sims' parsers between groups (rebuilding one from its
+saved state per chunk would cost more than the parse). A kept parser is used only when it
+stands exactly where the database says the sim's parse stands (`next_seq`): a group that was
+rolled back leaves its parsers ahead of the database, and the next job finds them so and
+rebuilds from the saved state, which is always a committed one.
+
+The parser's state is saved every STATE_EVERY chunks, not with each: a real log is nearly all
+stats block, so the state a chunk ends in holds an open block of hundreds of KB, and packing it
+with every chunk cost a fifth of the parse workers' time (benchmarks/bench_ingest.py). A saved
+state stands before chunk `state_seq`; a parser rebuilt from it first reads the stored chunks
+from there to `next_seq` again (`StateNeeded`, log_ingest.py), at most STATE_EVERY - 1 of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from cascade_core.models import KernelStat, SimMetrics
+
+from ..storage.codecs import compress, pack_state, pack_stats, unpack_state
+from .parser.accelsim_log import LogParser
+from .shard_placement import WHOLE_TRACE, ShardPlacement
+
+# Parsers kept per process, most recently used last; a sim whose run was deleted, or that
+# finished, falls off the end. A sim not kept is rebuilt from its saved state.
+KEPT_PARSERS = 2_000
+
+# A sim's parser state is saved once this many chunks have been parsed since it last was.
+STATE_EVERY = 16
+
+
+@dataclass(slots=True)
+class ParseJob:
+    """A sim's chunks from `next_seq` on, in order, each as its text (`lines_text`), with its
+    row's saved parser state, which stands before chunk `state_seq` (at most `next_seq`)."""
+
+    sim_id: str
+    next_seq: int
+    core_clock_mhz: float
+    saved_state: bytes | None
+    chunks: list[bytes]
+    watched: bool  # someone follows the sim's run: build what its live events need
+    # A shard's kernels go to their trace positions; its warm-up kernels are stored (its own
+    # results show them) but are no live `kernel` event and not counted done.
+    placement: ShardPlacement = WHOLE_TRACE
+    state_seq: int | None = None  # None: next_seq
+    save_state: bool = False  # save the state after these chunks, however few they are
+    # Compress the chunks for storage too (ParseResult.packed): the workers do it beside the
+    # parse, off the event loop. Not for chunks read back from storage.
+    pack: bool = False
+
+    @property
+    def state_at(self) -> int:
+        return self.next_seq if self.state_seq is None else self.state_seq
+
+
+class StateNeeded(Exception):
+    """Some jobs' sims have no parser here that stands at their `next_seq`, and their saved
+    state cannot give one as it is: it stands before `next_seq` (`replay`: the stored chunks
+    from `state_seq` on must be read first), or it cannot be read (`damaged`, sim id to why: a
+    damaged page of the database; the sim's whole stored log must be read again). The ingest
+    service does either and sends the jobs again (log_ingest.py)."""
+
+    def __init__(self, replay: list[str], damaged: dict[str, str]) -> None:
+        super().__init__(replay, damaged)  # as args, so that it pickles back from a worker
+        self.replay = replay
+        self.damaged = damaged
+
+    def __contains__(self, sim_id: str) -> bool:
+        return sim_id in self.damaged or sim_id in self.replay
+
+
+@dataclass(slots=True)
+class ChunkParsed:
+    """What one chunk did, for the live events (only for watched sims)."""
+
+    kernels: list[KernelStat]
+    progress: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ParseResult:
+    sim_id: str
+    kernel_rows: list[tuple[Any, ...]]  # storage.logs.KERNEL_COLUMNS
+    progress_row: tuple[Any, ...]  # storage.logs.PROGRESS_COLUMNS, then the sim's id
+    chunks: list[ChunkParsed] = field(default_factory=list)
+    # (pack_state(...), the seq it stands before, the sim's id) when the state was saved
+    state_row: tuple[bytes, int, str] | None = None
+    packed: list[bytes] = field(default_factory=list)  # each chunk compressed, when job.pack
+
+
+def progress_of(parser: LogParser, placement: ShardPlacement = WHOLE_TRACE) -> dict[str, Any]:
+    """The parser's view of a sim's progress, as SimSummary fields."""
+    return {
+        "kernels_done": placement.owned_done(parser.kernels_done),
+        "current_kernel": parser.current_kernel,
+        "latest": SimMetrics(**parser.latest),
+        "log_tail": list(parser.log_tail),
+    }
+
+
+class Parsers:
+    def __init__(self, kept: int = KEPT_PARSERS) -> None:
+        self._kept = kept
+        self._parsers: OrderedDict[str, tuple[int, LogParser]] = OrderedDict()
+
+    def parse(self, jobs: list[ParseJob]) -> list[ParseResult]:
+        # Every job's parser first, so that one StateNeeded names every sim that needs it, and
+        # no kept parser has moved on when it is raised.
+        parsers = {job.sim_id: self._parser(job) for job in jobs}
+        replay = [sim_id for sim_id, parser in parsers.items() if parser is None]
+        damaged = {sim_id: why for sim_id, why in parsers.items() if isinstance(why, str)}
+        if replay or damaged:
+            raise StateNeeded(replay, damaged)
+        return [self._parse(job, parsers[job.sim_id]) for job in jobs]  # type: ignore[arg-type]
+
+    def _parser(self, job: ParseJob) -> LogParser | str | None:
+        """The parser that stands at the job's next_seq; None when there is none yet (its saved
+        state stands before), or why its saved state cannot be read."""
+        kept = self._parsers.get(job.sim_id)
+        if kept is not None and kept[0] == job.next_seq:
+            return kept[1]
+        if job.state_at != job.next_seq:
+            return None
+        try:
+            return LogParser(job.core_clock_mhz, state=unpack_state(job.saved_state))
+        except Exception as exc:  # whatever a damaged blob makes decompress or unpickle raise
+            return f"{type(exc).__name__}: {exc}"
+
+    def _parse(self, job: ParseJob, parser: LogParser) -> ParseResult:
+        sim_id = job.sim_id
+        # Kept again only once it has read every chunk: a feed that raised leaves it nowhere.
+        self._parsers.pop(sim_id, None)
+        rows: list[tuple[Any, ...]] = []
+        chunks: list[ChunkParsed] = []
+        placement = job.placement
+        for text in job.chunks:
+            kernels = parser.feed_text(text.decode("utf-8", "surrogatepass"))
+            own = []
+            for k in kernels:
+                if not placement.is_warmup(k.kernel_index):
+                    own.append(k)
+                k.kernel_index = placement.placed_index(k.kernel_index)
+                rows.append(
+                    (
+                        sim_id,
+                        k.kernel_index,
+                        k.kernel_name,
+                        k.kernel_launch_uid,
+                        k.gpu_sim_cycle,
+                        k.gpu_sim_insn,
+                        k.gpu_ipc,
+                        k.sim_time_ns,
+                        pack_stats(k.stats),
+                    )
+                )
+            if job.watched:
+                chunks.append(ChunkParsed([k.to_stat(sim_id) for k in own], progress_of(parser, placement)))
+        next_seq = job.next_seq + len(job.chunks)
+        self._parsers[sim_id] = (next_seq, parser)
+        while len(self._parsers) > self._kept:
+            self._parsers.popitem(last=False)
+        progress = progress_of(parser, placement)
+        state_row = None
+        if job.save_state or next_seq - job.state_at >= STATE_EVERY:
+            state_row = (pack_state(parser.state()), next_seq, sim_id)
+        progress_row = (
+            next_seq,
+            progress["kernels_done"],
+            progress["current_kernel"],
+            progress["latest"].model_dump_json(),
+            json.dumps(progress["log_tail"]),
+            sim_id,
+        )
+        packed = [compress(text) for text in job.chunks] if job.pack else []
+        return ParseResult(sim_id, rows, progress_row, chunks, state_row, packed)
+
+
+# The worker process's parsers (parse_pool.py runs `parse_in_this_process` there).
+_parsers = Parsers()
+
+
+def parse_in_this_process(jobs: list[ParseJob]) -> list[ParseResult]:
+    return _parsers.parse(jobs)

@@ -1,0 +1,240 @@
+"""The kernels view as lines of (text, style) segments: totals per config with the fastest named,
+then per kernel one horizontal bar per config (and real time when the trace has it).
+
+Pure: the widget maps style names to colours; tests read the text.
+Style names: "title", "name", "dim", "warn", "real", "cfg0".."cfgN" (a config's colour), "best".
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+
+from cascade_core.models import ComparisonRow
+
+from .compare import ConfigTotal, Ranking, kernel_share, kernel_spread, order_kernel_rows
+from .formatting import bar, ellipsize, plural, short_kernel_name, si_number, time_ns
+from .sweep import SweepView, baseline_note, kernel_multiple, sweep_sentence
+
+Segment = tuple[str, str]
+Line = list[Segment]
+
+VALUE_WIDTH = 10
+MIN_BAR = 8  # a bar narrower than this says nothing: the label is cut first
+MIN_LABEL = 8
+
+
+def _label_width(configs: Sequence[str], widest: int = 16) -> int:
+    return max(6, min(widest, max((len(c) for c in configs), default=6)))
+
+
+def _bar_line(
+    label: str,
+    label_w: int,
+    value: float | None,
+    scale: float,
+    bar_w: int,
+    style: str,
+    suffix: Line | None = None,
+) -> Line:
+    frac = (value / scale) if (value is not None and scale > 0) else 0.0
+    line: Line = [
+        ("  " + ellipsize(label, label_w).ljust(label_w) + " ", "dim" if style == "real" else style),
+        (bar(frac, bar_w) if value is not None else "-".ljust(bar_w), style if value is not None else "dim"),
+        (" " + time_ns(value).rjust(VALUE_WIDTH), ""),
+    ]
+    if suffix:
+        line.extend(suffix)
+    return line
+
+
+MIN_SUFFIX = 20
+
+
+def _total_suffix(
+    total: ConfigTotal,
+    ranking: Ranking,
+    mape: Mapping[str, float | None],
+    has_real_timing: bool,
+    stand_in: str | None,
+    sweep: SweepView | None = None,
+) -> Line:
+    """What follows a config's total bar: fastest / multiple / spread, or partial. In a sweep, a
+    variant with its unmodified config in the run is a multiple of that (`base`)."""
+    suffix: Line = []
+    variant = sweep.variant(total.config) if sweep else None
+    if total.partial:
+        # No replica succeeded (yet): the total of the kernels finished so far.
+        suffix.append((f"  partial: {total.kernels_done}/{total.kernels_total} kernels", "warn"))
+    elif total.median_ns is not None:
+        mult = ranking.multiples.get(total.config)
+        if stand_in:
+            pass  # placeholders: no fastest, no multiples
+        elif sweep is not None and total.config in sweep.baselines:
+            suffix.append(("  base", "best"))
+        elif sweep is not None and variant is not None and variant.baseline is not None:
+            base_mult = sweep.multiples.get(total.config)
+            suffix.append((f"  {base_mult:.2f}x base" if base_mult is not None else "  base pending", ""))
+        elif total.config in ranking.fastest:
+            suffix.append(("  tie" if len(ranking.fastest) > 1 else "  fastest", "best"))
+        elif mult is not None:
+            suffix.append((f"  {mult:.2f}x", ""))
+        if total.succeeded > 1 and total.low_ns is not None and total.high_ns is not None:
+            low, high = time_ns(total.low_ns), time_ns(total.high_ns)
+            # Identical replicas (the usual case: the simulator is deterministic) say so once.
+            suffix.append(
+                (f"  {low}..{high}" if low != high else f"  all {total.succeeded} replicas agree", "dim")
+            )
+    else:
+        suffix.append((f"  no succeeded replica ({plural(total.replicas, 'sim')})", "dim"))
+    err = mape.get(total.config)
+    if has_real_timing and err is not None:
+        suffix.append((f"  MAPE {err:.1f}%", ""))
+    if total.cycles is not None:
+        suffix.append((f"  {si_number(total.cycles)} cyc", "dim"))
+    return suffix
+
+
+def chart_lines(
+    configs: Sequence[str],
+    rows: Sequence[ComparisonRow],
+    totals: Sequence[ConfigTotal],
+    ranking: Ranking,
+    mape: Mapping[str, float | None],
+    has_real_timing: bool,
+    width: int,
+    stand_in: str | None = None,
+    finished: bool = True,
+    order: str = "trace",
+    sweep: SweepView | None = None,
+) -> list[Line]:
+    """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
+    multiples are shown: they would compare placeholders; the screen's banner gives the reason,
+    so it is not repeated here); `finished`: the run is over (else the totals are said to be so
+    far); `sweep`: the run has variants (then each is named by what differs, and is a multiple of
+    its unmodified config when the run has it)."""
+    names = sweep.names if sweep else {}
+
+    def shown(cfg: str) -> str:
+        return names.get(cfg, cfg)
+
+    label_w = _label_width([shown(c) for c in configs], 24 if sweep else 16)
+    style_of = {cfg: f"cfg{i % 6}" for i, cfg in enumerate(configs)}
+    suffixes = {t.config: _total_suffix(t, ranking, mape, has_real_timing, stand_in, sweep) for t in totals}
+    # The bars take what the longest suffix leaves ("  1.31x  MAPE 12.3%" or more), so no line
+    # is wider than the pane; at least MIN_SUFFIX is kept so the bars do not jump as it changes.
+    suffix_w = max([MIN_SUFFIX] + [sum(len(t) for t, _ in sfx) for sfx in suffixes.values()])
+    fixed = VALUE_WIDTH + suffix_w + 5
+    label_w = min(label_w, max(MIN_LABEL, width - fixed - MIN_BAR))
+    bar_w = max(MIN_BAR, width - label_w - fixed)
+    lines: list[Line] = []
+
+    title = "Total simulated time per " + ("variant" if sweep else "config") + ("" if finished else " so far")
+    # A config with no succeeded replica yet shows its kernels so far: the note says both.
+    note = "(median over succeeded replicas" + (", or so far)" if any(t.partial for t in totals) else ")")
+    lines += _title(title, note, width)
+    scale = max((t.median_ns or 0.0 for t in totals), default=0.0)
+    for total in totals:
+        lines.append(
+            _bar_line(
+                shown(total.config),
+                label_w,
+                total.median_ns,
+                scale,
+                bar_w,
+                style_of[total.config],
+                suffixes[total.config],
+            )
+        )
+    if stand_in:
+        # The run screen's banner says why, once: here only what it means for these totals.
+        for text in textwrap.wrap(
+            "No config is named fastest: these numbers compare nothing (the warning above says why).",
+            max(20, width - 1),
+        ):
+            lines.append([(text, "dim")])
+    else:
+        style = "best" if ranking.fastest else "dim"
+        if sweep is None:
+            lines.append([(ranking.sentence(finished), style)])
+        else:  # wrapped: variants' names are long
+            for text in textwrap.wrap(
+                sweep_sentence(ranking, names, sweep.multiples, finished), max(20, width - 1)
+            ):
+                lines.append([(text, style)])
+    if sweep is not None and (note := baseline_note(sweep.variants, names)):
+        for text in textwrap.wrap(note, max(20, width - 1)):
+            lines.append([(text, "dim")])
+    if not has_real_timing:
+        for text in textwrap.wrap(
+            "This trace has no real timing, so there is no error against real time.", max(20, width - 1)
+        ):
+            lines.append([(text, "dim")])
+    lines.append([])
+
+    if not rows:
+        lines.append([("No kernel has finished yet.", "dim")])
+        return [_fit(line, width) for line in lines]
+    # A spread between configs of stand-in numbers compares placeholders, as the banner says:
+    # no Δ then (the order by spread still works, and says what it sorts on).
+    lines += _title("Simulated time per kernel", f"(median over replicas; by {order}, o: order)", width)
+    if stand_in:
+        for text in textwrap.wrap("No Δ between configs: stand-in numbers.", max(20, width - 1)):
+            lines.append([(text, "dim")])
+    config_ns = {t.config: t.median_ns for t in totals if t.median_ns}
+    for row in order_kernel_rows(rows, order):
+        name = short_kernel_name(row.kernel_name) or "?"
+        share, spread = kernel_share(row, config_ns), kernel_spread(row)
+        facts = (f"  share {share:.1f}%" if share is not None else "") + (
+            f"  Δ {spread:+.1f}%" if spread is not None and not stand_in else ""
+        )
+        lines.append(
+            [
+                (f"#{row.kernel_index} ", "dim"),
+                (ellipsize(name, max(10, width - 8 - len(facts))), "name"),
+                (facts, "dim"),
+            ]
+        )
+        values = [v for v in row.sim_ns.values() if v is not None]
+        if row.real_ns is not None:
+            values.append(row.real_ns)
+        group_scale = max(values, default=0.0)
+        if has_real_timing:
+            lines.append(_bar_line("real", label_w, row.real_ns, group_scale, bar_w, "real"))
+        for cfg in configs:
+            value = row.sim_ns.get(cfg)
+            suffix = []
+            if has_real_timing and value is not None and row.real_ns:
+                suffix.append((f"  {(value - row.real_ns) / row.real_ns * 100:+.1f}%", "dim"))
+            variant = sweep.variant(cfg) if sweep and not stand_in else None
+            if variant is not None and (mult := kernel_multiple(variant, row.sim_ns)) is not None:
+                suffix.append((f"  {mult:.2f}x", ""))
+            lines.append(_bar_line(shown(cfg), label_w, value, group_scale, bar_w, style_of[cfg], suffix))
+    return [_fit(line, width) for line in lines]
+
+
+def _title(title: str, note: str, width: int) -> list[Line]:
+    """A title with its dim note beside it, or under it, wrapped, when the pane is narrow."""
+    if len(title) + 2 + len(note) <= width:
+        return [[(title, "title"), ("  " + note, "dim")]]
+    return [[(title, "title")], *([(text, "dim")] for text in textwrap.wrap(note, max(20, width - 1)))]
+
+
+def _fit(line: Line, width: int) -> Line:
+    """A line no wider than the pane, cut with an ellipsis: the widget would cut it silently. Only
+    a pane narrower than the bars' fixed parts (label, value, suffix) ever needs it."""
+    if sum(len(text) for text, _ in line) <= width:
+        return line
+    out: Line = []
+    room = width - 1  # the ellipsis
+    for text, style in line:
+        if len(text) >= room:
+            out.append((text[:room] + "…", style))
+            break
+        out.append((text, style))
+        room -= len(text)
+    return out
+
+
+def plain(lines: Sequence[Line]) -> str:
+    return "\n".join("".join(text for text, _ in line).rstrip() for line in lines)

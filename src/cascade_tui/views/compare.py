@@ -1,0 +1,249 @@
+"""Comparison maths for the kernels view: per-kernel simulated time per config (the server's own
+comparison, `cascade_core.comparison`), totals per config, the fastest config (ties within 1%),
+MAPE against real time, and whether numbers come from the stand-in. Pure (no Textual, no I/O), so it is tested on its own.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cascade_core.comparison import RealTiming
+from cascade_core.comparison import config_order as ordered_configs
+from cascade_core.comparison import kernel_rows as comparison_rows
+from cascade_core.models import ComparisonRow, KernelStat, RunDetail, RunSummary, SimSummary
+from cascade_core.shard_merge import replica_sims
+
+from .formatting import plural
+
+TIE_TOLERANCE = 0.01  # configs within 1% of the fastest tie with it
+
+
+@dataclass(frozen=True)
+class ConfigTotal:
+    config: str
+    median_ns: float | None  # median of per-sim totals over succeeded replicas
+    low_ns: float | None
+    high_ns: float | None
+    succeeded: int  # replicas that succeeded (and so count)
+    replicas: int
+    cycles: float | None = None  # median latest.gpu_tot_sim_cycle over succeeded replicas
+    ipc: float | None = None
+    # No replica succeeded (yet): `median_ns` is the running total of the kernels finished so
+    # far (median over the replicas that finished any), never ranked against whole totals.
+    partial: bool = False
+    kernels_done: int = 0  # partial: the most kernels a replica finished
+    kernels_total: int = 0
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The fastest config(s) and every other config as a multiple of the fastest."""
+
+    fastest: tuple[str, ...]  # more than one when they tie within 1%
+    multiples: dict[str, float] = field(default_factory=dict)  # config -> total / fastest total
+    missing: tuple[str, ...] = ()  # configs with no succeeded replica
+
+    def sentence(self, finished: bool = False) -> str:
+        """The ranking in words; `finished`: the run is over, so what is missing stays missing."""
+        if len(self.multiples) + len(self.missing) == 1 and self.fastest:
+            return "Only one config in this run, so there is nothing to compare it with."
+        if not self.fastest:
+            return (
+                f"No config has a succeeded replica{'' if finished else ' yet'}, "
+                "so there is no fastest config."
+            )
+        if len(self.fastest) > 1:
+            head = " and ".join(self.fastest) + " tie for fastest (within 1%)."
+        else:
+            head = f"{self.fastest[0]} is fastest."
+        others = [f"{cfg} {mult:.2f}x" for cfg, mult in self.multiples.items() if cfg not in self.fastest]
+        parts = [head]
+        if others:
+            parts.append("Others: " + ", ".join(others) + ".")
+        if self.missing:
+            parts.append("No succeeded replica: " + ", ".join(self.missing) + ".")
+        return " ".join(parts)
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def config_order(entries_configs: Iterable[str], sims: Iterable[SimSummary]) -> list[str]:
+    """The run's configs in entry order, without repeats, plus any a sim names that no entry does."""
+    return ordered_configs(entries_configs, (sim.label for sim in sims))
+
+
+def kernel_rows(
+    configs: Sequence[str],
+    sims: Mapping[str, SimSummary],
+    kernels: Iterable[KernelStat],
+    real: RealTiming | None = None,
+) -> list[ComparisonRow]:
+    """The server's per-kernel comparison (`cascade_core.comparison`) over the sims the UI has."""
+    return comparison_rows(configs, {sim_id: sim.label for sim_id, sim in sims.items()}, kernels, real)
+
+
+def sim_totals(kernels: Iterable[KernelStat]) -> dict[str, float]:
+    """Total simulated time per sim: the sum of `sim_time_ns` over the kernels it finished."""
+    totals: dict[str, float] = {}
+    for stat in kernels:
+        if stat.sim_time_ns is not None:
+            totals[stat.sim_id] = totals.get(stat.sim_id, 0.0) + stat.sim_time_ns
+    return totals
+
+
+def config_totals(
+    configs: Sequence[str], sims: Mapping[str, SimSummary], kernels: Iterable[KernelStat]
+) -> list[ConfigTotal]:
+    """Per config, the median total over replicas that succeeded (a sim that did not succeed has
+    only part of its kernels, so it is left out), with the lowest and highest total. A config with
+    no succeeded replica gets the running total of its finished kernels, marked `partial`. A
+    sharded replica counts as one sim of the whole trace (its shards' kernels together)."""
+    kernels = list(kernels)
+    sims, owner = replica_sims(sims, kernels)
+    per_sim = sim_totals(k.model_copy(update={"sim_id": owner.get(k.sim_id, k.sim_id)}) for k in kernels)
+    out = []
+    for cfg in configs:
+        replicas = [s for s in sims.values() if s.label == cfg]
+        ok = [s for s in replicas if s.state == "succeeded"]
+        if not ok:
+            out.append(_partial_total(cfg, replicas, per_sim))
+            continue
+        totals = sorted(per_sim.get(s.id, 0.0) for s in ok)
+        cycles = [s.latest.gpu_tot_sim_cycle for s in ok if s.latest.gpu_tot_sim_cycle is not None]
+        ipcs = [s.latest.gpu_tot_ipc for s in ok if s.latest.gpu_tot_ipc is not None]
+        out.append(
+            ConfigTotal(
+                config=cfg,
+                median_ns=_median(totals),
+                low_ns=totals[0] if totals else None,
+                high_ns=totals[-1] if totals else None,
+                succeeded=len(ok),
+                replicas=len(replicas),
+                cycles=_median(cycles),
+                ipc=_median(ipcs),
+            )
+        )
+    return out
+
+
+def _partial_total(cfg: str, replicas: Sequence[SimSummary], per_sim: Mapping[str, float]) -> ConfigTotal:
+    started = [s for s in replicas if s.id in per_sim]
+    totals = sorted(per_sim[s.id] for s in started)
+    return ConfigTotal(
+        config=cfg,
+        median_ns=_median(totals),
+        low_ns=totals[0] if totals else None,
+        high_ns=totals[-1] if totals else None,
+        succeeded=0,
+        replicas=len(replicas),
+        partial=bool(started),
+        kernels_done=max((s.kernels_done for s in started), default=0),
+        kernels_total=max((s.kernels_total for s in replicas), default=0),
+    )
+
+
+def rank(totals: Sequence[ConfigTotal], tolerance: float = TIE_TOLERANCE) -> Ranking:
+    """The fastest config, configs within `tolerance` of it as ties, the rest as multiples; a
+    partial total (no succeeded replica) is missing, not ranked."""
+    have = [t for t in totals if t.median_ns is not None and t.median_ns > 0 and not t.partial]
+    missing = tuple(t.config for t in totals if t.median_ns is None or t.partial)
+    if not have:
+        return Ranking(fastest=(), multiples={}, missing=missing)
+    best = min(t.median_ns for t in have)  # type: ignore[type-var]
+    fastest = tuple(t.config for t in have if t.median_ns <= best * (1 + tolerance))  # type: ignore[operator]
+    multiples = {t.config: t.median_ns / best for t in have}  # type: ignore[operator]
+    return Ranking(fastest=fastest, multiples=multiples, missing=missing)
+
+
+def mape(rows: Iterable[ComparisonRow], configs: Sequence[str]) -> dict[str, float | None]:
+    """Mean absolute percentage error of each config's simulated time against real time, over the
+    kernels that have both; `None` for a config with no such kernel."""
+    errors: dict[str, list[float]] = {cfg: [] for cfg in configs}
+    for row in rows:
+        if row.real_ns is None or row.real_ns <= 0:
+            continue
+        for cfg in configs:
+            sim = row.sim_ns.get(cfg)
+            if sim is not None:
+                errors[cfg].append(abs(sim - row.real_ns) / row.real_ns * 100.0)
+    return {cfg: (sum(v) / len(v) if v else None) for cfg, v in errors.items()}
+
+
+def stand_in_reason(run: RunSummary | None, sims: Iterable[SimSummary]) -> str | None:
+    """Why these numbers come from the stand-in rather than a simulation of this trace, or None.
+
+    The server says so with `replay`; otherwise a sim that finished a different number of kernels
+    than the trace has (more than it has, or succeeded short of it) replayed another log. The sample
+    run is different: its recorded results are real Accel-Sim output of the sample trace itself, so
+    its configs compare fine (see `sample_note`).
+    """
+    if run is not None and run.sample:
+        return None
+    if run is not None and run.replay:
+        return "the sims replayed a recorded Accel-Sim log"
+    for sim in sims:
+        if sim.kernels_total and (
+            sim.kernels_done > sim.kernels_total
+            or (sim.state == "succeeded" and sim.kernels_done != sim.kernels_total)
+        ):
+            return (
+                f"a sim finished {sim.kernels_done} of the trace's "
+                f"{plural(sim.kernels_total, 'kernel')}, so it replayed another log"
+            )
+    return None
+
+
+SAMPLE_RUN_NOTE = (
+    "sample run: real Accel-Sim results of the sample trace, recorded elsewhere and replayed here"
+)
+
+
+def sample_note(run: RunSummary | None) -> str | None:
+    if run is None or not run.sample:
+        return None
+    # Cancelling is worth a word only while it could apply (the replay still going).
+    return SAMPLE_RUN_NOTE + ("; cancelling it changes nothing" if run.state == "active" else "")
+
+
+def trace_note(run: RunDetail | None) -> str | None:
+    """What happened to a run's trace, when it is gone: a run starts on a ready trace only, so a
+    failed one is a deleted trace (the server's record says when, and that a trace uploaded since
+    under the same id is another trace)."""
+    if run is None or run.trace.state != "failed":
+        return None
+    return f"Trace: {run.trace.error or 'no longer exists'}."
+
+
+KERNEL_ORDERS = ("trace", "time", "spread")  # the kernels view's orders, as `o` cycles them
+
+
+def spread_pct(times: Iterable[float | None]) -> float | None:
+    """How much times of one kernel disagree: (slowest - fastest) / fastest, in %, over the
+    times that are there and above zero (a zero time is no measurement); None below two."""
+    have = [t for t in times if t is not None and t > 0]
+    return (max(have) - min(have)) / min(have) * 100.0 if len(have) > 1 else None
+
+
+def kernel_spread(row: ComparisonRow) -> float | None:
+    """How much the configs disagree on a kernel (spread_pct of its times)."""
+    return spread_pct(row.sim_ns.values())
+
+
+def kernel_share(row: ComparisonRow, totals: Mapping[str, float]) -> float | None:
+    """The kernel's share of its config's total, in %, for the config with the largest share."""
+    shares = [v / totals[cfg] * 100.0 for cfg, v in row.sim_ns.items() if v is not None and totals.get(cfg)]
+    return max(shares) if shares else None
+
+
+def order_kernel_rows(rows: Sequence[ComparisonRow], order: str) -> list[ComparisonRow]:
+    """`trace`: as launched; `time`: the longest (on its slowest config) first; `spread`: the
+    kernels the configs disagree on most first."""
+    if order == "time":
+        return sorted(rows, key=lambda r: -max((v for v in r.sim_ns.values() if v is not None), default=0.0))
+    if order == "spread":
+        return sorted(rows, key=lambda r: -(kernel_spread(r) or 0.0))
+    return list(rows)

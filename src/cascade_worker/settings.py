@@ -1,0 +1,137 @@
+"""The worker's settings: flags first, then `CASCADE_*` environment variables (pydantic-settings,
+like the server's and the terminal UI's). A launcher passes everything in the environment; an
+operator running a worker by hand may use the flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from cascade_core.models import ShardInfo
+from cascade_core.packaged import samples_dir
+from cascade_core.variants import VariantError, normalize_options
+
+# The samples shipped with Cascade (the recordings the stand-in replays).
+DEFAULT_SAMPLES_DIR = samples_dir()
+
+
+class Options(BaseSettings):
+    # Fields without an alias read CASCADE_<FIELD>; an empty variable counts as unset.
+    model_config = SettingsConfigDict(
+        env_prefix="CASCADE_", env_ignore_empty=True, extra="ignore", populate_by_name=True, frozen=True
+    )
+
+    # Every field has a `description`: docs/gen_reference.py writes the configuration reference from them.
+    url: str = Field(description="the server's URL")
+    token: str | None = Field(default=None, description="the server's token")
+    sim_id: str = Field(description="the sim to run")
+    gpu_config: str | None = Field(default=None, description="the GPU config, e.g. `SM7_QV100`")
+    trace_dir: Path | None = Field(
+        default=None, description="the trace's directory, holding `traces/kernelslist.g`"
+    )
+    # The trace's id: a node without trace_dir fetches the trace over the API (trace_fetch.py).
+    trace_id: str | None = Field(
+        default=None,
+        description="the trace's id: fetched over the API into local scratch "
+        "(once per node) when `--trace-dir` is not on this host",
+    )
+    accelsim_dir: Path | None = Field(
+        default=None, description="an Accel-Sim checkout with a built `accel-sim.out`"
+    )
+    shard: ShardInfo | None = Field(
+        default=None,
+        description="a shard's part of the trace, as JSON (`ShardInfo`): its kernel range and warm-up "
+        "kernels; set by the server for a sharded run",
+    )
+    samples_dir: Path = Field(
+        default=DEFAULT_SAMPLES_DIR,
+        json_schema_extra={"doc_default": "the package's own"},
+        description="where the stand-in's recordings are",
+    )
+    sim_options: dict[str, str] = Field(
+        default_factory=dict,
+        json_schema_extra={"doc_default": "none"},
+        description="simulator options given to `accel-sim.out` after the configs, as JSON "
+        '(`{"-gpgpu_n_clusters": "40"}`; `--option -gpgpu_n_clusters=40`, repeatable); '
+        "the stand-in refuses them",
+    )
+    # Flags only (--replay LOG, --wall-seconds, --keep-scratch).
+    replay: Path | None = Field(
+        default=None, description="replay this recorded log instead of simulating (`--replay LOG`)"
+    )
+    wall_seconds: float | None = Field(
+        default=None, description="the recorded run's wall time, for `--replay LOG`"
+    )
+    keep_scratch: bool = Field(default=False, description="keep the scratch directory")
+    speed: float = Field(
+        default=1.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_REPLAY_SPEED",
+        description="stand-in pacing: replay this many times faster than recorded",
+    )
+    scratch_parent: Path | None = Field(
+        default=None,
+        validation_alias="CASCADE_SCRATCH_DIR",
+        json_schema_extra={"doc_default": "system temp dir"},
+        description="parent of its scratch directory (simulator working dir, spool)",
+    )
+    heartbeat_interval: float = Field(
+        default=5.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_HEARTBEAT_INTERVAL_S",
+        description="seconds between `running` heartbeats",
+    )
+    kill_grace: float = Field(
+        default=10.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_KILL_GRACE_S",
+        description="seconds between SIGTERM and SIGKILL when a sim is stopped",
+    )
+    give_up_after: float = Field(
+        default=6 * 3600.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_GIVE_UP_S",
+        description="how long it keeps retrying an unreachable server (output waits in a "
+        "disk spool meanwhile)",
+    )
+
+    @field_validator("sim_options")
+    @classmethod
+    def _safe_options(cls, options: dict[str, str]) -> dict[str, str]:
+        try:
+            return normalize_options(options)
+        except VariantError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"the URL must start with http:// or https://, not {url!r}")
+        return url
+
+
+# How an operator names each setting in an error: the flag and the variable.
+NAMES = {
+    "url": "--url/CASCADE_URL",
+    "sim_id": "--sim-id/CASCADE_SIM_ID",
+    "token": "--token/CASCADE_TOKEN",
+    "gpu_config": "--gpu-config/CASCADE_GPU_CONFIG",
+    "trace_dir": "--trace-dir/CASCADE_TRACE_DIR",
+    "trace_id": "--trace-id/CASCADE_TRACE_ID",
+    "accelsim_dir": "--accelsim-dir/CASCADE_ACCELSIM_DIR",
+    "samples_dir": "--samples-dir/CASCADE_SAMPLES_DIR",
+    "speed": "--speed/CASCADE_REPLAY_SPEED",
+    "CASCADE_REPLAY_SPEED": "--speed/CASCADE_REPLAY_SPEED",
+    "scratch_parent": "--scratch-dir/CASCADE_SCRATCH_DIR",
+    "CASCADE_SCRATCH_DIR": "--scratch-dir/CASCADE_SCRATCH_DIR",
+    "wall_seconds": "--wall-seconds",
+    "shard": "CASCADE_SHARD",
+    "sim_options": "--option/CASCADE_SIM_OPTIONS",
+}
