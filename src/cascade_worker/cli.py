@@ -23,8 +23,11 @@ from cascade_core.variants import VariantError, parse_assignment
 
 from . import accelsim, replay, shard_trace
 from .client import SimClient
+from .kernel_list import TraceList
+from .segments import SegmentPlan
 from .settings import NAMES, Options
 from .sim_session import Worker, WorkerPlan, make_scratch
+from .simulation import Simulation
 from .trace_fetch import FetchError, NodeTrace, cache_root, has_trace
 
 log = logging.getLogger("cascade_worker")
@@ -133,7 +136,7 @@ def option_flags(flags: list[str] | None) -> dict[str, str] | None:
         raise UsageError(f"--option: {exc}") from None
 
 
-def simulator_argv(options: Options, run_dir: Path) -> list[str]:
+def simulation_for(options: Options, run_dir: Path) -> Simulation:
     """Real Accel-Sim when installed (and no --replay), else the stand-in. Raises SetupError or
     RecordingError with the reason the sim fails with."""
     if options.replay is None and accelsim.is_installed(options.accelsim_dir):
@@ -143,16 +146,19 @@ def simulator_argv(options: Options, run_dir: Path) -> list[str]:
         argv = accelsim.prepare(
             options.accelsim_dir, options.gpu_config, options.trace_dir, run_dir, options.sim_options
         )
-        if options.shard is not None:  # the shard's own kernelslist.g, next to the run directory
-            assert options.trace_dir is not None
-            try:
-                shard_list = shard_trace.write_shard_list(
-                    accelsim.kernelslist(options.trace_dir), options.shard, run_dir.parent / "shard-trace"
-                )
-            except (OSError, ValueError) as exc:
-                raise accelsim.SetupError(f"cannot write the shard's kernelslist.g: {exc}") from None
-            argv[argv.index("-trace") + 1] = str(shard_list)
-        return argv
+        assert options.trace_dir is not None
+        try:  # the sim's own kernelslist.g, next to the run directory
+            trace_list = TraceList(accelsim.kernelslist(options.trace_dir))
+            plan = segment_plan(options, len(trace_list))
+            return Simulation(
+                argv,
+                trace_list,
+                plan,
+                lists_dir=run_dir.parent / "kernel-list",
+                go_on=options.on_kernel_failure == "continue",
+            )
+        except (OSError, ValueError) as exc:
+            raise accelsim.SetupError(f"cannot write the sim's kernelslist.g: {exc}") from None
     if options.sim_options:
         raise accelsim.SetupError(
             "the stand-in cannot honour simulator options ("
@@ -183,7 +189,27 @@ def simulator_argv(options: Options, run_dir: Path) -> list[str]:
     if options.shard is not None:  # only the recording's blocks of the shard's kernels
         shard = options.shard
         argv += ["--kernels", f"{shard.kernel_first - shard.warmup_kernels}-{shard.kernel_last}"]
-    return argv
+    return Simulation(argv)
+
+
+def segment_plan(options: Options, kernels: int) -> SegmentPlan:
+    """The sim's kernels: a shard's range after its warm-up kernels, or the whole trace."""
+    shard = options.shard
+    if shard is None:
+        if kernels == 0:
+            raise ValueError("the trace's kernelslist.g lists no kernel")
+        return SegmentPlan(first=0, last=kernels - 1, warmup_kernels=options.warmup_kernels)
+    if shard.kernel_last >= kernels:
+        raise ValueError(
+            f"the shard owns kernels up to position {shard.kernel_last}, but the trace lists {kernels} kernels"
+        )
+    start = max(0, shard.kernel_first - shard.warmup_kernels)
+    return SegmentPlan(
+        first=shard.kernel_first,
+        last=shard.kernel_last,
+        warmup_kernels=shard.warmup_kernels,
+        warmup=tuple(range(start, shard.kernel_first)),
+    )
 
 
 async def run(options: Options) -> int:
@@ -201,6 +227,7 @@ async def run(options: Options) -> int:
         # a shard's kernels are part of its replica's: the server builds the replica's one step
         # timeline from all its shards' kernels, so a shard sends no partial one of its own
         send_step_timeline=options.shard is None,
+        kernel_wall_limit_s=options.kernel_wall_limit_s,
     )
     async with SimClient(
         options.url, options.token, options.sim_id, give_up_after=options.give_up_after
@@ -216,7 +243,7 @@ async def run(options: Options) -> int:
                     )
                     options = options.model_copy(update={"trace_dir": local})
                     plan.trace_dir = local  # with the step-timeline files, when the trace has them
-                plan.argv = simulator_argv(options, plan.run_dir)
+                plan.simulation = simulation_for(options, plan.run_dir)
                 if options.replay is None and accelsim.is_installed(options.accelsim_dir):
                     assert options.accelsim_dir is not None
                     plan.library_dir = lib_dir_of(options.accelsim_dir)

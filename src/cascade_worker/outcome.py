@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 EXIT_LINE = "GPGPU-Sim: *** exit detected ***"
 
 _DEADLOCK = re.compile(r"deadlock detected")
+_DEADLOCK_DETAIL = "DEADLOCK"  # the lines after it: which cores stopped committing, busy partitions
 _ASSERTION = re.compile(r"Assertion [`'\"]?(?P<expr>.*?)[`'\"]? failed")
+# `accel-sim.out: shader.cc:3812: void ...: Assertion ... failed.`: the line without the program
+_PROGRAM_PREFIX = re.compile(r"^\S*accel-sim\.out: ")
 _UNSUPPORTED_BINARY = re.compile(r"unsupported binary version: ?(?P<version>-?\d+)?")
 _UNDEFINED_INSTRUCTION = re.compile(r"ERROR:\s+undefined instruction : (?P<opcode>\S+)")
 # Before the first kernel, a failing simulator (or the loader starting it) usually says why in
@@ -42,11 +45,17 @@ class OutputMarkers:
     undefined_instruction: str | None = None
     kernel_started: bool = False
     early_error: str | None = None  # the first error-like line before the first kernel
+    # The simulator's own words, for a kernel it failed on: the assertion's whole line, and
+    # GPGPU-Sim's deadlock report (its first lines).
+    assertion_line: str | None = None
+    deadlock_lines: list[str] = field(default_factory=list)
 
     def feed(self, line: str) -> None:
         if line.startswith(EXIT_LINE):
             self.exit_line = True
             return
+        if self.deadlock and len(self.deadlock_lines) < 3 and _DEADLOCK_DETAIL in line:
+            self.deadlock_lines.append(line.strip())
         if not self.kernel_started:
             if line.startswith(_FIRST_KERNEL):
                 self.kernel_started = True
@@ -54,8 +63,10 @@ class OutputMarkers:
                 self.early_error = _ABSOLUTE_PATH.sub(r"\1", line.strip())
         if self.deadlock is False and _DEADLOCK.search(line):
             self.deadlock = True
+            self.deadlock_lines.append(line.strip())
         if self.assertion is None and (match := _ASSERTION.search(line)):
             self.assertion = match.group("expr")
+            self.assertion_line = _PROGRAM_PREFIX.sub("", line.strip())
         if self.unsupported_binary is None and (match := _UNSUPPORTED_BINARY.search(line)):
             self.unsupported_binary = match.group("version") or "?"
         if self.undefined_instruction is None and (match := _UNDEFINED_INSTRUCTION.search(line)):
@@ -110,3 +121,47 @@ def classify(returncode: int, markers: OutputMarkers) -> Outcome:
 
 def _signal_numbers() -> set[int]:
     return {int(s) for s in signal.Signals}
+
+
+# Signals a simulator raises on itself when it fails inside the simulation (abort() after an
+# assertion or a deadlock report, a crash). TERM, KILL, INT, HUP come from outside (a cancel, the
+# launcher, the scheduler) and XCPU from a limit: those end the sim, they are no kernel's failure.
+KERNEL_FAILURE_SIGNALS = frozenset(
+    {
+        signal.SIGABRT,
+        signal.SIGSEGV,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGILL,
+        signal.SIGTRAP,
+        signal.SIGSYS,
+    }
+)
+
+
+def _signal_of(returncode: int) -> int | None:
+    if returncode < 0:
+        return -returncode
+    if returncode > 128 and returncode - 128 in _signal_numbers():
+        return returncode - 128
+    return None
+
+
+def kernel_failure(returncode: int, markers: OutputMarkers) -> str | None:
+    """The simulator's own reason when it stopped abnormally inside the simulation (the caller
+    knows whether a kernel was running), or None when the way it ended is no kernel's failure:
+    success, a kill from outside, an arch the simulator cannot read."""
+    if classify(returncode, markers).state == "succeeded" or markers.unsupported_binary is not None:
+        return None
+    if markers.deadlock:
+        return "; ".join(markers.deadlock_lines) or "deadlock detected"
+    if markers.assertion_line is not None:
+        return markers.assertion_line
+    number = _signal_of(returncode)
+    if number is not None:
+        return f"killed by {signal_name(number)}" if number in KERNEL_FAILURE_SIGNALS else None
+    if markers.undefined_instruction is not None:
+        return f"undefined instruction {markers.undefined_instruction} (exit status {returncode})"
+    if returncode != 0:
+        return f"exited with status {returncode}"
+    return None

@@ -5,12 +5,14 @@ operator running a worker by hand may use the flags."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cascade_core.models import ShardInfo
 from cascade_core.packaged import samples_dir
+from cascade_core.shard_plan import MAX_WARMUP_KERNELS
 from cascade_core.variants import VariantError, normalize_options
 
 # The samples shipped with Cascade (the recordings the stand-in replays).
@@ -92,6 +94,29 @@ class Options(BaseSettings):
         validation_alias="CASCADE_KILL_GRACE_S",
         description="seconds between SIGTERM and SIGKILL when a sim is stopped",
     )
+    on_kernel_failure: Literal["continue", "stop"] = Field(
+        default="continue",
+        description="when real Accel-Sim stops on a kernel (an abort, an assertion, a signal, its "
+        "deadlock report): `continue` records the kernel as failed and starts the simulator again on "
+        "the sim's kernels after it; `stop` ends the sim there, failed; set by the server from the "
+        "run entry",
+    )
+    warmup_kernels: int = Field(
+        default=1,
+        ge=0,
+        le=MAX_WARMUP_KERNELS,
+        description="kernels a restarted simulator runs just before the next kernel, whose stats "
+        "are dropped; set by the server from the run entry",
+    )
+    kernel_wall_limit_s: float = Field(
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_KERNEL_WALL_LIMIT_S",
+        description="stop a real simulator when no kernel has launched or finished for this many "
+        "seconds: the running kernel fails in the simulator (and the sim goes on past it); 0 "
+        "leaves it to GPGPU-Sim's own deadlock detection",
+    )
     give_up_after: float = Field(
         default=6 * 3600.0,
         gt=0,
@@ -134,4 +159,8 @@ NAMES = {
     "wall_seconds": "--wall-seconds",
     "shard": "CASCADE_SHARD",
     "sim_options": "--option/CASCADE_SIM_OPTIONS",
+    "on_kernel_failure": "CASCADE_ON_KERNEL_FAILURE",
+    "warmup_kernels": "CASCADE_WARMUP_KERNELS",
+    "kernel_wall_limit_s": "CASCADE_KERNEL_WALL_LIMIT_S",
+    "CASCADE_KERNEL_WALL_LIMIT_S": "CASCADE_KERNEL_WALL_LIMIT_S",
 }

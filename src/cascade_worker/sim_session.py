@@ -1,20 +1,22 @@
-"""One sim from start to end: run the simulator, stream its output, report, upload.
+"""One sim from start to end: run the simulator (again past a kernel it failed on), stream its
+output, report, upload.
 
-Tasks while the simulator runs:
-- the pump reads the simulator's stdout+stderr, feeds the outcome markers, the local log copy
-  and the chunker; full chunks go to the disk spool;
-- the flusher cuts a chunk when the oldest pending line is ~0.5 s old;
-- the sender posts spooled chunks in `seq` order, retrying until the server has them;
+Tasks while the sim runs (the log stream's two for all its simulators, log_stream.py):
+- the pump reads a simulator's stdout+stderr and hands each line to the outcome markers, the
+  kernel watch and the log stream;
+- the log stream's flusher and sender cut chunks and send them in `seq` order;
 - the heartbeat loop says `running` at once and every few seconds, and stops the sim when an
-  ack says `cancel` (or the sim already finished on the server).
-After the simulator ends: drain the spool, upload its files, then `accelsim.log.gz`, then the
-final heartbeat with the exit code and the reason.
+  ack says `cancel` (or the sim already finished on the server);
+- with a kernel wall limit, a watchdog stops a simulator whose kernel makes no progress.
+When a simulator exits, the simulation (simulation.py) says what follows: the sim's outcome, or
+the next simulator (on the kernels after one it failed on). After the last: drain the spool,
+upload the files, then `accelsim.log.gz`, then the final heartbeat with the exit code and the
+reason.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gzip
 import logging
 import os
@@ -26,23 +28,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from cascade_core.models import TERMINAL_SIM_STATES, Heartbeat, LogChunk, utcnow
+from cascade_core.models import TERMINAL_SIM_STATES, Heartbeat, utcnow
 from cascade_core.timeline.stats import pct_text
 from cascade_core.trace_layout import has_step_timeline
 
 from . import step_timeline, uploads
-from .chunks import Chunker, LineSplitter
 from .client import ApiRefused, ServerUnreachable, SimClient
 from .environment import simulator_environment
-from .outcome import OutputMarkers, classify
-from .spool import Spool
+from .kernel_watch import KernelWatch
+from .log_stream import LogStream
+from .outcome import Outcome, OutputMarkers
+from .simulation import Simulation
+from .simulator_process import SimulatorProcess
 
 log = logging.getLogger("cascade_worker")
-
-READ_SIZE = 64 * 1024
-# A chunk the server refuses as for a sim not started (409) is sent again after a running
-# heartbeat this many times (about a minute) before the worker gives up.
-NOT_STARTED_RETRIES = 40
 
 # Worker exit codes.
 EXIT_OK = 0  # the sim succeeded, or was cancelled
@@ -69,6 +68,11 @@ class WorkerPlan:
     library_dir: Path | None = (
         None  # real mode: the simulator's own libcudart folder, first on LD_LIBRARY_PATH
     )
+    # Real mode: the sim's own kernel lists, simulator after simulator (else `argv`, once).
+    simulation: Simulation | None = None
+    # Stop a simulator whose kernels make no progress for this long (0: never; GPGPU-Sim's own
+    # deadlock detection still applies); the kernel counts as failed in the simulator.
+    kernel_wall_limit_s: float = 0.0
 
 
 def make_scratch(sim_id: str, parent: Path | None) -> Path:
@@ -81,16 +85,16 @@ class Worker:
     def __init__(self, plan: WorkerPlan, client: SimClient) -> None:
         self.plan = plan
         self.client = client
+        self.stream = LogStream(
+            plan.scratch, client, plan.give_up_after, self._say_running, self._log_refused
+        )
         self.markers = OutputMarkers()
-        self.chunker = Chunker()
-        self.spool_dir = plan.scratch / "spool"
-        self.log_path = plan.scratch / "accelsim.log"
+        self.watch: KernelWatch | None = None
         self._stop = asyncio.Event()
         self._stop_reason: str | None = None  # "cancel", "finished on the server", a signal, an API error
         self._exit_code_on_stop = EXIT_OK
-        self._spooled = asyncio.Event()
-        self._output_done = False
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: SimulatorProcess | None = None
+        self._forced: str | None = None  # why the worker stopped the simulator itself
         self._started_at: datetime | None = None  # when the simulator started, as this host saw it
         self._running_reported = False  # a running heartbeat reached the server
         self._first_lines: list[str] = []
@@ -107,10 +111,16 @@ class Worker:
             self._exit_code_on_stop = exit_code
             self._stop.set()
 
+    def _log_refused(self, reason: str) -> None:
+        self.request_stop(reason, EXIT_SERVER)
+
+    async def _say_running(self) -> object:
+        return await self.client.heartbeat(Heartbeat(state="running", at=self._started_at), give_up_after=5)
+
     # --- main -------------------------------------------------------------------------------
 
     async def run(self) -> int:
-        self.spool = Spool(self.spool_dir)
+        self.simulation = self.plan.simulation or Simulation(self.plan.argv)
         self.plan.run_dir.mkdir(parents=True, exist_ok=True)
         before = uploads.snapshot(self.plan.run_dir)
         loop = asyncio.get_running_loop()
@@ -119,39 +129,36 @@ class Worker:
                 signum, self.request_stop, f"worker stopped by {signal.Signals(signum).name}", EXIT_SIGNAL
             )
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *self.plan.argv,
-                cwd=self.plan.run_dir,
-                env=simulator_environment(os.environ, self.plan.library_dir),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-            )
+            await self._start_simulator()
         except OSError as exc:
             return await self.report_setup_failure(f"cannot start the simulator: {exc.strerror or exc}")
         self._started_at = utcnow()  # every running heartbeat says so, however late it arrives
-        log.info("simulator started (pid %d): %s", self._proc.pid, " ".join(self.plan.argv))
+        self.stream.open()
+        self.stream.write(list(self._first_lines))
         heartbeats = asyncio.create_task(self._heartbeats(), name="heartbeats")
-        sender = asyncio.create_task(self._sender(), name="sender")
-        pump = asyncio.create_task(self._pump(), name="pump")
-        flusher = asyncio.create_task(self._flusher(), name="flusher")
+        sender = asyncio.create_task(self.stream.sender(), name="sender")
+        flusher = asyncio.create_task(self.stream.flusher(), name="flusher")
         stop_wait = asyncio.create_task(self._stop.wait(), name="stop")
+        tasks = [heartbeats, sender, flusher, stop_wait]
         try:
-            await asyncio.wait({pump, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if self._stop.is_set():
-                return await self._stopped(pump, flusher, sender, heartbeats)
-            returncode = await self._proc.wait()
+            while True:
+                pump = asyncio.create_task(self._pump(), name="pump")
+                tasks.append(pump)
+                await asyncio.wait({pump, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if self._stop.is_set():
+                    return await self._stopped(pump, flusher, sender, heartbeats)
+                outcome = await self._after_simulator()
+                if outcome is not None:
+                    break
+                try:
+                    await self._start_simulator()
+                except OSError as exc:
+                    outcome = Outcome("failed", f"cannot start the simulator again: {exc.strerror or exc}")
+                    break
             ended_at = utcnow()  # the final heartbeat's time, kept through its retries
             flusher.cancel()
-            self._finish_output()
-            outcome = classify(returncode, self.markers)
-            exit_code = returncode if returncode >= 0 else 128 - returncode
-            log.info(
-                "simulator exited %d: %s%s",
-                returncode,
-                outcome.state,
-                f" ({outcome.error})" if outcome.error else "",
-            )
+            self.stream.finish()
+            exit_code = self._exit_code()
             # Everything below waits on the server; a cancel or a signal still ends it early.
             finishing = asyncio.create_task(
                 self._finish(sender, heartbeats, before, outcome, exit_code, ended_at)
@@ -163,17 +170,55 @@ class Worker:
             log.warning("stopping before the final report: %s", self._stop_reason)
             return self._exit_code_on_stop
         finally:
-            for task in (heartbeats, sender, pump, flusher, stop_wait):
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(heartbeats, sender, pump, flusher, stop_wait, return_exceptions=True)
-            if self._proc.returncode is None:
-                await self._terminate()
-            if len(self.spool):
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self._proc is not None and self._proc.returncode is None:
+                await self._proc.terminate()
+            self.stream.finish()
+            if self.stream.unsent():
                 log.warning(
-                    "%d log chunks never reached the server; they are in %s", len(self.spool), self.spool_dir
+                    "%d log chunks never reached the server; they are in %s",
+                    self.stream.unsent(),
+                    self.stream.spool_dir,
                 )
             elif not self.plan.keep_scratch:
                 shutil.rmtree(self.plan.scratch, ignore_errors=True)
+
+    async def _start_simulator(self) -> None:
+        """The simulation's next simulator, with fresh markers and kernel watch."""
+        self.markers = OutputMarkers()
+        self.watch = self.simulation.new_watch(time.monotonic())
+        self._forced = None
+        self._proc = SimulatorProcess(
+            self.simulation.argv(),
+            self.plan.run_dir,
+            simulator_environment(os.environ, self.plan.library_dir),
+            self.plan.kill_grace,
+        )
+        await self._proc.start()
+
+    async def _after_simulator(self) -> Outcome | None:
+        """The simulator's output has ended: its exit, and what follows (None: the next one)."""
+        assert self._proc is not None
+        returncode = await self._proc.wait()
+        following = self.simulation.after_exit(returncode, self.markers, self.watch, self._forced)
+        self.stream.write(following.notes)
+        if following.outcome is not None:
+            outcome = following.outcome
+            log.info(
+                "simulator exited %d: %s%s",
+                returncode,
+                outcome.state,
+                f" ({outcome.error})" if outcome.error else "",
+            )
+        return following.outcome
+
+    def _exit_code(self) -> int:
+        returncode = self._proc.returncode if self._proc is not None else None
+        if returncode is None:
+            return 1
+        return returncode if returncode >= 0 else 128 - returncode
 
     async def report_setup_failure(self, reason: str) -> int:
         """The simulator could not start: say so to the server as the sim's failure."""
@@ -249,7 +294,7 @@ class Worker:
         )
 
     async def _upload_log(self) -> None:
-        data = await asyncio.to_thread(_gzip_file, self.log_path)
+        data = await asyncio.to_thread(_gzip_file, self.stream.log_path)
         try:
             await self.client.put_file(uploads.LOG_NAME, data)
         except ApiRefused as exc:
@@ -261,14 +306,15 @@ class Worker:
 
     async def _stopped(self, pump, flusher, sender, heartbeats) -> int:
         log.info("stopping the simulator: %s", self._stop_reason)
-        await self._terminate()
+        if self._proc is not None:
+            await self._proc.terminate()
         heartbeats.cancel()
         try:
             await asyncio.wait_for(pump, timeout=5)
         except (TimeoutError, Exception):
             pass
         flusher.cancel()
-        self._finish_output()
+        self.stream.finish()
         # Send what is left of the output, briefly: the sim is over on the server anyway.
         try:
             await asyncio.wait_for(asyncio.shield(sender), timeout=5)
@@ -283,97 +329,46 @@ class Worker:
                 pass
         return self._exit_code_on_stop
 
-    async def _terminate(self) -> None:
-        """TERM, then KILL after the grace period."""
-        proc = self._proc
-        if proc is None or proc.returncode is not None:
-            return
-        try:
-            proc.terminate()
-            await asyncio.wait_for(proc.wait(), timeout=self.plan.kill_grace)
-        except TimeoutError:
-            log.warning("simulator ignored SIGTERM for %.0f s; killing it", self.plan.kill_grace)
-            proc.kill()
-            await proc.wait()
-        except ProcessLookupError:
-            pass
-
     # --- the tasks --------------------------------------------------------------------------
 
-    def _spool(self, chunks: list[LogChunk]) -> None:
-        for chunk in chunks:
-            self.spool.put(chunk)
-        if chunks:
-            self._spooled.set()
-
-    def _finish_output(self) -> None:
-        if not self._output_done:
-            self._output_done = True
-            last = self.chunker.flush()
-            self._spool([last] if last else [])
-            self._spooled.set()
+    def _on_lines(self, lines: list[str]) -> None:
+        now = time.monotonic()
+        feed, watch = self.markers.feed, self.watch
+        for line in lines:
+            feed(line)
+            if watch is not None:
+                watch.feed(line, now)
+        self.stream.write(lines)
 
     async def _pump(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        splitter = LineSplitter()
-        with open(self.log_path, "w", encoding="utf-8", errors="replace", newline="\n") as copy:
-            for line in self._first_lines:
-                copy.write(line + "\n")
-            self._spool(self.chunker.add(list(self._first_lines), time.monotonic()))
-            while True:
-                data = await self._proc.stdout.read(READ_SIZE)
-                lines = splitter.feed(data) if data else splitter.finish()
-                for line in lines:
-                    self.markers.feed(line)
-                    copy.write(line)
-                    copy.write("\n")
-                self._spool(self.chunker.add(lines, time.monotonic()))
-                if not data:
-                    return
+        """One simulator's output, until it ends; with a kernel wall limit, watched."""
+        assert self._proc is not None
+        limit = self.plan.kernel_wall_limit_s
+        if limit <= 0 or self.watch is None:
+            await self._proc.pump(self._on_lines)
+            return
+        watchdog = asyncio.create_task(self._watchdog(limit), name="watchdog")
+        try:
+            await self._proc.pump(self._on_lines)
+        finally:
+            watchdog.cancel()
+            await asyncio.gather(watchdog, return_exceptions=True)
 
-    async def _flusher(self) -> None:
+    async def _watchdog(self, limit: float) -> None:
+        """Stop the simulator when a kernel has run `limit` seconds without any kernel finishing
+        or launching: the kernel fails in the simulator, and the sim goes on past it."""
+        assert self._proc is not None and self.watch is not None
         while True:
-            wait = self.chunker.seconds_until_due(time.monotonic())
-            await asyncio.sleep(0.1 if wait is None else max(wait, 0.02))
-            chunk = self.chunker.due(time.monotonic())
-            if chunk is not None:
-                self._spool([chunk])
-
-    async def _sender(self) -> None:
-        refused = 0  # 409s in a row: the server has the sim as not started yet
-        while True:
-            chunk = self.spool.oldest()
-            if chunk is None:
-                if self._output_done:
-                    return
-                self._spooled.clear()
-                await self._spooled.wait()
-                continue
-            try:
-                # Never give up on a chunk while the sim runs; a long outage just grows the spool.
-                await self.client.send_chunk(chunk, give_up_after=self.plan.give_up_after)
-            except ApiRefused as exc:
-                if exc.status == 409 and refused < NOT_STARTED_RETRIES:
-                    # The server still has the sim `pending` (a chunk that overtook the first
-                    # running heartbeat, or a scheduler's sim it has not seen start): say it
-                    # runs, then send the chunk again.
-                    refused += 1
-                    await asyncio.sleep(min(0.2 * refused, 2.0))
-                    with contextlib.suppress(ApiRefused, ServerUnreachable):
-                        await self.client.heartbeat(
-                            Heartbeat(state="running", at=self._started_at), give_up_after=5
-                        )
-                    continue
-                if exc.status == 422:  # cannot happen with our own chunks; do not block the rest
-                    log.error("the server refused chunk %d: %s", chunk.seq, exc.detail)
-                else:
-                    self.request_stop(f"the server refused the log: {exc}", EXIT_SERVER)
-                    return
-            except ServerUnreachable as exc:
-                self.request_stop(str(exc), EXIT_SERVER)
+            await asyncio.sleep(min(1.0, limit / 4))
+            watch = self.watch
+            if watch.running() is not None and time.monotonic() - watch.last_progress >= limit:
+                self._forced = (
+                    f"no kernel finished for {limit:g} s (the kernel wall limit, "
+                    "CASCADE_KERNEL_WALL_LIMIT_S): stopped by Cascade"
+                )
+                log.warning("%s", self._forced)
+                await self._proc.terminate()
                 return
-            self.spool.remove(chunk.seq)
-            refused = 0
 
     async def _heartbeats(self) -> None:
         while True:

@@ -5,12 +5,11 @@ none can take the place of its real chunk 0."""
 
 from __future__ import annotations
 
-from cascade_core.models import LogChunk, RunEntry, utcnow
+from cascade_core.models import RunEntry, utcnow
 from cascade_server.appkeys import GPU_CONFIGS_KEY, INGEST_KEY
 from cascade_server.ingest import log_ingest
 from cascade_worker.client import SimClient
 from cascade_worker.sim_session import Worker, WorkerPlan
-from cascade_worker.spool import Spool
 from tests.conftest import TOKEN, ready_trace
 from tests.helpers import wait_until
 from tests.server.test_api_core import create_run
@@ -144,12 +143,11 @@ async def test_the_worker_sends_a_refused_chunk_again_once_its_launcher_has_the_
 
     async with RecordingClient(core.url, TOKEN, sim_id) as client:
         worker = Worker(plan, client)
-        worker.spool = Spool(tmp_path / "spool")
         worker._started_at = utcnow()
-        worker._spool([LogChunk(seq=0, lines=["first line of the simulator"])])
-        worker._finish_output()
-        await worker._sender()  # returns once the spool is empty
-    assert len(worker.spool) == 0 and worker._stop_reason is None
+        worker.stream.write(["first line of the simulator"])
+        worker.stream.finish()
+        await worker.stream.sender()  # returns once the spool is empty
+    assert worker.stream.unsent() == 0 and worker._stop_reason is None
     assert beats == ["running", "running"]  # refused twice: pending, then sent once it ran
     async with core.client() as http:
         assert (await http.get(f"/api/sims/{sim_id}/log")).text == "first line of the simulator\n"

@@ -5,7 +5,7 @@ from unittest import mock
 import pytest
 
 from cascade_worker import accelsim
-from cascade_worker.cli import UsageError, build_parser, main, resolve_options, simulator_argv
+from cascade_worker.cli import UsageError, build_parser, main, resolve_options, simulation_for
 
 ENV = {
     "CASCADE_URL": "http://127.0.0.1:9",
@@ -65,7 +65,7 @@ def test_main_reports_a_usage_error_without_a_traceback(capsys, monkeypatch):
 
 
 def test_stand_in_when_accelsim_is_not_installed(tmp_path):
-    argv = simulator_argv(options([]), tmp_path)
+    argv = simulation_for(options([]), tmp_path).argv()
     assert argv[1:3] == ["-m", "cascade_worker.replay"] and argv[3].endswith("SM7_QV100.log.gz")
 
 
@@ -89,11 +89,13 @@ def test_real_mode_copies_the_config_and_builds_the_command(tmp_path):
     (trace / "traces" / "kernelslist.g").write_text("kernel-1.traceg\n")
     run_dir = tmp_path / "run"
     opts = options(["--accelsim-dir", str(install), "--trace-dir", str(trace)])
-    argv = simulator_argv(opts, run_dir)
+    argv = simulation_for(opts, run_dir).argv()
+    own_list = tmp_path / "kernel-list" / "kernelslist.g"  # the sim's own, beside the run directory
+    assert own_list.read_text() == "kernel-1.traceg\n"
     assert argv == [
         str(install / accelsim.BINARY),
         "-trace",
-        str(trace / "traces" / "kernelslist.g"),
+        str(own_list),
         "-config",
         "./gpgpusim.config",
         "-config",
@@ -109,9 +111,9 @@ def test_real_mode_copies_the_config_and_builds_the_command(tmp_path):
 def test_real_mode_errors_are_short_reasons(tmp_path):
     install = make_install(tmp_path / "accel-sim", "SM2_GTX480", trace_config=False)
     with pytest.raises(accelsim.SetupError, match="no GPU config SM7_QV100"):
-        simulator_argv(options(["--accelsim-dir", str(install)]), tmp_path / "run")
+        simulation_for(options(["--accelsim-dir", str(install)]), tmp_path / "run")
     with pytest.raises(accelsim.SetupError, match="traces/kernelslist.g"):
-        simulator_argv(
+        simulation_for(
             options(
                 ["--accelsim-dir", str(install), "--gpu-config", "SM2_GTX480", "--trace-dir", str(tmp_path)]
             ),

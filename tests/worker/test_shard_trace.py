@@ -1,4 +1,5 @@
-"""Issue 23: a shard's own kernelslist.g, and the stand-in's shard of a recording."""
+"""Issue 23: a sim's own kernelslist.g (a shard's range; the rest after a failed kernel), and the
+stand-in's shard of a recording."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from cascade_core.models import ShardInfo
 from cascade_worker import shard_trace
+from cascade_worker.kernel_list import TraceList, select_lines
 from cascade_worker.replay import read_lines
 from cascade_worker.replay_shard import select_kernels
 from tests.conftest import RECORDINGS
@@ -22,14 +24,23 @@ LIST = [
 ]
 
 
+def shard_lines(lines: list[str], start: int, last: int) -> list[str]:
+    return select_lines(lines, frozenset(range(start, last + 1)))
+
+
+def write_shard_list(trace_list: Path, shard: ShardInfo, dest: Path) -> Path:
+    start = shard.kernel_first - shard.warmup_kernels
+    return TraceList(trace_list).write(range(start, shard.kernel_last + 1), dest, "kernelslist.g")
+
+
 def test_shard_lines_keep_every_memcpy_where_it_stood():
-    assert shard_trace.shard_lines(LIST, 1, 2) == [
+    assert shard_lines(LIST, 1, 2) == [
         "MemcpyHtoD,0x1,256",
         "kernel-2.traceg",
         "MemcpyHtoD,0x2,8",
         "kernel-3.traceg",
     ]
-    assert shard_trace.shard_lines(LIST, 0, 3) == [line for line in LIST if line]
+    assert shard_lines(LIST, 0, 3) == [line for line in LIST if line]
 
 
 def test_the_shard_list_links_the_trace_and_never_copies_it(tmp_path: Path):
@@ -39,7 +50,7 @@ def test_the_shard_list_links_the_trace_and_never_copies_it(tmp_path: Path):
     for n in range(1, 5):
         (traces / f"kernel-{n}.traceg").write_text(f"trace {n}\n")
     shard = ShardInfo(index=1, count=2, kernel_first=2, kernel_last=3, warmup_kernels=1)
-    out = shard_trace.write_shard_list(traces / "kernelslist.g", shard, tmp_path / "scratch")
+    out = write_shard_list(traces / "kernelslist.g", shard, tmp_path / "scratch")
     assert out.read_text().splitlines() == [
         "MemcpyHtoD,0x1,256",
         "kernel-2.traceg",
@@ -58,9 +69,9 @@ def test_a_shard_past_the_trace_is_refused(tmp_path: Path):
     (tmp_path / "kernelslist.g").write_text("kernel-1.traceg\n")
     shard = ShardInfo(index=1, count=2, kernel_first=1, kernel_last=1, warmup_kernels=1)
     try:
-        shard_trace.write_shard_list(tmp_path / "kernelslist.g", shard, tmp_path / "out")
+        write_shard_list(tmp_path / "kernelslist.g", shard, tmp_path / "out")
     except ValueError as exc:
-        assert "lists 1 kernels" in str(exc)
+        assert "kernel 2 is wanted" in str(exc) and "lists 1 kernels" in str(exc)
     else:
         raise AssertionError("no error")
 
@@ -103,8 +114,8 @@ def _trace(tmp_path: Path, lines: list[str]) -> Path:
 def test_only_lines_starting_with_kernel_are_kernels_as_accel_sim_reads_them(tmp_path: Path):
     """Accel-Sim's trace_parser.cc: `MemcpyHtoD...` is a memcpy, `kernel...` a kernel, any other
     line is ignored; so MemcpyDtoH, comments, a path and an indented kernel count no position."""
-    assert shard_trace.kernel_count(ODD) == 4
-    assert shard_trace.shard_lines(ODD, 2, 3) == [
+    assert len(TraceList(_trace(tmp_path, ODD))) == 4
+    assert shard_lines(ODD, 2, 3) == [
         "MemcpyHtoD,0x1,256",
         "MemcpyHtoD,0x2,8\r",
         "kernel-3.traceg",
@@ -112,7 +123,7 @@ def test_only_lines_starting_with_kernel_are_kernels_as_accel_sim_reads_them(tmp
     ]
     scratch = tmp_path / "work" / "scratch"
     shard = ShardInfo(index=1, count=2, kernel_first=3, kernel_last=3, warmup_kernels=1)
-    out = shard_trace.write_shard_list(_trace(tmp_path, ODD), shard, scratch)
+    out = write_shard_list(tmp_path / "trace" / "traces" / "kernelslist.g", shard, scratch)
     assert out.read_bytes() == b"MemcpyHtoD,0x1,256\nMemcpyHtoD,0x2,8\r\nkernel-3.traceg\nkernel-4.traceg\n"
     assert sorted(p.name for p in scratch.iterdir()) == [
         "kernel-3.traceg",
@@ -128,7 +139,7 @@ def test_a_kernel_line_that_is_a_path_fails_the_shard_and_makes_nothing_outside(
         lines = ["MemcpyHtoD,0x1,256", "kernel-1.traceg", bad, "kernel-3.traceg"]
         shard = ShardInfo(index=1, count=2, kernel_first=1, kernel_last=2, warmup_kernels=1)
         try:
-            shard_trace.write_shard_list(_trace(tmp_path, lines), shard, scratch)
+            write_shard_list(_trace(tmp_path, lines), shard, scratch)
         except ValueError as exc:
             assert "line 3: kernel trace" in str(exc), exc
         else:
@@ -136,3 +147,20 @@ def test_a_kernel_line_that_is_a_path_fails_the_shard_and_makes_nothing_outside(
         shutil.rmtree(tmp_path / "trace")
     assert not scratch.exists()
     assert list(tmp_path.rglob("*")) == []  # no folder, no link, anywhere
+
+
+def test_a_list_ends_at_its_last_kernel_and_skips_the_kernels_not_chosen():
+    """A memcpy after the last kernel makes Accel-Sim abort in its cleanup (`Assertion 'k'`): a
+    sim's list has none, at any cut; kernels left out (a failed one) leave their memcpys."""
+    trailing = [*LIST[:-1], "MemcpyHtoD,0x3,16", ""]
+    for last in range(4):
+        chosen = select_lines(trailing, frozenset(range(last + 1)))
+        kernels = [line for line in chosen if line.startswith("kernel")]
+        assert kernels[-1] == f"kernel-{last + 1}.traceg" and chosen[-1] == kernels[-1]
+    assert select_lines(trailing, frozenset({0, 3})) == [
+        "MemcpyHtoD,0x1,256",
+        "kernel-1.traceg",
+        "MemcpyHtoD,0x2,8",
+        "kernel-4.traceg",
+    ]
+    assert select_lines(trailing, frozenset()) == []

@@ -1,0 +1,66 @@
+"""One simulator process: started in the sim's working directory, its stdout and stderr read as
+lines, stopped with TERM and then KILL."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from .chunks import LineSplitter
+
+log = logging.getLogger("cascade_worker")
+
+READ_SIZE = 64 * 1024
+
+
+class SimulatorProcess:
+    def __init__(self, argv: list[str], cwd: Path, env: Mapping[str, str], kill_grace: float) -> None:
+        self.argv, self.cwd, self.env, self.kill_grace = argv, cwd, dict(env), kill_grace
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        """Raises OSError when the program cannot be started."""
+        self._proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        log.info("simulator started (pid %d): %s", self._proc.pid, " ".join(self.argv))
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.returncode
+
+    async def pump(self, on_lines: Callable[[list[str]], None]) -> None:
+        """Hand every line of the output to `on_lines`, in order, until the output ends."""
+        assert self._proc is not None and self._proc.stdout is not None
+        splitter = LineSplitter()
+        while True:
+            data = await self._proc.stdout.read(READ_SIZE)
+            on_lines(splitter.feed(data) if data else splitter.finish())
+            if not data:
+                return
+
+    async def wait(self) -> int:
+        assert self._proc is not None
+        return await self._proc.wait()
+
+    async def terminate(self) -> None:
+        """TERM, then KILL after the grace period."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            proc.terminate()
+            await asyncio.wait_for(proc.wait(), timeout=self.kill_grace)
+        except TimeoutError:
+            log.warning("simulator ignored SIGTERM for %.0f s; killing it", self.kill_grace)
+            proc.kill()
+            await proc.wait()
+        except ProcessLookupError:
+            pass
