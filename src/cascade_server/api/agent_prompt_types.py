@@ -1,5 +1,5 @@
 """The agent prompt's "States" and "Types" sections, generated from the API's models
-(`shared.models`): every state and its moves from the state machines, every field of every
+(`cascade_core.models`): every state and its moves from the state machines, every field of every
 response type with its type as the model declares it. What the models cannot say (what a state
 or a field means) is written once here, keyed by name; a key the models no longer have is an
 error (`stale_notes`), so a note cannot outlive its field. Pure."""
