@@ -1,6 +1,6 @@
 """Writes the generated reference pages, or checks that the committed ones are current:
 
-python -m docs.gen_reference           # rewrite docs/index.md, reference/configuration.md, cli.md
+python -m docs.gen_reference           # rewrite docs/index.md, reference/configuration.md, cli.md, api.md
 python -m docs.gen_reference --check   # exit 1 naming each page that is stale
 """
 
@@ -11,9 +11,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from cascade_server.api import api_reference
 from docs import gen_cli, gen_configuration
 
 INDEX = gen_cli.ROOT / "docs" / "index.md"
+API = gen_cli.ROOT / "docs" / "reference" / "api.md"  # from the route tables and models (api_reference)
 
 
 def index_page() -> str:
@@ -31,6 +33,7 @@ PAGES: dict[Path, Callable[[], str]] = {
     INDEX: index_page,
     gen_configuration.PAGE: gen_configuration.render,
     gen_cli.PAGE: gen_cli.render,
+    API: api_reference.page_text,
 }
 
 

@@ -47,7 +47,9 @@ def test_every_setting_has_a_description_and_a_machine_independent_default() -> 
     assert gen_configuration.problems() == []
 
 
-@pytest.mark.parametrize("page", [gen_configuration.PAGE, gen_reference.INDEX], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "page", [gen_configuration.PAGE, gen_reference.INDEX, gen_reference.API], ids=lambda p: p.name
+)
 def test_generated_page_is_current(page: Path) -> None:
     assert page.read_text() == gen_reference.PAGES[page](), (
         f"{page.relative_to(ROOT)} is stale: run python -m docs.gen_reference"

@@ -1,5 +1,5 @@
 """The agent prompt's "States" and "Types" sections, generated from the API's models
-(`shared.models`): every state and its moves from the state machines, every field of every
+(`cascade_core.models`): every state and its moves from the state machines, every field of every
 response type with its type as the model declares it. What the models cannot say (what a state
 or a field means) is written once here, keyed by name; a key the models no longer have is an
 error (`stale_notes`), so a note cannot outlive its field. Pure."""
@@ -7,6 +7,7 @@ error (`stale_notes`), so a note cannot outlive its field. Pure."""
 from __future__ import annotations
 
 import types
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -46,6 +47,13 @@ TYPES: tuple[type[BaseModel], ...] = (
     models.SimEvent,
     models.LogEvent,
     models.KernelEvent,
+)
+# The types only a simulator sends or reads (spec 002): in the HTTP API reference, not the prompt.
+SIMULATOR_TYPES: tuple[type[BaseModel], ...] = (
+    models.Heartbeat,
+    models.HeartbeatAck,
+    models.LogChunk,
+    models.StepTimelineUpload,
 )
 NAMED_LITERALS = {"TraceState": TraceState, "SimState": SimState, "RunState": RunState}
 
@@ -150,6 +158,24 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
     "SimEvent": {"sim": "the sim after a change"},
     "LogEvent": {"lines": "new log lines"},
     "KernelEvent": {"stat": "a kernel that just finished"},
+    "Heartbeat": {
+        "state": "`running` while working, `succeeded` or `failed` once at the end",
+        "exit_code": "the simulator's exit code, with the final heartbeat",
+        "error": "a short reason with `failed`; with `succeeded`, a warning (kept)",
+    },
+    "HeartbeatAck": {"state": "the sim's state after the heartbeat", "cancel": "stop simulating and exit"},
+    "LogChunk": {
+        "seq": "per sim, from 0, one more each chunk; a repeated one is ignored",
+        "lines": "simulator output, without trailing newlines",
+    },
+    "AccuracyQuery": {
+        "trace": "only this trace's rows",
+        "points": "`true`: each row lists every compared kernel (`points`)",
+    },
+    "StepTimelineUpload": {
+        "simulated": "`cascade simulate`'s output (`simulated_timeline.json`): `steps` and `summary`",
+        "compare": "`cascade compare`'s output (`compare.json`) against the real timeline, or null",
+    },
 }
 
 
@@ -195,25 +221,25 @@ def _bounds(info: Any) -> str:
     return f" [{', '.join(words)}]" if words else ""
 
 
-def _field_line(model: type[BaseModel], name: str) -> str:
+def field_line(model: type[BaseModel], name: str) -> str:
     info = model.model_fields[name]
     note = info.description or FIELD_NOTES.get(model.__name__, {}).get(name)
     return f"- `{name}` (`{type_name(info.annotation)}`){_bounds(info)}" + (f": {note}" if note else "")
 
 
-def types_section() -> str:
+def types_section(shown: Sequence[type[BaseModel]] = TYPES) -> str:
     """`### Model`, then one line per field: every field the model has, none it lacks."""
     parts = []
-    for model in TYPES:
+    for model in shown:
         parts.append(f"### {model.__name__}")
-        parents = [base for base in model.__bases__ if base in TYPES]
+        parents = [base for base in shown if base in model.__bases__]
         if parents:
             parents_fields = set(parents[0].model_fields)
             parts.append(f"Every field of `{parents[0].__name__}`, plus:")
             names = [name for name in model.model_fields if name not in parents_fields]
         else:
             names = list(model.model_fields)
-        parts.extend(_field_line(model, name) for name in names)
+        parts.extend(field_line(model, name) for name in names)
         parts.append("")
     parts.append(
         "Timestamps (`datetime`) are ISO 8601 strings in UTC. A run event is one of `SnapshotEvent`, `SimEvent`, `LogEvent` and `KernelEvent`; its `type` says which."
@@ -246,7 +272,11 @@ def stale_notes() -> list[str]:
         for state in notes
         if state not in get_args(NAMED_LITERALS[kind])
     ]
-    by_name = {model.__name__: model for model in TYPES}
+    by_name: dict[str, type[BaseModel]] = {
+        name: model
+        for name, model in vars(models).items()
+        if isinstance(model, type) and issubclass(model, BaseModel)
+    }
     for model_name, notes in FIELD_NOTES.items():
         model = by_name.get(model_name)
         stale += [

@@ -16,6 +16,9 @@ from .errors import ApiError, error_response, parse_error_detail
 log = logging.getLogger(__name__)
 
 OPEN_PATHS = frozenset({"/api/health"})
+# Routes (by name) that take the token as `?token=` too, because a browser's EventSource cannot
+# send headers.
+TOKEN_IN_QUERY_ROUTES = frozenset({"run-events"})
 # Set on a request that proved the token (or on any, with CASCADE_NO_AUTH): only those may make
 # the server log a traceback.
 AUTHENTICATED = web.RequestKey("cascade_authenticated", bool)
@@ -30,8 +33,7 @@ def _token_matches(given: str, expected: str) -> bool:
 
 
 def _check_token(request: web.Request, expected: str) -> None:
-    # Only the events route takes ?token=, because a browser's EventSource cannot send headers.
-    if request.match_info.route.name == "run-events" and "token" in request.query:
+    if request.match_info.route.name in TOKEN_IN_QUERY_ROUTES and "token" in request.query:
         if not _token_matches(request.query["token"], expected):
             raise ApiError(401, "invalid token", BEARER)
         return

@@ -1,6 +1,7 @@
 """The route tables of the HTTP API (every `/api/` route), in the order the app adds them. The
-agent prompt's API table is generated from them too (agent_prompt_routes), so it lists every
-route the API has. The prompt's own pages (agent_routes: `/agent-prompt.md`, `SKILL.md`) are no
+agent prompt's API table (agent_prompt_routes) and the HTTP API reference (api_reference) are
+generated from them too, with what each route is from route_docs, so both list every route the
+API has. The prompt's own pages (agent_routes: `/agent-prompt.md`, `SKILL.md`) are no
 `/api/` route and are not here: the app adds them after these, and the prompt, which lists these,
 is no import of theirs in turn."""
 

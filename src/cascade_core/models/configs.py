@@ -1,0 +1,66 @@
+"""GPU configs, the options a config takes, and where new sims go (`GET /api/gpu-configs`,
+`GET /api/gpu-configs/{name}/options`, `GET /api/launcher`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .common import Model
+
+
+class GpuConfig(Model):
+    name: str = Field(description='Accel-Sim tested-cfgs directory name, e.g. "SM90_H100".')
+    arch: str = Field(description='For example, "sm_90".')
+    core_clock_mhz: float = Field(description="First value of -gpgpu_clock_domains in gpgpusim.config.")
+
+
+class SimulatorInfo(Model):
+    """Which simulator new sims run (in `GET /api/launcher` and `cascade simulator status`)."""
+
+    kind: Literal["stand-in", "installed", "accelsim-dir"] = Field(
+        description="stand-in: the replay of a recording; installed: built by `cascade simulator install`; "
+        "accelsim-dir: the checkout CASCADE_ACCELSIM_DIR names."
+    )
+    path: str | None = Field(default=None, description="The Accel-Sim tree (null for the stand-in).")
+    framework_commit: str | None = None
+    gpgpu_sim_commit: str | None = None
+    built_at: str | None = Field(default=None, description="installed: when it was built (ISO 8601, UTC).")
+    configs: int = Field(default=0, description="GPU configs this simulator has.")
+    smoke_passed: bool | None = Field(
+        default=None, description="installed: its smoke run passed; null when unknown."
+    )
+    smoke_detail: str | None = None
+    problem: str | None = Field(default=None, description="Why real sims cannot run from it here, or null.")
+    hint: str | None = Field(default=None, description="What to do to simulate for real, or null.")
+
+
+class LauncherStatus(Model):
+    """`GET /api/launcher` (not in the spec, an addition): where new sims go and how busy it is
+    now, so a client can say how many of a new run's sims start at once and how many wait."""
+
+    name: Literal["local", "manual", "slurm"]
+    slots: int | None = Field(
+        default=None, description="local: sims run at once (CASCADE_LOCAL_SLOTS); else null."
+    )
+    running: int = Field(
+        default=0, description="local: workers running now; slurm: Cascade's jobs Slurm runs now."
+    )
+    queued: int = Field(
+        default=0,
+        description="local: sims waiting for a slot; slurm: Cascade's jobs waiting in Slurm's queue.",
+    )
+    partition: str | None = Field(
+        default=None, description="slurm: the partition jobs go to (null: the cluster's default)."
+    )
+    simulator: SimulatorInfo | None = Field(default=None, description="Which simulator new sims run.")
+
+
+class ConfigOption(Model):
+    """An option a GPU config's simulator knows, with the config's value (`GET /api/gpu-configs/{name}/options`)."""
+
+    name: str
+    value: str
+    description: str = ""
+    in_config: bool = Field(default=False, description="The config's own files set it.")

@@ -1,0 +1,35 @@
+"""Per-kernel results: one simulated kernel's stats, and a run's kernel-by-kernel comparison of
+real and simulated time."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .common import Model
+
+
+class KernelStat(Model):
+    sim_id: str
+    kernel_index: int
+    kernel_name: str
+    kernel_launch_uid: int | None = None
+    gpu_sim_cycle: int | None = None
+    gpu_sim_insn: int | None = None
+    gpu_ipc: float | None = None
+    sim_time_ns: float | None = None
+    stats: dict[str, float | str] = Field(default_factory=dict)
+    # Not in the spec (an addition): a shard's warm-up kernel, in that sim's own results only.
+    warmup: bool = Field(default=False, exclude_if=lambda v: not v)
+
+
+class ComparisonRow(Model):
+    kernel_index: int
+    kernel_name: str
+    real_ns: float | None = None
+    sim_ns: dict[str, float | None]
+
+
+class Comparison(Model):
+    has_real_timing: bool
+    configs: list[str]
+    rows: list[ComparisonRow]

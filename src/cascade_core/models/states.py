@@ -1,0 +1,51 @@
+"""The state machines: a trace's, a sim's and a run's states, a sim's moves, and `run_state()`
+(a run's state is derived from its sims', never stored). Spec 003, "Sim states"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+TraceState = Literal["uploading", "processing", "ready", "failed"]
+SimState = Literal["pending", "launching", "running", "lost", "succeeded", "failed", "cancelled"]
+RunState = Literal["active", "succeeded", "partial", "failed", "cancelled"]
+
+SIM_STATES: tuple[SimState, ...] = (
+    "pending",
+    "launching",
+    "running",
+    "lost",
+    "succeeded",
+    "failed",
+    "cancelled",
+)
+TERMINAL_SIM_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+
+# Every move a sim may make; anything not listed is ignored (spec 003, "Sim states").
+SIM_TRANSITIONS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"launching", "failed", "cancelled"}),
+    "launching": frozenset({"running", "lost", "succeeded", "failed", "cancelled"}),
+    "running": frozenset({"lost", "succeeded", "failed", "cancelled"}),
+    "lost": frozenset({"running", "succeeded", "failed", "cancelled"}),
+    "succeeded": frozenset(),
+    "failed": frozenset(),
+    "cancelled": frozenset(),
+}
+
+
+def can_transition(current: str, target: str) -> bool:
+    return target in SIM_TRANSITIONS.get(current, frozenset())
+
+
+def run_state(sim_states: Iterable[str]) -> RunState:
+    """Derive a run's state from its sims' states (never stored)."""
+    states = list(sim_states)
+    if not states or any(s not in TERMINAL_SIM_STATES for s in states):
+        return "active"
+    if all(s == "succeeded" for s in states):
+        return "succeeded"
+    if "succeeded" in states:
+        return "partial"
+    if all(s == "failed" for s in states):
+        return "failed"
+    return "cancelled"

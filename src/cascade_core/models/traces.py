@@ -1,0 +1,52 @@
+"""Traces: a trace's summary and detail with its kernel launches, and the trace list's query."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from .common import ListQuery, Model
+from .states import TraceState
+
+
+class KernelLaunch(Model):
+    kernel_id: int
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    instructions: int | None = None
+
+
+class TraceSummary(Model):
+    id: str
+    state: TraceState
+    error: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    model: str | None = None
+    layers: list[str] = Field(default_factory=list)
+    source_gpu: str | None = None
+    trace_gpu_arch: str = "sm_90"
+    suggested_sim_config: str | None = None
+    real_gpu_config: str | None = None
+    sample_sim_configs: list[str] = Field(default_factory=list)
+    sample_set: str | None = None
+    kernel_count: int = 0
+    bytes: int = 0
+    has_real_timing: bool = False
+    has_step_timeline: bool = False
+    sample: bool = False
+
+
+class TraceDetail(TraceSummary):
+    metadata: dict[str, Any] | None = None
+    kernels: list[KernelLaunch] = Field(default_factory=list)
+
+    def summary(self) -> TraceSummary:
+        return TraceSummary.model_validate(self.model_dump(exclude={"metadata", "kernels"}))
+
+
+class TraceListQuery(ListQuery):
+    state: list[TraceState] = Field(default_factory=list, description="Only traces in these states.")
