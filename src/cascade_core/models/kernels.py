@@ -20,6 +20,9 @@ class KernelStat(Model):
     stats: dict[str, float | str] = Field(default_factory=dict)
     # Not in the spec (an addition): a shard's warm-up kernel, in that sim's own results only.
     warmup: bool = Field(default=False, exclude_if=lambda v: not v)
+    # Not in the spec (an addition): a kernel the simulator failed on (the sim went on past it),
+    # with the simulator's own reason; it has no results.
+    failed: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ComparisonRow(Model):

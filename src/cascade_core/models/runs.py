@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     ConfigDict,
@@ -70,7 +70,18 @@ class RunEntry(Model):
         strict=True,
         description=(
             "Kernels each shard simulates just before its range to warm caches and DRAM rows; their "
-            "stats stay in that sim's own results, marked as warm-up."
+            "stats stay in that sim's own results, marked as warm-up. A simulator started again past "
+            "a failed kernel runs as many just before its next kernel, and drops their stats."
+        ),
+    )
+    on_kernel_failure: Literal["continue", "stop"] = Field(
+        default="continue",
+        description=(
+            "When real Accel-Sim stops on a kernel (an abort, an assertion, a signal, its deadlock "
+            "report): `continue` records that kernel as failed, with the simulator's reason, and "
+            "starts the simulator again on the sim's kernels after it, so the sim ends `succeeded` "
+            "with results for every other kernel and an `error` naming the failed ones; `stop` "
+            "ends the sim there, `failed`."
         ),
     )
 
@@ -104,7 +115,10 @@ class RunEntry(Model):
         data: dict[str, Any] = handler(self)
         if self.shards == 1:
             data.pop("shards", None)
+        if self.warmup_kernels == 1 and self.shards == 1:
             data.pop("warmup_kernels", None)
+        if self.on_kernel_failure == "continue":
+            data.pop("on_kernel_failure", None)
         if not data.get("options"):
             data.pop("options", None)
         if data.get("label") is None:

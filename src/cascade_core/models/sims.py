@@ -56,6 +56,9 @@ class SimSummary(Model):
     exit_code: int | None = None
     kernels_done: int = 0
     kernels_total: int = 0
+    # Not in the spec (an addition): of kernels_done, those the simulator failed on (the sim went
+    # on past them, on_kernel_failure "continue"); they have no results.
+    kernels_failed: int = Field(default=0, exclude_if=lambda v: v == 0)
     current_kernel: str | None = None
     latest: SimMetrics = Field(default_factory=SimMetrics)
     log_tail: list[str] = Field(default_factory=list)
