@@ -13,7 +13,7 @@ import pytest
 
 from cascade_server.ingest.parse_pool import ParsePool, ParseWorkerDied
 from cascade_server.ingest.parsing import ParseJob, Parsers, StateNeeded
-from cascade_server.storage.codecs import lines_text, unpack_state
+from cascade_server.storage.codecs import chunk_text, unpack_state
 from cascade_worker.replay import read_lines
 from tests.conftest import RECORDINGS
 
@@ -22,8 +22,8 @@ CLOCK = 1132.0
 CHUNK = 1000
 
 
-def chunk(seq: int) -> bytes:
-    return lines_text(RECORDED[seq * CHUNK : (seq + 1) * CHUNK])
+def chunk(seq: int) -> str:
+    return chunk_text(RECORDED[seq * CHUNK : (seq + 1) * CHUNK])
 
 
 def jobs_at(seq: int, states: dict[str, bytes | None]) -> list[ParseJob]:

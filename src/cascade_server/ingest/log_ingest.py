@@ -25,7 +25,7 @@ from cascade_core.models import INT64_MAX, KernelEvent, LogEvent, SimEvent
 
 from ..domain_errors import Conflict, NotFound
 from ..storage import Store, Transaction
-from ..storage.codecs import compress, lines_text, sim_from_row, text_lines
+from ..storage.codecs import chunk_lines, chunk_text, pack_text, sim_from_row
 from .parse_pool import ParsePool, ParseWorkerDied
 from .parsing import ParseJob, ParseResult, Parsers, StateNeeded
 from .shard_placement import ShardPlacement
@@ -49,7 +49,7 @@ REPLAY_BATCH = 16
 class _PendingChunk:
     sim_id: str
     seq: int
-    text: bytes  # lines_text(lines)
+    text: str  # chunk_text(lines): the chunk's one form in ingest, as the parse workers take it
     done: asyncio.Future[None]
 
 
@@ -77,7 +77,7 @@ class LogIngest:
         """Store a chunk (the first one per seq wins) and parse every chunk now in order.
         This returns once the chunk's group is committed."""
         done = asyncio.get_running_loop().create_future()
-        self._queue.append(_PendingChunk(sim_id, seq, lines_text(lines), done))
+        self._queue.append(_PendingChunk(sim_id, seq, chunk_text(lines), done))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_groups())
         await done
@@ -166,7 +166,7 @@ class LogIngest:
         for sim_id, chunks in fresh.items():
             row = rows[sim_id]
             seq = row["next_seq"]
-            in_order: list[bytes] = []
+            in_order: list[str] = []
             while True:  # the chunks that are next, fresh or parked
                 if seq in chunks:
                     in_order.append(chunks[seq].text)
@@ -192,7 +192,7 @@ class LogIngest:
             for seq, blob in enumerate(result.packed, job.next_seq)
         }
         stored = [
-            (sim_id, seq, packed[sim_id, seq] if (sim_id, seq) in packed else compress(p.text))
+            (sim_id, seq, packed[sim_id, seq] if (sim_id, seq) in packed else pack_text(p.text))
             for sim_id, chunks in fresh.items()
             for seq, p in chunks.items()
         ]
@@ -201,7 +201,7 @@ class LogIngest:
         else:
             await logs.insert_chunks(tx, stored)
 
-    def _job(self, row, in_order: list[bytes], pack: bool = False) -> ParseJob:
+    def _job(self, row, in_order: list[str], pack: bool = False) -> ParseJob:
         return ParseJob(
             row["id"],
             row["next_seq"],
@@ -292,8 +292,8 @@ class LogIngest:
                 if waiting_for is not None and row["next_seq"] != waiting_for:
                     self._watch_gap(sim_id, row["next_seq"])
                     return
-                in_order: list[bytes] = []
-                missing: list[tuple[int, bytes]] = []
+                in_order: list[str] = []
+                missing: list[tuple[int, str]] = []
                 seq, parked_set = row["next_seq"], set(parked)
                 while seq <= parked[-1]:
                     if seq in parked_set:
@@ -303,9 +303,9 @@ class LogIngest:
                     first = seq
                     while seq not in parked_set:
                         seq += 1
-                    line = lines_text([missing_chunks_line(first, seq - 1)])
-                    missing += [(first, line)] + [(gap, b"") for gap in range(first + 1, seq)]
-                    in_order += [line] + [b"" for _ in range(first + 1, seq)]
+                    line = chunk_text([missing_chunks_line(first, seq - 1)])
+                    missing += [(first, line)] + [(gap, "") for gap in range(first + 1, seq)]
+                    in_order += [line] + ["" for _ in range(first + 1, seq)]
                 log.warning(
                     "sim %s: %d log chunks never arrived; parsing the %d after them without them",
                     sim_id,
@@ -313,7 +313,7 @@ class LogIngest:
                     len(parked),
                 )
                 job = self._job(row, in_order)
-                stored = [(sim_id, gap, compress(text)) for gap, text in missing]
+                stored = [(sim_id, gap, pack_text(text)) for gap, text in missing]
                 await self._save(tx, {sim_id: row}, [job], await self._parse(tx, [job]), stored)
         except Exception:  # nobody waits on it (a timer's task, or after a final heartbeat)
             log.exception(
@@ -378,7 +378,7 @@ def _events(row, job: ParseJob, result: ParseResult) -> list[BaseModel]:
     base = sim_from_row(row)
     events: list[BaseModel] = []
     for text, parsed in zip(job.chunks, result.chunks):
-        events.append(LogEvent(sim_id=job.sim_id, lines=text_lines(text)))
+        events.append(LogEvent(sim_id=job.sim_id, lines=chunk_lines(text)))
         events.extend(KernelEvent(stat=stat) for stat in parsed.kernels)
         events.append(SimEvent(sim=base.model_copy(update=parsed.progress)))
     return events

@@ -23,7 +23,7 @@ from typing import Any
 
 from cascade_core.models import KernelStat, SimMetrics
 
-from ..storage.codecs import compress, pack_state, pack_stats, unpack_state
+from ..storage.codecs import pack_state, pack_stats, pack_text, unpack_state
 from .parser.accelsim_log import LogParser
 from .shard_placement import WHOLE_TRACE, ShardPlacement
 
@@ -37,14 +37,15 @@ STATE_EVERY = 16
 
 @dataclass(slots=True)
 class ParseJob:
-    """A sim's chunks from `next_seq` on, in order, each as its text (`lines_text`), with its
-    row's saved parser state, which stands before chunk `state_seq` (at most `next_seq`)."""
+    """A sim's chunks from `next_seq` on, in order, each as its text (`chunk_text`: the form a
+    chunk keeps from the request on, which the parser takes as it is), with its row's saved
+    parser state, which stands before chunk `state_seq` (at most `next_seq`)."""
 
     sim_id: str
     next_seq: int
     core_clock_mhz: float
     saved_state: bytes | None
-    chunks: list[bytes]
+    chunks: list[str]
     watched: bool  # someone follows the sim's run: build what its live events need
     # A shard's kernels go to their trace positions; its warm-up kernels are stored (its own
     # results show them) but are no live `kernel` event and not counted done.
@@ -141,7 +142,7 @@ class Parsers:
         chunks: list[ChunkParsed] = []
         placement = job.placement
         for text in job.chunks:
-            kernels = parser.feed_text(text.decode("utf-8", "surrogatepass"))
+            kernels = parser.feed_text(text)
             own = []
             for k in kernels:
                 if not placement.is_warmup(k.kernel_index):
@@ -178,7 +179,7 @@ class Parsers:
             json.dumps(progress["log_tail"]),
             sim_id,
         )
-        packed = [compress(text) for text in job.chunks] if job.pack else []
+        packed = [pack_text(text) for text in job.chunks] if job.pack else []
         return ParseResult(sim_id, rows, progress_row, chunks, state_row, packed)
 
 

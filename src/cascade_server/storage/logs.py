@@ -13,7 +13,7 @@ from typing import Any
 
 import aiosqlite
 
-from .codecs import DECOMPRESS_ERRORS, decompress, lines_text
+from .codecs import DECOMPRESS_ERRORS, chunk_text, decode_text, decompress, encode_text
 from .database import Database, Transaction
 
 # The columns of a `kernels` row, in order (the ingest service builds rows in this order).
@@ -69,22 +69,22 @@ class LogRepository:
             return [(row[0], row[1]) for row in await cur.fetchall()]
 
     async def insert_chunks(self, tx: Transaction, chunks: Iterable[tuple[str, int, bytes]]) -> None:
-        """(sim_id, seq, pack_lines(lines)) rows."""
+        """(sim_id, seq, pack_text(text)) rows."""
         await tx.conn.executemany(_INSERT_CHUNK, list(chunks))
 
-    async def stored_text(self, tx: Transaction, sim_id: str, seq: int) -> bytes:
-        """A stored chunk's text (`lines_text`); a chunk that cannot be read (a damaged page) is
+    async def stored_text(self, tx: Transaction, sim_id: str, seq: int) -> str:
+        """A stored chunk's text (`chunk_text`); a chunk that cannot be read (a damaged page) is
         one line saying so."""
         [text] = await self.stored_texts(tx, sim_id, seq, seq + 1)
         return text
 
-    async def stored_texts(self, tx: Transaction, sim_id: str, first: int, end: int) -> list[bytes]:
+    async def stored_texts(self, tx: Transaction, sim_id: str, first: int, end: int) -> list[str]:
         """The texts of the sim's chunks `first` to `end - 1`, all stored, in order."""
         rows = await tx.conn.execute_fetchall(
             "SELECT seq, data FROM log_chunks WHERE sim_id=? AND seq>=? AND seq<? ORDER BY seq",
             (sim_id, first, end),
         )
-        return [_readable_text(seq, data) for seq, data in rows]
+        return [decode_text(_readable_text(seq, data)) for seq, data in rows]
 
     async def save_parsed(
         self,
@@ -95,7 +95,7 @@ class LogRepository:
         states: list[tuple[bytes, int, str]],
     ) -> None:
         """The write's last step, committed with it in one round trip: chunk rows (sim_id, seq,
-        pack_lines(lines)), kernel rows (KERNEL_COLUMNS), each sim's progress (PROGRESS_COLUMNS,
+        pack_text(text)), kernel rows (KERNEL_COLUMNS), each sim's progress (PROGRESS_COLUMNS,
         then its id) and the parser states saved (the packed state, the seq it stands before,
         the sim's id); a sim's progress and its state go in one UPDATE."""
         saved = {sim_id: (state, seq) for state, seq, sim_id in states}
@@ -130,7 +130,10 @@ class LogRepository:
 
 
 def _readable_text(seq: int, data: bytes) -> bytes:
+    """A stored chunk's text, encoded (`encode_text`)."""
     try:
         return decompress(data)
     except DECOMPRESS_ERRORS:
-        return lines_text([f"[cascade] log chunk {seq} is damaged in storage: lines are missing here"])
+        return encode_text(
+            chunk_text([f"[cascade] log chunk {seq} is damaged in storage: lines are missing here"])
+        )
