@@ -25,7 +25,8 @@ from cascade_core.models import INT64_MAX, KernelEvent, LogEvent, SimEvent
 
 from ..domain_errors import Conflict, NotFound
 from ..storage import Store, Transaction
-from ..storage.codecs import chunk_lines, chunk_text, pack_text, sim_from_row
+from ..storage.codecs import chunk_lines, chunk_text, sim_from_row
+from ..storage.logs import ChunkRow, chunk_row
 from .parse_pool import ParsePool, ParseWorkerDied
 from .parsing import ParseJob, ParseResult, Parsers, StateNeeded
 from .shard_placement import ShardPlacement
@@ -183,16 +184,12 @@ class LogIngest:
                 self._watch_gap(sim_id, seq)  # early chunks wait for chunk seq, GAP_WAIT_S at most
             else:
                 self._unwatch_gap(sim_id)  # no gap (any there was has filled)
-        # The chunks parsed now come back from the workers compressed; the ones parked until a
-        # gap fills are compressed here.
+        # The chunks parsed now come back from the workers as rows; the ones parked until a gap
+        # fills are made here.
         results = await self._parse(tx, jobs) if jobs else []
-        packed = {
-            (job.sim_id, seq): blob
-            for job, result in zip(jobs, results)
-            for seq, blob in enumerate(result.packed, job.next_seq)
-        }
+        packed = {(row.sim_id, row.seq): row for result in results for row in result.stored}
         stored = [
-            (sim_id, seq, packed[sim_id, seq] if (sim_id, seq) in packed else pack_text(p.text))
+            packed[sim_id, seq] if (sim_id, seq) in packed else chunk_row(sim_id, seq, p.text)
             for sim_id, chunks in fresh.items()
             for seq, p in chunks.items()
         ]
@@ -220,7 +217,7 @@ class LogIngest:
         rows,
         jobs: list[ParseJob],
         results: list[ParseResult],
-        chunks: list[tuple[str, int, bytes]],
+        chunks: list[ChunkRow],
     ) -> None:
         """Store the chunks and what their parse found, and commit: the write's last step (its
         events are built first, so that nothing can fail once it is committed)."""
@@ -231,9 +228,8 @@ class LogIngest:
         await self.store.logs.save_parsed(
             tx,
             chunks,
-            [r for result in results for r in result.kernel_rows],
-            [result.progress_row for result in results],
-            [result.state_row for result in results if result.state_row is not None],
+            [row for result in results for row in result.kernels],
+            [result.progress for result in results],
         )
         for run_id, run_events in events:
             tx.publish(run_id, run_events)
@@ -313,7 +309,7 @@ class LogIngest:
                     len(parked),
                 )
                 job = self._job(row, in_order)
-                stored = [(sim_id, gap, pack_text(text)) for gap, text in missing]
+                stored = [chunk_row(sim_id, gap, text) for gap, text in missing]
                 await self._save(tx, {sim_id: row}, [job], await self._parse(tx, [job]), stored)
         except Exception:  # nobody waits on it (a timer's task, or after a final heartbeat)
             log.exception(
@@ -362,8 +358,8 @@ class LogIngest:
                 job.sim_id, start, job.core_clock_mhz, state, chunks, False, job.placement, save_state=True
             )
             [result] = await self._parse(tx, [batch])
-            assert result.state_row is not None, "a batch saves its state"
-            state = result.state_row[0]
+            assert result.progress.parser_state is not None, "a batch saves its state"
+            state = result.progress.parser_state
         return dataclasses.replace(job, saved_state=state, state_seq=job.next_seq)
 
 
