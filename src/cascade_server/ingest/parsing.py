@@ -11,7 +11,7 @@ The parser's state is saved every STATE_EVERY chunks, not with each: a real log 
 stats block, so the state a chunk ends in holds an open block of hundreds of KB, and packing it
 with every chunk cost a fifth of the parse workers' time (benchmarks/bench_ingest.py). A saved
 state stands before chunk `state_seq`; a parser rebuilt from it first reads the stored chunks
-from there to `next_seq` again (`StateNeeded`, log_ingest.py), at most STATE_EVERY - 1 of them.
+from there to `next_seq` again (`StateNeeded`, replay.py), at most STATE_EVERY - 1 of them.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class StateNeeded(Exception):
     state cannot give one as it is: it stands before `next_seq` (`replay`: the stored chunks
     from `state_seq` on must be read first), or it cannot be read (`damaged`, sim id to why: a
     damaged page of the database; the sim's whole stored log must be read again). The ingest
-    service does either and sends the jobs again (log_ingest.py)."""
+    service does either and sends the jobs again (replay.py)."""
 
     def __init__(self, replay: list[str], damaged: dict[str, str]) -> None:
         super().__init__(replay, damaged)  # as args, so that it pickles back from a worker
