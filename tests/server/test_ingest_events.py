@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from cascade_server.appkeys import BROKER_KEY
-from cascade_server.ingest.log_ingest import MAX_AHEAD
+from cascade_server.ingest.chunk_order import MAX_AHEAD
 from cascade_server.storage.codecs import unpack_state
 from tests.conftest import ready_trace, recorded_log
 from tests.helpers import wait_until

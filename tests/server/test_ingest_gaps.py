@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from cascade_core.models import RunEntry, utcnow
 from cascade_server.appkeys import GPU_CONFIGS_KEY, INGEST_KEY
-from cascade_server.ingest import log_ingest
+from cascade_server.ingest import gaps
 from cascade_worker.client import SimClient
 from cascade_worker.sim_session import Worker, WorkerPlan
 from tests.conftest import TOKEN, ready_trace
@@ -69,7 +69,7 @@ async def test_the_final_heartbeat_parses_past_a_gap_and_says_lines_are_missing(
 
 
 async def test_a_gap_that_stays_open_is_closed_after_a_bounded_wait(core, monkeypatch) -> None:
-    monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 0.2)
+    monkeypatch.setattr(gaps, "GAP_WAIT_S", 0.2)
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]
@@ -107,7 +107,7 @@ async def test_a_gap_left_open_by_a_stopped_server_is_closed_after_its_restart(c
             assert (
                 await http.post(f"{url}/logs", json={"seq": seq, "lines": kernel(seq)})
             ).status_code == 204
-    monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 0.2)  # the restarted server's wait
+    monkeypatch.setattr(gaps, "GAP_WAIT_S", 0.2)  # the restarted server's wait
     await core.restart()
     async with core.client() as http:
 
@@ -158,7 +158,7 @@ async def test_a_gap_waits_from_when_it_opened_not_from_an_earlier_one(core, mon
     """A gap's timer goes when the gap fills: a later gap gets its own GAP_WAIT_S. Before, the
     first gap's timer stayed, and closed whatever gap was open when it fired, however young:
     a chunk acknowledged a moment later was dropped as a repeat."""
-    monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 3600.0)  # no timer fires during the test
+    monkeypatch.setattr(gaps, "GAP_WAIT_S", 3600.0)  # no timer fires during the test
     ingest = core.app[INGEST_KEY]
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
@@ -191,9 +191,9 @@ async def test_a_gap_waits_from_when_it_opened_not_from_an_earlier_one(core, mon
 async def test_a_close_that_fails_at_the_final_heartbeat_is_tried_again(core, monkeypatch) -> None:
     # The final heartbeat closes the gaps, and nothing after it would: a close that fails there
     # (parse workers that die, a full disk) gets another try GAP_WAIT_S later.
-    monkeypatch.setattr(log_ingest, "GAP_WAIT_S", 0.2)
+    monkeypatch.setattr(gaps, "GAP_WAIT_S", 0.2)
     ingest = core.app[INGEST_KEY]
-    real_parse = ingest._parse
+    real_parse = ingest.parser.parse
     armed: list[int] = []
     failures: list[int] = []
 
@@ -203,7 +203,7 @@ async def test_a_close_that_fails_at_the_final_heartbeat_is_tried_again(core, mo
             raise RuntimeError("the parse failed")
         return await real_parse(tx, jobs)
 
-    monkeypatch.setattr(ingest, "_parse", fails_once)
+    monkeypatch.setattr(ingest.parser, "parse", fails_once)
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]

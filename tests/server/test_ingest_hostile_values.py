@@ -51,7 +51,7 @@ async def test_a_count_past_sqlite_s_integers_is_stored_as_no_count(core, huge: 
 async def test_a_chunk_too_far_ahead_is_refused_and_parking_is_bounded(core) -> None:
     # Issue 19: 20,000 parked chunks of one sim made every append 75 times slower. A sim may park
     # only chunks less than MAX_AHEAD past the chunk it waits for; one further is a 409.
-    from cascade_server.ingest.log_ingest import MAX_AHEAD
+    from cascade_server.ingest.chunk_order import MAX_AHEAD
 
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])

@@ -87,7 +87,8 @@ async def test_parse_workers_killed_under_a_chunk_cost_it_nothing(ingest):  # no
     on the new ones: the chunk gets its 204 (a second death in a row would be a 503, which a
     simulator retries), and the kernels and log are those of an undisturbed run."""
     parts = chunks(log_lines("SM7_QV100"), 1000)
-    pool = ingest.app[INGEST_KEY]._pool
+    pool = ingest.app[INGEST_KEY].parser.pool
+    assert pool is not None
     async with ingest.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]

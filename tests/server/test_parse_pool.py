@@ -6,6 +6,7 @@ states."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 
@@ -13,7 +14,7 @@ import pytest
 
 from cascade_server.ingest.parse_pool import ParsePool, ParseWorkerDied
 from cascade_server.ingest.parsing import ParseJob, Parsers, StateNeeded
-from cascade_server.storage.codecs import lines_text, unpack_state
+from cascade_server.storage.codecs import chunk_text, unpack_state
 from cascade_worker.replay import read_lines
 from tests.conftest import RECORDINGS
 
@@ -22,8 +23,8 @@ CLOCK = 1132.0
 CHUNK = 1000
 
 
-def chunk(seq: int) -> bytes:
-    return lines_text(RECORDED[seq * CHUNK : (seq + 1) * CHUNK])
+def chunk(seq: int) -> str:
+    return chunk_text(RECORDED[seq * CHUNK : (seq + 1) * CHUNK])
 
 
 def jobs_at(seq: int, states: dict[str, bytes | None]) -> list[ParseJob]:
@@ -36,13 +37,12 @@ def jobs_at(seq: int, states: dict[str, bytes | None]) -> list[ParseJob]:
 def comparable(result) -> str:
     # Stats blobs are compressed pickles: compare what they hold, not their bytes; as text, since
     # the stats hold NaNs (never equal to themselves).
-    state = unpack_state(result.state_row[0])
+    state = unpack_state(result.progress.parser_state)
     return repr(
         (
-            [row[:8] for row in result.kernel_rows],
-            result.progress_row[0],
+            [dataclasses.replace(row, stats=b"") for row in result.kernels],
+            dataclasses.replace(result.progress, parser_state=None),
             state,
-            result.progress_row[2:],
             [(c.kernels, c.progress) for c in result.chunks],
         )
     )
@@ -65,7 +65,7 @@ async def test_the_workers_answer_as_a_parse_in_this_process(pool) -> None:
         ours = here.parse(jobs)
         assert [r.sim_id for r in theirs] == list(sims)
         assert [comparable(r) for r in theirs] == [comparable(r) for r in ours]
-        sims = {r.sim_id: r.state_row[0] for r in theirs}
+        sims = {r.sim_id: r.progress.parser_state for r in theirs}
 
 
 async def test_a_job_whose_state_is_damaged_or_behind_is_sent_back_and_the_worker_goes_on(pool) -> None:
@@ -78,13 +78,13 @@ async def test_a_job_whose_state_is_damaged_or_behind_is_sent_back_and_the_worke
         await pool.parse([behind])
     assert refused.value.replay == ["sim_behind"] and not refused.value.damaged
     [result] = await pool.parse(jobs_at(0, {"sim_ok": None}))
-    assert result.progress_row[0] == 1
+    assert result.progress.next_seq == 1
 
 
 async def test_a_worker_killed_fails_its_group_and_the_next_group_gets_new_workers(pool) -> None:
     sims: dict[str, bytes | None] = {f"sim_{n}": None for n in range(4)}
     first = await pool.parse(jobs_at(0, sims))
-    states = {r.sim_id: r.state_row[0] for r in first}
+    states = {r.sim_id: r.progress.parser_state for r in first}
     for worker in pool._workers:
         os.kill(worker.process.pid, signal.SIGKILL)
         worker.process.join(timeout=10)
@@ -103,7 +103,7 @@ async def test_a_parse_cancelled_mid_way_leaves_no_half_answer_for_the_next(pool
     # next parse must not read the old answer as its own, so it gets new workers.
     sims: dict[str, bytes | None] = {f"sim_{n}": None for n in range(4)}
     first = await pool.parse(jobs_at(0, sims))
-    states = {r.sim_id: r.state_row[0] for r in first}
+    states = {r.sim_id: r.progress.parser_state for r in first}
     whole_log = [chunk(seq) for seq in range(len(RECORDED) // CHUNK)]  # long to parse
     others = [ParseJob(f"other_{n}", 0, CLOCK, None, whole_log, False) for n in range(8)]  # on both
     parsing = asyncio.ensure_future(pool.parse(others))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from cascade_server.ingest.parse_pool import ParsePool
 from cascade_server.ingest.parsing import ParseJob, Parsers
 from cascade_server.ingest.shard_placement import ShardPlacement
-from cascade_server.storage.codecs import lines_text
+from cascade_server.storage.codecs import chunk_text
 from cascade_worker.replay import read_lines
 from cascade_worker.replay_shard import select_kernels
 from tests.conftest import RECORDINGS
@@ -18,16 +18,16 @@ CLOCK = 1132.0
 
 def shard_job(sim_id: str, first: int, last: int, warmup: int, watched: bool = True) -> ParseJob:
     lines = select_kernels(RECORDED, first - warmup, last)
-    chunks = [lines_text(lines[start : start + 4000]) for start in range(0, len(lines), 4000)]
+    chunks = [chunk_text(lines[start : start + 4000]) for start in range(0, len(lines), 4000)]
     return ParseJob(sim_id, 0, CLOCK, None, chunks, watched, ShardPlacement(first, warmup))
 
 
 def check(job: ParseJob, result, first: int, last: int, warmup: int) -> None:
-    assert [row[1] for row in result.kernel_rows] == list(range(first - warmup, last + 1))
+    assert [row.kernel_index for row in result.kernels] == list(range(first - warmup, last + 1))
     live = [stat.kernel_index for chunk in result.chunks for stat in chunk.kernels]
     assert live == list(range(first, last + 1))  # warm-up kernels are the shard's own business
     assert result.chunks[-1].progress["kernels_done"] == last - first + 1
-    assert result.progress_row[1] == last - first + 1  # kernels_done, as stored
+    assert result.progress.kernels_done == last - first + 1  # kernels_done, as stored
 
 
 def test_a_shards_kernels_are_placed_and_its_warm_up_left_out_of_events_and_progress() -> None:
@@ -36,10 +36,10 @@ def test_a_shards_kernels_are_placed_and_its_warm_up_left_out_of_events_and_prog
 
 
 def test_a_sim_of_the_whole_trace_is_parsed_as_before() -> None:
-    job = ParseJob("sim_a", 0, CLOCK, None, [lines_text(RECORDED)], True)
+    job = ParseJob("sim_a", 0, CLOCK, None, [chunk_text(RECORDED)], True)
     result = Parsers().parse([job])[0]
-    assert [row[1] for row in result.kernel_rows] == list(range(15))
-    assert result.progress_row[1] == 15
+    assert [row.kernel_index for row in result.kernels] == list(range(15))
+    assert result.progress.kernels_done == 15
 
 
 async def test_the_parse_workers_place_a_shards_kernels_too() -> None:

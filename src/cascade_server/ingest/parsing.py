@@ -11,19 +11,19 @@ The parser's state is saved every STATE_EVERY chunks, not with each: a real log 
 stats block, so the state a chunk ends in holds an open block of hundreds of KB, and packing it
 with every chunk cost a fifth of the parse workers' time (benchmarks/bench_ingest.py). A saved
 state stands before chunk `state_seq`; a parser rebuilt from it first reads the stored chunks
-from there to `next_seq` again (`StateNeeded`, log_ingest.py), at most STATE_EVERY - 1 of them.
+from there to `next_seq` again (`StateNeeded`, replay.py), at most STATE_EVERY - 1 of them.
 """
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from cascade_core.models import KernelStat, SimMetrics
 
-from ..storage.codecs import compress, pack_state, pack_stats, unpack_state
+from ..storage.codecs import unpack_state
+from ..storage.logs import ChunkRow, KernelRow, ProgressRow, chunk_row, kernel_row, progress_row
 from .parser.accelsim_log import LogParser
 from .shard_placement import WHOLE_TRACE, ShardPlacement
 
@@ -37,22 +37,23 @@ STATE_EVERY = 16
 
 @dataclass(slots=True)
 class ParseJob:
-    """A sim's chunks from `next_seq` on, in order, each as its text (`lines_text`), with its
-    row's saved parser state, which stands before chunk `state_seq` (at most `next_seq`)."""
+    """A sim's chunks from `next_seq` on, in order, each as its text (`chunk_text`: the form a
+    chunk keeps from the request on, which the parser takes as it is), with its row's saved
+    parser state, which stands before chunk `state_seq` (at most `next_seq`)."""
 
     sim_id: str
     next_seq: int
     core_clock_mhz: float
     saved_state: bytes | None
-    chunks: list[bytes]
+    chunks: list[str]
     watched: bool  # someone follows the sim's run: build what its live events need
     # A shard's kernels go to their trace positions; its warm-up kernels are stored (its own
     # results show them) but are no live `kernel` event and not counted done.
     placement: ShardPlacement = WHOLE_TRACE
     state_seq: int | None = None  # None: next_seq
     save_state: bool = False  # save the state after these chunks, however few they are
-    # Compress the chunks for storage too (ParseResult.packed): the workers do it beside the
-    # parse, off the event loop. Not for chunks read back from storage.
+    # Make the chunks' rows for storage too (ParseResult.stored: compressing them is the workers'
+    # work, beside the parse, off the event loop). Not for chunks read back from storage.
     pack: bool = False
 
     @property
@@ -65,7 +66,7 @@ class StateNeeded(Exception):
     state cannot give one as it is: it stands before `next_seq` (`replay`: the stored chunks
     from `state_seq` on must be read first), or it cannot be read (`damaged`, sim id to why: a
     damaged page of the database; the sim's whole stored log must be read again). The ingest
-    service does either and sends the jobs again (log_ingest.py)."""
+    service does either and sends the jobs again (replay.py)."""
 
     def __init__(self, replay: list[str], damaged: dict[str, str]) -> None:
         super().__init__(replay, damaged)  # as args, so that it pickles back from a worker
@@ -86,13 +87,13 @@ class ChunkParsed:
 
 @dataclass(slots=True)
 class ParseResult:
+    """What a job's chunks come to, as storage's rows (storage/logs.py)."""
+
     sim_id: str
-    kernel_rows: list[tuple[Any, ...]]  # storage.logs.KERNEL_COLUMNS
-    progress_row: tuple[Any, ...]  # storage.logs.PROGRESS_COLUMNS, then the sim's id
+    kernels: list[KernelRow]
+    progress: ProgressRow  # with the parser state after the chunks, when it is to be saved
     chunks: list[ChunkParsed] = field(default_factory=list)
-    # (pack_state(...), the seq it stands before, the sim's id) when the state was saved
-    state_row: tuple[bytes, int, str] | None = None
-    packed: list[bytes] = field(default_factory=list)  # each chunk compressed, when job.pack
+    stored: list[ChunkRow] = field(default_factory=list)  # each chunk's row, when job.pack
 
 
 def progress_of(parser: LogParser, placement: ShardPlacement = WHOLE_TRACE) -> dict[str, Any]:
@@ -137,29 +138,17 @@ class Parsers:
         sim_id = job.sim_id
         # Kept again only once it has read every chunk: a feed that raised leaves it nowhere.
         self._parsers.pop(sim_id, None)
-        rows: list[tuple[Any, ...]] = []
+        rows: list[KernelRow] = []
         chunks: list[ChunkParsed] = []
         placement = job.placement
         for text in job.chunks:
-            kernels = parser.feed_text(text.decode("utf-8", "surrogatepass"))
+            kernels = parser.feed_text(text)
             own = []
             for k in kernels:
                 if not placement.is_warmup(k.kernel_index):
                     own.append(k)
                 k.kernel_index = placement.placed_index(k.kernel_index)
-                rows.append(
-                    (
-                        sim_id,
-                        k.kernel_index,
-                        k.kernel_name,
-                        k.kernel_launch_uid,
-                        k.gpu_sim_cycle,
-                        k.gpu_sim_insn,
-                        k.gpu_ipc,
-                        k.sim_time_ns,
-                        pack_stats(k.stats),
-                    )
-                )
+                rows.append(kernel_row(sim_id, k))
             if job.watched:
                 chunks.append(ChunkParsed([k.to_stat(sim_id) for k in own], progress_of(parser, placement)))
         next_seq = job.next_seq + len(job.chunks)
@@ -167,19 +156,22 @@ class Parsers:
         while len(self._parsers) > self._kept:
             self._parsers.popitem(last=False)
         progress = progress_of(parser, placement)
-        state_row = None
-        if job.save_state or next_seq - job.state_at >= STATE_EVERY:
-            state_row = (pack_state(parser.state()), next_seq, sim_id)
-        progress_row = (
+        save_state = job.save_state or next_seq - job.state_at >= STATE_EVERY
+        stored = (
+            [chunk_row(sim_id, seq, text) for seq, text in enumerate(job.chunks, job.next_seq)]
+            if job.pack
+            else []
+        )
+        row = progress_row(
+            sim_id,
             next_seq,
             progress["kernels_done"],
             progress["current_kernel"],
-            progress["latest"].model_dump_json(),
-            json.dumps(progress["log_tail"]),
-            sim_id,
+            progress["latest"],
+            progress["log_tail"],
+            parser.state() if save_state else None,
         )
-        packed = [compress(text) for text in job.chunks] if job.pack else []
-        return ParseResult(sim_id, rows, progress_row, chunks, state_row, packed)
+        return ParseResult(sim_id, rows, row, chunks, stored)
 
 
 # The worker process's parsers (parse_pool.py runs `parse_in_this_process` there).

@@ -93,24 +93,45 @@ def unpack_stats(blob: bytes) -> dict[str, float | str]:
     return stats
 
 
-def lines_text(lines: list[str]) -> bytes:
+def chunk_text(lines: list[str]) -> str:
     """A chunk's text: every line ending in a newline (so the log download is a plain
-    concatenation, and an empty chunk stays empty). What is stored, compressed, and what the
-    parse workers are sent (one bytes object pickles in no time; a list of 1,000 strings does not)."""
-    return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass") if lines else b""
+    concatenation, and an empty chunk stays empty). The one form a chunk has in ingest, from the
+    request to the parse workers, whose parser takes it as it is (one string pickles in no time;
+    a list of 1,000 does not). Stored as its UTF-8 (lone surrogates kept), compressed."""
+    return "\n".join(lines) + "\n" if lines else ""
 
 
-def text_lines(text: bytes) -> list[str]:
-    return text.decode("utf-8", "surrogatepass").split("\n")[:-1]
+def chunk_lines(text: str) -> list[str]:
+    """The lines of a chunk's text (`chunk_text`)."""
+    return text.split("\n")[:-1]
+
+
+def encode_text(text: str) -> bytes:
+    """A chunk's text as stored (before compression) and downloaded: UTF-8, lone surrogates
+    (which a JSON body may hold) kept."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def decode_text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogatepass")
+
+
+def pack_text(text: str) -> bytes:
+    """A chunk's text (`chunk_text`) as stored: compressed."""
+    return compress(encode_text(text))
+
+
+def unpack_text(blob: bytes) -> str:
+    return decode_text(decompress(blob))
 
 
 def pack_lines(lines: list[str]) -> bytes:
-    """A chunk as stored: its text, compressed."""
-    return compress(lines_text(lines))
+    """A chunk's lines as stored: their text, compressed."""
+    return pack_text(chunk_text(lines))
 
 
 def unpack_lines(blob: bytes) -> list[str]:
-    return text_lines(decompress(blob))
+    return chunk_lines(unpack_text(blob))
 
 
 def pack_state(state: dict[str, Any]) -> bytes:

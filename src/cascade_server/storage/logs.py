@@ -3,35 +3,185 @@
 Storage only: which chunks to parse, parsing and the live events are the ingest service's
 (cascade_server/ingest/). Every method but `iter_log` runs inside the caller's write, so a
 chunk, the kernels it completed and the parser state after it commit together.
+
+The rows ingest hands in are built here, next to the SQL that stores them: `chunk_row`,
+`kernel_row` and `progress_row` (the parse workers build them, so each is a frozen dataclass
+that pickles as its values).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any, Protocol
 
 import aiosqlite
 
-from .codecs import DECOMPRESS_ERRORS, decompress, lines_text
+from cascade_core.models import SimMetrics
+
+from .codecs import (
+    DECOMPRESS_ERRORS,
+    chunk_text,
+    decode_text,
+    decompress,
+    encode_text,
+    pack_state,
+    pack_stats,
+    pack_text,
+)
 from .database import Database, Transaction
 
-# The columns of a `kernels` row, in order (the ingest service builds rows in this order).
-KERNEL_COLUMNS = (
-    "sim_id",
-    "kernel_index",
-    "kernel_name",
-    "kernel_launch_uid",
-    "gpu_sim_cycle",
-    "gpu_sim_insn",
-    "gpu_ipc",
-    "sim_time_ns",
-    "stats",
-)
-# The columns of a sim's parse progress, in order, then the sim's id.
+
+@dataclass(slots=True, frozen=True)
+class ChunkRow:
+    """A `log_chunks` row: a chunk as stored."""
+
+    sim_id: str
+    seq: int
+    data: bytes  # pack_text(chunk_text(lines))
+
+    def __reduce__(self) -> tuple[type[ChunkRow], tuple[Any, ...]]:
+        return ChunkRow, _CHUNK_VALUES(self)
+
+
+@dataclass(slots=True, frozen=True)
+class KernelRow:
+    """A `kernels` row: one kernel a sim's log completed."""
+
+    sim_id: str
+    kernel_index: int
+    kernel_name: str
+    kernel_launch_uid: int | None
+    gpu_sim_cycle: int | None
+    gpu_sim_insn: int | None
+    gpu_ipc: float | None
+    sim_time_ns: float | None
+    stats: bytes  # pack_stats(stats)
+
+    def __reduce__(self) -> tuple[type[KernelRow], tuple[Any, ...]]:
+        return KernelRow, _KERNEL_VALUES(self)
+
+
+@dataclass(slots=True, frozen=True)
+class ProgressRow:
+    """A sim's parse progress, as its `sims` columns, and the parser's state when it was saved
+    with it (it then stands before `next_seq`)."""
+
+    sim_id: str
+    next_seq: int  # the chunk the sim's log waits for
+    kernels_done: int
+    current_kernel: str | None
+    latest: str  # SimMetrics, as JSON
+    log_tail: str  # a JSON list of lines
+    parser_state: bytes | None = None  # pack_state(state); None: not saved this time
+
+    def __reduce__(self) -> tuple[type[ProgressRow], tuple[Any, ...]]:
+        return ProgressRow, _PROGRESS_VALUES(self)
+
+
+# Each row's fields are its table's columns, in order: its values are its SQL parameters (and
+# what it pickles as: a frozen dataclass's own pickling costs several times more).
+CHUNK_COLUMNS = tuple(f.name for f in fields(ChunkRow))
+KERNEL_COLUMNS = tuple(f.name for f in fields(KernelRow))
+# A sim's progress, as `sims` columns (then the parser state saved with it, and the sim's id).
 PROGRESS_COLUMNS = ("next_seq", "kernels_done", "current_kernel", "latest", "log_tail")
-STATE_COLUMNS = ("parser_state", "parser_state_seq")
-_INSERT_CHUNK = "INSERT INTO log_chunks(sim_id, seq, data) VALUES (?,?,?)"
+_CHUNK_VALUES = attrgetter(*CHUNK_COLUMNS)
+_KERNEL_VALUES = attrgetter(*KERNEL_COLUMNS)
+_PROGRESS_VALUES = attrgetter(*(f.name for f in fields(ProgressRow)))
+
+_INSERT_CHUNK = "INSERT INTO log_chunks({}) VALUES ({})".format(
+    ", ".join(CHUNK_COLUMNS), ",".join("?" * len(CHUNK_COLUMNS))
+)
+_INSERT_KERNEL = "INSERT OR REPLACE INTO kernels({}) VALUES ({})".format(
+    ", ".join(KERNEL_COLUMNS), ",".join("?" * len(KERNEL_COLUMNS))
+)
+# A sim's progress and the parser state saved with it, in one UPDATE: the state and the seq it
+# stands before only when saved (None: kept as they were).
+_UPDATE_PROGRESS = "UPDATE sims SET {} WHERE id=?".format(
+    ", ".join(
+        [f"{column}=?" for column in PROGRESS_COLUMNS]
+        + [f"{column}=coalesce(?, {column})" for column in ("parser_state", "parser_state_seq")]
+    )
+)
+
+
+class KernelValues(Protocol):
+    """What a kernel's row is built from (the log parser's ParsedKernel, placed)."""
+
+    @property
+    def kernel_index(self) -> int: ...
+    @property
+    def kernel_name(self) -> str: ...
+    @property
+    def kernel_launch_uid(self) -> int | None: ...
+    @property
+    def gpu_sim_cycle(self) -> int | None: ...
+    @property
+    def gpu_sim_insn(self) -> int | None: ...
+    @property
+    def gpu_ipc(self) -> float | None: ...
+    @property
+    def sim_time_ns(self) -> float | None: ...
+    @property
+    def stats(self) -> dict[str, float | str]: ...
+
+
+def chunk_row(sim_id: str, seq: int, text: str) -> ChunkRow:
+    """A chunk's row, from its text (`chunk_text`)."""
+    return ChunkRow(sim_id, seq, pack_text(text))
+
+
+def kernel_row(sim_id: str, kernel: KernelValues) -> KernelRow:
+    return KernelRow(
+        sim_id,
+        kernel.kernel_index,
+        kernel.kernel_name,
+        kernel.kernel_launch_uid,
+        kernel.gpu_sim_cycle,
+        kernel.gpu_sim_insn,
+        kernel.gpu_ipc,
+        kernel.sim_time_ns,
+        pack_stats(kernel.stats),
+    )
+
+
+def progress_row(
+    sim_id: str,
+    next_seq: int,
+    kernels_done: int,
+    current_kernel: str | None,
+    latest: SimMetrics,
+    log_tail: list[str],
+    parser_state: dict[str, Any] | None = None,
+) -> ProgressRow:
+    """A sim's progress after its chunks before `next_seq`, with the parser's state there when it
+    is to be saved."""
+    return ProgressRow(
+        sim_id,
+        next_seq,
+        kernels_done,
+        current_kernel,
+        latest.model_dump_json(),
+        json.dumps(log_tail),
+        None if parser_state is None else pack_state(parser_state),
+    )
+
+
+def _progress_values(row: ProgressRow) -> tuple[Any, ...]:
+    saved_at = None if row.parser_state is None else row.next_seq
+    return (
+        row.next_seq,
+        row.kernels_done,
+        row.current_kernel,
+        row.latest,
+        row.log_tail,
+        row.parser_state,
+        saved_at,
+        row.sim_id,
+    )
 
 
 class LogRepository:
@@ -68,47 +218,37 @@ class LogRepository:
         ) as cur:
             return [(row[0], row[1]) for row in await cur.fetchall()]
 
-    async def insert_chunks(self, tx: Transaction, chunks: Iterable[tuple[str, int, bytes]]) -> None:
-        """(sim_id, seq, pack_lines(lines)) rows."""
-        await tx.conn.executemany(_INSERT_CHUNK, list(chunks))
+    async def insert_chunks(self, tx: Transaction, chunks: Iterable[ChunkRow]) -> None:
+        await tx.conn.executemany(_INSERT_CHUNK, [_CHUNK_VALUES(chunk) for chunk in chunks])
 
-    async def stored_text(self, tx: Transaction, sim_id: str, seq: int) -> bytes:
-        """A stored chunk's text (`lines_text`); a chunk that cannot be read (a damaged page) is
+    async def stored_text(self, tx: Transaction, sim_id: str, seq: int) -> str:
+        """A stored chunk's text (`chunk_text`); a chunk that cannot be read (a damaged page) is
         one line saying so."""
         [text] = await self.stored_texts(tx, sim_id, seq, seq + 1)
         return text
 
-    async def stored_texts(self, tx: Transaction, sim_id: str, first: int, end: int) -> list[bytes]:
+    async def stored_texts(self, tx: Transaction, sim_id: str, first: int, end: int) -> list[str]:
         """The texts of the sim's chunks `first` to `end - 1`, all stored, in order."""
         rows = await tx.conn.execute_fetchall(
             "SELECT seq, data FROM log_chunks WHERE sim_id=? AND seq>=? AND seq<? ORDER BY seq",
             (sim_id, first, end),
         )
-        return [_readable_text(seq, data) for seq, data in rows]
+        return [decode_text(_readable_text(seq, data)) for seq, data in rows]
 
     async def save_parsed(
         self,
         tx: Transaction,
-        chunks: list[tuple[str, int, bytes]],
-        kernels: list[tuple[Any, ...]],
-        progress: list[tuple[Any, ...]],
-        states: list[tuple[bytes, int, str]],
+        chunks: Sequence[ChunkRow],
+        kernels: Sequence[KernelRow],
+        progress: Sequence[ProgressRow],
     ) -> None:
-        """The write's last step, committed with it in one round trip: chunk rows (sim_id, seq,
-        pack_lines(lines)), kernel rows (KERNEL_COLUMNS), each sim's progress (PROGRESS_COLUMNS,
-        then its id) and the parser states saved (the packed state, the seq it stands before,
-        the sim's id); a sim's progress and its state go in one UPDATE."""
-        saved = {sim_id: (state, seq) for state, seq, sim_id in states}
-        rows = [(*row[:-1], *saved.get(row[-1], (None, None)), row[-1]) for row in progress]
-        sets = ", ".join(
-            [f"{column}=?" for column in PROGRESS_COLUMNS]
-            + [f"{column}=coalesce(?, {column})" for column in STATE_COLUMNS]  # None: not saved
-        )
+        """The write's last step, committed with it in one round trip: the chunks, the kernels
+        they completed and each sim's progress (with its parser state, when saved)."""
 
         def save(conn: sqlite3.Connection) -> None:
-            conn.executemany(_INSERT_CHUNK, chunks)
-            conn.executemany("INSERT OR REPLACE INTO kernels VALUES (?,?,?,?,?,?,?,?,?)", kernels)
-            conn.executemany(f"UPDATE sims SET {sets} WHERE id=?", rows)
+            conn.executemany(_INSERT_CHUNK, map(_CHUNK_VALUES, chunks))
+            conn.executemany(_INSERT_KERNEL, map(_KERNEL_VALUES, kernels))
+            conn.executemany(_UPDATE_PROGRESS, map(_progress_values, progress))
 
         await tx.run(save, commit=True)
 
@@ -130,7 +270,10 @@ class LogRepository:
 
 
 def _readable_text(seq: int, data: bytes) -> bytes:
+    """A stored chunk's text, encoded (`encode_text`)."""
     try:
         return decompress(data)
     except DECOMPRESS_ERRORS:
-        return lines_text([f"[cascade] log chunk {seq} is damaged in storage: lines are missing here"])
+        return encode_text(
+            chunk_text([f"[cascade] log chunk {seq} is damaged in storage: lines are missing here"])
+        )

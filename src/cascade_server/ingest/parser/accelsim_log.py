@@ -324,7 +324,7 @@ class LogParser:
         return self._feed(lines, text)
 
     def feed_text(self, text: str) -> list[ParsedKernel]:
-        """Consume one chunk given as its text, every line ending in a newline (`lines_text`;
+        """Consume one chunk given as its text, every line ending in a newline (`chunk_text`;
         a last line without one is a line too): as `feed` of its lines, without joining them
         again to search the text (the ingest workers are sent the text)."""
         lines = text.split("\n")
