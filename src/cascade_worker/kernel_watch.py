@@ -3,7 +3,9 @@ lines (and the time), no I/O.
 
 Accel-Sim says `Processing kernel <path>` before it reads a kernel's trace, `launching kernel
 name: <name> uid: <n> ...` when it launches it (uids count the kernels of its list from 1, in list
-order), and `kernel_launch_uid = <n>` in the stats it prints when the kernel finishes. Kernels on
+order), and the stats block it prints when the kernel finishes (`kernel_launch_uid = <n>` near
+its start; the kernel counts as finished at the block's last line, `gpgpu_silicon_slowdown = `,
+as the server's log parser counts it: a simulator that dies mid-block has not finished it). Kernels on
 different CUDA streams may run at once, so the kernel to blame is the earliest one in list order
 that the simulator had begun and not finished: every kernel before it had finished.
 """
@@ -14,7 +16,8 @@ from collections.abc import Sequence
 
 _PROCESSING = "Processing kernel "
 _LAUNCHING = "launching kernel name: "
-_FINISHED = "kernel_launch_uid = "
+_FINISHING = "kernel_launch_uid = "
+_BLOCK_END = "gpgpu_silicon_slowdown = "
 
 
 class KernelWatch:
@@ -25,6 +28,7 @@ class KernelWatch:
         self._by_file = {name: i for i, name in enumerate(names)}
         self._begun: set[int] = set()  # list indexes (0-based)
         self._finished: set[int] = set()
+        self._finishing: list[int] = []  # the uids of the stats block being printed
         self._names: dict[int, str] = {}
         self.last_progress = now  # when a kernel last launched or finished
 
@@ -40,11 +44,13 @@ class KernelWatch:
                 self._begun.add(int(uid) - 1)
                 self._names[int(uid) - 1] = name
                 self.last_progress = now
-        elif line.startswith(_FINISHED):
-            uid = line[len(_FINISHED) :].strip()
-            if uid.isdigit() and 0 < int(uid) <= len(self.positions):
-                self._finished.add(int(uid) - 1)
-                self.last_progress = now
+        elif line.startswith(_FINISHING):  # concurrent kernels' block: "3 4"
+            uids = line[len(_FINISHING) :].split()
+            self._finishing = [int(u) - 1 for u in uids if u.isdigit() and 0 < int(u) <= len(self.positions)]
+        elif line.startswith(_BLOCK_END) and self._finishing:
+            self._finished.update(self._finishing)
+            self._finishing = []
+            self.last_progress = now
 
     def running(self) -> int | None:
         """The trace position of the earliest kernel begun and not finished, or None."""

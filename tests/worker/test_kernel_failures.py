@@ -76,13 +76,16 @@ def test_the_kernel_to_blame_is_the_earliest_begun_and_not_finished():
     watch.feed("Processing kernel /t/traces/kernel-6.traceg", 1.0)
     assert watch.running() == 5 and watch.last_progress == 0.0
     watch.feed("launching kernel name: _Z3fooi uid: 1 cuda_stream_id: 0", 2.0)
-    watch.feed("kernel_launch_uid = 1 ", 3.0)
+    watch.feed("kernel_launch_uid = 1 ", 2.5)
+    assert watch.running() == 5  # its stats block is being printed: not finished until its end
+    watch.feed("gpgpu_silicon_slowdown = 1500000x", 3.0)
     assert watch.running() is None and watch.finished_positions() == {5}
     watch.feed("Processing kernel /elsewhere/kernel-8.traceg", 4.0)
     assert watch.running() == 7 and watch.name_at(7) == ""  # not launched: the header gives it
     watch.feed("launching kernel name: _Z3barv uid: 2", 5.0)
     watch.feed("launching kernel name: _Z3bazv uid: 3 cuda_stream_id: 1", 6.0)
-    watch.feed("kernel_launch_uid = 3", 7.0)  # another stream's kernel finished first
+    watch.feed("kernel_launch_uid = 3", 6.5)  # another stream's kernel finished first
+    watch.feed("gpgpu_silicon_slowdown = 15x", 7.0)
     assert watch.running() == 7 and watch.name_at(7) == "_Z3barv" and watch.last_progress == 7.0
     watch.feed("launching kernel name: x uid: 99", 8.0)  # not of this list: ignored
     assert watch.running() == 7

@@ -59,6 +59,9 @@ class SimSummary(Model):
     # Not in the spec (an addition): of kernels_done, those the simulator failed on (the sim went
     # on past them, on_kernel_failure "continue"); they have no results.
     kernels_failed: int = Field(default=0, exclude_if=lambda v: v == 0)
+    # The run entry's choices its launch needs (server-side only: never sent, never read).
+    on_kernel_failure: Literal["continue", "stop"] = Field(default="continue", exclude=True)
+    warmup_kernels: int = Field(default=1, exclude=True)
     current_kernel: str | None = None
     latest: SimMetrics = Field(default_factory=SimMetrics)
     log_tail: list[str] = Field(default_factory=list)

@@ -239,6 +239,7 @@ def types_section(shown: Sequence[type[BaseModel]] = TYPES) -> str:
             names = [name for name in model.model_fields if name not in parents_fields]
         else:
             names = list(model.model_fields)
+        names = [name for name in names if not model.model_fields[name].exclude]  # never sent
         parts.extend(field_line(model, name) for name in names)
         parts.append("")
     parts.append(

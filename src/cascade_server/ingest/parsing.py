@@ -99,7 +99,14 @@ class ParseResult:
 def progress_of(parser: LogParser, placement: ShardPlacement = WHOLE_TRACE) -> dict[str, Any]:
     """The parser's view of a sim's progress, as SimSummary fields."""
     return {
-        "kernels_done": placement.owned_done(parser.kernels_done),
+        # the sim's own kernels done: simulated (a shard's first warm-up kernels and a restart's
+        # not counted) or failed in the simulator
+        "kernels_done": placement.owned_done(
+            parser.kernels_done - parser.kernels_dropped - parser.kernels_placed
+        )
+        + parser.kernels_placed
+        + parser.kernels_failed,
+        "kernels_failed": parser.kernels_failed,
         "current_kernel": parser.current_kernel,
         "latest": SimMetrics(**parser.latest),
         "log_tail": list(parser.log_tail),
@@ -145,9 +152,12 @@ class Parsers:
             kernels = parser.feed_text(text)
             own = []
             for k in kernels:
-                if not placement.is_warmup(k.kernel_index):
+                if k.placed:  # after a restart, or a failed kernel: at its trace position already
                     own.append(k)
-                k.kernel_index = placement.placed_index(k.kernel_index)
+                else:
+                    if not placement.is_warmup(k.kernel_index):
+                        own.append(k)
+                    k.kernel_index = placement.placed_index(k.kernel_index)
                 rows.append(kernel_row(sim_id, k))
             if job.watched:
                 chunks.append(ChunkParsed([k.to_stat(sim_id) for k in own], progress_of(parser, placement)))
@@ -170,6 +180,7 @@ class Parsers:
             progress["latest"],
             progress["log_tail"],
             parser.state() if save_state else None,
+            progress["kernels_failed"],
         )
         return ParseResult(sim_id, rows, row, chunks, stored)
 

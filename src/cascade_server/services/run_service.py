@@ -75,6 +75,9 @@ class RunService:
             env[SHARD_VARIABLE] = sim.shard.model_dump_json()
         if sim.options:  # the variant's options, given to accel-sim.out after the configs
             env["CASCADE_SIM_OPTIONS"] = json.dumps(sim.options)
+        # going on past a kernel the simulator fails on (the worker's defaults: continue, 1)
+        env["CASCADE_ON_KERNEL_FAILURE"] = sim.on_kernel_failure
+        env["CASCADE_WARMUP_KERNELS"] = str(sim.warmup_kernels)
         return SimSpec(
             sim_id=sim.id,
             run_id=sim.run_id,

@@ -168,6 +168,7 @@ def sim_from_row(row: aiosqlite.Row) -> SimSummary:
         exit_code=row["exit_code"],
         kernels_done=row["kernels_done"],
         kernels_total=row["kernels_total"],
+        kernels_failed=row["kernels_failed"],
         current_kernel=row["current_kernel"],
         latest=SimMetrics.model_validate_json(row["latest"]),
         log_tail=json.loads(row["log_tail"]),
@@ -178,11 +179,16 @@ def sim_from_row(row: aiosqlite.Row) -> SimSummary:
 
 
 def _variant(row: aiosqlite.Row) -> dict[str, Any]:
-    """A sim's options and label (migration 6); absent or NULL for a sim without options."""
+    """A sim's options and label (migration 6), absent or NULL for a sim without options; and
+    what its launch needs of its run entry (migration 9)."""
     keys = row.keys()
     options = row["options"] if "options" in keys else None
     label = row["label"] if "label" in keys else None
-    return {"options": json.loads(options) if options else {}, "label": label or ""}
+    policy = {}
+    if "on_kernel_failure" in keys:  # migration 9; NULL: the defaults
+        policy["on_kernel_failure"] = row["on_kernel_failure"] or "continue"
+        policy["warmup_kernels"] = 1 if row["warmup_kernels"] is None else row["warmup_kernels"]
+    return {"options": json.loads(options) if options else {}, "label": label or "", **policy}
 
 
 def kernel_from_row(row: aiosqlite.Row, with_stats: bool) -> KernelStat:
@@ -196,4 +202,5 @@ def kernel_from_row(row: aiosqlite.Row, with_stats: bool) -> KernelStat:
         gpu_ipc=row["gpu_ipc"],
         sim_time_ns=row["sim_time_ns"],
         stats=unpack_stats(row["stats"]) if with_stats else {},
+        failed=row["failed"],
     )

@@ -60,6 +60,7 @@ class KernelRow:
     gpu_ipc: float | None
     sim_time_ns: float | None
     stats: bytes  # pack_stats(stats)
+    failed: str | None = None  # the simulator's reason, for a kernel it failed on (no results)
 
     def __reduce__(self) -> tuple[type[KernelRow], tuple[Any, ...]]:
         return KernelRow, _KERNEL_VALUES(self)
@@ -73,6 +74,7 @@ class ProgressRow:
     sim_id: str
     next_seq: int  # the chunk the sim's log waits for
     kernels_done: int
+    kernels_failed: int  # of kernels_done, those the simulator failed on
     current_kernel: str | None
     latest: str  # SimMetrics, as JSON
     log_tail: str  # a JSON list of lines
@@ -87,7 +89,7 @@ class ProgressRow:
 CHUNK_COLUMNS = tuple(f.name for f in fields(ChunkRow))
 KERNEL_COLUMNS = tuple(f.name for f in fields(KernelRow))
 # A sim's progress, as `sims` columns (then the parser state saved with it, and the sim's id).
-PROGRESS_COLUMNS = ("next_seq", "kernels_done", "current_kernel", "latest", "log_tail")
+PROGRESS_COLUMNS = ("next_seq", "kernels_done", "kernels_failed", "current_kernel", "latest", "log_tail")
 _CHUNK_VALUES = attrgetter(*CHUNK_COLUMNS)
 _KERNEL_VALUES = attrgetter(*KERNEL_COLUMNS)
 _PROGRESS_VALUES = attrgetter(*(f.name for f in fields(ProgressRow)))
@@ -127,6 +129,8 @@ class KernelValues(Protocol):
     def sim_time_ns(self) -> float | None: ...
     @property
     def stats(self) -> dict[str, float | str]: ...
+    @property
+    def failed(self) -> str | None: ...
 
 
 def chunk_row(sim_id: str, seq: int, text: str) -> ChunkRow:
@@ -145,6 +149,7 @@ def kernel_row(sim_id: str, kernel: KernelValues) -> KernelRow:
         kernel.gpu_ipc,
         kernel.sim_time_ns,
         pack_stats(kernel.stats),
+        kernel.failed,
     )
 
 
@@ -156,6 +161,7 @@ def progress_row(
     latest: SimMetrics,
     log_tail: list[str],
     parser_state: dict[str, Any] | None = None,
+    kernels_failed: int = 0,
 ) -> ProgressRow:
     """A sim's progress after its chunks before `next_seq`, with the parser's state there when it
     is to be saved."""
@@ -163,6 +169,7 @@ def progress_row(
         sim_id,
         next_seq,
         kernels_done,
+        kernels_failed,
         current_kernel,
         latest.model_dump_json(),
         json.dumps(log_tail),
@@ -175,6 +182,7 @@ def _progress_values(row: ProgressRow) -> tuple[Any, ...]:
     return (
         row.next_seq,
         row.kernels_done,
+        row.kernels_failed,
         row.current_kernel,
         row.latest,
         row.log_tail,

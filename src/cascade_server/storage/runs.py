@@ -63,8 +63,8 @@ class RunRepository:
             )
             await tx.conn.executemany(
                 "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
-                f" kernels_total, core_clock_mhz, options, label, {', '.join(INSERT_COLUMNS)})"
-                " VALUES (?,?,?,?,'pending',?,?,?,?,?,?,?,?,?,?,?)",
+                " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels,"
+                f" {', '.join(INSERT_COLUMNS)}) VALUES (?,?,?,?,'pending',?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         new_id("sim"),
@@ -77,6 +77,8 @@ class RunRepository:
                         core_clock_mhz(e.options, configs[e.gpu_config].core_clock_mhz),
                         json.dumps(e.options) if e.options else None,
                         e.label,
+                        None if e.on_kernel_failure == "continue" else e.on_kernel_failure,
+                        None if e.warmup_kernels == 1 else e.warmup_kernels,
                         *insert_values(shard),
                     )
                     for e in entries
@@ -174,9 +176,10 @@ class RunRepository:
                 new = new_id("sim")
                 await tx.conn.execute(
                     "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
-                    f" kernels_total, core_clock_mhz, options, label, {', '.join(INSERT_COLUMNS)}, retry_of)"
+                    " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels,"
+                    f" {', '.join(INSERT_COLUMNS)}, retry_of)"
                     " SELECT ?, run_id, gpu_config, replica, 'pending', ?, ?, kernels_total, core_clock_mhz,"
-                    " options, label,"
+                    " options, label, on_kernel_failure, warmup_kernels,"
                     f" {', '.join(INSERT_COLUMNS)}, id FROM sims WHERE id=?",
                     (new, now, now, old_id),
                 )

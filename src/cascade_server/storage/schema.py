@@ -137,6 +137,15 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sims ADD COLUMN parser_state_seq INTEGER NOT NULL DEFAULT 0;
     UPDATE sims SET parser_state_seq = next_seq;
     """,
+    # 9: going on past a kernel the simulator fails on (issue 30). A sim's run-entry choices
+    # (NULL: the defaults, "continue" and 1 warm-up kernel before a restart), how many of its
+    # kernels failed, and a failed kernel's row: the simulator's reason, and no results.
+    """
+    ALTER TABLE sims ADD COLUMN on_kernel_failure TEXT;
+    ALTER TABLE sims ADD COLUMN warmup_kernels INTEGER;
+    ALTER TABLE sims ADD COLUMN kernels_failed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE kernels ADD COLUMN failed TEXT;
+    """,
 ]
 
 

@@ -55,6 +55,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from cascade_core import log_notes
 from cascade_core.models import INT64_MAX, INT64_MIN, KernelStat
 
 from .accelsim_stats import (
@@ -80,8 +81,9 @@ __all__ = [
     "parse_value",
 ]
 
-# 2: the open block is its (key, value) pairs in log order; 1 (still read): its stats map.
-STATE_VERSION = 2
+# 3: with the restart the log is in and the counts of dropped and failed kernels (2, still read:
+# none); 2: the open block is its (key, value) pairs in log order; 1 (still read): its stats map.
+STATE_VERSION = 3
 TAIL_LINES = 20
 # A line of the tail is cut to this many characters (the whole line stays in the log): the tail
 # travels in every sim summary.
@@ -101,6 +103,7 @@ _SURELY_FITS = MAX_BLOCK_BYTES // STATS_LINE_MAX
 _LAUNCH = "\nlaunching kernel name: "
 _RATE = "\ngpgpu_simulation_rate = "
 _EXIT = "\nGPGPU-Sim: *** exit detected ***"
+_NOTE = "\n" + log_notes.PREFIX  # a line of the worker's own (cascade_core.log_notes)
 
 # The uid is required: a launch line cut mid-name must not name a kernel.
 _LAUNCH_RE = re.compile(r"launching kernel name: (\S+) uid: [0-9]")
@@ -168,6 +171,10 @@ class ParsedKernel:
     gpu_ipc: float | None  # None when missing or not finite
     sim_time_ns: float | None  # gpu_sim_cycle / core_clock_mhz * 1000
     stats: dict[str, float | str] = field(default_factory=dict)
+    # After a restart (or for a failed kernel) the parser knows the kernel's trace position
+    # itself: `kernel_index` is that position, and the sim's shard placement does not apply.
+    placed: bool = False
+    failed: str | None = None  # a kernel the simulator failed on: the reason, and no results
 
     def to_stat(self, sim_id: str) -> KernelStat:
         return KernelStat(
@@ -180,6 +187,7 @@ class ParsedKernel:
             gpu_ipc=self.gpu_ipc,
             sim_time_ns=self.sim_time_ns,
             stats=self.stats,
+            failed=self.failed,
         )
 
 
@@ -196,6 +204,11 @@ class LogParser:
         "_block",
         "_block_ended",
         "_block_bytes",
+        "_restart",
+        "_restart_at",
+        "_dropped",
+        "_placed_blocks",
+        "_failed",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
@@ -218,6 +231,13 @@ class LogParser:
         # The block's last line arrived as the chunk's last line but does not look complete
         # (see _SLOWDOWN_LINE_RE); the next line proves it was, so the block is reported then.
         self._block_ended = False
+        # The restart the log is in (first, last, warmup of log_notes.Restart), None before any;
+        # and `_kernels_done` when it began (its kernels count from there).
+        self._restart: tuple[int, int, int] | None = None
+        self._restart_at = 0
+        self._dropped = 0  # blocks of a restart's warm-up kernels: not the sim's, not stored
+        self._placed_blocks = 0  # blocks of a restart's own kernels (placed here)
+        self._failed = 0  # kernels the simulator failed on (a failure note each)
         if state is not None:
             self._restore(state)
 
@@ -233,7 +253,23 @@ class LogParser:
 
     @property
     def kernels_done(self) -> int:
+        """Stats blocks finished (a restart's warm-up kernels among them)."""
         return self._kernels_done
+
+    @property
+    def kernels_dropped(self) -> int:
+        """Of kernels_done, the restarts' warm-up kernels: never returned."""
+        return self._dropped
+
+    @property
+    def kernels_placed(self) -> int:
+        """Of kernels_done, the restarts' own kernels (returned `placed`)."""
+        return self._placed_blocks
+
+    @property
+    def kernels_failed(self) -> int:
+        """Kernels the simulator failed on (returned as `failed` kernels, with no block)."""
+        return self._failed
 
     @property
     def log_tail(self) -> list[str]:
@@ -262,6 +298,11 @@ class LogParser:
             "exit_detected": self._exit_detected,
             "block": None if self._block is None else list(self._block),
             "block_ended": self._block_ended,
+            "restart": None if self._restart is None else list(self._restart),
+            "restart_at": self._restart_at,
+            "dropped": self._dropped,
+            "placed": self._placed_blocks,
+            "failed": self._failed,
         }
 
     def _restore(self, state: dict) -> None:
@@ -270,7 +311,7 @@ class LogParser:
             raise ValueError(f"invalid LogParser state: expected an object, got {kind}")
         try:
             version = state.get("version")
-            if version not in (1, STATE_VERSION):
+            if version not in (1, 2, STATE_VERSION):
                 raise ValueError(f"unsupported version {version!r} (expected {STATE_VERSION})")
             kernels_done = state["kernels_done"]
             current = state["current_kernel"]
@@ -279,6 +320,14 @@ class LogParser:
             exit_detected = state["exit_detected"]
             block = state["block"]
             block_ended = state["block_ended"]
+            restart = state.get("restart")
+            counts = [state.get(key, 0) for key in ("restart_at", "dropped", "placed", "failed")]
+            if restart is not None and not (
+                isinstance(restart, list) and len(restart) == 3 and all(isinstance(x, int) for x in restart)
+            ):
+                raise ValueError("restart must be null or three integers")
+            if not all(isinstance(x, int) and x >= 0 for x in counts):
+                raise ValueError("restart_at, dropped, placed and failed must be non-negative integers")
             if not isinstance(kernels_done, int) or kernels_done < 0:
                 raise ValueError("kernels_done must be a non-negative integer")
             if current is not None and not isinstance(current, str):
@@ -307,6 +356,8 @@ class LogParser:
         self._block = None if block is None else [(key, value) for key, value in block]
         self._block_bytes = None
         self._block_ended = block_ended and block is not None
+        self._restart = None if restart is None else (restart[0], restart[1], restart[2])
+        self._restart_at, self._dropped, self._placed_blocks, self._failed = counts
 
     # ---- parsing -------------------------------------------------------------------------
 
@@ -336,6 +387,59 @@ class LogParser:
 
     def _feed(self, lines: Sequence[str], text: str) -> list[ParsedKernel]:
         """`lines`, and their text with a newline before each line."""
+        if _NOTE not in text:
+            return self._feed_output(lines, text)
+        # The worker's notes between simulators (rare: once per failed kernel): the lines
+        # between them are the simulators' output, each note applies where it stands.
+        done: list[ParsedKernel] = []
+        start = 0
+        for i, line in enumerate(lines):
+            if not line.startswith(log_notes.PREFIX):
+                continue
+            note = log_notes.parse_failure(line) or log_notes.parse_restart(line)
+            if note is None:
+                continue
+            if i > start:
+                part = lines[start:i]
+                done += self._feed_output(part, "\n" + "\n".join(part))
+            self._tail = (self._tail + [_tail_line(line)])[-TAIL_LINES:]
+            done += self._apply(note)
+            start = i + 1
+        if start < len(lines):
+            part = lines[start:]
+            done += self._feed_output(part, "\n" + "\n".join(part))
+        return done
+
+    def _apply(self, note: log_notes.KernelFailure | log_notes.Restart) -> list[ParsedKernel]:
+        """A simulator ended: a block it was printing is whole if its last line came (that line
+        may be cut), else cut off. Then a failed kernel, or the next simulator's kernels."""
+        done = [self._finish_block()] if self._block_ended else []
+        if self._restart is not None:
+            done = self._placed(done)
+        self._block, self._block_bytes, self._block_ended = None, None, False
+        if isinstance(note, log_notes.Restart):
+            self._restart = (note.first, note.last, note.warmup)
+            self._restart_at = self._kernels_done
+            self._current_kernel = None
+            return done
+        self._failed += 1
+        done.append(
+            ParsedKernel(
+                kernel_index=note.kernel_index,
+                kernel_name=note.kernel_name,
+                kernel_launch_uid=None,
+                gpu_sim_cycle=None,
+                gpu_sim_insn=None,
+                gpu_ipc=None,
+                sim_time_ns=None,
+                placed=True,
+                failed=note.reason,
+            )
+        )
+        return done
+
+    def _feed_output(self, lines: Sequence[str], text: str) -> list[ParsedKernel]:
+        """Simulator output: `lines`, and their text with a newline before each line."""
         n = len(lines)
         self._tail = (self._tail + [_tail_line(x) for x in lines[-TAIL_LINES:]])[-TAIL_LINES:]
         self._scan_launch(text)
@@ -378,7 +482,28 @@ class LogParser:
                 self._block_ended = True
                 break
             done.append(self._finish_block())
+        if self._restart is not None:
+            return self._placed(done)
         return done
+
+    def _placed(self, done: list[ParsedKernel]) -> list[ParsedKernel]:
+        """A restarted simulator's kernels at their trace positions; its warm-up kernels (whose
+        results the sim has from an earlier simulator) dropped."""
+        assert self._restart is not None
+        first, _, warmup = self._restart
+        kept = []
+        for kernel in done:
+            if kernel.placed:
+                kept.append(kernel)
+                continue
+            local = kernel.kernel_index - self._restart_at
+            if local < warmup:
+                self._dropped += 1
+                continue
+            kernel.kernel_index, kernel.placed = first + local - warmup, True
+            self._placed_blocks += 1
+            kept.append(kernel)
+        return kept
 
     def _scan_launch(self, text: str) -> None:
         i = text.rfind(_LAUNCH)
