@@ -12,7 +12,8 @@ import pytest
 from cascade_core.models import ConfigOption, RunEntry, ShardInfo
 from cascade_core.variants import VariantError
 from cascade_tui.panes.kernels_pane import KernelsPane
-from cascade_tui.screens.new_run import NewRunScreen, total_text
+from cascade_tui.screens.new_run import NewRunScreen
+from cascade_tui.screens.new_run_plan import total_text
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.variant_editor import VariantScreen
