@@ -12,17 +12,9 @@ from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.views import filter_sort, simrows
 from cascade_tui.widgets.sim_table import SimTable
 
+from .conftest import TRACE, create_run, make_app, on_list, open_run_screen
 from .factories import T0, sim
 from .helpers import Simulator, screen_text, wait_for_text, wait_until
-from .test_screen_fit_navigation_and_quit import (  # noqa: F401
-    TRACE,
-    create_run,
-    http,
-    make_app,
-    on_list,
-    open_run_screen,
-    srv,
-)
 
 
 def test_filter_words_all_match_case_ignored_and_sort_is_stable():
@@ -53,7 +45,7 @@ def test_sims_state_filters_cycle_and_keep_what_they_say():
     assert names == ["all", "running", "failed", "not succeeded", "all"]
 
 
-async def test_slash_filters_the_runs_list_by_config_and_esc_clears(srv, http, tmp_path):  # noqa: F811
+async def test_slash_filters_the_runs_list_by_config_and_esc_clears(srv, http, tmp_path):
     qv = await create_run(http, [("SM7_QV100", 1)])
     titan = await create_run(http, [("SM7_TITANV", 1)])
     app = make_app(srv, tmp_path)
@@ -70,10 +62,10 @@ async def test_slash_filters_the_runs_list_by_config_and_esc_clears(srv, http, t
         await wait_until(pilot, lambda: len(screen.items) == 2, "both runs again")
 
 
-async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(srv, tmp_path):  # noqa: F811
+async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(srv, tmp_path):
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         screen = app.screen
@@ -86,7 +78,7 @@ async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(srv, tmp_pa
 
 
 @pytest.mark.slow
-async def test_vim_keys_move_in_the_lists_and_the_sims_table(srv, http, tmp_path):  # noqa: F811
+async def test_vim_keys_move_in_the_lists_and_the_sims_table(srv, http, tmp_path):
     runs = [await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)]) for _ in range(3)]
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -108,7 +100,7 @@ async def test_vim_keys_move_in_the_lists_and_the_sims_table(srv, http, tmp_path
         assert table.cursor_index == 1
 
 
-async def test_v_filters_the_sims_table_by_state(srv, http, tmp_path):  # noqa: F811
+async def test_v_filters_the_sims_table_by_state(srv, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     sims = {s["gpu_config"]: s["id"] for s in run["sims"]}
     await Simulator(http, sims["SM7_QV100"]).beat("running")
@@ -164,7 +156,7 @@ def test_wrapped_window_fills_from_the_top_or_bottom_aligned_when_following():
 
 
 @pytest.mark.slow
-async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path):  # noqa: F811
+async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path):
     from cascade_tui.widgets.log_view import LogView
 
     run = await create_run(http, [("SM7_QV100", 1)])
@@ -194,7 +186,7 @@ async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path): 
 
 
 @pytest.mark.slow
-async def test_slash_filters_the_traces_list_and_s_sorts_the_runs_list(srv, http, tmp_path):  # noqa: F811
+async def test_slash_filters_the_traces_list_and_s_sorts_the_runs_list(srv, http, tmp_path):
     done = await create_run(http, [("SM7_QV100", 1)])
     await Simulator(http, done["sims"][0]["id"]).beat("succeeded", exit_code=0)
     going = await create_run(http, [("SM7_TITANV", 1)])  # newest first: this one on top

@@ -6,11 +6,9 @@ endpoints with recorded Accel-Sim logs)."""
 from __future__ import annotations
 
 import io
-import os
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
-import httpx
 import pytest
 from rich.color import ColorSystem, ColorType
 from rich.console import Console
@@ -20,7 +18,6 @@ from rich.style import Style
 from cascade_core.models import RunEntry, RunSummary
 from cascade_tui.app import CascadeApp
 from cascade_tui.screens.modals import HelpScreen, MessageScreen, QuitScreen
-from cascade_tui.screens.polled_table import PolledTable
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
@@ -29,92 +26,9 @@ from cascade_tui.views.quit_outcome import QuitOutcome
 from cascade_tui.widgets.kernel_chart import KernelChart
 from cascade_tui.widgets.log_view import LogView
 from cascade_tui.widgets.sim_table import SimTable
-from tests.conftest import TOKEN, ready_trace
 
-from .helpers import (
-    Simulator,
-    assert_snapshot,
-    recorded_log,
-    screen_text,
-    tui_settings,
-    wait_for_text,
-    wait_until,
-)
-
-UPDATE = os.environ.get("CASCADE_UPDATE_SNAPSHOTS") == "1"
-TRACE = "tinyformer-step-sm70"
-LONG_ERROR = (
-    "post-processing failed: the upload has no traces/ directory (expected "
-    "traces/kernelslist.g and one .traceg file per kernel; see the README's upload "
-    "section for the layout `cascade upload` sends)"
-)
-
-
-@pytest.fixture
-async def srv(make_server):
-    server = await make_server()
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
-    # A failed trace whose metadata text is long (many layers): its error must still show.
-    await server.store.traces.put_trace(
-        ready_trace(
-            "broken-upload",
-            state="failed",
-            error=LONG_ERROR,
-            model="a-model-with-a-long-name",
-            layers=[f"transformer.block{i}.attention" for i in range(12)],
-        )
-    )
-    return server
-
-
-@pytest.fixture
-async def http(srv):
-    async with srv.client() as client:
-        yield client
-
-
-def make_app(srv, tmp_path) -> CascadeApp:
-    return CascadeApp(tui_settings(srv.url, TOKEN, tmp_path))
-
-
-async def create_run(http: httpx.AsyncClient, entries: list[tuple[str, int]]) -> dict:
-    resp = await http.post(
-        "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": c, "count": n} for c, n in entries]}
-    )
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
-async def play(http, sim_id: str, log: list[str], end: str | None = "succeeded") -> None:
-    sim = Simulator(http, sim_id)
-    await sim.beat("running")
-    await sim.log(log)
-    if end == "succeeded":
-        await sim.beat("succeeded", exit_code=0)
-    elif end == "failed":
-        await sim.beat("failed", exit_code=134, error="assertion failed (SIGABRT)")
-
-
-async def on_list(pilot, screen_type: type[PolledTable], ids: list[str]) -> None:
-    def listed() -> bool:
-        screen = pilot.app.screen
-        return isinstance(screen, screen_type) and all(i in screen.items for i in ids)
-
-    await wait_until(pilot, listed, f"the list with {ids}")
-
-
-async def open_run_screen(pilot, run_id: str) -> RunScreen:
-    await on_list(pilot, RunsScreen, [run_id])
-    runs = pilot.app.screen
-    runs.select(run_id)
-    await wait_until(pilot, lambda: runs.selected_id() == run_id, "the cursor on the run")
-    await pilot.press("enter")
-    await wait_until(
-        pilot,
-        lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
-        "the run screen",
-    )
-    return pilot.app.screen
+from .conftest import LONG_ERROR, TRACE, UPDATE, create_run, make_app, on_list, open_run_screen, play, select
+from .helpers import Simulator, assert_snapshot, recorded_log, screen_text, wait_for_text, wait_until
 
 
 def flat(app: CascadeApp) -> str:
@@ -144,11 +58,9 @@ async def footer_whole(pilot) -> None:
 async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it(srv, tmp_path, size):
     app = make_app(srv, tmp_path)
     async with app.run_test(size=size) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
-        app.screen.select("broken-upload")
-        await wait_until(pilot, lambda: app.screen.selected_id() == "broken-upload", "the cursor")
+        await select(pilot, TracesScreen, "broken-upload", ["broken-upload", TRACE])
         whole = " ".join(LONG_ERROR.split())
         # Whole, under the table, before the metadata.
         await wait_until(pilot, lambda: whole in flat(app), "the whole error")
@@ -256,7 +168,7 @@ async def test_at_80_columns_the_log_header_and_footers_are_whole(srv, http, tmp
     await sim.log(log[:2000])
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await footer_whole(pilot)
         await pilot.press("t")
         await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
@@ -416,7 +328,7 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
         assert "cancel the runs and quit" in text and "quit, they keep running" in text
         assert "stay" in text and f"2 sims of 1 run ({run['id']})" in text
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "staying")
+        await on_list(pilot, RunsScreen, [])
         assert app.is_running
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
@@ -440,7 +352,7 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
 async def test_q_with_nothing_running_quits_at_once(srv, tmp_path):
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("q")
         await wait_until(pilot, lambda: not app.is_running, "the app to exit")
     assert app.quit_outcome == QuitOutcome("none")
@@ -474,9 +386,7 @@ async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tm
         await wait_for_text(pilot, "? Help")  # the footer, rebuilt once the finished run is selected
         snap("runs")
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
-        app.screen.select("broken-upload")
-        await wait_until(pilot, lambda: app.screen.selected_id() == "broken-upload", "the cursor")
+        await select(pilot, TracesScreen, "broken-upload", ["broken-upload", TRACE])
         await pilot.pause()
         snap("traces")
         await pilot.press("r")
