@@ -6,6 +6,7 @@ swept value), with snapshots at 80x24 and 160x45; and the pure logic behind both
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -30,11 +31,8 @@ from .helpers import (
     wait_until,
 )
 
-QV100 = (
-    "-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 0\n"
-    "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n-gpgpu_n_clusters 80\n"
-    "-gpgpu_n_cores_per_cluster 1\n-dram_latency 100\n-gpgpu_cache:dl2 S:32:128:24,L:B:m:L:P,A:192:4,32:0,32\n"
-)
+# SM7_QV100 as `accelsim_dir` (tests/conftest.py) has it, with the options the variant editor offers
+QV100 = (Path(__file__).with_name("data") / "SM7_QV100.gpgpusim.config").read_text()
 
 
 # --- pure: the form's rows ------------------------------------------------------------------------
