@@ -1,7 +1,7 @@
 """The TUI tests' one set of fixtures and factories, after datasette's `make_app_client`: a real
-server holding the traces a test module names (`srv`, `http`), the UI on a server (`make_app`),
-runs made and played through the real API (`create_run`, `play`, `played_run`), and the walks to
-a list, New run or a run's screen.
+server holding the traces a test module names (`srv`, `http`), the UI on a server (`make_app`, and
+the `app` fixture on `srv`), runs made and played through the real API (`create_run`, `play`,
+`played_run`, the `run` fixture), and the walks to a list, New run or a run's screen.
 
 `srv` holds what the `srv_traces` fixture gives; a module that wants other traces overrides that
 fixture, as pytest overrides any fixture on the module level."""
@@ -23,6 +23,7 @@ from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.polled_table import PolledTable
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.widgets.log_view import LogView
 from tests.conftest import TOKEN, LiveServer, ready_trace
 
 from .helpers import Simulator, recorded_log, screen_text, tui_settings, wait_for_text, wait_until
@@ -86,6 +87,7 @@ async def http(srv: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
 
 # --- runs, made and played through the API ----------------------------------------------------
 
+
 # (config, count), or (config, count, simulator options) for a variant
 Entry = tuple[str, int] | tuple[str, int, dict[str, str]]
 
@@ -100,7 +102,9 @@ async def create_run(http: httpx.AsyncClient, entries: list[Entry], trace_id: st
     return resp.json()
 
 
-async def play(http: httpx.AsyncClient, sim_id: str, log: list[str], end: str | None = "succeeded") -> None:
+async def play(
+    http: httpx.AsyncClient, sim_id: str, log: list[str], end: str | None = "succeeded"
+) -> Simulator:
     """The sim runs and writes `log`, then ends `succeeded`, `failed`, or (None) keeps running."""
     sim = Simulator(http, sim_id)
     await sim.beat("running")
@@ -109,6 +113,7 @@ async def play(http: httpx.AsyncClient, sim_id: str, log: list[str], end: str | 
         await sim.beat("succeeded", exit_code=0)
     elif end == "failed":
         await sim.beat("failed", exit_code=134, error="assertion failed (SIGABRT)")
+    return sim
 
 
 async def played_run(http: httpx.AsyncClient, entries: list[Entry], trace_id: str = TRACE) -> dict:
@@ -117,6 +122,18 @@ async def played_run(http: httpx.AsyncClient, entries: list[Entry], trace_id: st
     for sim in run["sims"]:
         await play(http, sim["id"], recorded_log(sim["gpu_config"]))
     return run
+
+
+@pytest.fixture
+async def run(http: httpx.AsyncClient) -> dict:
+    """A run of one SM7_QV100 sim on the tinyformer trace, the sim not started."""
+    return await create_run(http, [("SM7_QV100", 1)])
+
+
+@pytest.fixture
+def qv100_log() -> list[str]:
+    """The whole stdout of a real Accel-Sim run on SM7_QV100, line by line."""
+    return recorded_log("SM7_QV100")
 
 
 async def sample_run(server: LiveServer) -> dict:
@@ -133,20 +150,28 @@ def make_app(server: LiveServer, tmp_path: Path, token: str | None = TOKEN, **se
     return CascadeApp(tui_settings(server.url, token, tmp_path, **settings))
 
 
-async def on_list(pilot, screen_type: type[PolledTable], ids: list[str]) -> None:
+@pytest.fixture
+async def app(srv: LiveServer, tmp_path: Path) -> CascadeApp:
+    """The UI on `srv` (`make_app`), to run with `app.run_test()`."""
+    return make_app(srv, tmp_path)
+
+
+async def on_list(pilot, screen_type: type[PolledTable], ids: list[str]) -> PolledTable:
+    """Once the `screen_type` list shows, with `ids` on it: that list."""
+
     def listed() -> bool:
         screen = pilot.app.screen
         return isinstance(screen, screen_type) and all(i in screen.items for i in ids)
 
     await wait_until(pilot, listed, f"the list with {ids}")
+    return pilot.app.screen
 
 
 async def select(
     pilot, screen_type: type[PolledTable], item_id: str, listed: list[str] | None = None
 ) -> PolledTable:
     """On the `screen_type` list (with `listed` on it too), the cursor on `item_id`."""
-    await on_list(pilot, screen_type, listed or [item_id])
-    screen = pilot.app.screen
+    screen = await on_list(pilot, screen_type, listed or [item_id])
     screen.select(item_id)
     await wait_until(pilot, lambda: screen.selected_id() == item_id, f"the cursor on {item_id}")
     return screen
@@ -167,6 +192,14 @@ async def open_run_screen(pilot, run_id: str) -> RunScreen:
     await select(pilot, RunsScreen, run_id)
     await pilot.press("enter")
     return await on_run_screen(pilot)
+
+
+async def log_tail(pilot, run_id: str, lines: int) -> LogView:
+    """On the run's screen, its log pane once it holds the sim's `lines`-line tail."""
+    screen = await open_run_screen(pilot, run_id)
+    view = screen.query_one(LogView)
+    await wait_until(pilot, lambda: len(view.store) == lines, f"the {lines:,}-line tail")
+    return view
 
 
 async def open_new_run(pilot) -> NewRunScreen:

@@ -50,10 +50,9 @@ async def srv(srv):
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(srv, http, tmp_path, size):
+async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(app, http, size):
     entries = [("SM7_QV100", 1), ("SM7_TITANV", 1), ("SM7_QV100", 1, {"-gpgpu_n_clusters": "40"})]
     await played_run(http, entries, TRACE)
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=size) as pilot:
         await wait_for_text(pilot, "Runs")
         await pilot.press("t")

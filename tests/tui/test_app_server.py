@@ -23,6 +23,7 @@ from .conftest import (
     TRACE,
     broken_upload,
     create_run,
+    log_tail,
     make_app,
     on_list,
     on_run_screen,
@@ -52,8 +53,7 @@ def srv_traces():
 
 
 @pytest.mark.slow
-async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(app, http):
     async with app.run_test(size=(120, 40)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
@@ -108,10 +108,8 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv,
         assert "fastest" in text or "tie" in text
 
 
-async def test_a_sim_not_started_says_so_in_the_log_pane_not_0_lines(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_a_sim_not_started_says_so_in_the_log_pane_not_0_lines(app, http, run):
     sim = Simulator(http, run["sims"][0]["id"])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         # (the manual launcher has it `launching`: its worker is for a person to start)
@@ -123,23 +121,16 @@ async def test_a_sim_not_started_says_so_in_the_log_pane_not_0_lines(srv, http, 
 
 
 @pytest.mark.slow
-async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    sim = Simulator(http, run["sims"][0]["id"])
-    await sim.beat("running")
-    log = recorded_log("SM7_QV100")
-    await sim.log(log[:20_000])
-    app = make_app(srv, tmp_path)
+async def test_log_pane_follows_pauses_with_count_resumes_and_searches(app, http, run, qv100_log):
+    sim = await play(http, run["sims"][0]["id"], qv100_log[:20_000], end=None)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        view = app.screen.query_one(LogView)
-        await wait_until(pilot, lambda: len(view.store) == 20_000, "the 20,000-line tail")
+        view = await log_tail(pilot, run["id"], 20_000)
         assert view.following
 
         view.focus()
         await pilot.press("pageup", "pageup")
         await wait_until(pilot, lambda: not view.following, "following to pause")
-        await sim.log(log[20_000:20_500])
+        await sim.log(qv100_log[20_000:20_500])
         text = await wait_for_text(pilot, "paused +500 lines (End to follow)")
         assert "following" not in text.split("paused")[0].splitlines()[-1]
         app.screen.query_one("SimTable").focus()  # End works from the sims table too
@@ -158,12 +149,9 @@ async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http
         assert view.store.lines[view.current_match].startswith("kernel_name = _Z18attn")
 
 
-async def test_escape_in_the_log_search_closes_only_the_search(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_escape_in_the_log_search_closes_only_the_search(app, run):
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        screen = app.screen
+        screen = await open_run_screen(pilot, run["id"])
         search = screen.query_one("#search")
         await pilot.press("slash")
         await wait_until(pilot, lambda: search.has_focus, "the search box")
@@ -177,12 +165,9 @@ async def test_escape_in_the_log_search_closes_only_the_search(srv, http, tmp_pa
 
 
 @pytest.mark.slow
-async def test_escape_after_a_search_drops_it_then_goes_back(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_escape_after_a_search_drops_it_then_goes_back(app, run):
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        screen = app.screen
+        screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
         await pilot.press("slash", *"kernel", "enter")
         await wait_until(pilot, lambda: view.pattern is not None, "the search to apply")
@@ -193,9 +178,7 @@ async def test_escape_after_a_search_drops_it_then_goes_back(srv, http, tmp_path
         await on_list(pilot, RunsScreen, [])
 
 
-async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(app, run):
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await open_run_screen(pilot, run["id"])
         messages = record_notifications(app)
@@ -209,17 +192,10 @@ async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(s
 
 
 @pytest.mark.slow
-async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    sim = Simulator(http, run["sims"][0]["id"])
-    await sim.beat("running")
-    log = recorded_log("SM7_QV100")
-    await sim.log(log[:3000])
-    app = make_app(srv, tmp_path)
+async def test_log_pane_scrolls_from_the_keyboard_after_tab(app, http, run, qv100_log):
+    sim = await play(http, run["sims"][0]["id"], qv100_log[:3000], end=None)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        view = app.screen.query_one(LogView)
-        await wait_until(pilot, lambda: len(view.store) == 3000, "the 3,000-line tail")
+        view = await log_tail(pilot, run["id"], 3000)
         assert app.screen.query_one("SimTable").has_focus
         await pilot.press("tab")
         assert view.has_focus
@@ -228,7 +204,7 @@ async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path)
         assert not view.following
         await pilot.press("pageup", "pageup")
         assert view.scroll_y < view.max_scroll_y - 2
-        await sim.log(log[3000:3040])
+        await sim.log(qv100_log[3000:3040])
         await wait_for_text(pilot, "paused +40 lines (End to follow)")
         await pilot.press("end")
         await wait_for_text(pilot, "following · 3,040 lines")
@@ -241,9 +217,7 @@ async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path)
 
 
 @pytest.mark.slow
-async def test_runs_and_traces_keys_work_on_the_run_screen(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_runs_and_traces_keys_work_on_the_run_screen(app, run):
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "● LIVE")
@@ -267,8 +241,7 @@ async def test_runs_and_traces_keys_work_on_the_run_screen(srv, http, tmp_path):
 
 
 @pytest.mark.slow
-async def test_new_run_above_four_sims_confirms_and_launches_once(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_new_run_above_four_sims_confirms_and_launches_once(app, http):
     async with app.run_test(size=(100, 30)) as pilot:
         await open_new_run(pilot)  # from Runs: the first ready trace
         await pilot.press("plus", "plus", "plus", "plus")
@@ -290,9 +263,8 @@ async def test_new_run_above_four_sims_confirms_and_launches_once(srv, http, tmp
 
 
 @pytest.mark.slow
-async def test_cancel_asks_first_then_cancels(srv, http, tmp_path):
+async def test_cancel_asks_first_then_cancels(app, http):
     run = await create_run(http, [("SM7_QV100", 2)])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("x")
@@ -369,12 +341,10 @@ async def test_unreachable_server_is_explained(tmp_path):
 
 
 @pytest.mark.slow
-async def test_downloads_results_log_and_files(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_downloads_results_log_and_files(app, http, run, tmp_path):
     sim_id = run["sims"][0]["id"]
-    await play(http, sim_id, recorded_log("SM7_QV100")[:5000])
-    await Simulator(http, sim_id).put_file("kernel-stats.csv", b"kernel,cycles\n1,2\n")
-    app = make_app(srv, tmp_path)
+    sim = await play(http, sim_id, recorded_log("SM7_QV100")[:5000])
+    await sim.put_file("kernel-stats.csv", b"kernel,cycles\n1,2\n")
     downloads = tmp_path / "downloads"
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await open_run_screen(pilot, run["id"])
@@ -417,12 +387,9 @@ async def test_downloads_results_log_and_files(srv, http, tmp_path):
 
 
 @pytest.mark.slow
-async def test_every_key_has_an_id_in_footer_help_and_palette(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_every_key_has_an_id_in_footer_help_and_palette(app, run):
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        run_screen = app.screen
+        run_screen = await open_run_screen(pilot, run["id"])
         for binding in RunScreen.BINDINGS:
             assert binding.id and binding.id.startswith("run."), binding
         await pilot.press("question_mark")
@@ -458,11 +425,9 @@ async def test_every_key_has_an_id_in_footer_help_and_palette(srv, http, tmp_pat
 
 
 @pytest.mark.slow
-async def test_a_sim_failing_and_the_run_finishing_are_notified(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_a_sim_failing_and_the_run_finishing_are_notified(app, http, run):
     sim = Simulator(http, run["sims"][0]["id"])
     await sim.beat("running")
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, run["id"])
@@ -510,11 +475,9 @@ async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_tim
         assert "no real timing" not in text
 
 
-async def test_run_screen_text_is_never_drawn_in_its_own_background_colour(srv, http, tmp_path):
+async def test_run_screen_text_is_never_drawn_in_its_own_background_colour(app, run):
     """A mixin once changed how Textual resolved the screens' default CSS, and the header, the
     column titles and the log were painted in their background colour (invisible)."""
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "LIVE")
@@ -525,12 +488,9 @@ async def test_run_screen_text_is_never_drawn_in_its_own_background_colour(srv, 
 
 
 @pytest.mark.slow
-async def test_cancel_is_offered_while_a_run_is_active_only(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_cancel_is_offered_while_a_run_is_active_only(app, http, run):
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        run_screen = app.screen
+        run_screen = await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "Cancel")  # in the footer, the run being active
         assert "run.cancel" in help_text(run_screen).plain
         sim_id = run["sims"][0]["id"]
@@ -552,10 +512,9 @@ async def test_cancel_is_offered_while_a_run_is_active_only(srv, http, tmp_path)
 
 
 @pytest.mark.slow
-async def test_new_run_shards_show_the_speed_up_and_error_and_launch_sharded(srv, http, tmp_path):
+async def test_new_run_shards_show_the_speed_up_and_error_and_launch_sharded(app, http):
     """Issue 23: `>` shards each sim; the form says the expected speed-up and the measured error,
     counts every shard as a sim, and the run screen's sims table shows each shard's range."""
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(120, 36)) as pilot:
         await open_new_run(pilot)
         assert "Shards per sim: 1" in screen_text(app)

@@ -142,7 +142,7 @@ def srv_traces():
 
 
 @pytest.mark.slow
-async def test_c_on_a_demo_trace_compares_sm70_against_sm75(srv, http, tmp_path):
+async def test_c_on_a_demo_trace_compares_sm70_against_sm75(srv, app, http, tmp_path):
     runs = {}
     for trace_id, configs in ((SM70, ["SM7_QV100", "SM7_TITANV"]), (SM75, ["SM75_RTX2060"])):
         # the real Accel-Sim output of this very trace
@@ -153,7 +153,6 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(srv, http, tmp_path)
             config = next(s["gpu_config"] for s in created["sims"] if s["id"] == stat["sim_id"])
             totals[config] = totals.get(config, 0.0) + stat["sim_time_ns"]
 
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await on_list(pilot, RunsScreen, [r["id"] for r in runs.values()])
         await pilot.press("t")

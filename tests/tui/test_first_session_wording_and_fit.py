@@ -55,9 +55,8 @@ def no_cut_without_ellipsis(cells: list[str], full: list[str]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("what", ["run", "trace"])
-async def test_delete_is_confirmed_by_y_only_not_by_enter(srv, http, tmp_path, what):
+async def test_delete_is_confirmed_by_y_only_not_by_enter(app, http, what):
     run = await played_run(http, [("SM7_QV100", 1)], SHORT)
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         if what == "trace":
@@ -79,8 +78,7 @@ async def test_delete_is_confirmed_by_y_only_not_by_enter(srv, http, tmp_path, w
 # --- New run ------------------------------------------------------------------------------------
 
 
-async def test_new_run_picks_the_suggested_config_only_and_space_moves_on(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_new_run_picks_the_suggested_config_only_and_space_moves_on(app, http):
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
@@ -119,12 +117,10 @@ async def test_new_run_picks_the_suggested_config_only_and_space_moves_on(srv, h
 # --- compare runs -------------------------------------------------------------------------------
 
 
-async def test_compare_of_stand_in_runs_shows_the_banner_and_no_ratio_or_spread(srv, http, tmp_path):
+async def test_compare_of_stand_in_runs_shows_the_banner_and_no_ratio_or_spread(app, http):
     runs = [await played_run(http, [("SM7_QV100", 1)], SHORT) for _ in range(2)]
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await on_list(pilot, RunsScreen, [r["id"] for r in runs])
-        listing = app.screen
+        listing = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         for run in runs:
             listing.select(run["id"])
             await wait_until(pilot, lambda run_id=run["id"]: listing.selected_id() == run_id, "the cursor")
@@ -143,9 +139,8 @@ async def test_compare_of_stand_in_runs_shows_the_banner_and_no_ratio_or_spread(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("view", ["k", "T"])
-async def test_the_stand_in_banner_shows_once_in_the_kernels_and_steps_views(srv, http, tmp_path, view):
+async def test_the_stand_in_banner_shows_once_in_the_kernels_and_steps_views(app, http, view):
     run = await played_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)], SHORT)
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "⚠ Stand-in numbers")
@@ -159,9 +154,8 @@ async def test_the_stand_in_banner_shows_once_in_the_kernels_and_steps_views(srv
 
 
 @pytest.mark.slow
-async def test_the_log_says_no_sim_matches_the_filter_and_search_counts_matches(srv, http, tmp_path):
+async def test_the_log_says_no_sim_matches_the_filter_and_search_counts_matches(app, http):
     run = await played_run(http, [("SM7_QV100", 1)], SHORT)
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         await wait_until(
@@ -183,9 +177,8 @@ async def test_the_log_says_no_sim_matches_the_filter_and_search_counts_matches(
 
 
 @pytest.mark.slow
-async def test_help_columns_never_run_into_each_other(srv, http, tmp_path):
+async def test_help_columns_never_run_into_each_other(app, http):
     run = await played_run(http, [("SM7_QV100", 1)], SHORT)
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         for where in ("run", "runs"):
             if where == "run":
@@ -239,8 +232,7 @@ async def test_runs_list_cuts_with_an_ellipsis_and_shows_configs_when_wide(make_
     app = make_app(server, tmp_path)
     for size in ((80, 24), (160, 45)):
         async with app.run_test(size=size) as pilot:
-            await on_list(pilot, RunsScreen, [sample["id"]])
-            screen = app.screen
+            screen = await on_list(pilot, RunsScreen, [sample["id"]])
             await pilot.pause()
             table = screen.query_one(DataTable)
             titles = [str(c.label) for c in table.columns.values()]
@@ -269,8 +261,7 @@ async def test_runs_list_cuts_with_an_ellipsis_and_shows_configs_when_wide(make_
 # --- found in a first session over tmux at 80x24, TERM=screen --------------------------------------
 
 
-async def test_new_run_at_80_columns_keeps_its_keys_whole_and_the_help_says_all(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_new_run_at_80_columns_keeps_its_keys_whole_and_the_help_says_all(app, http):
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await pilot.press("t")

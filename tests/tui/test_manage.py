@@ -10,7 +10,7 @@ from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 
-from .conftest import TRACE, create_run, make_app, on_list, open_run_screen, select
+from .conftest import TRACE, create_run, on_list, open_run_screen, select
 from .helpers import Simulator, record_notifications, screen_text, wait_until
 
 
@@ -24,12 +24,11 @@ async def confirm(pilot, expected: str, answer: str = "y") -> None:
 
 
 @pytest.mark.slow
-async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tmp_path):
+async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(app, http):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     failing = Simulator(http, run["sims"][1]["id"])
     await failing.beat("running")
     await failing.beat("failed", exit_code=1, error="boom")
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         await pilot.press("R")
@@ -60,9 +59,7 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tm
 
 
 @pytest.mark.slow
-async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(app, http, run):
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         seen = record_notifications(app)
         await open_run_screen(pilot, run["id"])
@@ -82,8 +79,7 @@ async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv
     assert (await http.get(f"/api/runs/{run['id']}")).status_code == 404
 
 
-async def test_delete_a_trace_from_the_traces_list(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_delete_a_trace_from_the_traces_list(app, http):
     async with app.run_test(size=(100, 30)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await pilot.press("t")

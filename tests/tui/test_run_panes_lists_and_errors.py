@@ -51,14 +51,11 @@ async def fail(client, sim_id: str) -> None:
 
 
 @pytest.mark.slow
-async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(
-    srv, http, tmp_path
-):
+async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(app, http):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     by_config = {s["gpu_config"]: s["id"] for s in run["sims"]}
     await play(http, by_config["SM7_QV100"], recorded_log("SM7_QV100")[:200])
     await fail(http, by_config["SM7_TITANV"])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         # The header keeps the count of every state at 80 columns.
@@ -91,11 +88,9 @@ async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and
         await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details by i")
 
 
-async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(app, http, run):
     sim = Simulator(http, run["sims"][0]["id"])
     await sim.beat("running")
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("f")
@@ -107,9 +102,7 @@ async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(srv, ht
 
 
 @pytest.mark.slow
-async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(app, run):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_run_screen(pilot, run["id"])
         body = str(help_text(app.screen))
@@ -126,9 +119,7 @@ async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(srv, http
 
 
 @pytest.mark.slow
-async def test_escape_on_a_list_clears_a_filter_kept_with_enter(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_escape_on_a_list_clears_a_filter_kept_with_enter(app, run):
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, run["id"])
@@ -160,12 +151,10 @@ async def test_the_sample_run_says_its_times_are_recorded_and_cannot_be_re_run(m
 
 
 @pytest.mark.slow
-async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer(app, http, run):
     long_line = "stats " + "x" * 200 + " END"
     lines = [f"line {i}" for i in range(60)] + [long_line, "last line"]
     await play(http, run["sims"][0]["id"], lines)
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "last line")
@@ -185,10 +174,8 @@ async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer
 
 
 @pytest.mark.slow
-async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(app, http, run):
     await play(http, run["sims"][0]["id"], ["only line of a good sim"])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "only line of a good sim")
@@ -200,10 +187,8 @@ async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(srv, ht
         await wait_for_text(pilot, "only line of a good sim")
 
 
-async def test_zoomed_the_log_title_does_not_offer_the_hidden_table(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_zoomed_the_log_title_does_not_offer_the_hidden_table(app, http, run):
     await play(http, run["sims"][0]["id"], ["a line"])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("tab")
@@ -244,9 +229,7 @@ def test_the_kernels_view_shows_no_spread_between_configs_of_stand_in_numbers():
 
 
 @pytest.mark.slow
-async def test_the_step_timeline_pane_uses_the_whole_width(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_the_step_timeline_pane_uses_the_whole_width(app, run):
     async with app.run_test(size=(160, 45)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("T")
@@ -257,8 +240,7 @@ async def test_the_step_timeline_pane_uses_the_whole_width(srv, http, tmp_path):
 
 
 @pytest.mark.slow
-async def test_at_80_columns_a_ready_trace_keeps_its_note_whole(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_at_80_columns_a_ready_trace_keeps_its_note_whole(app, http):
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
@@ -283,11 +265,10 @@ def test_text_tables_shorten_the_name_column_first_and_never_a_value():
 
 
 @pytest.mark.slow
-async def test_a_comparison_wider_than_the_terminal_scrolls_sideways(srv, http, tmp_path):
+async def test_a_comparison_wider_than_the_terminal_scrolls_sideways(app, http):
     from cascade_tui.screens.compare_runs import CompareRunsScreen
 
     ids = [(await played_run(http, [("SM7_QV100", 1)]))["id"] for _ in range(2)]
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(50, 24)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, ids[0][-6:])

@@ -12,6 +12,11 @@ from .conftest import create_run, make_app, open_new_run, serve, tinyformer
 from .helpers import screen_text, wait_for_text, wait_until
 
 
+@pytest.fixture
+def srv_traces():
+    return [tinyformer()]
+
+
 @pytest.mark.slow
 async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
     make_server, tmp_path, monkeypatch
@@ -46,9 +51,7 @@ async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
             await wait_until(pilot, lambda: "start now" not in screen_text(app), "the line to go")
 
 
-async def test_new_run_on_the_manual_launcher_says_the_sims_wait_for_you(make_server, tmp_path):
-    server = await serve(make_server, [tinyformer()])  # manual
-    app = make_app(server, tmp_path)
+async def test_new_run_on_the_manual_launcher_says_the_sims_wait_for_you(app):  # srv: the manual launcher
     async with app.run_test(size=(80, 24)) as pilot:
         await open_new_run(pilot)
         await wait_for_text(pilot, "the sim waits for you to start it with cascade worker (manual launcher)")
