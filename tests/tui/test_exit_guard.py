@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,40 +41,39 @@ def wait_gone(pids: list[int], timeout: float = 30.0) -> None:
     )
 
 
-def start_stuck_ui(mode: str, **kw) -> tuple[subprocess.Popen, list[int]]:
+@contextmanager
+def stuck_ui(mode: str, **kw) -> Iterator[tuple[subprocess.Popen, list[int]]]:
+    """The stuck UI and the pids of its server and the server's child; killed at the end, its
+    server's group too, whatever the test saw."""
     proc = subprocess.Popen(
         [sys.executable, str(STUCK_UI), mode], cwd=REPO, stdout=subprocess.PIPE, text=True, **kw
     )
     assert proc.stdout is not None
     pids = [int(p) for p in proc.stdout.readline().split()]
     assert len(pids) == 2, "the stuck UI did not start its server"
-    return proc, pids
+    try:
+        yield proc, pids
+    finally:
+        proc.kill()
+        kill_process_groups(pids[:1], 0)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
 def test_a_stop_signal_to_a_stuck_ui_kills_its_server_group_and_exits(signum):
-    proc, pids = start_stuck_ui("plain")
-    try:
+    with stuck_ui("plain") as (proc, pids):
         proc.send_signal(signum)
         assert proc.wait(30) == 128 + signum
         wait_gone(pids)
-    finally:
-        proc.kill()
-        kill_process_groups(pids[:1], 0)
 
 
 def test_a_hung_up_terminal_without_any_signal_ends_a_stuck_ui():
     master, slave = os.openpty()
-    proc, pids = start_stuck_ui("tty", stdin=slave, start_new_session=True)
-    os.close(slave)
-    try:
+    with stuck_ui("tty", stdin=slave, start_new_session=True) as (proc, pids):
+        os.close(slave)
         assert not terminal_gone(master)
         os.close(master)  # the terminal emulator / sshd goes away; nobody sends a signal
         assert proc.wait(30) == 128 + signal.SIGHUP
         wait_gone(pids)
-    finally:
-        proc.kill()
-        kill_process_groups(pids[:1], 0)
 
 
 def test_terminal_gone_is_false_for_a_live_terminal_and_for_no_terminal():
