@@ -89,3 +89,10 @@ def kstat(
         sim_time_ns=ns,
         **kw,
     )
+
+
+def kstats(times: dict[str, list[float | None]], **kw) -> list[KernelStat]:
+    """Kernel stats by sim: each sim id's simulated times, kernel 0 first."""
+    return [
+        kstat(sim_id, index, ns, **kw) for sim_id, values in times.items() for index, ns in enumerate(values)
+    ]

@@ -14,16 +14,21 @@ from cascade_tui.screens.traces_list import TracesScreen
 from tests.conftest import ready_trace
 from tests.timeline.profiles import SAMPLED, load, steps_by_correlation, write_trace_dir
 
-from .helpers import assert_snapshot, recorded_log, screen_text, wait_for_text, wait_until
-from .test_screen_fit_navigation_and_quit import UPDATE, http, make_app, on_list, play  # noqa: F401
+from .conftest import UPDATE, make_app, on_list, played_run, serve
+from .helpers import assert_snapshot, screen_text, wait_for_text, wait_until
 
 TRACE = "profiled"
 
 
 @pytest.fixture
-async def srv(make_server):
-    server = await make_server()
-    directory = server.settings.traces_dir / TRACE
+def srv_traces():
+    return [ready_trace(TRACE, has_real_timing=True, metadata=None)]
+
+
+@pytest.fixture
+async def srv(srv):
+    """The trace's real kernel times, imported from a sampled profile (`cascade timeline import`)."""
+    directory = srv.settings.traces_dir / TRACE
     write_trace_dir(directory, steps_by_correlation(load(SAMPLED))[0][:15])
     done = subprocess.run(
         [
@@ -41,28 +46,13 @@ async def srv(make_server):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    await server.store.traces.put_trace(ready_trace(TRACE, has_real_timing=True, metadata=None))
-    return server
+    return srv
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(srv, http, tmp_path, size):  # noqa: F811
-    resp = await http.post(
-        "/api/runs",
-        json={
-            "trace_id": TRACE,
-            "entries": [
-                {"gpu_config": "SM7_QV100", "count": 1},
-                {"gpu_config": "SM7_TITANV", "count": 1},
-                {"gpu_config": "SM7_QV100", "count": 1, "options": {"-gpgpu_n_clusters": "40"}},
-            ],
-        },
-    )
-    run = resp.json()
-    assert resp.status_code == 201, run
-    for sim in run["sims"]:
-        await play(http, sim["id"], recorded_log(sim["gpu_config"]))
-    app = make_app(srv, tmp_path)
+async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(app, http, size):
+    entries = [("SM7_QV100", 1), ("SM7_TITANV", 1), ("SM7_QV100", 1, {"-gpgpu_n_clusters": "40"})]
+    await played_run(http, entries, TRACE)
     async with app.run_test(size=size) as pilot:
         await wait_for_text(pilot, "Runs")
         await pilot.press("t")
@@ -101,8 +91,7 @@ async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(srv, htt
 async def test_with_no_real_timing_the_accuracy_screen_says_how_rows_come_and_draws_no_empty_chart(
     make_server, tmp_path
 ):
-    server = await make_server()
-    await server.store.traces.put_trace(ready_trace("untimed", has_real_timing=False, metadata=None))
+    server = await serve(make_server, [ready_trace("untimed", has_real_timing=False, metadata=None)])
     app = make_app(server, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_text(pilot, "Runs")

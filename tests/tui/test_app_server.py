@@ -7,8 +7,6 @@ with real stand-in worker processes are in test_app_workers.py.
 
 from __future__ import annotations
 
-import os
-
 import httpx
 import pytest
 
@@ -21,6 +19,21 @@ from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.widgets.log_view import LogView
 from tests.conftest import TOKEN, ready_trace
 
+from .conftest import (
+    TRACE,
+    broken_upload,
+    create_run,
+    log_tail,
+    make_app,
+    on_list,
+    on_run_screen,
+    open_new_run,
+    open_run_screen,
+    play,
+    serve,
+    table_rows,
+    tinyformer,
+)
 from .helpers import (
     ServeProcess,
     Simulator,
@@ -33,71 +46,16 @@ from .helpers import (
     wait_until,
 )
 
-UPDATE = os.environ.get("CASCADE_UPDATE_SNAPSHOTS") == "1"
-TRACE = "tinyformer-step-sm70"
-
 
 @pytest.fixture
-async def srv(make_server):
-    server = await make_server()
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
-    await server.store.traces.put_trace(
-        ready_trace("broken-upload", state="failed", error="metadata.json says status: failed")
-    )
-    return server
-
-
-@pytest.fixture
-async def http(srv):
-    async with srv.client() as client:
-        yield client
-
-
-def make_app(srv, tmp_path, token=TOKEN, **kw) -> CascadeApp:
-    return CascadeApp(tui_settings(srv.url, token, tmp_path, **kw))
-
-
-async def create_run(http: httpx.AsyncClient, entries: list[tuple[str, int]]) -> dict:
-    resp = await http.post(
-        "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": c, "count": n} for c, n in entries]}
-    )
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
-async def play_to_success(http, sim_id: str, log: list[str]) -> None:
-    sim = Simulator(http, sim_id)
-    await sim.beat("running")
-    await sim.log(log)
-    await sim.beat("succeeded", exit_code=0)
-
-
-def table_rows(app: CascadeApp, state: str) -> list[str]:
-    """Sims-table lines showing `state` (a row starts with its config name)."""
-    return [line for line in screen_text(app).splitlines() if line.startswith("SM") and state in line]
-
-
-async def open_runs(pilot) -> None:
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, RunsScreen), "the runs screen")
-
-
-async def open_run_screen(pilot, run_id: str) -> None:
-    """From the start: the runs list, then `Enter` on the run, until its screen has a snapshot."""
-    await open_runs(pilot)
-    await wait_for_text(pilot, run_id)
-    await pilot.press("enter")
-    await wait_until(
-        pilot,
-        lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
-        "the run screen",
-    )
+def srv_traces():
+    return [tinyformer(), broken_upload("metadata.json says status: failed")]
 
 
 @pytest.mark.slow
-async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(app, http):
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_runs(pilot)
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
         text = await wait_for_text(pilot, TRACE)
         assert isinstance(app.screen, TracesScreen)
@@ -119,19 +77,14 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv,
         await wait_for_text(pilot, "2 configs, 2 sims in total")
         await pilot.press("enter")
 
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, RunScreen) and app.screen.model.has_snapshot,
-            "the run screen with its snapshot",
-        )
-        screen: RunScreen = app.screen
+        screen = await on_run_screen(pilot)
         await wait_for_text(pilot, "LIVE")
         runs = (await http.get("/api/runs")).json()
         assert len(runs) == 1 and runs[0]["id"] == screen.run_id  # launched exactly once
 
         log = recorded_log("SM7_QV100")
         for sim_id in screen.model.sims:
-            await play_to_success(http, sim_id, log)
+            await play(http, sim_id, log)
         await wait_until(
             pilot, lambda: len(table_rows(app, "✔ succeeded")) == 2, "both sims succeeded in the table"
         )
@@ -155,10 +108,8 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(srv,
         assert "fastest" in text or "tie" in text
 
 
-async def test_a_sim_not_started_says_so_in_the_log_pane_not_0_lines(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_a_sim_not_started_says_so_in_the_log_pane_not_0_lines(app, http, run):
     sim = Simulator(http, run["sims"][0]["id"])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         # (the manual launcher has it `launching`: its worker is for a person to start)
@@ -170,23 +121,16 @@ async def test_a_sim_not_started_says_so_in_the_log_pane_not_0_lines(srv, http, 
 
 
 @pytest.mark.slow
-async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    sim = Simulator(http, run["sims"][0]["id"])
-    await sim.beat("running")
-    log = recorded_log("SM7_QV100")
-    await sim.log(log[:20_000])
-    app = make_app(srv, tmp_path)
+async def test_log_pane_follows_pauses_with_count_resumes_and_searches(app, http, run, qv100_log):
+    sim = await play(http, run["sims"][0]["id"], qv100_log[:20_000], end=None)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        view = app.screen.query_one(LogView)
-        await wait_until(pilot, lambda: len(view.store) == 20_000, "the 20,000-line tail")
+        view = await log_tail(pilot, run["id"], 20_000)
         assert view.following
 
         view.focus()
         await pilot.press("pageup", "pageup")
         await wait_until(pilot, lambda: not view.following, "following to pause")
-        await sim.log(log[20_000:20_500])
+        await sim.log(qv100_log[20_000:20_500])
         text = await wait_for_text(pilot, "paused +500 lines (End to follow)")
         assert "following" not in text.split("paused")[0].splitlines()[-1]
         app.screen.query_one("SimTable").focus()  # End works from the sims table too
@@ -205,12 +149,9 @@ async def test_log_pane_follows_pauses_with_count_resumes_and_searches(srv, http
         assert view.store.lines[view.current_match].startswith("kernel_name = _Z18attn")
 
 
-async def test_escape_in_the_log_search_closes_only_the_search(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_escape_in_the_log_search_closes_only_the_search(app, run):
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        screen = app.screen
+        screen = await open_run_screen(pilot, run["id"])
         search = screen.query_one("#search")
         await pilot.press("slash")
         await wait_until(pilot, lambda: search.has_focus, "the search box")
@@ -220,16 +161,13 @@ async def test_escape_in_the_log_search_closes_only_the_search(srv, http, tmp_pa
         assert app.screen is screen, "Esc in the search also left the run screen"
         assert screen.query_one("SimTable").has_focus
         await pilot.press("escape")  # with the search closed, Esc goes back
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
 
 
 @pytest.mark.slow
-async def test_escape_after_a_search_drops_it_then_goes_back(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_escape_after_a_search_drops_it_then_goes_back(app, run):
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        screen = app.screen
+        screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
         await pilot.press("slash", *"kernel", "enter")
         await wait_until(pilot, lambda: view.pattern is not None, "the search to apply")
@@ -237,12 +175,10 @@ async def test_escape_after_a_search_drops_it_then_goes_back(srv, http, tmp_path
         await wait_until(pilot, lambda: view.pattern is None, "the search dropped")
         assert app.screen is screen, "the first Esc after a search left the run screen"
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
 
 
-async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(app, run):
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await open_run_screen(pilot, run["id"])
         messages = record_notifications(app)
@@ -256,17 +192,10 @@ async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(s
 
 
 @pytest.mark.slow
-async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    sim = Simulator(http, run["sims"][0]["id"])
-    await sim.beat("running")
-    log = recorded_log("SM7_QV100")
-    await sim.log(log[:3000])
-    app = make_app(srv, tmp_path)
+async def test_log_pane_scrolls_from_the_keyboard_after_tab(app, http, run, qv100_log):
+    sim = await play(http, run["sims"][0]["id"], qv100_log[:3000], end=None)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        view = app.screen.query_one(LogView)
-        await wait_until(pilot, lambda: len(view.store) == 3000, "the 3,000-line tail")
+        view = await log_tail(pilot, run["id"], 3000)
         assert app.screen.query_one("SimTable").has_focus
         await pilot.press("tab")
         assert view.has_focus
@@ -275,7 +204,7 @@ async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path)
         assert not view.following
         await pilot.press("pageup", "pageup")
         assert view.scroll_y < view.max_scroll_y - 2
-        await sim.log(log[3000:3040])
+        await sim.log(qv100_log[3000:3040])
         await wait_for_text(pilot, "paused +40 lines (End to follow)")
         await pilot.press("end")
         await wait_for_text(pilot, "following · 3,040 lines")
@@ -288,9 +217,7 @@ async def test_log_pane_scrolls_from_the_keyboard_after_tab(srv, http, tmp_path)
 
 
 @pytest.mark.slow
-async def test_runs_and_traces_keys_work_on_the_run_screen(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_runs_and_traces_keys_work_on_the_run_screen(app, run):
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "● LIVE")
@@ -306,20 +233,17 @@ async def test_runs_and_traces_keys_work_on_the_run_screen(srv, http, tmp_path):
         await pilot.press("t")
         await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
         await pilot.press("r")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen again")
         await pilot.press("r")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list again")
+        await on_list(pilot, RunsScreen, [])
 
 
 @pytest.mark.slow
-async def test_new_run_above_four_sims_confirms_and_launches_once(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_new_run_above_four_sims_confirms_and_launches_once(app, http):
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_runs(pilot)
-        await pilot.press("n")  # from Runs: the first ready trace
-        await wait_for_text(pilot, "[x] SM7_QV100")
+        await open_new_run(pilot)  # from Runs: the first ready trace
         await pilot.press("plus", "plus", "plus", "plus")
         await wait_for_text(pilot, "1 config, 5 sims in total  (you will be asked to confirm)")
         await pilot.press("enter")
@@ -339,9 +263,8 @@ async def test_new_run_above_four_sims_confirms_and_launches_once(srv, http, tmp
 
 
 @pytest.mark.slow
-async def test_cancel_asks_first_then_cancels(srv, http, tmp_path):
+async def test_cancel_asks_first_then_cancels(app, http):
     run = await create_run(http, [("SM7_QV100", 2)])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("x")
@@ -374,7 +297,7 @@ async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
             sample = (await api.get("/api/runs")).json()[0]
         app = CascadeApp(tui_settings(serve.url, serve.token, tmp_path))
         async with app.run_test(size=(100, 30)) as pilot:
-            await open_runs(pilot)
+            await on_list(pilot, RunsScreen, [])
             await wait_for_text(pilot, sample["id"])
             await pilot.press("enter")
             await wait_for_text(pilot, "LIVE")
@@ -418,12 +341,10 @@ async def test_unreachable_server_is_explained(tmp_path):
 
 
 @pytest.mark.slow
-async def test_downloads_results_log_and_files(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_downloads_results_log_and_files(app, http, run, tmp_path):
     sim_id = run["sims"][0]["id"]
-    await play_to_success(http, sim_id, recorded_log("SM7_QV100")[:5000])
-    await Simulator(http, sim_id).put_file("kernel-stats.csv", b"kernel,cycles\n1,2\n")
-    app = make_app(srv, tmp_path)
+    sim = await play(http, sim_id, recorded_log("SM7_QV100")[:5000])
+    await sim.put_file("kernel-stats.csv", b"kernel,cycles\n1,2\n")
     downloads = tmp_path / "downloads"
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await open_run_screen(pilot, run["id"])
@@ -466,12 +387,9 @@ async def test_downloads_results_log_and_files(srv, http, tmp_path):
 
 
 @pytest.mark.slow
-async def test_every_key_has_an_id_in_footer_help_and_palette(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_every_key_has_an_id_in_footer_help_and_palette(app, run):
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        run_screen = app.screen
+        run_screen = await open_run_screen(pilot, run["id"])
         for binding in RunScreen.BINDINGS:
             assert binding.id and binding.id.startswith("run."), binding
         await pilot.press("question_mark")
@@ -507,13 +425,11 @@ async def test_every_key_has_an_id_in_footer_help_and_palette(srv, http, tmp_pat
 
 
 @pytest.mark.slow
-async def test_a_sim_failing_and_the_run_finishing_are_notified(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_a_sim_failing_and_the_run_finishing_are_notified(app, http, run):
     sim = Simulator(http, run["sims"][0]["id"])
     await sim.beat("running")
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
-        await open_runs(pilot)
+        await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, run["id"])
         await pilot.press("enter")
         await wait_for_text(pilot, "▶ running")
@@ -536,9 +452,8 @@ async def test_a_sim_failing_and_the_run_finishing_are_notified(srv, http, tmp_p
 async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_timing(make_server, tmp_path):
     import json
 
-    server = await make_server()
     trace_id = "timed-trace"
-    await server.store.traces.put_trace(ready_trace(trace_id, has_real_timing=True))
+    server = await serve(make_server, [ready_trace(trace_id, has_real_timing=True)])
     trace_dir = server.settings.traces_dir / trace_id
     trace_dir.mkdir(parents=True, exist_ok=True)
     # Real durations of 1 µs per kernel: every simulated time is measured against that.
@@ -546,15 +461,12 @@ async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_tim
         json.dumps({"kernels": [{"kernel_id": i + 1, "duration_ns": 1000.0} for i in range(15)]})
     )
     async with server.client() as http:
-        resp = await http.post(
-            "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
-        )
-        run = resp.json()
-        await play_to_success(http, run["sims"][0]["id"], recorded_log("SM7_QV100"))
+        run = await create_run(http, [("SM7_QV100", 1)], trace_id)
+        await play(http, run["sims"][0]["id"], recorded_log("SM7_QV100"))
         expected = (await http.get(f"/api/runs/{run['id']}/comparison")).json()
     sims = [row["sim_ns"]["SM7_QV100"] for row in expected["rows"]]
     mape = sum(abs(s - 1000.0) / 1000.0 * 100 for s in sims) / len(sims)
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    app = make_app(server, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("k")
@@ -563,11 +475,9 @@ async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_tim
         assert "no real timing" not in text
 
 
-async def test_run_screen_text_is_never_drawn_in_its_own_background_colour(srv, http, tmp_path):
+async def test_run_screen_text_is_never_drawn_in_its_own_background_colour(app, run):
     """A mixin once changed how Textual resolved the screens' default CSS, and the header, the
     column titles and the log were painted in their background colour (invisible)."""
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "LIVE")
@@ -578,16 +488,13 @@ async def test_run_screen_text_is_never_drawn_in_its_own_background_colour(srv, 
 
 
 @pytest.mark.slow
-async def test_cancel_is_offered_while_a_run_is_active_only(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_cancel_is_offered_while_a_run_is_active_only(app, http, run):
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_run_screen(pilot, run["id"])
-        run_screen = app.screen
+        run_screen = await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "Cancel")  # in the footer, the run being active
         assert "run.cancel" in help_text(run_screen).plain
         sim_id = run["sims"][0]["id"]
-        await play_to_success(http, sim_id, ["done"])
+        await play(http, sim_id, ["done"])
         # Both, together: under load the footer can be between two compositions (no `Cancel`
         # for a frame) while the run is still active.
         await wait_until(
@@ -599,20 +506,17 @@ async def test_cancel_is_offered_while_a_run_is_active_only(srv, http, tmp_path)
         await pilot.pause()
         assert app.screen is run_screen
         await pilot.press("escape")  # the runs list: the same for the finished run selected
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, run["id"])
         assert "Cancel run" not in screen_text(app)
 
 
 @pytest.mark.slow
-async def test_new_run_shards_show_the_speed_up_and_error_and_launch_sharded(srv, http, tmp_path):
+async def test_new_run_shards_show_the_speed_up_and_error_and_launch_sharded(app, http):
     """Issue 23: `>` shards each sim; the form says the expected speed-up and the measured error,
     counts every shard as a sim, and the run screen's sims table shows each shard's range."""
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(120, 36)) as pilot:
-        await open_runs(pilot)
-        await pilot.press("n")
-        await wait_for_text(pilot, "[x] SM7_QV100")
+        await open_new_run(pilot)
         assert "Shards per sim: 1" in screen_text(app)
         await pilot.press("greater_than_sign", "greater_than_sign")
         text = await wait_for_flat_text(pilot, "Shards per sim: 3")
@@ -621,9 +525,7 @@ async def test_new_run_shards_show_the_speed_up_and_error_and_launch_sharded(srv
         await pilot.press("less_than_sign")
         await wait_for_text(pilot, "1 config, 2 sims in total")
         await pilot.press("greater_than_sign", "enter")
-        await wait_until(
-            pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.model.has_snapshot, "the new run"
-        )
+        await on_run_screen(pilot)
         runs = (await http.get("/api/runs")).json()
         assert runs[0]["entries"] == [
             {"gpu_config": "SM7_QV100", "count": 1, "shards": 3, "warmup_kernels": 1}

@@ -3,21 +3,17 @@ processes in stand-in mode (replaying recorded Accel-Sim logs): what an operator
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
-from cascade_tui.app import CascadeApp
 from cascade_tui.screens.modals import ConfirmScreen
 from cascade_tui.screens.new_run import NewRunScreen
-from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.widgets.log_view import LogView
-from tests.conftest import TOKEN, ready_trace
 
-from .helpers import recorded_log, screen_text, tui_settings, wait_for_text, wait_until
+from .conftest import TRACE, create_run, make_app, on_list, on_run_screen, serve, table_rows, tinyformer
+from .helpers import recorded_log, screen_text, wait_for_text, wait_until
 
 pytestmark = pytest.mark.timeout(240)
-TRACE = "tinyformer-step-sm70"
 
 
 @pytest.fixture
@@ -27,19 +23,14 @@ def worker_env(monkeypatch):
     monkeypatch.setenv("CASCADE_KILL_GRACE_S", "3")
 
 
-def rows(app: CascadeApp, state: str) -> list[str]:
-    return [line for line in screen_text(app).splitlines() if line.startswith("SM") and state in line]
-
-
 @pytest.mark.slow
 async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
     make_server, worker_env, tmp_path
 ):
-    server = await make_server(launcher="local", local_slots=2, replay_speed=25.0)
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    server = await serve(make_server, [tinyformer()], launcher="local", local_slots=2, replay_speed=25.0)
+    app = make_app(server, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
         await wait_for_text(pilot, TRACE)
         await pilot.press("n")
@@ -50,16 +41,11 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         await pilot.press("space")
         await wait_for_text(pilot, "2 configs, 2 sims in total")
         await pilot.press("enter")
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, RunScreen) and app.screen.model.has_snapshot,
-            "the new run's screen",
-        )
-        screen: RunScreen = app.screen
+        screen = await on_run_screen(pilot)
 
         await wait_until(
             pilot,
-            lambda: len(rows(app, "✔ succeeded")) == 2,
+            lambda: len(table_rows(app, "✔ succeeded")) == 2,
             "both stand-in sims to succeed in the table",
             timeout=180,
         )
@@ -103,24 +89,22 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
 
 @pytest.mark.slow
 async def test_cancel_a_running_stand_in_run(make_server, worker_env, tmp_path):
-    server = await make_server(launcher="local", local_slots=2, replay_speed=0.5)
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    server = await serve(make_server, [tinyformer()], launcher="local", local_slots=2, replay_speed=0.5)
     async with server.client() as http:
-        resp = await http.post(
-            "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": "SM7_QV100", "count": 2}]}
-        )
-        run = resp.json()
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+        run = await create_run(http, [("SM7_QV100", 2)])
+    app = make_app(server, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, run["id"])
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(rows(app, "▶ running")) == 2, "both sims running", timeout=60)
+        await wait_until(
+            pilot, lambda: len(table_rows(app, "▶ running")) == 2, "both sims running", timeout=60
+        )
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
-        await wait_until(pilot, lambda: len(rows(app, "■ cancelled")) == 2, "both sims cancelled", timeout=60)
-    async with httpx.AsyncClient(
-        base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}
-    ) as http:
+        await wait_until(
+            pilot, lambda: len(table_rows(app, "■ cancelled")) == 2, "both sims cancelled", timeout=60
+        )
+    async with server.client() as http:
         assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"

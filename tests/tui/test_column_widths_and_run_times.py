@@ -8,7 +8,7 @@ import pytest
 from cascade_core.models import RunEntry
 from cascade_tui.views import chart, compare, simrows, sweep
 
-from .factories import T0, kstat, sim
+from .factories import T0, kstat, kstats, sim
 
 
 @pytest.mark.parametrize(
@@ -43,13 +43,7 @@ def test_a_config_with_no_succeeded_replica_has_a_partial_running_total_never_ra
         "b2": sim("b2", gpu_config="B", state="failed", kernels_done=1, kernels_total=6),
         "c": sim("c", gpu_config="C", state="running", kernels_done=0),
     }
-    kernels = [
-        kstat("a", 0, 100.0),
-        kstat("a", 1, 100.0),
-        kstat("b1", 0, 10.0),
-        kstat("b1", 1, 10.0),
-        kstat("b2", 0, 10.0),
-    ]
+    kernels = kstats({"a": [100.0, 100.0], "b1": [10.0, 10.0], "b2": [10.0]})
     totals = {t.config: t for t in compare.config_totals(["A", "B", "C"], sims, kernels)}
     assert not totals["A"].partial and totals["A"].median_ns == 200.0
     b = totals["B"]

@@ -9,9 +9,9 @@ from cascade_tui.screens.compare_runs import CompareRunsScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.views import runcompare
 
+from .conftest import comparison, on_list, open_run_screen, played_run
 from .factories import kstat, run, sim
-from .helpers import recorded_log, screen_text, wait_until
-from .test_screen_fit_navigation_and_quit import create_run, http, make_app, on_list, play, srv  # noqa: F401
+from .helpers import screen_text, wait_until
 
 
 def _data(run_id: str, ns: dict[str, list[float]]) -> runcompare.RunData:
@@ -48,28 +48,17 @@ def test_totals_side_by_side_with_the_ratio_and_kernels_by_largest_spread():
 
 
 @pytest.mark.slow
-async def test_mark_two_runs_and_compare_them(srv, http, tmp_path):  # noqa: F811
-    runs = []
-    for _ in range(2):
-        created = await create_run(http, [("SM7_QV100", 1)])
-        await play(http, created["sims"][0]["id"], recorded_log("SM7_QV100"))
-        runs.append(created)
-    app = make_app(srv, tmp_path)
+async def test_mark_two_runs_and_compare_them(app, http):
+    runs = [await played_run(http, [("SM7_QV100", 1)]) for _ in range(2)]
     async with app.run_test(size=(120, 40)) as pilot:
-        await on_list(pilot, RunsScreen, [r["id"] for r in runs])
-        screen = app.screen
+        screen = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         await pilot.press("c")  # nothing marked: says how
         assert not isinstance(app.screen, CompareRunsScreen)
         await pilot.press("home", "space", "space")
         await wait_until(pilot, lambda: screen.marked == {r["id"] for r in runs}, "both marked")
         assert screen_text(app).count("+run-") == 2
         await pilot.press("c")
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, CompareRunsScreen) and "1.000x" in app.screen.text,
-            "the comparison",
-        )
-        text = app.screen.text
+        text = await comparison(pilot, CompareRunsScreen, "1.000x")
         assert f"Comparing 2 runs: {runs[0]['id']}" in text  # oldest first
         assert "SM7_QV100" in text and "+0.0%" in text
         ids = [r["id"] for r in runs]
@@ -105,17 +94,12 @@ def test_kernels_view_orders_by_time_or_spread_with_share_and_delta():
 
 
 @pytest.mark.slow
-async def test_o_orders_the_kernels_view_by_time_then_spread_with_share_and_delta(srv, http, tmp_path):  # noqa: F811
+async def test_o_orders_the_kernels_view_by_time_then_spread_with_share_and_delta(app, http):
     """On a real run of two configs (recorded Accel-Sim logs): `o` cycles as traced → longest
     first → largest spread first, and each kernel line shows its share and Δ."""
     from cascade_tui.widgets.kernel_chart import KernelChart
 
-    from .test_screen_fit_navigation_and_quit import open_run_screen
-
-    run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
-    for s in run["sims"]:
-        await play(http, s["id"], recorded_log(s["gpu_config"]))
-    app = make_app(srv, tmp_path)
+    run = await played_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         await pilot.press("k")
@@ -144,18 +128,13 @@ async def test_o_orders_the_kernels_view_by_time_then_spread_with_share_and_delt
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-async def test_end_in_the_kernels_view_shows_its_last_line(srv, http, tmp_path, size):  # noqa: F811
+async def test_end_in_the_kernels_view_shows_its_last_line(app, http, size):
     """The scroll animates through fractions of a row; Textual repaints when the rounded position
     changes, so the lines painted must follow the rounded position too (truncated, the view
     stopped a row short: the last config's bar of the last kernel never showed)."""
     from cascade_tui.widgets.kernel_chart import KernelChart
 
-    from .test_screen_fit_navigation_and_quit import open_run_screen
-
-    run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
-    for s in run["sims"]:
-        await play(http, s["id"], recorded_log(s["gpu_config"]))
-    app = make_app(srv, tmp_path)
+    run = await played_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     async with app.run_test(size=size) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         await pilot.press("k")

@@ -17,9 +17,9 @@ from cascade_tui.views import compare, tracecompare
 from cascade_tui.views.runcompare import RunData
 from tests.conftest import ready_trace
 
+from .conftest import comparison, make_app, on_list, played_run, select, serve
 from .factories import T0, kstat, run, sim, trace
-from .helpers import recorded_log, wait_for_text, wait_until
-from .test_screen_fit_navigation_and_quit import http, make_app, on_list, play  # noqa: F401
+from .helpers import wait_for_text, wait_until
 
 DEMO = Path(__file__).resolve().parents[2] / "samples" / "accelsim-traces"
 SM70, SM75 = "tinyformer-step-sm70", "tinyformer-step-sm75"
@@ -130,54 +130,36 @@ def after_heading(text: str, headings: list[str]) -> list[str]:
 
 
 @pytest.fixture
-async def demo(make_server):
+def srv_traces():
     """The two demo traces as their own metadata.json describes them (sample_set, arch, configs)."""
-    server = await make_server()
-    for trace_id in (SM70, SM75):
-        meta = parse_metadata((DEMO / trace_id / "metadata.json").read_bytes(), trace_id)
-        await server.store.traces.put_trace(ready_trace(trace_id, **meta.trace_fields()))
-    return server
-
-
-@pytest.fixture
-async def srv(demo):
-    return demo
+    return [
+        ready_trace(
+            trace_id,
+            **parse_metadata((DEMO / trace_id / "metadata.json").read_bytes(), trace_id).trace_fields(),
+        )
+        for trace_id in (SM70, SM75)
+    ]
 
 
 @pytest.mark.slow
-async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path):  # noqa: F811
+async def test_c_on_a_demo_trace_compares_sm70_against_sm75(srv, app, http, tmp_path):
     runs = {}
     for trace_id, configs in ((SM70, ["SM7_QV100", "SM7_TITANV"]), (SM75, ["SM75_RTX2060"])):
-        resp = await http.post(
-            "/api/runs",
-            json={"trace_id": trace_id, "entries": [{"gpu_config": c, "count": 1} for c in configs]},
-        )
-        assert resp.status_code == 201, resp.text
-        runs[trace_id] = resp.json()
-        for s in runs[trace_id]["sims"]:  # the real Accel-Sim output of this very trace
-            await play(http, s["id"], recorded_log(s["gpu_config"]))
+        # the real Accel-Sim output of this very trace
+        runs[trace_id] = await played_run(http, [(c, 1) for c in configs], trace_id)
     totals = {}
     for created in runs.values():
         for stat in (await http.get(f"/api/runs/{created['id']}/kernels")).json():
             config = next(s["gpu_config"] for s in created["sims"] if s["id"] == stat["sim_id"])
             totals[config] = totals.get(config, 0.0) + stat["sim_time_ns"]
 
-    app = make_app(demo, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await on_list(pilot, RunsScreen, [r["id"] for r in runs.values()])
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, [SM70, SM75])
-        screen = app.screen
-        screen.select(SM75)
-        await wait_until(pilot, lambda: screen.selected_id() == SM75, "the cursor on the sm75 trace")
+        screen = await select(pilot, TracesScreen, SM75, [SM70, SM75])
         assert "sample set tinyformer-step (c compares its traces)" in screen.detail_text(screen.selected())
         await pilot.press("c")
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, CompareTracesScreen) and "Total simulated time" in app.screen.text,
-            "the comparison",
-        )
-        text = app.screen.text
+        text = await comparison(pilot, CompareTracesScreen)
         assert "sample set 'tinyformer-step'" in text
         assert f"{SM70}  sm_70  {runs[SM70]['id']}  compared on SM7_QV100" in text
         assert f"{SM75}  sm_75  {runs[SM75]['id']}  compared on SM75_RTX2060" in text
@@ -191,22 +173,13 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path
         await wait_until(pilot, lambda: app.screen is screen, "back on Traces")
 
     # At 80 columns every number and heading still shows: the kernel names give way.
-    narrow = make_app(demo, tmp_path)
+    narrow = make_app(srv, tmp_path)
     async with narrow.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [r["id"] for r in runs.values()])
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, [SM70, SM75])
-        narrow.screen.select(SM75)
+        await select(pilot, TracesScreen, SM75, [SM70, SM75])
         await pilot.press("c")
-        await wait_until(
-            pilot,
-            lambda: (
-                isinstance(narrow.screen, CompareTracesScreen)
-                and "Total simulated time" in narrow.screen.text
-            ),
-            "the comparison",
-        )
-        text = narrow.screen.text
+        text = await comparison(pilot, CompareTracesScreen)
         assert max(map(len, text.splitlines())) <= 77, text
         assert after_heading(text, ["config", SM70, SM75, "ratio"])
         kernel_lines = after_heading(text, ["kernel", SM70, SM75, "ratio", "spread"])
@@ -252,36 +225,29 @@ def test_stand_in_numbers_show_side_by_side_without_a_ratio_or_kernel_difference
 async def short_set(make_server):
     """Two traces of one sample set with 5 kernels each: the recorded 15-kernel logs played on
     them are the stand-in's numbers, as a fresh install's sims (the stand-in) would give."""
-    server = await make_server()
-    for trace_id in ("short-a", "short-b"):
-        await server.store.traces.put_trace(
+    return await serve(
+        make_server,
+        [
             ready_trace(trace_id, kernels=5, sample_set="short", suggested_sim_config="SM7_QV100")
-        )
-    return server
+            for trace_id in ("short-a", "short-b")
+        ],
+    )
 
 
 @pytest.mark.slow
 async def test_c_on_stand_in_runs_shows_the_banner_and_says_why_there_is_no_ratio(short_set, tmp_path):
     async with short_set.client() as client:
-        run_ids = []
-        for trace_id in ("short-a", "short-b"):
-            resp = await client.post(
-                "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
-            )
-            assert resp.status_code == 201, resp.text
-            run_ids.append(resp.json()["id"])
-            await play(client, resp.json()["sims"][0]["id"], recorded_log("SM7_QV100"))
+        run_ids = [
+            (await played_run(client, [("SM7_QV100", 1)], trace_id))["id"]
+            for trace_id in ("short-a", "short-b")
+        ]
     app = make_app(short_set, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, run_ids)
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["short-a", "short-b"])
         await pilot.press("c")
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, CompareTracesScreen) and "Total simulated time" in app.screen.text,
-            "the comparison",
-        )
+        await comparison(pilot, CompareTracesScreen)
         await wait_for_text(pilot, "⚠ Stand-in numbers")  # the run screen's banner, on top
         text = app.screen.text
         assert after_heading(text, ["config", "short-a", "short-b"])  # no ratio column

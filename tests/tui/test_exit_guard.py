@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,30 +20,7 @@ from .helpers import REPO, poll_until
 
 pytestmark = pytest.mark.timeout(60)
 
-STUCK_UI = """
-import signal, subprocess, sys, threading
-from cascade_tui.exit_guard import ExitGuard
-# A stand-in for `cascade serve` in its own session, with a child of its own (like rclone).
-server = subprocess.Popen([sys.executable, "-c",
-    "import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', "
-    "'import time; time.sleep(600)']); print(c.pid, flush=True); time.sleep(600)"],
-    start_new_session=True, stdout=subprocess.PIPE, text=True)
-grandchild = server.stdout.readline().strip()
-guard = ExitGuard.for_this_terminal() if sys.argv[1] == "tty" else ExitGuard()
-guard.grace_s, guard.cleanup_s, guard.kill_grace_s, guard.poll_s = 0.5, 1.0, 2.0, 0.1
-guard.protect(server.pid)
-guard.start()
-# The guard asks the main thread to exit (a SystemExit raised there). A stuck UI never acts on
-# it; but between the line below and `lock.acquire()` this thread still runs Python, and on a
-# loaded machine the request can land there: the script would then exit without the guard
-# killing anything. So the request is ignored from here on, wherever it lands.
-for signum in (signal.SIGHUP, signal.SIGTERM):
-    signal.signal(signum, lambda *_: None)
-print(server.pid, grandchild, flush=True)
-lock = threading.Lock()
-lock.acquire()
-lock.acquire()  # stuck for ever, holding a lock, like the UI blocked on a full queue
-"""
+STUCK_UI = Path(__file__).with_name("data") / "stuck_ui.py"
 
 
 def gone(pid: int) -> bool:
@@ -62,42 +41,39 @@ def wait_gone(pids: list[int], timeout: float = 30.0) -> None:
     )
 
 
-def start_stuck_ui(tmp_path: Path, mode: str, **kw) -> tuple[subprocess.Popen, list[int]]:
-    script = tmp_path / "stuck_ui.py"
-    script.write_text(STUCK_UI)
+@contextmanager
+def stuck_ui(mode: str, **kw) -> Iterator[tuple[subprocess.Popen, list[int]]]:
+    """The stuck UI and the pids of its server and the server's child; killed at the end, its
+    server's group too, whatever the test saw."""
     proc = subprocess.Popen(
-        [sys.executable, str(script), mode], cwd=REPO, stdout=subprocess.PIPE, text=True, **kw
+        [sys.executable, str(STUCK_UI), mode], cwd=REPO, stdout=subprocess.PIPE, text=True, **kw
     )
     assert proc.stdout is not None
     pids = [int(p) for p in proc.stdout.readline().split()]
     assert len(pids) == 2, "the stuck UI did not start its server"
-    return proc, pids
-
-
-@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
-def test_a_stop_signal_to_a_stuck_ui_kills_its_server_group_and_exits(tmp_path, signum):
-    proc, pids = start_stuck_ui(tmp_path, "plain")
     try:
-        proc.send_signal(signum)
-        assert proc.wait(30) == 128 + signum
-        wait_gone(pids)
+        yield proc, pids
     finally:
         proc.kill()
         kill_process_groups(pids[:1], 0)
 
 
-def test_a_hung_up_terminal_without_any_signal_ends_a_stuck_ui(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_a_stop_signal_to_a_stuck_ui_kills_its_server_group_and_exits(signum):
+    with stuck_ui("plain") as (proc, pids):
+        proc.send_signal(signum)
+        assert proc.wait(30) == 128 + signum
+        wait_gone(pids)
+
+
+def test_a_hung_up_terminal_without_any_signal_ends_a_stuck_ui():
     master, slave = os.openpty()
-    proc, pids = start_stuck_ui(tmp_path, "tty", stdin=slave, start_new_session=True)
-    os.close(slave)
-    try:
+    with stuck_ui("tty", stdin=slave, start_new_session=True) as (proc, pids):
+        os.close(slave)
         assert not terminal_gone(master)
         os.close(master)  # the terminal emulator / sshd goes away; nobody sends a signal
         assert proc.wait(30) == 128 + signal.SIGHUP
         wait_gone(pids)
-    finally:
-        proc.kill()
-        kill_process_groups(pids[:1], 0)
 
 
 def test_terminal_gone_is_false_for_a_live_terminal_and_for_no_terminal():

@@ -12,17 +12,9 @@ from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.views import filter_sort, simrows
 from cascade_tui.widgets.sim_table import SimTable
 
+from .conftest import TRACE, create_run, on_list, open_run_screen
 from .factories import T0, sim
 from .helpers import Simulator, screen_text, wait_for_text, wait_until
-from .test_screen_fit_navigation_and_quit import (  # noqa: F401
-    TRACE,
-    create_run,
-    http,
-    make_app,
-    on_list,
-    open_run_screen,
-    srv,
-)
 
 
 def test_filter_words_all_match_case_ignored_and_sort_is_stable():
@@ -53,13 +45,11 @@ def test_sims_state_filters_cycle_and_keep_what_they_say():
     assert names == ["all", "running", "failed", "not succeeded", "all"]
 
 
-async def test_slash_filters_the_runs_list_by_config_and_esc_clears(srv, http, tmp_path):  # noqa: F811
+async def test_slash_filters_the_runs_list_by_config_and_esc_clears(app, http):
     qv = await create_run(http, [("SM7_QV100", 1)])
     titan = await create_run(http, [("SM7_TITANV", 1)])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await on_list(pilot, RunsScreen, [qv["id"], titan["id"]])
-        screen = app.screen
+        screen = await on_list(pilot, RunsScreen, [qv["id"], titan["id"]])
         await pilot.press("slash", *"titanv")
         await wait_until(pilot, lambda: list(screen.items) == [titan["id"]], "only the TITANV run")
         assert "filter 'titanv': 1 of 2" in screen_text(app)
@@ -70,13 +60,11 @@ async def test_slash_filters_the_runs_list_by_config_and_esc_clears(srv, http, t
         await wait_until(pilot, lambda: len(screen.items) == 2, "both runs again")
 
 
-async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(srv, tmp_path):  # noqa: F811
-    app = make_app(srv, tmp_path)
+async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(app):
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
-        screen = app.screen
+        screen = await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         await pilot.press("s")  # by trace id
         await wait_until(pilot, lambda: list(screen.items) == ["broken-upload", TRACE], "by id")
         assert "by trace▲" in screen_text(app)
@@ -86,12 +74,10 @@ async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(srv, tmp_pa
 
 
 @pytest.mark.slow
-async def test_vim_keys_move_in_the_lists_and_the_sims_table(srv, http, tmp_path):  # noqa: F811
+async def test_vim_keys_move_in_the_lists_and_the_sims_table(app, http):
     runs = [await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)]) for _ in range(3)]
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await on_list(pilot, RunsScreen, [r["id"] for r in runs])
-        screen = app.screen
+        screen = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         order = list(screen.items)
         await pilot.press("j")
         await wait_until(pilot, lambda: screen.selected_id() == order[1], "j: down")
@@ -108,14 +94,13 @@ async def test_vim_keys_move_in_the_lists_and_the_sims_table(srv, http, tmp_path
         assert table.cursor_index == 1
 
 
-async def test_v_filters_the_sims_table_by_state(srv, http, tmp_path):  # noqa: F811
+async def test_v_filters_the_sims_table_by_state(app, http):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     sims = {s["gpu_config"]: s["id"] for s in run["sims"]}
     await Simulator(http, sims["SM7_QV100"]).beat("running")
     failing = Simulator(http, sims["SM7_TITANV"])
     await failing.beat("running")
     await failing.beat("failed", exit_code=1, error="boom")
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         table = screen.query_one(SimTable)
@@ -164,15 +149,13 @@ def test_wrapped_window_fills_from_the_top_or_bottom_aligned_when_following():
 
 
 @pytest.mark.slow
-async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path):  # noqa: F811
+async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(app, http, run):
     from cascade_tui.widgets.log_view import LogView
 
-    run = await create_run(http, [("SM7_QV100", 1)])
     sim_ = Simulator(http, run["sims"][0]["id"])
     await sim_.beat("running")
     long_line = "x" * 150 + " THE-END"
     await sim_.log([f"line {i}" for i in range(50)] + [long_line])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
@@ -194,14 +177,12 @@ async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(srv, http, tmp_path): 
 
 
 @pytest.mark.slow
-async def test_slash_filters_the_traces_list_and_s_sorts_the_runs_list(srv, http, tmp_path):  # noqa: F811
+async def test_slash_filters_the_traces_list_and_s_sorts_the_runs_list(app, http):
     done = await create_run(http, [("SM7_QV100", 1)])
     await Simulator(http, done["sims"][0]["id"]).beat("succeeded", exit_code=0)
     going = await create_run(http, [("SM7_TITANV", 1)])  # newest first: this one on top
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await on_list(pilot, RunsScreen, [done["id"], going["id"]])
-        runs = app.screen
+        runs = await on_list(pilot, RunsScreen, [done["id"], going["id"]])
         assert list(runs.items) == [going["id"], done["id"]]
         await pilot.press("s", "s", "s")  # run, trace, then state
         await wait_until(pilot, lambda: "by state▲" in screen_text(app), "sorted by state")
@@ -211,8 +192,7 @@ async def test_slash_filters_the_traces_list_and_s_sorts_the_runs_list(srv, http
         assert "by state▼" in screen_text(app)
 
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
-        traces = app.screen
+        traces = await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         await pilot.press("slash", *"failed")
         await wait_until(pilot, lambda: list(traces.items) == ["broken-upload"], "only the failed trace")
         assert "filter 'failed': 1 of 2" in screen_text(app)

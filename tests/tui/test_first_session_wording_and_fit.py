@@ -11,7 +11,6 @@ import pytest
 from textual.widgets import DataTable, OptionList
 
 from cascade_core.models import RunEntry
-from cascade_tui.app import CascadeApp
 from cascade_tui.screens.compare_runs import CompareRunsScreen
 from cascade_tui.screens.modals import ConfirmScreen, HelpScreen, binding_rows
 from cascade_tui.screens.new_run import NewRunScreen
@@ -19,53 +18,31 @@ from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.views.columns import ColumnSpec, fit
 from cascade_tui.views.script_views import entries_text
-from tests.conftest import TOKEN, ready_trace
+from tests.conftest import ready_trace
 
-from .helpers import Simulator, recorded_log, screen_text, tui_settings, wait_for_text, wait_until
-from .test_screen_fit_navigation_and_quit import on_list, open_run_screen
+from .conftest import (
+    TRACE,
+    comparison,
+    make_app,
+    on_list,
+    open_run_screen,
+    played_run,
+    sample_run,
+    select,
+    tinyformer,
+)
+from .helpers import screen_text, wait_for_text, wait_until
 
-TRACE = "tinyformer-step-sm70"
 SHORT = "short-trace"  # 5 kernels: a recorded 15-kernel log played on it is stand-in numbers
 LONG_MODEL = "tinyformer (synthetic one-layer transformer, 64 tokens)"
 
 
 @pytest.fixture
-async def srv(make_server):
-    server = await make_server()
-    await server.store.traces.put_trace(
-        ready_trace(
-            TRACE,
-            suggested_sim_config="SM7_QV100",
-            model=LONG_MODEL,
-            sample_sim_configs=["SM7_QV100", "SM7_GV100", "SM7_TITANV"],
-        )
-    )
-    await server.store.traces.put_trace(ready_trace(SHORT, kernels=5))
-    return server
-
-
-@pytest.fixture
-async def http(srv):
-    async with srv.client() as client:
-        yield client
-
-
-def make_app(srv, tmp_path) -> CascadeApp:
-    return CascadeApp(tui_settings(srv.url, TOKEN, tmp_path))
-
-
-async def played_run(http, trace: str, entries: list[tuple[str, int]]) -> dict:
-    resp = await http.post(
-        "/api/runs", json={"trace_id": trace, "entries": [{"gpu_config": c, "count": n} for c, n in entries]}
-    )
-    assert resp.status_code == 201, resp.text
-    run = resp.json()
-    for sim in run["sims"]:
-        player = Simulator(http, sim["id"])
-        await player.beat("running")
-        await player.log(recorded_log(sim["gpu_config"]))
-        await player.beat("succeeded", exit_code=0)
-    return run
+def srv_traces():
+    return [
+        tinyformer(model=LONG_MODEL, sample_sim_configs=["SM7_QV100", "SM7_GV100", "SM7_TITANV"]),
+        ready_trace(SHORT, kernels=5),
+    ]
 
 
 def no_cut_without_ellipsis(cells: list[str], full: list[str]) -> None:
@@ -78,16 +55,13 @@ def no_cut_without_ellipsis(cells: list[str], full: list[str]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("what", ["run", "trace"])
-async def test_delete_is_confirmed_by_y_only_not_by_enter(srv, http, tmp_path, what):
-    run = await played_run(http, SHORT, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_delete_is_confirmed_by_y_only_not_by_enter(app, http, what):
+    run = await played_run(http, [("SM7_QV100", 1)], SHORT)
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         if what == "trace":
             await pilot.press("t")
-            await on_list(pilot, TracesScreen, [TRACE])
-            app.screen.select(TRACE)
-            await wait_until(pilot, lambda: app.screen.selected_id() == TRACE, "the cursor")
+            await select(pilot, TracesScreen, TRACE)
         await pilot.press("D")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         text = screen_text(app)
@@ -104,8 +78,7 @@ async def test_delete_is_confirmed_by_y_only_not_by_enter(srv, http, tmp_path, w
 # --- New run ------------------------------------------------------------------------------------
 
 
-async def test_new_run_picks_the_suggested_config_only_and_space_moves_on(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_new_run_picks_the_suggested_config_only_and_space_moves_on(app, http):
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
@@ -144,22 +117,16 @@ async def test_new_run_picks_the_suggested_config_only_and_space_moves_on(srv, h
 # --- compare runs -------------------------------------------------------------------------------
 
 
-async def test_compare_of_stand_in_runs_shows_the_banner_and_no_ratio_or_spread(srv, http, tmp_path):
-    runs = [await played_run(http, SHORT, [("SM7_QV100", 1)]) for _ in range(2)]
-    app = make_app(srv, tmp_path)
+async def test_compare_of_stand_in_runs_shows_the_banner_and_no_ratio_or_spread(app, http):
+    runs = [await played_run(http, [("SM7_QV100", 1)], SHORT) for _ in range(2)]
     async with app.run_test(size=(80, 24)) as pilot:
-        await on_list(pilot, RunsScreen, [r["id"] for r in runs])
-        listing = app.screen
+        listing = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         for run in runs:
             listing.select(run["id"])
             await wait_until(pilot, lambda run_id=run["id"]: listing.selected_id() == run_id, "the cursor")
             await pilot.press("space")
         await pilot.press("c")
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, CompareRunsScreen) and "Total simulated time" in app.screen.text,
-            "the comparison",
-        )
+        await comparison(pilot, CompareRunsScreen)
         text = screen_text(app)
         assert "⚠ Stand-in numbers, not a simulation of this trace" in " ".join(text.split())
         body = app.screen.text
@@ -172,9 +139,8 @@ async def test_compare_of_stand_in_runs_shows_the_banner_and_no_ratio_or_spread(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("view", ["k", "T"])
-async def test_the_stand_in_banner_shows_once_in_the_kernels_and_steps_views(srv, http, tmp_path, view):
-    run = await played_run(http, SHORT, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
-    app = make_app(srv, tmp_path)
+async def test_the_stand_in_banner_shows_once_in_the_kernels_and_steps_views(app, http, view):
+    run = await played_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)], SHORT)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "⚠ Stand-in numbers")
@@ -188,9 +154,8 @@ async def test_the_stand_in_banner_shows_once_in_the_kernels_and_steps_views(srv
 
 
 @pytest.mark.slow
-async def test_the_log_says_no_sim_matches_the_filter_and_search_counts_matches(srv, http, tmp_path):
-    run = await played_run(http, SHORT, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_the_log_says_no_sim_matches_the_filter_and_search_counts_matches(app, http):
+    run = await played_run(http, [("SM7_QV100", 1)], SHORT)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         await wait_until(
@@ -212,9 +177,8 @@ async def test_the_log_says_no_sim_matches_the_filter_and_search_counts_matches(
 
 
 @pytest.mark.slow
-async def test_help_columns_never_run_into_each_other(srv, http, tmp_path):
-    run = await played_run(http, SHORT, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_help_columns_never_run_into_each_other(app, http):
+    run = await played_run(http, [("SM7_QV100", 1)], SHORT)
     async with app.run_test(size=(80, 24)) as pilot:
         for where in ("run", "runs"):
             if where == "run":
@@ -264,13 +228,11 @@ def test_list_columns_use_the_width_and_cut_with_an_ellipsis():
 
 async def test_runs_list_cuts_with_an_ellipsis_and_shows_configs_when_wide(make_server, tmp_path):
     server = await make_server(samples=True)
-    async with server.client() as client:
-        sample = next(r for r in (await client.get("/api/runs")).json() if r["sample"])
+    sample = await sample_run(server)
     app = make_app(server, tmp_path)
     for size in ((80, 24), (160, 45)):
         async with app.run_test(size=size) as pilot:
-            await on_list(pilot, RunsScreen, [sample["id"]])
-            screen = app.screen
+            screen = await on_list(pilot, RunsScreen, [sample["id"]])
             await pilot.pause()
             table = screen.query_one(DataTable)
             titles = [str(c.label) for c in table.columns.values()]
@@ -299,14 +261,11 @@ async def test_runs_list_cuts_with_an_ellipsis_and_shows_configs_when_wide(make_
 # --- found in a first session over tmux at 80x24, TERM=screen --------------------------------------
 
 
-async def test_new_run_at_80_columns_keeps_its_keys_whole_and_the_help_says_all(srv, http, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_new_run_at_80_columns_keeps_its_keys_whole_and_the_help_says_all(app, http):
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, [TRACE, SHORT])
-        app.screen.select(TRACE)
-        await wait_until(pilot, lambda: app.screen.selected_id() == TRACE, "the cursor")
+        await select(pilot, TracesScreen, TRACE, [TRACE, SHORT])
         await pilot.press("n")
         text = await wait_for_text(pilot, "1 config, 1 sim in total")
         lines = text.splitlines()
@@ -325,8 +284,7 @@ async def test_new_run_at_80_columns_keeps_its_keys_whole_and_the_help_says_all(
 @pytest.mark.slow
 async def test_the_run_header_marks_its_cut_at_80_columns(make_server, tmp_path):
     server = await make_server(samples=True)
-    async with server.client() as client:
-        sample = next(r for r in (await client.get("/api/runs")).json() if r["sample"])
+    sample = await sample_run(server)
     app = make_app(server, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, sample["id"])
@@ -341,8 +299,7 @@ async def test_the_configs_column_shows_only_with_room_for_more_than_one_name(ma
     # Squeezed to 12 cells at 100 columns, `SM7_QV100 S…` read as a run of one config and cut
     # the trace and sims cells beside it.
     server = await make_server(samples=True)
-    async with server.client() as client:
-        sample = next(r for r in (await client.get("/api/runs")).json() if r["sample"])
+    sample = await sample_run(server)
     for size in ((100, 30), (120, 30)):
         app = make_app(server, tmp_path)
         async with app.run_test(size=size) as pilot:

@@ -10,16 +10,8 @@ from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 
+from .conftest import TRACE, create_run, on_list, open_run_screen, select
 from .helpers import Simulator, record_notifications, screen_text, wait_until
-from .test_screen_fit_navigation_and_quit import (  # noqa: F401
-    TRACE,
-    create_run,
-    http,
-    make_app,
-    on_list,
-    open_run_screen,
-    srv,
-)
 
 
 async def confirm(pilot, expected: str, answer: str = "y") -> None:
@@ -32,17 +24,16 @@ async def confirm(pilot, expected: str, answer: str = "y") -> None:
 
 
 @pytest.mark.slow
-async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tmp_path):  # noqa: F811
+async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(app, http):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     failing = Simulator(http, run["sims"][1]["id"])
     await failing.beat("running")
     await failing.beat("failed", exit_code=1, error="boom")
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         await pilot.press("R")
         await confirm(pilot, f"Re-run {run['id']}?", answer="n")  # no: nothing happens
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "back on Runs")
+        await on_list(pilot, RunsScreen, [])
         assert len((await http.get("/api/runs")).json()) == 1
         await pilot.press("R")
         await confirm(pilot, "SM7_QV100 × 1, SM7_TITANV × 1")
@@ -55,10 +46,7 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tm
         detail = (await http.get(f"/api/runs/{rerun}")).json()
         assert [e["gpu_config"] for e in detail["entries"]] == ["SM7_QV100", "SM7_TITANV"]
         await pilot.press("r")
-        await on_list(pilot, RunsScreen, [run["id"], rerun])
-        runs = app.screen
-        runs.select(run["id"])
-        await wait_until(pilot, lambda: runs.selected_id() == run["id"], "the first run")
+        await select(pilot, RunsScreen, run["id"], [run["id"], rerun])
         await pilot.press("Y")
         await confirm(pilot, "Retry the failed sims of")
         await wait_until(
@@ -71,9 +59,7 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tm
 
 
 @pytest.mark.slow
-async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv, http, tmp_path):  # noqa: F811
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(app, http, run):
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         seen = record_notifications(app)
         await open_run_screen(pilot, run["id"])
@@ -93,15 +79,11 @@ async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv
     assert (await http.get(f"/api/runs/{run['id']}")).status_code == 404
 
 
-async def test_delete_a_trace_from_the_traces_list(srv, http, tmp_path):  # noqa: F811
-    app = make_app(srv, tmp_path)
+async def test_delete_a_trace_from_the_traces_list(app, http):
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
-        traces = app.screen
-        traces.select("broken-upload")
-        await wait_until(pilot, lambda: traces.selected_id() == "broken-upload", "the cursor")
+        traces = await select(pilot, TracesScreen, "broken-upload", ["broken-upload", TRACE])
         await pilot.press("D")
         await confirm(pilot, "Delete trace broken-upload?")
         await wait_until(pilot, lambda: "broken-upload" not in traces.items, "the trace gone")

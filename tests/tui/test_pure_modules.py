@@ -17,7 +17,7 @@ from cascade_tui.connection.config import ConfigError, load_settings, save_confi
 from cascade_tui.views import chart, compare, formatting, loglines, simrows
 from cascade_tui.views.reducer import RunModel
 
-from .factories import T0, kstat, run, sim
+from .factories import T0, kstat, kstats, run, sim
 
 PKG = Path(__file__).resolve().parents[2] / "src" / "cascade_tui"
 NON_UI = [
@@ -103,15 +103,9 @@ def _sims_two_configs():
 
 def test_totals_use_median_of_succeeded_replicas_only():
     sims = _sims_two_configs()
-    kernels = [
-        kstat("sim-a0", 0, 100.0),
-        kstat("sim-a0", 1, 100.0),
-        kstat("sim-a1", 0, 150.0),
-        kstat("sim-a1", 1, 150.0),
-        kstat("sim-b0", 0, 300.0),
-        kstat("sim-b0", 1, 300.0),
-        kstat("sim-b1", 0, 1.0),
-    ]
+    kernels = kstats(
+        {"sim-a0": [100.0, 100.0], "sim-a1": [150.0, 150.0], "sim-b0": [300.0, 300.0], "sim-b1": [1.0]}
+    )
     totals = compare.config_totals(["A", "B"], sims, kernels)
     a, b = totals
     assert (a.median_ns, a.low_ns, a.high_ns, a.succeeded) == (250.0, 200.0, 300.0, 2)
@@ -139,12 +133,7 @@ def test_configs_within_one_percent_tie():
 
 def test_kernel_rows_median_per_config_and_mape():
     sims = _sims_two_configs()
-    kernels = [
-        kstat("sim-a0", 0, 100.0),
-        kstat("sim-a1", 0, 200.0),
-        kstat("sim-b0", 0, 300.0),
-        kstat("sim-a0", 1, 50.0),
-    ]
+    kernels = kstats({"sim-a0": [100.0, 50.0], "sim-a1": [200.0], "sim-b0": [300.0]})
     rows = compare.kernel_rows(["A", "B"], sims, kernels, real=[(None, 100.0), (None, 100.0)])
     assert rows[0].sim_ns == {"A": 150.0, "B": 300.0}
     assert rows[1].sim_ns == {"A": 50.0, "B": None}

@@ -14,22 +14,33 @@ from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.polled_table import FilterInput
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
+from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.widgets.sim_table import SimTable
 
-from .helpers import Simulator, record_notifications, recorded_log, screen_text, wait_for_text, wait_until
-from .test_app_server import (  # noqa: F401  (srv and http are fixtures)
+from .conftest import (
+    broken_upload,
+    comparison,
     create_run,
-    http,
     make_app,
+    on_list,
     open_run_screen,
-    play_to_success,
-    srv,
+    play,
+    played_run,
+    sample_run,
+    select,
+    tinyformer,
 )
+from .helpers import Simulator, record_notifications, recorded_log, screen_text, wait_for_text, wait_until
 
 LONG_ERROR = (
     "accel-sim.out killed by SIGKILL (out of memory: the node's cgroup limit of 4 GiB "
     "was reached while loading the trace)"
 )
+
+
+@pytest.fixture
+def srv_traces():
+    return [tinyformer(), broken_upload("metadata.json says status: failed")]
 
 
 async def fail(client, sim_id: str) -> None:
@@ -40,16 +51,11 @@ async def fail(client, sim_id: str) -> None:
 
 
 @pytest.mark.slow
-async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(
-    srv,  # noqa: F811
-    http,  # noqa: F811
-    tmp_path,
-):
+async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and_log_whole(app, http):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     by_config = {s["gpu_config"]: s["id"] for s in run["sims"]}
-    await play_to_success(http, by_config["SM7_QV100"], recorded_log("SM7_QV100")[:200])
+    await play(http, by_config["SM7_QV100"], recorded_log("SM7_QV100")[:200])
     await fail(http, by_config["SM7_TITANV"])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         # The header keeps the count of every state at 80 columns.
@@ -82,11 +88,9 @@ async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and
         await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details by i")
 
 
-async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(srv, http, tmp_path):  # noqa: F811
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(app, http, run):
     sim = Simulator(http, run["sims"][0]["id"])
     await sim.beat("running")
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("f")
@@ -98,9 +102,7 @@ async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(srv, ht
 
 
 @pytest.mark.slow
-async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(srv, http, tmp_path):  # noqa: F811
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(app, run):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_run_screen(pilot, run["id"])
         body = str(help_text(app.screen))
@@ -109,10 +111,7 @@ async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(srv, http
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, RunScreen), "back on Runs")
         await pilot.press("t")
-        await wait_for_text(pilot, "tinyformer-step-sm70")
-        traces = app.screen
-        traces.select("tinyformer-step-sm70")
-        await wait_until(pilot, lambda: traces.selected_id() == "tinyformer-step-sm70", "the cursor")
+        await select(pilot, TracesScreen, "tinyformer-step-sm70")
         await pilot.press("n")
         await wait_until(pilot, lambda: isinstance(app.screen, NewRunScreen), "New run")
         await pilot.press("question_mark")
@@ -120,11 +119,9 @@ async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(srv, http
 
 
 @pytest.mark.slow
-async def test_escape_on_a_list_clears_a_filter_kept_with_enter(srv, http, tmp_path):  # noqa: F811
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_escape_on_a_list_clears_a_filter_kept_with_enter(app, run):
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, run["id"])
         runs = app.screen
         await pilot.press("slash", *"nothing-matches", "enter")
@@ -139,9 +136,7 @@ async def test_escape_on_a_list_clears_a_filter_kept_with_enter(srv, http, tmp_p
 @pytest.mark.slow
 async def test_the_sample_run_says_its_times_are_recorded_and_cannot_be_re_run(make_server, tmp_path):
     server = await make_server(samples=True)
-    async with server.client() as client:
-        runs = (await client.get("/api/runs")).json()
-    sample = next(r for r in runs if r["sample"])
+    sample = await sample_run(server)
     app = make_app(server, tmp_path)
     async with app.run_test(size=(160, 45), notifications=True) as pilot:
         notes = record_notifications(app)
@@ -156,12 +151,10 @@ async def test_the_sample_run_says_its_times_are_recorded_and_cannot_be_re_run(m
 
 
 @pytest.mark.slow
-async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer(srv, http, tmp_path):  # noqa: F811
-    run = await create_run(http, [("SM7_QV100", 1)])
+async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer(app, http, run):
     long_line = "stats " + "x" * 200 + " END"
     lines = [f"line {i}" for i in range(60)] + [long_line, "last line"]
-    await play_to_success(http, run["sims"][0]["id"], lines)
-    app = make_app(srv, tmp_path)
+    await play(http, run["sims"][0]["id"], lines)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "last line")
@@ -181,10 +174,8 @@ async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer
 
 
 @pytest.mark.slow
-async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(srv, http, tmp_path):  # noqa: F811
-    run = await create_run(http, [("SM7_QV100", 1)])
-    await play_to_success(http, run["sims"][0]["id"], ["only line of a good sim"])
-    app = make_app(srv, tmp_path)
+async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(app, http, run):
+    await play(http, run["sims"][0]["id"], ["only line of a good sim"])
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "only line of a good sim")
@@ -196,10 +187,8 @@ async def test_a_state_filter_matching_no_sim_says_so_and_clears_the_log(srv, ht
         await wait_for_text(pilot, "only line of a good sim")
 
 
-async def test_zoomed_the_log_title_does_not_offer_the_hidden_table(srv, http, tmp_path):  # noqa: F811
-    run = await create_run(http, [("SM7_QV100", 1)])
-    await play_to_success(http, run["sims"][0]["id"], ["a line"])
-    app = make_app(srv, tmp_path)
+async def test_zoomed_the_log_title_does_not_offer_the_hidden_table(app, http, run):
+    await play(http, run["sims"][0]["id"], ["a line"])
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("tab")
@@ -240,9 +229,7 @@ def test_the_kernels_view_shows_no_spread_between_configs_of_stand_in_numbers():
 
 
 @pytest.mark.slow
-async def test_the_step_timeline_pane_uses_the_whole_width(srv, http, tmp_path):  # noqa: F811
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_the_step_timeline_pane_uses_the_whole_width(app, run):
     async with app.run_test(size=(160, 45)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("T")
@@ -253,10 +240,9 @@ async def test_the_step_timeline_pane_uses_the_whole_width(srv, http, tmp_path):
 
 
 @pytest.mark.slow
-async def test_at_80_columns_a_ready_trace_keeps_its_note_whole(srv, http, tmp_path):  # noqa: F811
-    app = make_app(srv, tmp_path)
+async def test_at_80_columns_a_ready_trace_keeps_its_note_whole(app, http):
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
         text = await wait_for_text(pilot, "tinyformer-step-sm70")
         row = next(line for line in text.splitlines() if line.startswith(" tinyformer-step-sm70"))
@@ -279,24 +265,15 @@ def test_text_tables_shorten_the_name_column_first_and_never_a_value():
 
 
 @pytest.mark.slow
-async def test_a_comparison_wider_than_the_terminal_scrolls_sideways(srv, http, tmp_path):  # noqa: F811
+async def test_a_comparison_wider_than_the_terminal_scrolls_sideways(app, http):
     from cascade_tui.screens.compare_runs import CompareRunsScreen
 
-    ids = []
-    for _ in range(2):
-        created = await create_run(http, [("SM7_QV100", 1)])
-        await play_to_success(http, created["sims"][0]["id"], recorded_log("SM7_QV100"))
-        ids.append(created["id"])
-    app = make_app(srv, tmp_path)
+    ids = [(await played_run(http, [("SM7_QV100", 1)]))["id"] for _ in range(2)]
     async with app.run_test(size=(50, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, ids[0][-6:])
         app.push_screen(CompareRunsScreen(ids, app.screen.services))
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, CompareRunsScreen) and "ratio" in app.screen.text,
-            "the comparison",
-        )
+        await comparison(pilot, CompareRunsScreen, "ratio")
         scroll = app.screen.query_one("#compare-scroll")
         assert max(map(len, app.screen.text.splitlines())) > 47  # ids whole: wider than 50
         await pilot.press(*["right"] * 20)

@@ -6,11 +6,9 @@ endpoints with recorded Accel-Sim logs)."""
 from __future__ import annotations
 
 import io
-import os
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
-import httpx
 import pytest
 from rich.color import ColorSystem, ColorType
 from rich.console import Console
@@ -20,7 +18,6 @@ from rich.style import Style
 from cascade_core.models import RunEntry, RunSummary
 from cascade_tui.app import CascadeApp
 from cascade_tui.screens.modals import HelpScreen, MessageScreen, QuitScreen
-from cascade_tui.screens.polled_table import PolledTable
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
@@ -29,92 +26,20 @@ from cascade_tui.views.quit_outcome import QuitOutcome
 from cascade_tui.widgets.kernel_chart import KernelChart
 from cascade_tui.widgets.log_view import LogView
 from cascade_tui.widgets.sim_table import SimTable
-from tests.conftest import TOKEN, ready_trace
 
-from .helpers import (
-    Simulator,
-    assert_snapshot,
-    recorded_log,
-    screen_text,
-    tui_settings,
-    wait_for_text,
-    wait_until,
+from .conftest import (
+    LONG_ERROR,
+    TRACE,
+    UPDATE,
+    create_run,
+    log_tail,
+    make_app,
+    on_list,
+    open_run_screen,
+    play,
+    select,
 )
-
-UPDATE = os.environ.get("CASCADE_UPDATE_SNAPSHOTS") == "1"
-TRACE = "tinyformer-step-sm70"
-LONG_ERROR = (
-    "post-processing failed: the upload has no traces/ directory (expected "
-    "traces/kernelslist.g and one .traceg file per kernel; see the README's upload "
-    "section for the layout `cascade upload` sends)"
-)
-
-
-@pytest.fixture
-async def srv(make_server):
-    server = await make_server()
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
-    # A failed trace whose metadata text is long (many layers): its error must still show.
-    await server.store.traces.put_trace(
-        ready_trace(
-            "broken-upload",
-            state="failed",
-            error=LONG_ERROR,
-            model="a-model-with-a-long-name",
-            layers=[f"transformer.block{i}.attention" for i in range(12)],
-        )
-    )
-    return server
-
-
-@pytest.fixture
-async def http(srv):
-    async with srv.client() as client:
-        yield client
-
-
-def make_app(srv, tmp_path) -> CascadeApp:
-    return CascadeApp(tui_settings(srv.url, TOKEN, tmp_path))
-
-
-async def create_run(http: httpx.AsyncClient, entries: list[tuple[str, int]]) -> dict:
-    resp = await http.post(
-        "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": c, "count": n} for c, n in entries]}
-    )
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
-async def play(http, sim_id: str, log: list[str], end: str | None = "succeeded") -> None:
-    sim = Simulator(http, sim_id)
-    await sim.beat("running")
-    await sim.log(log)
-    if end == "succeeded":
-        await sim.beat("succeeded", exit_code=0)
-    elif end == "failed":
-        await sim.beat("failed", exit_code=134, error="assertion failed (SIGABRT)")
-
-
-async def on_list(pilot, screen_type: type[PolledTable], ids: list[str]) -> None:
-    def listed() -> bool:
-        screen = pilot.app.screen
-        return isinstance(screen, screen_type) and all(i in screen.items for i in ids)
-
-    await wait_until(pilot, listed, f"the list with {ids}")
-
-
-async def open_run_screen(pilot, run_id: str) -> RunScreen:
-    await on_list(pilot, RunsScreen, [run_id])
-    runs = pilot.app.screen
-    runs.select(run_id)
-    await wait_until(pilot, lambda: runs.selected_id() == run_id, "the cursor on the run")
-    await pilot.press("enter")
-    await wait_until(
-        pilot,
-        lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
-        "the run screen",
-    )
-    return pilot.app.screen
+from .helpers import Simulator, assert_snapshot, recorded_log, screen_text, wait_for_text, wait_until
 
 
 def flat(app: CascadeApp) -> str:
@@ -141,14 +66,11 @@ async def footer_whole(pilot) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (160, 45)])
-async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it(srv, tmp_path, size):
-    app = make_app(srv, tmp_path)
+async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it(app, size):
     async with app.run_test(size=size) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
-        app.screen.select("broken-upload")
-        await wait_until(pilot, lambda: app.screen.selected_id() == "broken-upload", "the cursor")
+        await select(pilot, TracesScreen, "broken-upload", ["broken-upload", TRACE])
         whole = " ".join(LONG_ERROR.split())
         # Whole, under the table, before the metadata.
         await wait_until(pilot, lambda: whole in flat(app), "the whole error")
@@ -168,20 +90,17 @@ async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it
 
 
 @pytest.mark.slow
-async def test_home_and_end_move_to_the_first_and_last_row_of_both_lists(srv, http, tmp_path):
+async def test_home_and_end_move_to_the_first_and_last_row_of_both_lists(app, http):
     runs = [await create_run(http, [("SM7_QV100", 1)]) for _ in range(3)]
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await on_list(pilot, RunsScreen, [r["id"] for r in runs])
-        screen = app.screen
+        screen = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         order = list(screen.items)
         await pilot.press("end")
         await wait_until(pilot, lambda: screen.selected_id() == order[-1], "End: the last run")
         await pilot.press("home")
         await wait_until(pilot, lambda: screen.selected_id() == order[0], "Home: the first run")
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
-        traces = app.screen
+        traces = await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         order = list(traces.items)
         await pilot.press("end")
         await wait_until(pilot, lambda: traces.selected_id() == order[-1], "End: the last trace")
@@ -190,12 +109,10 @@ async def test_home_and_end_move_to_the_first_and_last_row_of_both_lists(srv, ht
 
 
 @pytest.mark.parametrize("back", ["r", "escape"])
-async def test_back_on_runs_the_cursor_is_on_the_run_just_left(srv, http, tmp_path, back):
+async def test_back_on_runs_the_cursor_is_on_the_run_just_left(app, http, back):
     runs = [await create_run(http, [("SM7_QV100", 1)]) for _ in range(3)]
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await on_list(pilot, RunsScreen, [r["id"] for r in runs])
-        screen = app.screen
+        screen = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         await pilot.press("end")  # the oldest run: not where the cursor starts
         target = list(screen.items)[-1]
         await wait_until(pilot, lambda: screen.selected_id() == target, "the cursor on the last run")
@@ -219,9 +136,7 @@ async def test_back_on_runs_the_cursor_is_on_the_run_just_left(srv, http, tmp_pa
 
 
 @pytest.mark.slow
-async def test_help_on_the_run_screen_lists_end(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    app = make_app(srv, tmp_path)
+async def test_help_on_the_run_screen_lists_end(app, run):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("question_mark")
@@ -232,9 +147,8 @@ async def test_help_on_the_run_screen_lists_end(srv, http, tmp_path):
         )
 
 
-async def test_the_sims_table_takes_only_the_rows_it_needs(srv, http, tmp_path):
+async def test_the_sims_table_takes_only_the_rows_it_needs(app, http):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         table = screen.query_one(SimTable)
@@ -248,26 +162,19 @@ async def test_the_sims_table_takes_only_the_rows_it_needs(srv, http, tmp_path):
 
 
 @pytest.mark.slow
-async def test_at_80_columns_the_log_header_and_footers_are_whole(srv, http, tmp_path):
-    run = await create_run(http, [("SM7_QV100", 1)])
-    sim = Simulator(http, run["sims"][0]["id"])
-    await sim.beat("running")
-    log = recorded_log("SM7_QV100")
-    await sim.log(log[:2000])
-    app = make_app(srv, tmp_path)
+async def test_at_80_columns_the_log_header_and_footers_are_whole(app, http, run, qv100_log):
+    sim = await play(http, run["sims"][0]["id"], qv100_log[:2000], end=None)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await footer_whole(pilot)
         await pilot.press("t")
-        await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
+        await on_list(pilot, TracesScreen, [])
         await footer_whole(pilot)
         await pilot.press("r")
-        screen = await open_run_screen(pilot, run["id"])
-        view = screen.query_one(LogView)
-        await wait_until(pilot, lambda: len(view.store) == 2000, "the log tail")
+        await log_tail(pilot, run["id"], 2000)
         await footer_whole(pilot)
         await pilot.press("tab", "pageup")
-        await sim.log(log[2000:2012])
+        await sim.log(qv100_log[2000:2012])
         await wait_for_text(pilot, "▶ paused +12 lines (End to follow) · 2,012 lines")
         await footer_whole(pilot)
         await pilot.press("k")
@@ -300,13 +207,12 @@ def test_at_80_columns_the_runs_list_keeps_the_replay_and_sample_markers():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_totals(srv, http, tmp_path, size):
+async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_totals(app, http, size):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     sims = {s["gpu_config"]: s["id"] for s in run["sims"]}
     # Both running, kernels finished: no replica succeeded yet.
     await play(http, sims["SM7_QV100"], recorded_log("SM7_QV100")[:20_000], end=None)
     await play(http, sims["SM7_TITANV"], recorded_log("SM7_TITANV")[:12_000], end=None)
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=size) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         await pilot.press("k")
@@ -373,11 +279,10 @@ def _readable_cursor(line: list[Segment], text: str, system: str | None) -> None
 
 @pytest.mark.slow
 @pytest.mark.parametrize("system", ["standard", "256", None])
-async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color(srv, http, tmp_path, system):
+async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color(app, http, system):
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     sims = {s["gpu_config"]: s["id"] for s in run["sims"]}
     await play(http, sims["SM7_TITANV"], recorded_log("SM7_TITANV")[:3000], end="failed")
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         await wait_for_text(pilot, run["id"])
@@ -405,9 +310,8 @@ async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color
 
 
 @pytest.mark.slow
-async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path):
+async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, app, http, tmp_path):
     run = await create_run(http, [("SM7_QV100", 2)])
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         await pilot.press("q")
@@ -416,7 +320,7 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
         assert "cancel the runs and quit" in text and "quit, they keep running" in text
         assert "stay" in text and f"2 sims of 1 run ({run['id']})" in text
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "staying")
+        await on_list(pilot, RunsScreen, [])
         assert app.is_running
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
@@ -437,10 +341,9 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
     assert app.quit_outcome == QuitOutcome("kept", (other["id"],), 1)
 
 
-async def test_q_with_nothing_running_quits_at_once(srv, tmp_path):
-    app = make_app(srv, tmp_path)
+async def test_q_with_nothing_running_quits_at_once(app):
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await on_list(pilot, RunsScreen, [])
         await pilot.press("q")
         await wait_until(pilot, lambda: not app.is_running, "the app to exit")
     assert app.quit_outcome == QuitOutcome("none")
@@ -451,14 +354,13 @@ async def test_q_with_nothing_running_quits_at_once(srv, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tmp_path, size):
+async def test_snapshots_of_the_main_screens_in_16_and_256_colours(app, http, size):
     """The same text in 16 and 256 colours (the cursor test above checks their colours)."""
     run = await create_run(http, [("SM7_QV100", 1), ("SM7_TITANV", 1)])
     sims = {s["gpu_config"]: s["id"] for s in run["sims"]}
     await play(http, sims["SM7_QV100"], recorded_log("SM7_QV100"))
     await play(http, sims["SM7_TITANV"], recorded_log("SM7_TITANV")[:12_000], end="failed")
     name = f"{size[0]}x{size[1]}"
-    app = make_app(srv, tmp_path)
     async with app.run_test(size=size) as pilot:
 
         def snap(screen: str) -> None:
@@ -474,9 +376,7 @@ async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tm
         await wait_for_text(pilot, "? Help")  # the footer, rebuilt once the finished run is selected
         snap("runs")
         await pilot.press("t")
-        await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
-        app.screen.select("broken-upload")
-        await wait_until(pilot, lambda: app.screen.selected_id() == "broken-upload", "the cursor")
+        await select(pilot, TracesScreen, "broken-upload", ["broken-upload", TRACE])
         await pilot.pause()
         snap("traces")
         await pilot.press("r")

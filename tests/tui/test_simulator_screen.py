@@ -8,26 +8,26 @@ import re
 
 import pytest
 
-from cascade_tui.app import CascadeApp
 from cascade_tui.screens.simulator import SimulatorScreen
 from tests.accelsim_build import finished_prefix, source_tarballs
-from tests.conftest import TOKEN
 
-from .helpers import screen_text, tui_settings, wait_for_text, wait_until
+from .conftest import make_app
+from .helpers import screen_text, wait_for_text, wait_until
 
 
-async def open_simulator_screen(pilot) -> None:
+async def open_simulator_screen(pilot) -> str:
+    """`A` from the Runs list: the simulator screen's text once it says the stand-in runs."""
     await wait_for_text(pilot, "Runs")
     await pilot.press("A")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, SimulatorScreen), "the simulator screen")
+    return await wait_for_text(pilot, "Sims run the stand-in")
 
 
 async def test_the_stand_in_says_how_to_get_the_real_simulator(make_server, tmp_path):
     server = await make_server()
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    app = make_app(server, tmp_path)
     async with app.run_test(size=(110, 30)) as pilot:
-        await open_simulator_screen(pilot)
-        text = await wait_for_text(pilot, "Sims run the stand-in")
+        text = await open_simulator_screen(pilot)
         assert "Press i to build the real Accel-Sim here" in text
         commands = [c.title for c in app.get_system_commands(app.screen)]
         assert "Install real Accel-Sim" in commands
@@ -48,10 +48,9 @@ async def test_i_installs_the_real_simulator_for_the_servers_data_dir(make_serve
     monkeypatch.setenv("CASCADE_SIMULATOR_PREFIX", str(prefix))
     monkeypatch.setenv("CASCADE_SIMULATOR_FRAMEWORK", str(framework))
     monkeypatch.setenv("CASCADE_SIMULATOR_GPGPU_SIM", str(gpgpu_sim))
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    app = make_app(server, tmp_path)
     async with app.run_test(size=(110, 30)) as pilot:
         await open_simulator_screen(pilot)
-        await wait_for_text(pilot, "Sims run the stand-in")
         await pilot.press("i")
         await wait_for_text(pilot, "Installed: the next run simulates for real.", timeout=120)
         text = await wait_for_text(
@@ -66,10 +65,9 @@ async def test_at_80_columns_the_stand_in_text_wraps_whole_and_x_shows_only_duri
     make_server, tmp_path
 ):
     server = await make_server()
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    app = make_app(server, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_simulator_screen(pilot)
-        text = await wait_for_text(pilot, "Sims run the stand-in")
+        text = await open_simulator_screen(pilot)
         lines = [line.strip() for line in text.splitlines()]
         # Paragraphs wrapped by the screen, never a sentence broken before its line ends.
         assert "describe" not in lines and "CUDA needed)," not in lines, text
@@ -82,10 +80,9 @@ async def test_a_failed_build_says_why_in_lines_that_wrap_at_80_columns(make_ser
     monkeypatch.setenv("CASCADE_DATA_DIR", str(server.settings.data_dir))
     monkeypatch.setenv("CASCADE_SIMULATOR_PREFIX", str(tmp_path / "prefix"))
     monkeypatch.setenv("CASCADE_SIMULATOR_FRAMEWORK", str(missing))
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    app = make_app(server, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_simulator_screen(pilot)
-        await wait_for_text(pilot, "Sims run the stand-in")
         await pilot.press("i")
         await wait_until(pilot, lambda: app.screen.outcome == "failed", "the build to fail", timeout=120)
         await pilot.pause()

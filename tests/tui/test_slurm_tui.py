@@ -6,20 +6,20 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ready_trace
-from tests.e2e.test_local_runs import create_run, get_run
+from tests.e2e.test_local_runs import get_run
 from tests.helpers import wait_until
 from tests.slurm.cluster import squeue_ids
 from tests.slurm.test_slurm_runs import slurm_settings
-from tests.tui.helpers import wait_for_text
-from tests.tui.test_app_server import make_app, open_run_screen, table_rows
+
+from .conftest import create_run, make_app, open_run_screen, serve, table_rows
+from .helpers import wait_for_text
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("slurm_cluster")]
 
 
 async def test_the_sims_table_shows_queued_sims_job_and_slurm_reason(make_server, tmp_path, monkeypatch):
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
-    server = await make_server(**slurm_settings(tmp_path, replay_speed=0.5))
-    await server.store.traces.put_trace(ready_trace())
+    server = await serve(make_server, [ready_trace()], **slurm_settings(tmp_path, replay_speed=0.5))
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 9)])  # a node of 8 CPUs: one waits
 

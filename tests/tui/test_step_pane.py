@@ -4,39 +4,31 @@ and the command palette; a trace without a step timeline says how to get one."""
 
 from __future__ import annotations
 
-from cascade_tui.app import CascadeApp
 from cascade_tui.screens.modals import HelpScreen
 from cascade_tui.screens.run import RunScreen
-from tests.conftest import TOKEN, ready_trace
+from tests.conftest import ready_trace
 
-from .helpers import recorded_log, screen_text, tui_settings, wait_for_text, wait_until
-from .test_app_server import open_run_screen, play_to_success
+from .conftest import create_run, make_app, open_run_screen, play, serve
+from .helpers import recorded_log, screen_text, wait_for_text, wait_until
 from .test_step_chart import _timeline
 
 
-async def _run_on(http, trace_id: str) -> dict:
-    resp = await http.post(
-        "/api/runs", json={"trace_id": trace_id, "entries": [{"gpu_config": "SM7_QV100", "count": 1}]}
-    )
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
 async def test_step_timeline_pane_shows_predicted_steps_against_real(make_server, tmp_path):
-    server = await make_server()
-    await server.store.traces.put_trace(ready_trace("stepped", has_step_timeline=True, has_real_timing=True))
-    await server.store.traces.put_trace(ready_trace("plain"))
+    server = await serve(
+        make_server,
+        [ready_trace("stepped", has_step_timeline=True, has_real_timing=True), ready_trace("plain")],
+    )
     async with server.client() as http:
-        plain_run = await _run_on(http, "plain")  # older: second in the runs list
-        run = await _run_on(http, "stepped")
+        plain_run = await create_run(http, [("SM7_QV100", 1)], "plain")  # older: second in the runs list
+        run = await create_run(http, [("SM7_QV100", 1)], "stepped")
         sim_id = run["sims"][0]["id"]
-        await play_to_success(http, sim_id, recorded_log("SM7_QV100"))
+        await play(http, sim_id, recorded_log("SM7_QV100"))
         sent = _timeline("SM7_QV100", 0, 2.0)
         resp = await http.post(
             f"/api/sims/{sim_id}/step-timeline", json={"simulated": sent.simulated, "compare": sent.compare}
         )
         assert resp.status_code == 204
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+    app = make_app(server, tmp_path)
     async with app.run_test(size=(100, 40)) as pilot:
         await open_run_screen(pilot, run["id"])
         run_screen = app.screen

@@ -6,20 +6,21 @@ swept value), with snapshots at 80x24 and 160x45; and the pure logic behind both
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from cascade_core.models import ConfigOption, RunEntry, ShardInfo
 from cascade_core.variants import VariantError
 from cascade_tui.panes.kernels_pane import KernelsPane
-from cascade_tui.screens.new_run import NewRunScreen, total_text
+from cascade_tui.screens.new_run_plan import total_text
 from cascade_tui.screens.run import RunScreen
-from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.variant_editor import VariantScreen
 from cascade_tui.views import chart, compare, sweep, variant_form
 from cascade_tui.views.compare import ConfigTotal
-from tests.conftest import ready_trace, write_config
+from tests.conftest import write_config
 
+from .conftest import UPDATE, create_run, make_app, open_new_run, open_run_screen, play, serve, tinyformer
 from .factories import sim
 from .helpers import (
     assert_snapshot,
@@ -29,14 +30,9 @@ from .helpers import (
     wait_for_text,
     wait_until,
 )
-from .test_screen_fit_navigation_and_quit import UPDATE, make_app, open_run_screen, play
 
-TRACE = "tinyformer-step-sm70"
-QV100 = (
-    "-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 0\n"
-    "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n-gpgpu_n_clusters 80\n"
-    "-gpgpu_n_cores_per_cluster 1\n-dram_latency 100\n-gpgpu_cache:dl2 S:32:128:24,L:B:m:L:P,A:192:4,32:0,32\n"
-)
+# SM7_QV100 as `accelsim_dir` (tests/conftest.py) has it, with the options the variant editor offers
+QV100 = (Path(__file__).with_name("data") / "SM7_QV100.gpgpusim.config").read_text()
 
 
 # --- pure: the form's rows ------------------------------------------------------------------------
@@ -269,18 +265,7 @@ def test_the_kernels_chart_names_variants_by_what_differs_and_compares_them_with
 @pytest.fixture
 async def sweep_srv(make_server, accelsim_dir):
     write_config(accelsim_dir, "SM7_QV100", QV100)
-    server = await make_server(accelsim_dir=accelsim_dir)
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
-    return server
-
-
-async def open_new_run(pilot) -> NewRunScreen:
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, RunsScreen), "the runs list")
-    await pilot.press("n")
-    await wait_for_text(pilot, "[x] SM7_QV100")
-    screen = pilot.app.screen
-    assert isinstance(screen, NewRunScreen)
-    return screen
+    return await serve(make_server, [tinyformer()], accelsim_dir=accelsim_dir)
 
 
 async def add_variant(pilot, typed: str, value: str, label: str = "") -> None:
@@ -413,8 +398,7 @@ async def test_new_run_variant_keys_are_in_help_and_the_command_palette_and_x_dr
 @pytest.mark.slow
 async def test_the_servers_422_on_launch_is_a_notification_and_the_form_stays(make_server, tmp_path):
     # No simulator: the stand-in would replay, and it cannot honour options (the server says so).
-    server = await make_server(launcher="local", local_slots=1)
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    server = await serve(make_server, [tinyformer()], launcher="local", local_slots=1)
     app = make_app(server, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_new_run(pilot)
@@ -449,21 +433,8 @@ async def finished_sweep_run(srv) -> dict:
     """A run of SM7_QV100 and three -gpgpu_n_clusters variants, each sim played to the end with
     the recorded log's cycles scaled (20 clusters 2x, 40 1.5x, 160 0.8x)."""
     async with srv.client() as http:
-        resp = await http.post(
-            "/api/runs",
-            json={
-                "trace_id": TRACE,
-                "entries": [
-                    {"gpu_config": "SM7_QV100", "count": 1},
-                    *(
-                        {"gpu_config": "SM7_QV100", "count": 1, "options": {"-gpgpu_n_clusters": n}}
-                        for n in ("20", "40", "160")
-                    ),
-                ],
-            },
-        )
-        assert resp.status_code == 201, resp.text
-        run = resp.json()
+        variants = [("SM7_QV100", 1, {"-gpgpu_n_clusters": n}) for n in ("20", "40", "160")]
+        run = await create_run(http, [("SM7_QV100", 1), *variants])
         factors = {
             "SM7_QV100": 1.0,
             "SM7_QV100[gpgpu_n_clusters=20]": 2.0,

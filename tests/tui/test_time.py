@@ -8,22 +8,13 @@ import asyncio
 
 import pytest
 
-from cascade_tui.app import CascadeApp
-from cascade_tui.screens.new_run import NewRunScreen
-from cascade_tui.screens.runs_list import RunsScreen
-from tests.conftest import TOKEN, ready_trace
-
-from .helpers import screen_text, tui_settings, wait_for_text, wait_until
-
-TRACE = "tinyformer-step-sm70"
+from .conftest import create_run, make_app, open_new_run, serve, tinyformer
+from .helpers import screen_text, wait_for_text, wait_until
 
 
-async def open_new_run(pilot, app: CascadeApp) -> NewRunScreen:
-    await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
-    await pilot.press("n")
-    await wait_for_text(pilot, "[x] SM7_QV100")
-    assert isinstance(app.screen, NewRunScreen)
-    return app.screen
+@pytest.fixture
+def srv_traces():
+    return [tinyformer()]
 
 
 @pytest.mark.slow
@@ -32,13 +23,9 @@ async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
 ):
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
     # Two slots, one taken by a real stand-in worker slowed right down.
-    server = await make_server(launcher="local", local_slots=2, replay_speed=0.01)
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
+    server = await serve(make_server, [tinyformer()], launcher="local", local_slots=2, replay_speed=0.01)
     async with server.client() as http:
-        resp = await http.post(
-            "/api/runs", json={"trace_id": TRACE, "entries": [{"gpu_config": "SM7_TITANV", "count": 1}]}
-        )
-        busy = resp.json()
+        busy = await create_run(http, [("SM7_TITANV", 1)])
 
         async def one_busy() -> bool:
             return (await http.get("/api/launcher")).json()["running"] == 1
@@ -48,9 +35,9 @@ async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
                 break
             await asyncio.sleep(0.1)
         assert await one_busy()
-        app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+        app = make_app(server, tmp_path)
         async with app.run_test(size=(80, 24)) as pilot:
-            await open_new_run(pilot, app)
+            await open_new_run(pilot)
             await wait_for_text(pilot, "the sim starts now (2 slots, 1 busy)")
             await pilot.press("plus")
             await wait_for_text(pilot, "1 start now, 1 wait for a slot (2 slots, 1 busy)")
@@ -64,12 +51,9 @@ async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
             await wait_until(pilot, lambda: "start now" not in screen_text(app), "the line to go")
 
 
-async def test_new_run_on_the_manual_launcher_says_the_sims_wait_for_you(make_server, tmp_path):
-    server = await make_server()  # manual
-    await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
-    app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+async def test_new_run_on_the_manual_launcher_says_the_sims_wait_for_you(app):  # srv: the manual launcher
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_new_run(pilot, app)
+        await open_new_run(pilot)
         await wait_for_text(pilot, "the sim waits for you to start it with cascade worker (manual launcher)")
         await pilot.press("plus")
         await wait_for_text(pilot, "all 2 wait for you to start them")

@@ -15,7 +15,9 @@ from cascade_tui import up
 from cascade_tui.connection.config import DEFAULT_URL
 from cascade_tui.connection.ports import DEFAULT_S3_PORT
 
-from .test_tmux import CASCADE, Tmux, base_env, port_open, pytestmark, wait_port_closed  # noqa: F401
+from .tmux import CASCADE, TMUX, Tmux, base_env, port_open, wait_port_closed
+
+pytestmark = TMUX
 
 DEFAULT_APP_PORT = int(DEFAULT_URL.rsplit(":", 1)[1])
 

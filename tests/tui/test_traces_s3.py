@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from cascade_tui.app import CascadeApp
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.views.formatting import s3_problem
-from tests.conftest import TOKEN, ready_trace
+from tests.conftest import ready_trace
 from tests.server.test_embedded_s3_restart import own_endpoint, s3_answers, start_rclone
 
-from .helpers import screen_text, tui_settings, wait_for_text, wait_until
+from .conftest import make_app, on_list, serve
+from .helpers import screen_text, wait_for_text, wait_until
 
 
 def test_s3_problem_names_the_endpoint_and_the_error_or_nothing():
@@ -30,13 +30,14 @@ async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_se
     info, port = own_endpoint(tmp_path, monkeypatch, 3)
     rclone = start_rclone(port, tmp_path / "s3", info)
     try:
-        server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
-        await server.store.traces.put_trace(ready_trace())
-        app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
+        server = await serve(
+            make_server, [ready_trace()], s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1
+        )
+        app = make_app(server, tmp_path)
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+            await on_list(pilot, RunsScreen, [])
             await pilot.press("t")
-            await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
+            await on_list(pilot, TracesScreen, [])
             await wait_for_text(pilot, "tinyformer-step-sm70")
             await wait_until(
                 pilot,
