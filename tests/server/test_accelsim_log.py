@@ -402,7 +402,7 @@ def test_a_state_saved_by_the_previous_version_resumes_mid_block(config: str) ->
         first = LogParser(CLOCK_MHZ[config])
         kernels = first.feed(list(lines[:cut]))
         state = first.state()
-        assert state["version"] == 2 and state["block"], "the cut falls inside a block"
+        assert state["version"] == 3 and state["block"], "the cut falls inside a block"
         old = {**state, "version": 1, "block": accelsim_stats.block_stats(state["block"])}
         resumed = LogParser(CLOCK_MHZ[config], state=json.loads(json.dumps(old)))
         kernels += resumed.feed(list(lines[cut:]))
