@@ -107,6 +107,7 @@ async def _trace_rows(
                 sims=len({(sim.run_id, sim.replica) for sim in group}),  # a sharded replica once
                 runs=runs_of[key],
                 kernels=stats.kernels,
+                kernels_failed=sum(1 for row in compared if names[key] in row.failed),
                 mape_pct=stats.mape_pct,
                 mean_error_pct=stats.mean_error_pct,
                 pearson_r=stats.pearson_r,

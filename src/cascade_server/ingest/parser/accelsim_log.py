@@ -488,19 +488,27 @@ class LogParser:
 
     def _placed(self, done: list[ParsedKernel]) -> list[ParsedKernel]:
         """A restarted simulator's kernels at their trace positions; its warm-up kernels (whose
-        results the sim has from an earlier simulator) dropped."""
+        results the sim has from an earlier simulator) dropped. Its list is its warm-up kernels
+        then `first`..`last`, and Accel-Sim numbers a list's kernels from 1 (`kernel_launch_uid`):
+        the uid says which kernel a block is (kernels on several streams finish out of order),
+        and becomes the kernel's launch number in the whole trace, as a sim that never restarted
+        reports it. A block without one is placed by its order."""
         assert self._restart is not None
-        first, _, warmup = self._restart
+        first, last, warmup = self._restart
         kept = []
         for kernel in done:
             if kernel.placed:
                 kept.append(kernel)
                 continue
-            local = kernel.kernel_index - self._restart_at
+            uid = kernel.kernel_launch_uid
+            local = uid - 1 if uid is not None and 0 < uid <= warmup + last - first + 1 else None
+            if local is None:
+                local = kernel.kernel_index - self._restart_at
             if local < warmup:
                 self._dropped += 1
                 continue
             kernel.kernel_index, kernel.placed = first + local - warmup, True
+            kernel.kernel_launch_uid = kernel.kernel_index + 1
             self._placed_blocks += 1
             kept.append(kernel)
         return kept
