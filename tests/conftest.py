@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import socket
-import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from aiohttp import web
 from botocore.config import Config
 
 from cascade_core.models import KernelLaunch, TraceDetail, utcnow
+from cascade_core.s3_endpoint import S3Info
 from cascade_server.api.http_site import ApiRunner
 from cascade_server.app import create_app
 from cascade_server.appkeys import INGEST_KEY, STORE_KEY
@@ -26,16 +25,9 @@ from cascade_server.clock import Clock
 from cascade_server.ingest.log_ingest import LogIngest
 from cascade_server.settings import Settings
 from cascade_server.storage import Store
-from tests.helpers import free_port, reserve_port, take_reserved
+from tests.helpers import free_port, reserve_port, start_rclone, take_reserved
 
 TOKEN = "test-token-0123456789"
-# Real Accel-Sim logs (shared/samples-real/runs/<CONFIG>/run.log), shipped gzipped in the repo.
-RECORDINGS = Path(__file__).resolve().parents[1] / "samples" / "recordings"
-
-
-def recorded_log(config: str) -> bytes:
-    """The complete stdout of a real Accel-Sim run on `config`, byte for byte."""
-    return gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
 
 
 class LiveServer:
@@ -101,6 +93,14 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("CASCADE_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers inherit the server's environment (a launcher passes it on): quick heartbeats and a
+    short kill grace."""
+    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
+    monkeypatch.setenv("CASCADE_KILL_GRACE_S", "3")
 
 
 @pytest.fixture
@@ -224,18 +224,11 @@ class RcloneS3:
 @pytest.fixture(scope="session")
 def rclone_s3(tmp_path_factory):
     """A real `rclone serve s3` (the embedded server's binary) for the whole session."""
-    from cascade_server.traces.embedded_s3 import rclone_binary
-
     root = tmp_path_factory.mktemp("s3")
     (root / "cascade").mkdir()
     port = free_port()
     info = RcloneS3(f"http://127.0.0.1:{port}", "TESTACCESSKEY0001", "testsecretkey0000000001", root)
-    proc = subprocess.Popen(
-        [str(rclone_binary()), "serve", "s3", "--addr", f"127.0.0.1:{port}", str(root)],
-        env={"RCLONE_AUTH_KEY": f'"{info.access_key},{info.secret_key}"', "RCLONE_CONFIG": "/dev/null"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_rclone(port, root, S3Info(info.endpoint, info.bucket, info.access_key, info.secret_key))
     deadline = time.monotonic() + 20
     while True:  # poll until it accepts connections (not a fixed sleep)
         try:

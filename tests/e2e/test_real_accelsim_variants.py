@@ -20,7 +20,7 @@ from cascade_core.models import RunDetail
 from cascade_tui.views.result_views import total_records
 from tests.accelsim_build import finished_prefix
 from tests.conftest import ready_trace
-from tests.e2e.test_local_runs import finished_run
+from tests.helpers import finished_run
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(300)]
 
@@ -63,10 +63,8 @@ def direct_cycles(accelsim: Path, config: str, work: Path, *option: str) -> list
 
 
 @pytest.fixture
-async def real_server(make_server, monkeypatch):
-    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
-    server = await make_server(launcher="local", local_slots=2, accelsim_dir=real_accelsim())
-    await server.store.traces.put_trace(ready_trace("smoke", kernels=2))
+async def real_server(local_server):
+    server = await local_server(ready_trace("smoke", kernels=2), local_slots=2, accelsim_dir=real_accelsim())
     shutil.copytree(SMOKE, server.settings.traces_dir / "smoke" / "traces")
     return server
 

@@ -9,8 +9,7 @@ from cascade_core.trace_inputs import kernel_files
 from cascade_server.traces.grouping import TraceFormatError
 from cascade_server.traces.postprocess import PostprocessError, check_kernelslist_g
 from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run
-from tests.e2e.test_worker_by_hand import start_worker, wait_exit
+from tests.helpers import create_run, exit_status, finished_run
 from tests.worker.fakes import install_fake_accelsim
 
 pytestmark = pytest.mark.timeout(120)
@@ -106,7 +105,7 @@ async def test_trace_inputs_errors_are_json_and_unknown_parameters_a_422(server,
     assert [f["path"] for f in listing["files"]] == ["traces/kernelslist.g", "traces/kernel-1.traceg"]
 
 
-async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_path):
+async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, start_worker, tmp_path):
     await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=3)
     accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
@@ -122,34 +121,26 @@ async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_pa
         run = await create_run(http, [("SM7_QV100", 2)])
         workers = [
             start_worker(
-                "--url",
-                server.url,
-                "--token",
-                TOKEN,
-                "--sim-id",
-                sim["id"],
-                "--gpu-config",
-                "SM7_QV100",
-                "--accelsim-dir",
-                str(accelsim),
-                "--trace-dir",
-                str(tmp_path / "not-on-this-node"),
-                "--trace-id",
-                "tinyformer-step-sm70",
-                "--scratch-dir",
-                str(node),
+                url=server.url,
+                token=TOKEN,
+                sim_id=sim["id"],
+                gpu_config="SM7_QV100",
+                accelsim_dir=str(accelsim),
+                trace_dir=str(tmp_path / "not-on-this-node"),
+                trace_id="tinyformer-step-sm70",
+                scratch_dir=str(node),
             )
             for sim in run["sims"]
         ]
         for worker in workers:
-            assert await wait_exit(worker) == 0, worker.stdout.read().decode()
+            assert await exit_status(worker) == 0, worker.stdout.read().decode()
         final = await finished_run(http, run["id"])
         assert [s["state"] for s in final["sims"]] == ["succeeded", "succeeded"], final["sims"]
     # the last worker of the trace on this node removed the copy
     assert not (node / "cascade-traces" / "tinyformer-step-sm70").exists()
 
 
-async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(server, tmp_path):
+async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(server, start_worker, tmp_path):
     await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=2, missing=2)
     accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
@@ -157,22 +148,15 @@ async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(ser
         run = await create_run(http, [("SM7_QV100", 1)])
         sim = run["sims"][0]
         worker = start_worker(
-            "--url",
-            server.url,
-            "--token",
-            TOKEN,
-            "--sim-id",
-            sim["id"],
-            "--gpu-config",
-            "SM7_QV100",
-            "--accelsim-dir",
-            str(accelsim),
-            "--trace-id",
-            "tinyformer-step-sm70",
-            "--scratch-dir",
-            str(tmp_path / "node"),
+            url=server.url,
+            token=TOKEN,
+            sim_id=sim["id"],
+            gpu_config="SM7_QV100",
+            accelsim_dir=str(accelsim),
+            trace_id="tinyformer-step-sm70",
+            scratch_dir=str(tmp_path / "node"),
         )
-        assert await wait_exit(worker) != 0
+        assert await exit_status(worker) != 0
         final = await finished_run(http, run["id"])
         assert final["sims"][0]["state"] == "failed"
         assert final["sims"][0]["error"] == (

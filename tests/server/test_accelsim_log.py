@@ -8,7 +8,6 @@ numbers are the README's tables there, typed in here.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import math
 import pickle
@@ -32,10 +31,10 @@ from cascade_server.ingest.parser.accelsim_log import (
     ParsedKernel,
     parse_value,
 )
+from tests.helpers import recording
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_RUNS = REPO.parent / "shared" / "samples-real" / "runs"
-RECORDINGS = REPO / "samples" / "recordings"
 
 CLOCK_MHZ = {
     "SM7_QV100": 1132.0,
@@ -171,7 +170,7 @@ def real_log(config: str) -> tuple[str, ...]:
     if shared.exists():
         data = shared.read_bytes()
     else:
-        data = gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
+        data = recording(config)
     lines = data.decode("utf-8", errors="surrogateescape").split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -14,7 +14,7 @@ from cascade_server.traces import scanner as scanner_module
 from tests.conftest import ready_trace
 from tests.helpers import wait_until
 
-from .test_embedded_s3_restart import _is_none, own_endpoint, s3_answers, start_rclone
+from .test_embedded_s3_restart import _is_none
 from .test_trace_ingest import Harness, sample_files
 
 MiB = 1024 * 1024
@@ -63,34 +63,27 @@ async def test_metadata_that_contradicts_the_traced_arch_fails_the_trace(rclone_
         await h.stop()
 
 
-async def test_a_delete_while_the_endpoint_is_stopped_answers_503_at_once(make_server, tmp_path, monkeypatch):
+async def test_a_delete_while_the_endpoint_is_stopped_answers_503_at_once(endpoint_server, monkeypatch):
     monkeypatch.setattr(scanner_module, "STALLED_AFTER_S", 0.5)
-    info, port = own_endpoint(tmp_path, monkeypatch, 5)
-    rclone = start_rclone(port, tmp_path / "s3", info)
-    try:
-        await wait_until(lambda: s3_answers(info))
-        server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
-        await server.store.traces.put_trace(ready_trace("kept"))
-        async with server.client(timeout=20) as http:
+    server, endpoint = await endpoint_server(5)
+    await server.store.traces.put_trace(ready_trace("kept"))
+    async with server.client(timeout=20) as http:
 
-            async def s3_error() -> str | None:
-                return (await http.get("/api/health")).json()["s3_error"]
+        async def s3_error() -> str | None:
+            return (await http.get("/api/health")).json()["s3_error"]
 
-            rclone.send_signal(signal.SIGSTOP)
-            await wait_until(s3_error)
-            resp = await http.delete("/api/traces/kept")
-            assert resp.status_code == 503, resp.text
-            assert resp.json()["detail"].startswith(
-                f"the S3 endpoint is failing (no answer from {info.endpoint}"
-            )
-            assert resp.json()["detail"].endswith(
-                "trace kept was not deleted; delete it again once /api/health shows no s3_error"
-            )
-            assert (await http.get("/api/traces/kept")).json()["state"] == "ready"
-            rclone.send_signal(signal.SIGCONT)
-            await wait_until(lambda: _is_none(s3_error()))
-            assert (await http.delete("/api/traces/kept")).status_code == 204
-    finally:
-        rclone.send_signal(signal.SIGCONT)
-        rclone.kill()
-        rclone.wait()
+        assert endpoint.proc is not None
+        endpoint.proc.send_signal(signal.SIGSTOP)
+        await wait_until(s3_error)
+        resp = await http.delete("/api/traces/kept")
+        assert resp.status_code == 503, resp.text
+        assert resp.json()["detail"].startswith(
+            f"the S3 endpoint is failing (no answer from {endpoint.info.endpoint}"
+        )
+        assert resp.json()["detail"].endswith(
+            "trace kept was not deleted; delete it again once /api/health shows no s3_error"
+        )
+        assert (await http.get("/api/traces/kept")).json()["state"] == "ready"
+        endpoint.proc.send_signal(signal.SIGCONT)
+        await wait_until(lambda: _is_none(s3_error()))
+        assert (await http.delete("/api/traces/kept")).status_code == 204

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from cascade_tui.scripting import accuracy_command, run_command
-from tests.conftest import TOKEN, ready_trace, recorded_log, write_config
-from tests.helpers import wait_until
+from tests.conftest import TOKEN, ready_trace, write_config
+from tests.helpers import recorded_log, wait_until
 from tests.timeline.profiles import SAMPLED, load, steps_by_correlation, write_trace_dir
 
 QV100 = (
@@ -190,7 +190,7 @@ async def test_a_clock_option_changes_the_variants_time_base(variants):
         sim = run["sims"][0]
         await http.post(
             f"/api/sims/{sim['id']}/logs",
-            json={"seq": 0, "lines": recorded_log("SM7_QV100").decode().splitlines()},
+            json={"seq": 0, "lines": recorded_log("SM7_QV100")},
         )
         kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
     assert kernels and kernels[0]["sim_time_ns"] == pytest.approx(kernels[0]["gpu_sim_cycle"] / 566.0 * 1000)
@@ -254,7 +254,7 @@ async def test_accuracy_equals_a_hand_computation_from_the_comparison(variants, 
     )
     assert imported.returncode == 0, imported.stderr
     await variants.store.traces.put_trace(ready_trace("profiled", has_real_timing=True, metadata=None))
-    log = recorded_log("SM7_QV100").decode().splitlines()
+    log = recorded_log("SM7_QV100")
     async with variants.client() as http:
         run = (
             await post_run(http, [qv100(2), qv100(options={"-gpgpu_n_clusters": "40"})], "profiled")

@@ -10,7 +10,7 @@ from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.views.formatting import s3_problem
 from tests.conftest import TOKEN, ready_trace
-from tests.server.test_embedded_s3_restart import own_endpoint, s3_answers, start_rclone
+from tests.helpers import own_endpoint, s3_answers, start_rclone
 
 from .helpers import screen_text, tui_settings, wait_for_text, wait_until
 

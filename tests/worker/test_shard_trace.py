@@ -9,7 +9,7 @@ from cascade_core.models import ShardInfo
 from cascade_worker import shard_trace
 from cascade_worker.replay import read_lines
 from cascade_worker.replay_shard import select_kernels
-from tests.conftest import RECORDINGS
+from tests.helpers import RECORDINGS
 
 LIST = [
     "MemcpyHtoD,0x1,256",
