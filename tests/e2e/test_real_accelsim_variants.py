@@ -18,13 +18,14 @@ import pytest
 from cascade_core import simulator_layout as layout
 from cascade_core.models import RunDetail
 from cascade_tui.views.result_views import total_records
+from cascade_worker.simulator import smoke
 from tests.accelsim_build import finished_prefix
 from tests.conftest import ready_trace
 from tests.helpers import finished_run
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(300)]
 
-SMOKE = Path(layout.__file__).parent / "smoke_trace"
+SMOKE = smoke.TRACE  # the smoke run's trace: 2 small kernels
 _CYCLES = re.compile(r"^gpu_sim_cycle = (\d+)\s*$", re.MULTILINE)
 
 
