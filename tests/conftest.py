@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from botocore.config import Config
 
-from cascade_core.models import KernelLaunch, TraceDetail, utcnow
+from cascade_core.models import KernelLaunch, SimState, SimSummary, TraceDetail, utcnow
 from cascade_core.s3_endpoint import S3Info
 from cascade_server.api.http_site import ApiRunner
 from cascade_server.app import create_app
@@ -165,6 +165,23 @@ def ready_trace(
     )
     values.update(fields)
     return TraceDetail(**values)
+
+
+def sim_summary(
+    sim_id: str = "sim-1",
+    replica: int = 0,
+    state: SimState = "running",
+    done: int = 0,
+    total: int = 0,
+    **fields: Any,
+) -> SimSummary:
+    """A sim as the API lists it: replica `replica` of SM7_QV100 in run-1, `done` of its `total`
+    kernels done, unless `fields` say otherwise."""
+    values: dict[str, Any] = dict(run_id="run-1", gpu_config="SM7_QV100", created_at=utcnow())
+    values.update(fields)
+    return SimSummary(
+        id=sim_id, replica=replica, state=state, kernels_done=done, kernels_total=total, **values
+    )
 
 
 def write_config(root: Path, name: str, text: str) -> None:

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import pytest
@@ -32,6 +32,10 @@ from cascade_core.s3_endpoint import S3Info, make_client
 REPO = Path(__file__).resolve().parents[1]
 # Real Accel-Sim logs (shared/samples-real/runs/<CONFIG>/run.log), shipped gzipped in the repo.
 RECORDINGS = REPO / "samples" / "recordings"
+# What those logs report per config: each kernel's cycles, the run's totals (tests/data/recordings/).
+RECORDED_RESULTS: dict[str, dict[str, Any]] = json.loads(
+    (Path(__file__).with_name("data") / "recordings" / "expected.json").read_text()
+)
 TRACE_ID = "tinyformer-step-sm70"  # the ready trace of `tests.conftest.ready_trace`
 
 
@@ -228,6 +232,29 @@ def own_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> tup
     return S3Info(f"http://127.0.0.1:{port}", "cascade", access_key, secret_key), port
 
 
+class Result(NamedTuple):
+    code: int
+    out: str
+    err: str
+
+
+async def run_cascade(*args: str, env: Mapping[str, str]) -> Result:
+    """`cascade ARGS` in a subprocess with exactly `env`, waited for without blocking the event
+    loop (a server of the test's may run in it)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cascade_tui.cli",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return Result(proc.returncode, out.decode(), err.decode())
+
+
 # --- `cascade serve` as a process ---------------------------------------------------------------
 
 
@@ -379,13 +406,15 @@ class ServeProcess:
 # --- the run API as tests drive it ----------------------------------------------------------------
 
 
-async def create_run(
-    http: httpx.AsyncClient,
-    entries: Sequence[tuple[str, int] | Mapping[str, Any]] = (("SM7_QV100", 2),),
-    trace_id: str = TRACE_ID,
-) -> dict:
-    """A new run (201), its entries `(gpu_config, count)` or the API's own entry objects."""
-    resp = await http.post(
+RunEntries = Sequence[tuple[str, int] | Mapping[str, Any]]
+
+
+async def post_run(
+    http: httpx.AsyncClient, entries: RunEntries, trace_id: str = TRACE_ID, **fields: Any
+) -> httpx.Response:
+    """`POST /api/runs` as given: its entries `(gpu_config, count)` or the API's own entry
+    objects, `fields` beside them."""
+    return await http.post(
         "/api/runs",
         json={
             "trace_id": trace_id,
@@ -393,8 +422,16 @@ async def create_run(
                 dict(entry) if isinstance(entry, Mapping) else {"gpu_config": entry[0], "count": entry[1]}
                 for entry in entries
             ],
+            **fields,
         },
     )
+
+
+async def create_run(
+    http: httpx.AsyncClient, entries: RunEntries = (("SM7_QV100", 2),), trace_id: str = TRACE_ID
+) -> dict:
+    """A new run (201)."""
+    resp = await post_run(http, entries, trace_id)
     assert resp.status_code == 201, resp.text
     return resp.json()
 

@@ -79,17 +79,24 @@ def local_server(make_server, worker_env) -> Callable[..., Awaitable[LiveServer]
 
 @pytest.fixture
 def start_worker() -> Iterator[Callable[..., subprocess.Popen]]:
-    """`start_worker(*args, env=None, stdout=PIPE, **options)`: `cascade worker ARGS` by hand,
-    each option a flag (`sim_id="sim-1"`: `--sim-id sim-1`), with quick heartbeats and a short
-    kill grace, in a session of its own; one still running at the end is killed."""
+    """`start_worker(server=None, env=None, stdout=PIPE, **options)`: `cascade worker` by hand,
+    each option a flag (`sim_id="sim-1"`: `--sim-id sim-1`), for `server` (its URL and the
+    tests' token) unless the options say otherwise, with quick heartbeats and a short kill grace,
+    in a session of its own; one still running at the end is killed."""
     started: list[subprocess.Popen] = []
 
     def start(
-        *args: str, env: dict[str, str] | None = None, stdout: int | IO = subprocess.PIPE, **options: str
+        server: LiveServer | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        stdout: int | IO = subprocess.PIPE,
+        **options: str,
     ) -> subprocess.Popen:
+        if server is not None:
+            options = {"url": server.url, "token": TOKEN, **options}
         flags = [part for name, value in options.items() for part in (f"--{name.replace('_', '-')}", value)]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cascade_worker", *args, *flags],
+            [sys.executable, "-m", "cascade_worker", *flags],
             env={
                 **os.environ,
                 "CASCADE_HEARTBEAT_INTERVAL_S": "0.3",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -25,7 +24,7 @@ from tests.accelsim_build import (
     real_kernel_stats,
 )
 from tests.conftest import ready_trace
-from tests.helpers import create_run, finished_run
+from tests.helpers import Result, create_run, finished_run, run_cascade
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(600)]
 
@@ -54,25 +53,8 @@ def wait_for(check, timeout: float, what: str, log: Path):
     raise AssertionError(f"{what} not within {timeout} s (last: {last!r})\n{log.read_text()[-3000:]}")
 
 
-async def run_start_wait(trace: str, config: str, env: dict[str, str]) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cascade_tui.cli",
-        "run",
-        "start",
-        "--trace",
-        trace,
-        "--config",
-        config,
-        "--wait",
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+async def run_start_wait(trace: str, config: str, env: dict[str, str]) -> Result:
+    return await run_cascade("run", "start", "--trace", trace, "--config", config, "--wait", env=env)
 
 
 def test_demo_traces_simulate_for_real_after_install(tmp_path: Path) -> None:

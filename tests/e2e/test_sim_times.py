@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from cascade_core.models import utcnow
-from tests.conftest import TOKEN, ready_trace
+from tests.conftest import ready_trace
 from tests.helpers import create_run, exit_status, finished_run, get_run, sims_when, wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -33,9 +33,7 @@ async def test_a_server_outage_is_not_the_sims_time(server, start_worker, tmp_pa
     await server.stop()  # down before the worker starts, until after its simulator has exited
     output = tmp_path / "worker.out"
     with open(output, "wb") as out:
-        worker = start_worker(
-            url=server.url, token=TOKEN, sim_id=sim_id, gpu_config="SM7_TITANV", speed="50", stdout=out
-        )
+        worker = start_worker(server, sim_id=sim_id, gpu_config="SM7_TITANV", speed="50", stdout=out)
 
     async def simulator_exited() -> bool:
         return "simulator exited" in output.read_text()

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.conftest import TOKEN, ready_trace
+from tests.conftest import ready_trace
 from tests.helpers import create_run, exit_status, finished_run, free_port, get_run, recording, sims_when
 
 pytestmark = pytest.mark.timeout(120)
@@ -17,9 +17,7 @@ async def test_a_worker_by_hand_runs_a_sim_to_success(server, start_worker):
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1)])
         sim = run["sims"][0]
-        worker = start_worker(
-            url=server.url, token=TOKEN, sim_id=sim["id"], gpu_config="SM7_TITANV", speed="50"
-        )
+        worker = start_worker(server, sim_id=sim["id"], gpu_config="SM7_TITANV", speed="50")
         assert await exit_status(worker) == 0, worker.stdout.read().decode()
         final = await finished_run(http, run["id"])
         assert final["sims"][0]["state"] == "succeeded"
@@ -33,7 +31,7 @@ async def test_cancel_reaches_a_worker_through_its_heartbeat(server, start_worke
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         sim_id = run["sims"][0]["id"]
-        worker = start_worker(url=server.url, token=TOKEN, sim_id=sim_id, speed="1")
+        worker = start_worker(server, sim_id=sim_id, speed="1")
         await sims_when(http, run["id"], lambda sims: sims[0]["state"] == "running", 30)
         await http.post(f"/api/runs/{run['id']}/cancel")
         assert await exit_status(worker, 30) == 0
@@ -79,8 +77,7 @@ async def test_a_step_timeline_that_cannot_be_built_never_fails_the_sim(server, 
         run = await create_run(http, [("SM7_TITANV", 1)])
         sim = run["sims"][0]
         worker = start_worker(
-            url=server.url,
-            token=TOKEN,
+            server,
             sim_id=sim["id"],
             gpu_config="SM7_TITANV",
             speed="50",

@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from cascade_core.s3_endpoint import S3Info
+from cascade_server.storage import Store
 from tests.conftest import LiveServer, ready_trace
 from tests.helpers import own_endpoint, s3_answers, start_rclone, wait_until
+
+from .harness import Harness
 
 
 @pytest.fixture
@@ -21,6 +24,23 @@ async def core(make_server, accelsim_dir):
     await server.store.traces.put_trace(ready_trace())
     await server.store.traces.put_trace(ready_trace("turing", arch="sm_75", kernels=3))
     return server
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    """A store of its own (no server), holding the ready trace."""
+    store = await Store(tmp_path / "cascade.db").open()
+    await store.traces.put_trace(ready_trace())
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+async def harness(rclone_s3, tmp_path: Path) -> AsyncIterator[Harness]:
+    """A trace scanner and its store over a bucket of its own on the session's `rclone_s3`."""
+    h = await Harness(rclone_s3, tmp_path).start()
+    yield h
+    await h.stop()
 
 
 @dataclass

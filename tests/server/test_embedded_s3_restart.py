@@ -8,6 +8,7 @@ import os
 import signal
 from pathlib import Path
 
+import httpx
 import pytest
 
 from cascade_core.s3_endpoint import make_client
@@ -71,25 +72,26 @@ async def test_a_killed_embedded_endpoint_is_restarted_and_ingestion_goes_on(tmp
     assert rclone_of(proc.pid) is None
 
 
+async def s3_error(http: httpx.AsyncClient) -> str | None:
+    """Why /api/health says the S3 endpoint is failing; None while it answers."""
+    return (await http.get("/api/health")).json()["s3_error"]
+
+
+async def s3_fine(http: httpx.AsyncClient) -> bool:
+    return await s3_error(http) is None
+
+
 async def test_health_says_why_the_endpoint_is_unreachable_while_it_is(endpoint_server):
     server, endpoint = await endpoint_server(2)
     async with server.client(token=None) as http:
-
-        async def s3_error() -> str | None:
-            return (await http.get("/api/health")).json()["s3_error"]
-
-        assert await s3_error() is None
+        assert await s3_error(http) is None
         assert endpoint.proc is not None
         endpoint.proc.kill()  # kill -9: the endpoint is gone
         endpoint.proc.wait()
-        error = await wait_until(s3_error)
+        error = await wait_until(lambda: s3_error(http))
         assert "\n" not in error and endpoint.info.endpoint in error, error
         await endpoint.start()
-        await wait_until(lambda: _is_none(s3_error()))
-
-
-async def _is_none(value) -> bool:
-    return await value is None
+        await wait_until(lambda: s3_fine(http))
 
 
 async def test_health_says_an_endpoint_that_stopped_answering_is_silent(endpoint_server, monkeypatch):
@@ -98,16 +100,12 @@ async def test_health_says_an_endpoint_that_stopped_answering_is_silent(endpoint
     monkeypatch.setattr(scanner_module, "STALLED_AFTER_S", 0.5)
     server, endpoint = await endpoint_server(4)
     async with server.client(token=None) as http:
-
-        async def s3_error() -> str | None:
-            return (await http.get("/api/health")).json()["s3_error"]
-
-        assert await s3_error() is None
+        assert await s3_error(http) is None
         assert endpoint.proc is not None
         endpoint.proc.send_signal(signal.SIGSTOP)
-        error = await wait_until(s3_error)
+        error = await wait_until(lambda: s3_error(http))
         assert error.startswith(f"no answer from {endpoint.info.endpoint} for ") and error.endswith(
             " s (listing the bucket)"
         ), error
         endpoint.proc.send_signal(signal.SIGCONT)  # the waiting listing gets its answer
-        await wait_until(lambda: _is_none(s3_error()))
+        await wait_until(lambda: s3_fine(http))

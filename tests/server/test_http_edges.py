@@ -16,8 +16,7 @@ import pytest
 from cascade_core.upload_rules import trace_id_problem
 from cascade_server.appkeys import BROKER_KEY
 from tests.conftest import TOKEN, LiveServer, ready_trace
-from tests.helpers import recorded_log, wait_until
-from tests.server.test_api_core import create_run
+from tests.helpers import create_run, post_run, recorded_log, wait_until
 from tests.server.test_ingest_events import chunks, post_log
 from tests.server.test_serve_cli import serve
 
@@ -166,14 +165,7 @@ async def test_a_run_entry_count_must_be_an_integer(edges, count):
 
 async def test_unknown_fields_in_a_new_run_are_refused_by_name(edges):
     async with edges.client() as http:
-        resp = await http.post(
-            "/api/runs",
-            json={
-                "trace_id": "tinyformer-step-sm70",
-                "dry_run": True,
-                "entries": [{"gpu_config": "SM7_QV100", "count": 1, "priority": 9}],
-            },
-        )
+        resp = await post_run(http, [{"gpu_config": "SM7_QV100", "count": 1, "priority": 9}], dry_run=True)
         assert resp.status_code == 422, resp.text
         detail = resp.json()["detail"]
         assert sorted(err["loc"] for err in detail) == [

@@ -14,11 +14,10 @@ from cascade_server.appkeys import BROKER_KEY
 from cascade_server.ingest.log_ingest import MAX_AHEAD
 from cascade_server.storage.codecs import unpack_state
 from tests.conftest import ready_trace
-from tests.helpers import recorded_log, recording, wait_until
-from tests.server.test_api_core import create_run
+from tests.helpers import RECORDED_RESULTS, create_run, recorded_log, recording, wait_until
 
-QV100_CYCLES = [6146, 7091, 19639, 5992, 7458, 5792, 9223, 14990, 5727, 7085, 19658, 5966, 41998, 5732, 7091]
-TITANV_CYCLES = [1230, 2122, 14695, 1148, 2496, 929, 4309, 10024, 763, 2131, 14842, 1159, 37482, 786, 2020]
+QV100_CYCLES = RECORDED_RESULTS["SM7_QV100"]["cycles"]
+TITANV_CYCLES = RECORDED_RESULTS["SM7_TITANV"]["cycles"]
 
 
 def chunks(lines: list[str], size: int) -> list[list[str]]:
@@ -395,12 +394,23 @@ async def _launching(http, run_id):
     return (await http.get(f"/api/runs/{run_id}")).json()["sim_counts"] == {"launching": 1}
 
 
-async def test_keepalive_and_stream_stays_open_after_the_run_ends(make_server, accelsim_dir):  # noqa: F811
+@pytest.fixture
+async def quick_keepalives(make_server, accelsim_dir):
+    """A server that sends an idle event stream a keepalive every 0.2 s, holding the ready trace."""
     server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
     await server.store.traces.put_trace(ready_trace())
-    async with server.client() as http:
-        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
-        await http.post(f"/api/runs/{run['id']}/cancel")
+    return server
+
+
+async def cancelled_run(http: httpx.AsyncClient) -> dict:
+    run = await create_run(http, [("SM7_QV100", 1)])
+    await http.post(f"/api/runs/{run['id']}/cancel")
+    return run
+
+
+async def test_keepalive_and_stream_stays_open_after_the_run_ends(quick_keepalives):
+    async with quick_keepalives.client() as http:
+        run = await cancelled_run(http)
         async with http.stream("GET", f"/api/runs/{run['id']}/events") as resp:
             lines = resp.aiter_lines()
             assert (await anext(lines)).startswith("data: ")
@@ -410,14 +420,12 @@ async def test_keepalive_and_stream_stays_open_after_the_run_ends(make_server, a
                 assert await anext(lines) == ""
 
 
-async def test_the_stream_of_a_deleted_run_ends(make_server, accelsim_dir):  # noqa: F811
+async def test_the_stream_of_a_deleted_run_ends(quick_keepalives):
     """Deleting a run ends its open event streams (they would otherwise send keepalives
     forever); a reconnect is a 404."""
-    server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
-    await server.store.traces.put_trace(ready_trace())
+    server = quick_keepalives
     async with server.client() as http:
-        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
-        await http.post(f"/api/runs/{run['id']}/cancel")
+        run = await cancelled_run(http)
         async with http.stream("GET", f"/api/runs/{run['id']}/events") as resp:
             events = EventReader(resp)
             assert (await events.next())["type"] == "snapshot"

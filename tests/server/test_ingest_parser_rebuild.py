@@ -16,8 +16,7 @@ from cascade_server.appkeys import INGEST_KEY
 from cascade_server.ingest.log_ingest import LogIngest
 from cascade_server.ingest.parsing import STATE_EVERY
 from cascade_server.storage.codecs import pack_state, unpack_state
-from tests.helpers import recorded_log, recording
-from tests.server.test_api_core import create_run
+from tests.helpers import create_run, recorded_log, recording
 from tests.server.test_ingest_events import QV100_CYCLES, chunks, half_a_sim, ingest, post_log  # noqa: F401
 
 
