@@ -141,7 +141,7 @@ async def wait_until(
             return result
         if time.monotonic() > deadline:
             said = what() if callable(what) else what
-            raise AssertionError(f"timed out after {timeout} s waiting for {said}; last: {result!r}")
+            raise AssertionError(f"timed out after {timeout} s (last: {result!r}) waiting for {said}")
         await pause(interval)
 
 

@@ -1,8 +1,7 @@
-"""Helpers for the TUI's Pilot tests: screen text, waiting on conditions, playing a simulator."""
+"""Helpers for the TUI's Pilot tests: screen text, waiting on the app, playing a simulator."""
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import io
 import re
@@ -23,6 +22,7 @@ from cascade_tui.connection.config import TuiSettings
 from tests.helpers import REPO as REPO
 from tests.helpers import ServeProcess as ServeProcess
 from tests.helpers import recorded_log as recorded_log
+from tests.helpers import wait_until
 
 SNAPSHOTS = Path(__file__).with_name("snapshots")
 
@@ -63,14 +63,12 @@ def poll_until(
         time.sleep(interval)
 
 
-async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
-    """Poll `condition` while the app runs, failing with `what` and the screen after `timeout`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{screen_text(pilot.app)}")
-        await pilot.pause(0.05)
+async def wait_for_app(pilot, condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+    """`wait_until` `condition` holds while the app under `pilot` runs (its pause between looks),
+    failing with `what` and the screen after `timeout`."""
+    await wait_until(
+        condition, timeout, 0.05, what=lambda: f"{what}\n{screen_text(pilot.app)}", pause=pilot.pause
+    )
 
 
 def record_notifications(app: App) -> Callable[[], list[str]]:
@@ -88,7 +86,7 @@ def record_notifications(app: App) -> Callable[[], list[str]]:
 
 
 async def wait_for_text(pilot, text: str, timeout: float = 30.0) -> str:
-    await wait_until(pilot, lambda: text in screen_text(pilot.app), f"{text!r} on screen", timeout)
+    await wait_for_app(pilot, lambda: text in screen_text(pilot.app), f"{text!r} on screen", timeout)
     return screen_text(pilot.app)
 
 
@@ -188,5 +186,5 @@ def flat(text: str) -> str:
 
 async def wait_for_flat_text(pilot, text: str, timeout: float = 30.0) -> str:
     """Like wait_for_text for a message that may wrap across lines inside a bordered box."""
-    await wait_until(pilot, lambda: text in flat(screen_text(pilot.app)), f"{text!r} on screen", timeout)
+    await wait_for_app(pilot, lambda: text in flat(screen_text(pilot.app)), f"{text!r} on screen", timeout)
     return flat(screen_text(pilot.app))

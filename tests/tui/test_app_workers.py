@@ -14,7 +14,7 @@ from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.widgets.log_view import LogView
 from tests.conftest import TOKEN, ready_trace
 
-from .helpers import recorded_log, screen_text, tui_settings, wait_for_text, wait_until
+from .helpers import recorded_log, screen_text, tui_settings, wait_for_app, wait_for_text
 
 pytestmark = pytest.mark.timeout(240)
 TRACE = "tinyformer-step-sm70"
@@ -39,7 +39,7 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
     await server.store.traces.put_trace(ready_trace(TRACE, suggested_sim_config="SM7_QV100"))
     app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
         await pilot.press("t")
         await wait_for_text(pilot, TRACE)
         await pilot.press("n")
@@ -50,14 +50,14 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         await pilot.press("space")
         await wait_for_text(pilot, "2 configs, 2 sims in total")
         await pilot.press("enter")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, RunScreen) and app.screen.model.has_snapshot,
             "the new run's screen",
         )
         screen: RunScreen = app.screen
 
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: len(rows(app, "✔ succeeded")) == 2,
             "both stand-in sims to succeed in the table",
@@ -73,13 +73,13 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         sim = screen.model.sims[screen.selected_sim]
         expected = recorded_log(sim.gpu_config)
         view = screen.query_one(LogView)
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: len(view.store) == len(expected) and view.store.lines[-1] == expected[-1],
             "the whole log in the pane",
         )
         await pilot.press("down")  # the other sim
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: (
                 screen.selected_sim != sim.id
@@ -112,14 +112,16 @@ async def test_cancel_a_running_stand_in_run(make_server, worker_env, tmp_path):
         run = resp.json()
     app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs screen")
         await wait_for_text(pilot, run["id"])
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(rows(app, "▶ running")) == 2, "both sims running", timeout=60)
+        await wait_for_app(pilot, lambda: len(rows(app, "▶ running")) == 2, "both sims running", timeout=60)
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
-        await wait_until(pilot, lambda: len(rows(app, "■ cancelled")) == 2, "both sims cancelled", timeout=60)
+        await wait_for_app(
+            pilot, lambda: len(rows(app, "■ cancelled")) == 2, "both sims cancelled", timeout=60
+        )
     async with httpx.AsyncClient(
         base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}
     ) as http:

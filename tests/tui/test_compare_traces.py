@@ -18,7 +18,7 @@ from cascade_tui.views.runcompare import RunData
 from tests.conftest import ready_trace
 
 from .factories import T0, kstat, run, sim, trace
-from .helpers import recorded_log, wait_for_text, wait_until
+from .helpers import recorded_log, wait_for_app, wait_for_text
 from .test_screen_fit_navigation_and_quit import http, make_app, on_list, play  # noqa: F401
 
 DEMO = Path(__file__).resolve().parents[2] / "samples" / "accelsim-traces"
@@ -169,10 +169,10 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path
         await on_list(pilot, TracesScreen, [SM70, SM75])
         screen = app.screen
         screen.select(SM75)
-        await wait_until(pilot, lambda: screen.selected_id() == SM75, "the cursor on the sm75 trace")
+        await wait_for_app(pilot, lambda: screen.selected_id() == SM75, "the cursor on the sm75 trace")
         assert "sample set tinyformer-step (c compares its traces)" in screen.detail_text(screen.selected())
         await pilot.press("c")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, CompareTracesScreen) and "Total simulated time" in app.screen.text,
             "the comparison",
@@ -188,7 +188,7 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path
         assert len(spreads) == 15 and spreads == sorted(spreads, reverse=True)  # every kernel matched
 
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is screen, "back on Traces")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on Traces")
 
     # At 80 columns every number and heading still shows: the kernel names give way.
     narrow = make_app(demo, tmp_path)
@@ -198,7 +198,7 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(demo, http, tmp_path
         await on_list(pilot, TracesScreen, [SM70, SM75])
         narrow.screen.select(SM75)
         await pilot.press("c")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: (
                 isinstance(narrow.screen, CompareTracesScreen)
@@ -277,7 +277,7 @@ async def test_c_on_stand_in_runs_shows_the_banner_and_says_why_there_is_no_rati
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["short-a", "short-b"])
         await pilot.press("c")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, CompareTracesScreen) and "Total simulated time" in app.screen.text,
             "the comparison",

@@ -10,7 +10,7 @@ from cascade_tui.screens.run import RunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 
-from .helpers import Simulator, record_notifications, screen_text, wait_until
+from .helpers import Simulator, record_notifications, screen_text, wait_for_app
 from .test_screen_fit_navigation_and_quit import (  # noqa: F401
     TRACE,
     create_run,
@@ -23,7 +23,7 @@ from .test_screen_fit_navigation_and_quit import (  # noqa: F401
 
 
 async def confirm(pilot, expected: str, answer: str = "y") -> None:
-    await wait_until(
+    await wait_for_app(
         pilot,
         lambda: isinstance(pilot.app.screen, ConfirmScreen) and expected in screen_text(pilot.app),
         f"the question {expected!r}",
@@ -42,11 +42,11 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tm
         await on_list(pilot, RunsScreen, [run["id"]])
         await pilot.press("R")
         await confirm(pilot, f"Re-run {run['id']}?", answer="n")  # no: nothing happens
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "back on Runs")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "back on Runs")
         assert len((await http.get("/api/runs")).json()) == 1
         await pilot.press("R")
         await confirm(pilot, "SM7_QV100 × 1, SM7_TITANV × 1")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, RunScreen) and app.screen.run_id != run["id"],
             "the new run open",
@@ -58,10 +58,10 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(srv, http, tm
         await on_list(pilot, RunsScreen, [run["id"], rerun])
         runs = app.screen
         runs.select(run["id"])
-        await wait_until(pilot, lambda: runs.selected_id() == run["id"], "the first run")
+        await wait_for_app(pilot, lambda: runs.selected_id() == run["id"], "the first run")
         await pilot.press("Y")
         await confirm(pilot, "Retry the failed sims of")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, RunScreen) and app.screen.run_id not in (run["id"], rerun),
             "the retry open",
@@ -78,14 +78,14 @@ async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv
         seen = record_notifications(app)
         await open_run_screen(pilot, run["id"])
         await pilot.press("D")
-        await wait_until(pilot, lambda: any("cancel it first" in m for m in seen()), "the refusal")
+        await wait_for_app(pilot, lambda: any("cancel it first" in m for m in seen()), "the refusal")
         assert not isinstance(app.screen, ConfirmScreen)
         await pilot.press("x")
         await confirm(pilot, f"Cancel {run['id']}?")
-        await wait_until(pilot, lambda: app.screen.model.state() == "cancelled", "cancelled")
+        await wait_for_app(pilot, lambda: app.screen.model.state() == "cancelled", "cancelled")
         await pilot.press("D")
         await confirm(pilot, "This cannot be undone")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, RunsScreen) and run["id"] not in app.screen.items,
             "back on Runs, the run gone",
@@ -96,13 +96,13 @@ async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(srv
 async def test_delete_a_trace_from_the_traces_list(srv, http, tmp_path):  # noqa: F811
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         traces = app.screen
         traces.select("broken-upload")
-        await wait_until(pilot, lambda: traces.selected_id() == "broken-upload", "the cursor")
+        await wait_for_app(pilot, lambda: traces.selected_id() == "broken-upload", "the cursor")
         await pilot.press("D")
         await confirm(pilot, "Delete trace broken-upload?")
-        await wait_until(pilot, lambda: "broken-upload" not in traces.items, "the trace gone")
+        await wait_for_app(pilot, lambda: "broken-upload" not in traces.items, "the trace gone")
     assert (await http.get("/api/traces/broken-upload")).status_code == 404

@@ -37,8 +37,8 @@ from .helpers import (
     recorded_log,
     screen_text,
     tui_settings,
+    wait_for_app,
     wait_for_text,
-    wait_until,
 )
 
 UPDATE = os.environ.get("CASCADE_UPDATE_SNAPSHOTS") == "1"
@@ -100,16 +100,16 @@ async def on_list(pilot, screen_type: type[PolledTable], ids: list[str]) -> None
         screen = pilot.app.screen
         return isinstance(screen, screen_type) and all(i in screen.items for i in ids)
 
-    await wait_until(pilot, listed, f"the list with {ids}")
+    await wait_for_app(pilot, listed, f"the list with {ids}")
 
 
 async def open_run_screen(pilot, run_id: str) -> RunScreen:
     await on_list(pilot, RunsScreen, [run_id])
     runs = pilot.app.screen
     runs.select(run_id)
-    await wait_until(pilot, lambda: runs.selected_id() == run_id, "the cursor on the run")
+    await wait_for_app(pilot, lambda: runs.selected_id() == run_id, "the cursor on the run")
     await pilot.press("enter")
-    await wait_until(
+    await wait_for_app(
         pilot,
         lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
         "the run screen",
@@ -129,7 +129,7 @@ def footer(app: CascadeApp) -> str:
 
 async def footer_whole(pilot) -> None:
     """The footer ends with the app's keys, `q Quit` and `? Help`, not cut."""
-    await wait_until(
+    await wait_for_app(
         pilot,
         lambda: "q Quit" in footer(pilot.app) and "? Help" in footer(pilot.app),
         "q Quit and ? Help in the footer",
@@ -144,24 +144,24 @@ async def footer_whole(pilot) -> None:
 async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it(srv, tmp_path, size):
     app = make_app(srv, tmp_path)
     async with app.run_test(size=size) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         app.screen.select("broken-upload")
-        await wait_until(pilot, lambda: app.screen.selected_id() == "broken-upload", "the cursor")
+        await wait_for_app(pilot, lambda: app.screen.selected_id() == "broken-upload", "the cursor")
         whole = " ".join(LONG_ERROR.split())
         # Whole, under the table, before the metadata.
-        await wait_until(pilot, lambda: whole in flat(app), "the whole error")
+        await wait_for_app(pilot, lambda: whole in flat(app), "the whole error")
         assert flat(app).index("post-processing failed") < flat(app).index("traced on")
         await pilot.press("enter")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, MessageScreen) and "Trace broken-upload failed" in flat(app),
             "the error shown",
         )
         assert whole in " ".join(screen_text(app).replace("█", " ").split())
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "back on Traces")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, TracesScreen), "back on Traces")
 
 
 # --- lists: Home/End, and the cursor back on the run just left --------------------------------
@@ -176,17 +176,17 @@ async def test_home_and_end_move_to_the_first_and_last_row_of_both_lists(srv, ht
         screen = app.screen
         order = list(screen.items)
         await pilot.press("end")
-        await wait_until(pilot, lambda: screen.selected_id() == order[-1], "End: the last run")
+        await wait_for_app(pilot, lambda: screen.selected_id() == order[-1], "End: the last run")
         await pilot.press("home")
-        await wait_until(pilot, lambda: screen.selected_id() == order[0], "Home: the first run")
+        await wait_for_app(pilot, lambda: screen.selected_id() == order[0], "Home: the first run")
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         traces = app.screen
         order = list(traces.items)
         await pilot.press("end")
-        await wait_until(pilot, lambda: traces.selected_id() == order[-1], "End: the last trace")
+        await wait_for_app(pilot, lambda: traces.selected_id() == order[-1], "End: the last trace")
         await pilot.press("home")
-        await wait_until(pilot, lambda: traces.selected_id() == order[0], "Home: the first trace")
+        await wait_for_app(pilot, lambda: traces.selected_id() == order[0], "Home: the first trace")
 
 
 @pytest.mark.parametrize("back", ["r", "escape"])
@@ -198,20 +198,20 @@ async def test_back_on_runs_the_cursor_is_on_the_run_just_left(srv, http, tmp_pa
         screen = app.screen
         await pilot.press("end")  # the oldest run: not where the cursor starts
         target = list(screen.items)[-1]
-        await wait_until(pilot, lambda: screen.selected_id() == target, "the cursor on the last run")
+        await wait_for_app(pilot, lambda: screen.selected_id() == target, "the cursor on the last run")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
         assert app.screen.run_id == target
         await pilot.press("home")  # nothing on the list moves while the run is shown
         await pilot.press(back)
-        await wait_until(pilot, lambda: app.screen is screen, "back on Runs")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on Runs")
         assert screen.selected_id() == target
         # A run opened another way (here: by id, as `--run` and New run do) is the one selected.
         first = list(screen.items)[0]
         app.open_run(first)
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
         await pilot.press(back)
-        await wait_until(pilot, lambda: app.screen is screen, "back on Runs")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on Runs")
         assert screen.selected_id() == first
 
 
@@ -225,7 +225,7 @@ async def test_help_on_the_run_screen_lists_end(srv, http, tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("question_mark")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         keys = [line.split() for line in screen_text(app).splitlines()]
         assert any(words[1:4] == ["end", "Follow", "log"] for words in keys if len(words) > 3), screen_text(
             app
@@ -240,7 +240,7 @@ async def test_the_sims_table_takes_only_the_rows_it_needs(srv, http, tmp_path):
         table = screen.query_one(SimTable)
         log = screen.query_one(LogView)
         # A header and two rows; the log gets the rest of 24 lines (less header, footer, titles).
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: table.size.height == 3 and log.size.height >= 13,
             "a table of three lines and the log under it",
@@ -256,15 +256,15 @@ async def test_at_80_columns_the_log_header_and_footers_are_whole(srv, http, tmp
     await sim.log(log[:2000])
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
         await footer_whole(pilot)
         await pilot.press("t")
-        await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
         await footer_whole(pilot)
         await pilot.press("r")
         screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
-        await wait_until(pilot, lambda: len(view.store) == 2000, "the log tail")
+        await wait_for_app(pilot, lambda: len(view.store) == 2000, "the log tail")
         await footer_whole(pilot)
         await pilot.press("tab", "pageup")
         await sim.log(log[2000:2012])
@@ -327,7 +327,7 @@ async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_tota
         bar_cells = qv100_bar()
         qv100 = sims["SM7_QV100"]
         await Simulator(http, qv100).beat("succeeded", exit_code=0)
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: (
                 screen.model.sims[qv100].state == "succeeded"
@@ -385,9 +385,9 @@ async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color
         _readable_cursor(line, run["id"], system)
         screen = await open_run_screen(pilot, run["id"])
         table = screen.query_one(SimTable)
-        await wait_until(pilot, lambda: len(table.order) == 2, "both sims in the table")
+        await wait_for_app(pilot, lambda: len(table.order) == 2, "both sims in the table")
         table.move_cursor_to(table.order.index(sims["SM7_TITANV"]))  # the failed sim
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: any(
                 "".join(s.text for s in line).startswith("SM7_TITANV") for line in _lines_of(app, system)
@@ -411,17 +411,17 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         await pilot.press("q")
-        await wait_until(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
         text = screen_text(app)
         assert "cancel the runs and quit" in text and "quit, they keep running" in text
         assert "stay" in text and f"2 sims of 1 run ({run['id']})" in text
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "staying")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "staying")
         assert app.is_running
         await pilot.press("q")
-        await wait_until(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
         await pilot.press("c")
-        await wait_until(pilot, lambda: not app.is_running, "the app to exit")
+        await wait_for_app(pilot, lambda: not app.is_running, "the app to exit")
     assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"
     assert app.quit_outcome == QuitOutcome("cancelled", (run["id"],), 2)  # for the line after
 
@@ -430,9 +430,9 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [other["id"]])
         await pilot.press("q")
-        await wait_until(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
         await pilot.press("q")
-        await wait_until(pilot, lambda: not app.is_running, "the app to exit")
+        await wait_for_app(pilot, lambda: not app.is_running, "the app to exit")
     assert (await http.get(f"/api/runs/{other['id']}")).json()["state"] == "active"
     assert app.quit_outcome == QuitOutcome("kept", (other["id"],), 1)
 
@@ -440,9 +440,9 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, http, tmp_path)
 async def test_q_with_nothing_running_quits_at_once(srv, tmp_path):
     app = make_app(srv, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
         await pilot.press("q")
-        await wait_until(pilot, lambda: not app.is_running, "the app to exit")
+        await wait_for_app(pilot, lambda: not app.is_running, "the app to exit")
     assert app.quit_outcome == QuitOutcome("none")
 
 
@@ -476,16 +476,16 @@ async def test_snapshots_of_the_main_screens_in_16_and_256_colours(srv, http, tm
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         app.screen.select("broken-upload")
-        await wait_until(pilot, lambda: app.screen.selected_id() == "broken-upload", "the cursor")
+        await wait_for_app(pilot, lambda: app.screen.selected_id() == "broken-upload", "the cursor")
         await pilot.pause()
         snap("traces")
         await pilot.press("r")
         screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: view.store.lines[-1:] == ["GPGPU-Sim: *** exit detected ***"], "the log tail"
         )
-        await wait_until(pilot, lambda: view.show_horizontal_scrollbar, "the log's scrollbar")
+        await wait_for_app(pilot, lambda: view.show_horizontal_scrollbar, "the log's scrollbar")
         await wait_for_text(pilot, "? Help")  # the footer, rebuilt once the run is seen finished
         await pilot.pause()
         snap("run")

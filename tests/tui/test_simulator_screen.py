@@ -13,13 +13,13 @@ from cascade_tui.screens.simulator import SimulatorScreen
 from tests.accelsim_build import finished_prefix, source_tarballs
 from tests.conftest import TOKEN
 
-from .helpers import screen_text, tui_settings, wait_for_text, wait_until
+from .helpers import screen_text, tui_settings, wait_for_app, wait_for_text
 
 
 async def open_simulator_screen(pilot) -> None:
     await wait_for_text(pilot, "Runs")
     await pilot.press("A")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SimulatorScreen), "the simulator screen")
+    await wait_for_app(pilot, lambda: isinstance(pilot.app.screen, SimulatorScreen), "the simulator screen")
 
 
 async def test_the_stand_in_says_how_to_get_the_real_simulator(make_server, tmp_path):
@@ -32,7 +32,7 @@ async def test_the_stand_in_says_how_to_get_the_real_simulator(make_server, tmp_
         commands = [c.title for c in app.get_system_commands(app.screen)]
         assert "Install real Accel-Sim" in commands
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not isinstance(app.screen, SimulatorScreen), "back")
+        await wait_for_app(pilot, lambda: not isinstance(app.screen, SimulatorScreen), "back")
         commands = [c.title for c in app.get_system_commands(app.screen)]
         assert "Accel-Sim simulator: status and install" in commands
 
@@ -87,7 +87,7 @@ async def test_a_failed_build_says_why_in_lines_that_wrap_at_80_columns(make_ser
         await open_simulator_screen(pilot)
         await wait_for_text(pilot, "Sims run the stand-in")
         await pilot.press("i")
-        await wait_until(pilot, lambda: app.screen.outcome == "failed", "the build to fail", timeout=120)
+        await wait_for_app(pilot, lambda: app.screen.outcome == "failed", "the build to fail", timeout=120)
         await pilot.pause()
         text = " ".join(screen_text(app).split())
         assert "The build failed: the end of its output, below, says why" in text

@@ -13,13 +13,13 @@ from cascade_tui.screens.new_run import NewRunScreen
 from cascade_tui.screens.runs_list import RunsScreen
 from tests.conftest import TOKEN, ready_trace
 
-from .helpers import screen_text, tui_settings, wait_for_text, wait_until
+from .helpers import screen_text, tui_settings, wait_for_app, wait_for_text
 
 TRACE = "tinyformer-step-sm70"
 
 
 async def open_new_run(pilot, app: CascadeApp) -> NewRunScreen:
-    await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+    await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
     await pilot.press("n")
     await wait_for_text(pilot, "[x] SM7_QV100")
     assert isinstance(app.screen, NewRunScreen)
@@ -61,7 +61,7 @@ async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
             await http.post(f"/api/runs/{busy['id']}/cancel")
             await wait_for_text(pilot, "2 start now, 2 wait for a slot (2 slots, 0 busy)", timeout=60)
             await pilot.press("space")  # unpick the only config
-            await wait_until(pilot, lambda: "start now" not in screen_text(app), "the line to go")
+            await wait_for_app(pilot, lambda: "start now" not in screen_text(app), "the line to go")
 
 
 async def test_new_run_on_the_manual_launcher_says_the_sims_wait_for_you(make_server, tmp_path):

@@ -12,7 +12,7 @@ from cascade_tui.views.formatting import s3_problem
 from tests.conftest import TOKEN, ready_trace
 from tests.helpers import own_endpoint, s3_answers, start_rclone
 
-from .helpers import screen_text, tui_settings, wait_for_text, wait_until
+from .helpers import screen_text, tui_settings, wait_for_app, wait_for_text
 
 
 def test_s3_problem_names_the_endpoint_and_the_error_or_nothing():
@@ -34,11 +34,11 @@ async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_se
         await server.store.traces.put_trace(ready_trace())
         app = CascadeApp(tui_settings(server.url, TOKEN, tmp_path))
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+            await wait_for_app(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
             await pilot.press("t")
-            await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
+            await wait_for_app(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
             await wait_for_text(pilot, "tinyformer-step-sm70")
-            await wait_until(
+            await wait_for_app(
                 pilot,
                 lambda: (
                     s3_answers(info)
@@ -52,7 +52,7 @@ async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_se
             text = await wait_for_text(pilot, "⚠ S3 endpoint failing")  # in the title
             assert f"⚠ S3 endpoint {info.endpoint} is failing" in text, text  # under the table
             rclone = start_rclone(port, tmp_path / "s3", info)
-            await wait_until(pilot, lambda: "S3 endpoint" not in screen_text(app), "the warning gone")
+            await wait_for_app(pilot, lambda: "S3 endpoint" not in screen_text(app), "the warning gone")
     finally:
         rclone.kill()
         rclone.wait()
