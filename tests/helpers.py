@@ -384,8 +384,8 @@ class ServeProcess:
         return await exit_status(self.proc, timeout)
 
     async def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 60.0) -> int | None:
-        """Send `sig` (SIGTERM: a clean stop) and wait for the end; SIGKILL after `timeout`. Its
-        exit status (None: never started)."""
+        """Send `sig` (SIGTERM: a clean stop) and wait for the end; its exit status (None: never
+        started). One that has not ended after `timeout` is killed, and that is a failure."""
         proc = self.proc
         if proc is None:
             return None
@@ -396,6 +396,9 @@ class ServeProcess:
             except AssertionError:
                 proc.kill()
                 proc.wait(timeout=30)
+                raise AssertionError(
+                    f"`cascade serve` did not end within {timeout} s of {sig.name}"
+                ) from None
         return proc.returncode
 
     async def kill(self) -> None:

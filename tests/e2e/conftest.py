@@ -45,8 +45,13 @@ async def start_serve(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[S
         return await serve.start()
 
     yield start
-    for serve in started:
-        await serve.stop()
+    unstopped = []
+    for serve in started:  # each one, even after one that would not stop
+        try:
+            await serve.stop()
+        except AssertionError as exc:
+            unstopped.append(str(exc))
+    assert not unstopped, unstopped
 
 
 @pytest.fixture
