@@ -7,21 +7,12 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from tests.conftest import ready_trace
-from tests.e2e.test_local_runs import finished_run, get_run
-from tests.helpers import wait_until
+from tests.helpers import finished_run, get_run, wait_until
 from tests.worker.fakes import install_fake_accelsim
 
 REASON = "shader.cc:3812: void barrier_set_t::deallocate_barrier(unsigned int): Assertion `active.any() == false' failed."
 KERNELS = 6
-
-
-@pytest.fixture
-def worker_env(monkeypatch):
-    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
-    monkeypatch.setenv("CASCADE_KILL_GRACE_S", "3")
 
 
 async def fake_server(make_server, tmp_path, configs: dict[str, dict[str, str]], kernels: int = KERNELS):

@@ -21,7 +21,7 @@ from cascade_server.ingest.parser.accelsim_log import LogParser, ParsedKernel
 from cascade_server.ingest.parsing import ParseJob, Parsers
 from cascade_server.ingest.shard_placement import ShardPlacement
 from cascade_worker.replay_shard import select_kernels
-from tests.conftest import RECORDINGS
+from tests.helpers import RECORDINGS
 
 CLOCK = 1132.0
 REASON = "shader.cc:3812: void barrier_set_t::deallocate_barrier(unsigned int): Assertion `x' failed."
