@@ -38,6 +38,17 @@ def get(base: str, path: str, token: str):
         return json.load(response)
 
 
+def post(base: str, path: str, token: str, body: dict):
+    request = urllib.request.Request(
+        base + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
 def wait_for(check, timeout: float, what: str, log: Path):
     deadline = time.monotonic() + timeout
     last = None

@@ -9,7 +9,6 @@ each simulator's kernels equal a direct `accel-sim.out` run of the same kernel l
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from cascade_worker import accelsim
 from cascade_worker.environment import simulator_environment
 from cascade_worker.kernel_list import TraceList
 from tests.accelsim_build import SHARED, finished_prefix, install_into, installed_serve, plain_env
-from tests.e2e.test_real_accelsim import get, wait_for
+from tests.e2e.test_real_accelsim import get, post, wait_for
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(900)]
 
@@ -33,17 +32,6 @@ CONFIG = "SM7_QV100"
 ASSERTION = "shader.cc:3812: void barrier_set_t::deallocate_barrier(unsigned int): Assertion `active.any() == false' failed."
 FAILED = {2, 7}  # positions (0-based) of kernel-7 and kernel-12 among the list's 9 kernels
 _CYCLE = re.compile(r"^gpu_sim_cycle = (\d+)\s*$", re.MULTILINE)
-
-
-def post(base: str, path: str, token: str, body: dict):
-    request = urllib.request.Request(
-        base + path,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,9 @@ today. The module's sims run once, shared by its tests (7 sims of a few to 35 s 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,24 +21,13 @@ from cascade_worker import accelsim
 from cascade_worker.environment import simulator_environment
 from cascade_worker.kernel_list import TraceList
 from tests.accelsim_build import finished_prefix, install_into, installed_serve, plain_env, real_kernel_stats
-from tests.e2e.test_real_accelsim import get, wait_for
+from tests.e2e.test_real_accelsim import get, post, wait_for
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(900)]
 
 TRACE = "tinyformer-step-sm70"
 CONFIGS = ["SM7_QV100", "SM7_GV100"]
 _CYCLE = re.compile(r"^gpu_sim_cycle = (\d+)\s*$", re.MULTILINE)
-
-
-def post(base: str, path: str, token: str, body: dict):
-    request = urllib.request.Request(
-        base + path,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 sims are from it, over every run on that trace. The rows are built from the same comparison rows
 as `/comparison` (kernels matched by position, a row's simulated time the median over replicas,
 here over every replica of the variant in every run on the trace); the statistics are in
-shared/accuracy.py. Sims of the stand-in (replayed runs) and of sample runs never count, nor sims
+cascade_core/accuracy.py. Sims of the stand-in (replayed runs) and of sample runs never count, nor sims
 that did not succeed.
 """
 

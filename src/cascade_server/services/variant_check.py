@@ -5,7 +5,7 @@ The options a config knows are the `-name value` lines of its `gpgpusim.config` 
 echo. The echo is read once per simulator build and config: `accel-sim.out` is started on the
 config with a trace that does not exist, prints every option it registers with the config's
 value and a description, and exits (about 0.3 s). Without a runnable simulator only the config
-files' options are known. The rules (names, values, labels) are in shared/variants.py; what
+files' options are known. The rules (names, values, labels) are in cascade_core/variants.py; what
 cannot run is refused with Invalid.
 """
 
