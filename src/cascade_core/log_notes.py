@@ -11,6 +11,11 @@ nothing is counted twice:
     [cascade] kernel 7 failed in the simulator: shader.cc:3812: ... Assertion `...' failed.; kernel name: _ZN2at6native13reduce_kernel...
     [cascade] restart 1: kernels 8-9 of the trace, after 1 warm-up kernel (6)
 
+A sampled sim (issue 33) simulates kernels here and there, each after its own warm-up kernels;
+its log starts with the same note for its first simulator:
+
+    [cascade] simulator 1: kernels 1, 5, 9-10 of the trace, after 2 warm-up kernels (4, 8)
+
 Kernel numbers in the notes are 1-based trace positions, as people count them; the parsed values
 are 0-based, as the API's `kernel_index`. Pure: text in, values out.
 """
@@ -27,7 +32,8 @@ MAX_REASON_CHARS = 400
 
 _FAILED = re.compile(r"^\[cascade\] kernel (\d+) failed in the simulator: ")
 _RESTART = re.compile(
-    r"^\[cascade\] restart (\d+): kernels? (\d+)(?:-(\d+))? of the trace, after (\d+) warm-up kernels?"
+    r"^\[cascade\] (restart|simulator) (\d+): kernels? ([\d, -]+) of the trace, "
+    r"after (\d+) warm-up kernels?(?: \(([\d, -]+)\))?$"
 )
 
 
@@ -42,14 +48,44 @@ class KernelFailure:
 
 @dataclass(frozen=True, slots=True)
 class Restart:
-    """A new simulator, on the sim's kernels from `first` (0-based trace position) to `last`,
-    after `warmup` warm-up kernels whose stats are not the run's."""
+    """A new simulator, on the sim's kernels `owned` (0-based trace positions) after the warm-up
+    kernels `warmup`, whose stats are not the run's; its list is both, in trace order. Number 0
+    is a sim's first simulator when its list is not one range (a sampled sim)."""
 
     number: int
-    first: int
-    last: int
-    warmup: int
-    warmup_positions: tuple[int, ...] = ()  # for the reader of the log; the parser needs the count
+    owned: tuple[int, ...]
+    warmup: tuple[int, ...] = ()
+
+    @property
+    def positions(self) -> list[int]:
+        return sorted({*self.owned, *self.warmup})
+
+
+def ranges_text(positions: tuple[int, ...] | list[int]) -> str:
+    """0-based positions as 1-based ranges: (3, 4, 5, 9) -> "4-6, 10"."""
+    parts: list[str] = []
+    ordered = sorted(set(positions))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        first, last = ordered[i] + 1, ordered[j] + 1
+        parts.append(str(first) if first == last else f"{first}-{last}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def parse_ranges(text: str) -> tuple[int, ...]:
+    """ranges_text read back (0-based); ValueError for what it never writes."""
+    out: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        low, high = int(first) - 1, int(last or first) - 1
+        if low < 0 or high < low:
+            raise ValueError(f"not a range of kernels: {part!r}")
+        out.extend(range(low, high + 1))
+    return tuple(out)
 
 
 def one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -68,13 +104,14 @@ def failure_line(failure: KernelFailure) -> str:
 
 
 def restart_line(restart: Restart) -> str:
-    first, last = restart.first + 1, restart.last + 1
-    kernels = f"kernel {first}" if first == last else f"kernels {first}-{last}"
-    warm = "warm-up kernel" if restart.warmup == 1 else "warm-up kernels"
-    which = (
-        f" ({', '.join(str(p + 1) for p in restart.warmup_positions)})" if restart.warmup_positions else ""
+    kernels = "kernel" if len(restart.owned) == 1 else "kernels"
+    warm = "warm-up kernel" if len(restart.warmup) == 1 else "warm-up kernels"
+    which = f" ({ranges_text(restart.warmup)})" if restart.warmup else ""
+    what = f"restart {restart.number}" if restart.number else "simulator 1"
+    return (
+        f"{PREFIX}{what}: {kernels} {ranges_text(restart.owned)} of the trace, "
+        f"after {len(restart.warmup)} {warm}{which}"
     )
-    return f"{PREFIX}restart {restart.number}: {kernels} of the trace, after {restart.warmup} {warm}{which}"
 
 
 def parse_failure(line: str) -> KernelFailure | None:
@@ -90,11 +127,13 @@ def parse_restart(line: str) -> Restart | None:
     match = _RESTART.match(line)
     if match is None:
         return None
-    number, first, last, warmup = match.groups()
-    first_i = int(first) - 1
-    return Restart(
-        number=int(number),
-        first=first_i,
-        last=int(last) - 1 if last is not None else first_i,
-        warmup=int(warmup),
-    )
+    what, number, owned, count, warmup = match.groups()
+    try:
+        restart = Restart(
+            number=0 if what == "simulator" else int(number),
+            owned=parse_ranges(owned),
+            warmup=parse_ranges(warmup) if warmup else (),
+        )
+    except ValueError:
+        return None
+    return restart if len(restart.warmup) == int(count) else None

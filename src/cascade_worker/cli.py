@@ -193,23 +193,17 @@ def simulation_for(options: Options, run_dir: Path) -> Simulation:
 
 
 def segment_plan(options: Options, kernels: int) -> SegmentPlan:
-    """The sim's kernels: a shard's range after its warm-up kernels, or the whole trace."""
+    """The sim's kernels: a shard's range (after its warm-up kernels), or the whole trace."""
     shard = options.shard
     if shard is None:
         if kernels == 0:
             raise ValueError("the trace's kernelslist.g lists no kernel")
-        return SegmentPlan(first=0, last=kernels - 1, warmup_kernels=options.warmup_kernels)
+        return SegmentPlan(tuple(range(kernels)), options.warmup_kernels)
     if shard.kernel_last >= kernels:
         raise ValueError(
             f"the shard owns kernels up to position {shard.kernel_last}, but the trace lists {kernels} kernels"
         )
-    start = max(0, shard.kernel_first - shard.warmup_kernels)
-    return SegmentPlan(
-        first=shard.kernel_first,
-        last=shard.kernel_last,
-        warmup_kernels=shard.warmup_kernels,
-        warmup=tuple(range(start, shard.kernel_first)),
-    )
+    return SegmentPlan(tuple(range(shard.kernel_first, shard.kernel_last + 1)), shard.warmup_kernels)
 
 
 async def run(options: Options) -> int:

@@ -27,21 +27,35 @@ NAMED_IN_ERROR = 3  # failed kernels the sim's error names
 
 @dataclass(frozen=True)
 class Segment:
-    """What one simulator process runs: warm-up kernels, then the owned range `first`..`last`
-    (0-based trace positions)."""
+    """What one simulator process runs: the sim's kernels `owned` (0-based trace positions, in
+    order), each after its warm-up kernels `warmup` whose stats are dropped."""
 
     number: int  # 0 for the first simulator, then 1, 2, ... for each restart
-    first: int
-    last: int
+    owned: tuple[int, ...]
     warmup: tuple[int, ...] = ()
 
     @property
     def positions(self) -> list[int]:
         """Every kernel this simulator runs, in trace order (its list's kernels)."""
-        return [*self.warmup, *range(self.first, self.last + 1)]
+        return sorted({*self.owned, *self.warmup})
 
     def owns(self, position: int) -> bool:
-        return self.first <= position <= self.last
+        return position in self.owned
+
+
+def warmups(owned: tuple[int, ...], count: int, bad: set[int]) -> tuple[int, ...]:
+    """For each owned kernel, the `count` kernels just before it in the trace that did not fail
+    (an owned one among them runs anyway; the others are warm-up kernels)."""
+    mine, warm = set(owned), set()
+    for position in owned:
+        taken, before = 0, position - 1
+        while taken < count and before >= 0:
+            if before not in bad:
+                if before not in mine:
+                    warm.add(before)
+                taken += 1
+            before -= 1
+    return tuple(sorted(warm))
 
 
 @dataclass(frozen=True)
@@ -54,37 +68,33 @@ class Failed:
 
 @dataclass
 class SegmentPlan:
-    first: int  # the sim's range of trace positions, inclusive
-    last: int
+    owned: tuple[int, ...]  # every kernel the sim owns, in trace order (a range, or a sample)
     warmup_kernels: int
-    warmup: tuple[int, ...] = ()  # the first simulator's warm-up kernels (a shard's)
     failed: list[Failed] = field(default_factory=list)
     bad_warmup: set[int] = field(default_factory=set)  # warm-up kernels a simulator failed on
     fails_in_a_row: int = 0  # simulators in a row that failed before finishing a kernel of their own
 
-    @property
-    def owned(self) -> int:
-        return self.last - self.first + 1
-
     def start(self) -> Segment:
-        return Segment(number=0, first=self.first, last=self.last, warmup=self.warmup)
+        return Segment(0, self.owned, warmups(self.owned, self.warmup_kernels, set()))
 
     def after_failure(self, segment: Segment, failed: Failed, finished_owned: int) -> Segment | str | None:
         """Record `failed` (a kernel of `segment`, which finished `finished_owned` of its own
         kernels before) and say what comes next: the next segment, None when the failed kernel
-        was the sim's last, or the reason to stop.
+        was the sim's last, or the reason to stop. Every kernel before the failed one had
+        finished (kernel_watch.py), so the next segment is the owned kernels after it.
 
         A warm-up kernel that fails is not the sim's (its results came from an earlier
-        simulator): the same range runs again without it."""
+        simulator): the same kernels run again without it."""
         assert failed.position in segment.positions, (failed, segment)
         self.fails_in_a_row = self.fails_in_a_row + 1 if finished_owned == 0 else 0
         if segment.owns(failed.position):
             self.failed.append(failed)
         else:
             self.bad_warmup.add(failed.position)
-        if len(self.failed) > MAX_FAILED_SHARE * self.owned:
+        rest = tuple(p for p in segment.owned if p > failed.position)
+        if len(self.failed) > MAX_FAILED_SHARE * len(self.owned):
             return (
-                f"stopped after {len(self.failed)} of {self.owned} kernels failed in the simulator "
+                f"stopped after {len(self.failed)} of {len(self.owned)} kernels failed in the simulator "
                 f"(more than {MAX_FAILED_SHARE:.0%})"
             )
         if self.fails_in_a_row >= MAX_FAILS_IN_A_ROW:
@@ -92,12 +102,10 @@ class SegmentPlan:
                 f"stopped: the simulator failed on the first kernel it ran {self.fails_in_a_row} times "
                 "in a row (a config or trace it cannot simulate?)"
             )
-        first = failed.position + 1 if segment.owns(failed.position) else segment.first
-        if first > self.last:
+        if not rest:
             return None
         bad = {f.position for f in self.failed} | self.bad_warmup
-        warmup = [p for p in range(first - 1, -1, -1) if p not in bad][: self.warmup_kernels]
-        return Segment(number=segment.number + 1, first=first, last=self.last, warmup=tuple(sorted(warmup)))
+        return Segment(segment.number + 1, rest, warmups(rest, self.warmup_kernels, bad))
 
     def error(self) -> str | None:
         """The sim's `error` when it ends with failed kernels: how many, and the first few."""
@@ -107,7 +115,7 @@ class SegmentPlan:
         named = ", ".join(_named(f) for f in self.failed[:NAMED_IN_ERROR])
         more = f", and {count - NAMED_IN_ERROR} more" if count > NAMED_IN_ERROR else ""
         kernels = "kernel" if count == 1 else "kernels"
-        return f"{count} of {self.owned} {kernels} failed in the simulator: {named}{more}"
+        return f"{count} of {len(self.owned)} {kernels} failed in the simulator: {named}{more}"
 
 
 def _named(failed: Failed) -> str:

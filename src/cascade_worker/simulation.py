@@ -101,13 +101,7 @@ class Simulation:
                 [note], Outcome("failed", f"cannot write the next kernel list: {exc}; {plan.error()}")
             )
         self.segment = following
-        restart = log_notes.Restart(
-            number=following.number,
-            first=following.first,
-            last=following.last,
-            warmup=len(following.warmup),
-            warmup_positions=following.warmup,
-        )
+        restart = log_notes.Restart(following.number, following.owned, following.warmup)
         return Next([note, log_notes.restart_line(restart)])
 
     def _name(self, position: int) -> str:

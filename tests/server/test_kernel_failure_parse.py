@@ -48,7 +48,7 @@ def segmented_log(first_start: int = 0, restart_warmup: tuple[int, ...] = (2,)) 
     block_start = first.index(next(x for x in first[cut:] if x.startswith("kernel_name = ")), cut)
     dying = first[: block_start + 12] + ["accel-sim.out: " + REASON]  # mid-block
     failure = log_notes.KernelFailure(3, REASON, "_Z4kernel4")
-    restart = log_notes.Restart(1, 4, 14, len(restart_warmup), restart_warmup)
+    restart = log_notes.Restart(1, tuple(range(4, 15)), restart_warmup)
     return [*dying, log_notes.failure_line(failure), log_notes.restart_line(restart), *run_of(restart_warmup)]
 
 

@@ -95,13 +95,13 @@ def test_the_kernel_to_blame_is_the_earliest_begun_and_not_finished():
 
 
 def test_a_failed_kernel_is_skipped_and_the_rest_runs_after_warm_up_kernels_that_did_not_fail():
-    plan = SegmentPlan(first=0, last=8, warmup_kernels=1)
+    plan = SegmentPlan(tuple(range(9)), warmup_kernels=1)
     first = plan.start()
-    assert first == Segment(number=0, first=0, last=8) and first.positions == list(range(9))
+    assert first == Segment(0, tuple(range(9))) and first.positions == list(range(9))
     second = plan.after_failure(first, Failed(2, "assertion"), finished_owned=2)
-    assert second == Segment(number=1, first=3, last=8, warmup=(1,))
+    assert second == Segment(1, tuple(range(3, 9)), (1,))
     third = plan.after_failure(second, Failed(3, "assertion"), finished_owned=0)
-    assert third == Segment(number=2, first=4, last=8, warmup=(1,))  # 2 and 3 failed: not warm-ups
+    assert third == Segment(2, tuple(range(4, 9)), (1,))  # 2 and 3 failed: not warm-ups
     assert plan.after_failure(third, Failed(8, "deadlock"), finished_owned=4) is None  # the last one
     assert [f.position for f in plan.failed] == [2, 3, 8]
     assert (
@@ -111,38 +111,38 @@ def test_a_failed_kernel_is_skipped_and_the_rest_runs_after_warm_up_kernels_that
 
 
 def test_a_shard_goes_on_within_its_own_range():
-    plan = SegmentPlan(first=10, last=14, warmup_kernels=2, warmup=(8, 9))
+    plan = SegmentPlan(tuple(range(10, 15)), warmup_kernels=2)
     assert plan.start().positions == [8, 9, 10, 11, 12, 13, 14]
     nxt = plan.after_failure(plan.start(), Failed(11, "x"), finished_owned=1)
-    assert nxt == Segment(number=1, first=12, last=14, warmup=(9, 10))
+    assert nxt == Segment(1, (12, 13, 14), (9, 10))
 
 
 def test_a_failed_warm_up_kernel_runs_the_range_again_without_it():
-    plan = SegmentPlan(first=10, last=14, warmup_kernels=1, warmup=(9,))
+    plan = SegmentPlan(tuple(range(10, 15)), warmup_kernels=1)
     nxt = plan.after_failure(plan.start(), Failed(9, "x"), finished_owned=0)
-    assert nxt == Segment(number=1, first=10, last=14, warmup=(8,))
+    assert nxt == Segment(1, tuple(range(10, 15)), (8,))
     assert plan.failed == [] and plan.error() is None
 
 
 def test_a_config_that_fails_every_kernel_stops_after_a_few_quick_failures():
-    plan = SegmentPlan(first=0, last=99, warmup_kernels=1)
+    plan = SegmentPlan(tuple(range(100)), warmup_kernels=1)
     segment: Segment | str | None = plan.start()
     tries = 0
     while isinstance(segment, Segment):
-        segment = plan.after_failure(segment, Failed(segment.first, "killed by SIGSEGV"), finished_owned=0)
+        segment = plan.after_failure(segment, Failed(segment.owned[0], "killed by SIGSEGV"), finished_owned=0)
         tries += 1
     assert tries == MAX_FAILS_IN_A_ROW and isinstance(segment, str)
     assert "failed on the first kernel it ran 3 times in a row" in segment
 
 
 def test_more_than_half_of_the_kernels_failing_stops_the_sim():
-    plan = SegmentPlan(first=0, last=5, warmup_kernels=0)
+    plan = SegmentPlan(tuple(range(6)), warmup_kernels=0)
     segment: Segment | str | None = plan.start()
     for position in (1, 3, 5):  # each after one kernel that simulated
         assert isinstance(segment, Segment)
         segment = plan.after_failure(segment, Failed(position, "x"), finished_owned=1)
     assert segment is None  # 3 of 6 (the last one) is not more than half
-    plan = SegmentPlan(first=0, last=4, warmup_kernels=0)
+    plan = SegmentPlan(tuple(range(5)), warmup_kernels=0)
     segment = plan.start()
     for position in (0, 2, 4):
         assert isinstance(segment, Segment)
@@ -151,13 +151,13 @@ def test_more_than_half_of_the_kernels_failing_stops_the_sim():
 
 
 def test_no_kernel_is_ever_tried_twice():
-    plan = SegmentPlan(first=0, last=30, warmup_kernels=3)
+    plan = SegmentPlan(tuple(range(31)), warmup_kernels=3)
     segment: Segment | str | None = plan.start()
     owned_runs: list[int] = []
     while isinstance(segment, Segment):
-        owned_runs.append(segment.first)
-        failed = min(segment.first + 2, segment.last)
-        segment = plan.after_failure(segment, Failed(failed, "x"), finished_owned=failed - segment.first)
+        owned_runs.append(segment.owned[0])
+        failed = min(segment.owned[0] + 2, segment.owned[-1])
+        segment = plan.after_failure(segment, Failed(failed, "x"), finished_owned=failed - segment.owned[0])
     assert owned_runs == sorted(set(owned_runs))
 
 
@@ -174,12 +174,38 @@ def test_the_notes_read_back_as_written():
     assert log_notes.parse_failure(log_notes.failure_line(odd)) == log_notes.KernelFailure(
         0, "a, kernel name: b", odd.kernel_name
     )
-    restart = log_notes.Restart(number=2, first=7, last=130, warmup=1, warmup_positions=(5,))
+    restart = log_notes.Restart(2, tuple(range(7, 131)), (5,))
     line = log_notes.restart_line(restart)
     assert line == "[cascade] restart 2: kernels 8-131 of the trace, after 1 warm-up kernel (6)"
-    assert log_notes.parse_restart(line) == log_notes.Restart(2, 7, 130, 1)
+    assert log_notes.parse_restart(line) == restart
     assert log_notes.parse_restart("[cascade] restart 1: kernel 9 of the trace, after 0 warm-up kernels") == (
-        log_notes.Restart(1, 8, 8, 0)
+        log_notes.Restart(1, (8,))
+    )
+    sampled = log_notes.Restart(0, (0, 4, 8, 9), (3, 7))
+    line = log_notes.restart_line(sampled)
+    assert line == "[cascade] simulator 1: kernels 1, 5, 9-10 of the trace, after 2 warm-up kernels (4, 8)"
+    assert log_notes.parse_restart(line) == sampled and sampled.positions == [0, 3, 4, 7, 8, 9]
+    # what the worker never writes is no note
+    assert (
+        log_notes.parse_restart("[cascade] restart 1: kernels 9-3 of the trace, after 0 warm-up kernels")
+        is None
+    )
+    assert (
+        log_notes.parse_restart("[cascade] restart 1: kernels 1 of the trace, after 2 warm-up kernels (1)")
+        is None
     )
     assert log_notes.parse_failure("[cascade] shard 1 of 2: kernels 1-5 of the trace") is None
     assert log_notes.parse_restart("kernel 7 failed in the simulator: x") is None
+
+
+def test_a_sample_goes_on_past_a_failed_kernel_with_each_kernel_after_its_own_warm_up():
+    plan = SegmentPlan((0, 5, 9, 20), warmup_kernels=1)
+    first = plan.start()
+    assert first.warmup == (4, 8, 19) and first.positions == [0, 4, 5, 8, 9, 19, 20]
+    nxt = plan.after_failure(first, Failed(9, "x"), finished_owned=2)
+    assert nxt == Segment(1, (20,), (19,))
+    assert plan.after_failure(nxt, Failed(20, "x"), finished_owned=0) is None
+    # a warm-up that failed before is never a warm-up again: the one before it stands in
+    plan = SegmentPlan((10, 11), warmup_kernels=1)
+    again = plan.after_failure(plan.start(), Failed(9, "x"), finished_owned=0)
+    assert again == Segment(1, (10, 11), (8,))

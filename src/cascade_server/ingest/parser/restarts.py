@@ -2,9 +2,10 @@
 the worker's notes (cascade_core.log_notes) say which kernel failed and where a restarted
 simulator's kernels go. Pure; part of the parser's saved state.
 
-A restarted simulator runs its own list: its warm-up kernels, then `first`..`last` of the trace.
-Its warm-up kernels' blocks are dropped (the sim has their results from an earlier simulator),
-its own are placed at their trace positions here, and a failed kernel is a row of its own.
+A restarted simulator (or a sampled sim's first) runs its own list: kernels of the sim, each after
+warm-up kernels. Its warm-up kernels' blocks are dropped (not the sim's results; after a restart
+the sim has them from an earlier simulator), its own are placed at their trace positions here,
+and a failed kernel is a row of its own.
 """
 
 from __future__ import annotations
@@ -18,14 +19,18 @@ from .kernel import ParsedKernel
 
 @dataclass(slots=True)
 class Restarts:
-    restart: tuple[int, int, int] | None = None  # (first, last, warmup) of the current restart
+    # The current simulator's list, when a note gave it: its kernels' trace positions in list
+    # order, and which of them are warm-up kernels. None before any note.
+    positions: tuple[int, ...] | None = None
+    warmup: frozenset[int] = frozenset()
     restart_at: int = 0  # the parser's blocks finished when it began (its kernels count from there)
     dropped: int = 0  # blocks of a restart's warm-up kernels: not the sim's, not returned
     placed: int = 0  # blocks of a restart's own kernels (placed here)
     failed: int = 0  # kernels the simulator failed on (a failure note each)
 
     def begin(self, note: log_notes.Restart, blocks_done: int) -> None:
-        self.restart = (note.first, note.last, note.warmup)
+        self.positions = tuple(note.positions)
+        self.warmup = frozenset(note.warmup)
         self.restart_at = blocks_done
 
     def failed_kernel(self, note: log_notes.KernelFailure) -> ParsedKernel:
@@ -43,27 +48,26 @@ class Restarts:
         )
 
     def place(self, done: list[ParsedKernel]) -> list[ParsedKernel]:
-        """A restarted simulator's kernels at their trace positions; its warm-up kernels
-        dropped. Accel-Sim numbers a list's kernels from 1 (`kernel_launch_uid`): the uid says
-        which kernel a block is (kernels on several streams finish out of order), and becomes
-        the kernel's launch number in the whole trace, as a sim that never restarted reports
-        it. A block without one is placed by its order."""
-        if self.restart is None:
+        """A noted simulator's kernels at their trace positions; its warm-up kernels dropped.
+        Accel-Sim numbers a list's kernels from 1 (`kernel_launch_uid`): the uid says which
+        kernel a block is (kernels on several streams finish out of order), and becomes the
+        kernel's launch number in the whole trace, as a sim that never restarted reports it. A
+        block without one is placed by its order."""
+        if self.positions is None:
             return done
-        first, last, warmup = self.restart
         kept = []
         for kernel in done:
             if kernel.placed:
                 kept.append(kernel)
                 continue
             uid = kernel.kernel_launch_uid
-            local = uid - 1 if uid is not None and 0 < uid <= warmup + last - first + 1 else None
-            if local is None:
-                local = kernel.kernel_index - self.restart_at
-            if local < warmup:
+            index = uid - 1 if uid is not None and 0 < uid <= len(self.positions) else None
+            if index is None:
+                index = kernel.kernel_index - self.restart_at
+            if index >= len(self.positions) or self.positions[index] in self.warmup:
                 self.dropped += 1
                 continue
-            kernel.kernel_index, kernel.placed = first + local - warmup, True
+            kernel.kernel_index, kernel.placed = self.positions[index], True
             kernel.kernel_launch_uid = kernel.kernel_index + 1
             self.placed += 1
             kept.append(kernel)
@@ -71,7 +75,8 @@ class Restarts:
 
     def state(self) -> dict:
         return {
-            "restart": None if self.restart is None else list(self.restart),
+            "positions": None if self.positions is None else log_notes.ranges_text(self.positions),
+            "warmup": log_notes.ranges_text(sorted(self.warmup)),
             "restart_at": self.restart_at,
             "dropped": self.dropped,
             "placed": self.placed,
@@ -82,12 +87,14 @@ class Restarts:
     def from_state(cls, state: dict) -> Restarts:
         """From a saved parser state (one saved before restarts existed has none); raises
         ValueError for values that cannot be."""
-        restart = state.get("restart")
+        positions, warmup = state.get("positions"), state.get("warmup") or ""
         counts = [state.get(key, 0) for key in ("restart_at", "dropped", "placed", "failed")]
-        if restart is not None and not (
-            isinstance(restart, list) and len(restart) == 3 and all(isinstance(x, int) for x in restart)
-        ):
-            raise ValueError("restart must be null or three integers")
+        if not (positions is None or isinstance(positions, str)) or not isinstance(warmup, str):
+            raise ValueError("positions and warmup must be kernel ranges")
         if not all(isinstance(x, int) and x >= 0 for x in counts):
             raise ValueError("restart_at, dropped, placed and failed must be non-negative integers")
-        return cls(None if restart is None else (restart[0], restart[1], restart[2]), *counts)
+        return cls(
+            None if positions is None else log_notes.parse_ranges(positions),
+            frozenset(log_notes.parse_ranges(warmup)) if warmup else frozenset(),
+            *counts,
+        )
