@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cascade_core.cli_usage import EXIT_USAGE, OneLineErrorParser, usage_error_line
+from cascade_core.log_notes import parse_ranges
 from cascade_core.simulator_layout import lib_dir_of
 from cascade_core.variants import VariantError, parse_assignment
 
@@ -159,6 +160,8 @@ def simulation_for(options: Options, run_dir: Path) -> Simulation:
             )
         except (OSError, ValueError) as exc:
             raise accelsim.SetupError(f"cannot write the sim's kernelslist.g: {exc}") from None
+    if options.sample is not None:
+        raise accelsim.SetupError("the stand-in cannot sample kernels: it replays a recorded log")
     if options.sim_options:
         raise accelsim.SetupError(
             "the stand-in cannot honour simulator options ("
@@ -193,7 +196,16 @@ def simulation_for(options: Options, run_dir: Path) -> Simulation:
 
 
 def segment_plan(options: Options, kernels: int) -> SegmentPlan:
-    """The sim's kernels: a shard's range (after its warm-up kernels), or the whole trace."""
+    """The sim's kernels: a sample's (each after its warm-up kernels), a shard's range (after its
+    warm-up kernels), or the whole trace."""
+    if options.sample is not None:
+        owned = tuple(sorted(set(parse_ranges(options.sample))))
+        if owned[-1] >= kernels:
+            raise ValueError(
+                f"the sample names kernel {owned[-1] + 1}, but the trace lists {kernels} kernels"
+            )
+        warmup = options.shard.warmup_kernels if options.shard is not None else options.warmup_kernels
+        return SegmentPlan(owned, warmup, sampled=True)
     shard = options.shard
     if shard is None:
         if kernels == 0:
@@ -249,6 +261,8 @@ async def run(options: Options) -> int:
             if options.shard is not None:
                 log.info("%s", shard_trace.describe(options.shard))
                 worker.log_first(shard_trace.describe(options.shard))
+            for line in plan.simulation.first_notes() if plan.simulation else []:
+                worker.log_first(line)  # where a sampled sim's kernels go
             return await worker.run()
     raise AssertionError("unreachable: the exit stack never swallows an exception")
 

@@ -70,6 +70,7 @@ class Failed:
 class SegmentPlan:
     owned: tuple[int, ...]  # every kernel the sim owns, in trace order (a range, or a sample)
     warmup_kernels: int
+    sampled: bool = False  # a sample: its log says where its kernels go from the start
     failed: list[Failed] = field(default_factory=list)
     bad_warmup: set[int] = field(default_factory=set)  # warm-up kernels a simulator failed on
     fails_in_a_row: int = 0  # simulators in a row that failed before finishing a kernel of their own

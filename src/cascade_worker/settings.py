@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cascade_core.log_notes import parse_ranges
 from cascade_core.models import ShardInfo
 from cascade_core.packaged import samples_dir
 from cascade_core.shard_plan import MAX_WARMUP_KERNELS
@@ -46,6 +47,12 @@ class Options(BaseSettings):
         default=None,
         description="a shard's part of the trace, as JSON (`ShardInfo`): its kernel range and warm-up "
         "kernels; set by the server for a sharded run",
+    )
+    sample: str | None = Field(
+        default=None,
+        description="a sampled sim's kernels (1-based trace positions as ranges, `1, 5, 9-12`): it "
+        "simulates only these, each after its warm-up kernels; set by the server for a run entry "
+        "with `sampling`",
     )
     samples_dir: Path = Field(
         default=DEFAULT_SAMPLES_DIR,
@@ -134,6 +141,17 @@ class Options(BaseSettings):
         except VariantError as exc:
             raise ValueError(str(exc)) from None
 
+    @field_validator("sample")
+    @classmethod
+    def _kernel_ranges(cls, sample: str | None) -> str | None:
+        if sample is not None:
+            try:
+                if not parse_ranges(sample):
+                    raise ValueError("no kernel")
+            except ValueError:
+                raise ValueError(f"not kernel ranges like `1, 5, 9-12`: {sample[:60]!r}") from None
+        return sample
+
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str) -> str:
@@ -158,6 +176,7 @@ NAMES = {
     "CASCADE_SCRATCH_DIR": "--scratch-dir/CASCADE_SCRATCH_DIR",
     "wall_seconds": "--wall-seconds",
     "shard": "CASCADE_SHARD",
+    "sample": "CASCADE_SAMPLE",
     "sim_options": "--option/CASCADE_SIM_OPTIONS",
     "on_kernel_failure": "CASCADE_ON_KERNEL_FAILURE",
     "warmup_kernels": "CASCADE_WARMUP_KERNELS",

@@ -53,6 +53,14 @@ class Simulation:
     def argv(self) -> list[str]:
         return list(self._argv)
 
+    def first_notes(self) -> list[str]:
+        """The log's first line of Cascade's own, for a sampled sim: its kernels are here and
+        there in the trace, so the log says where they go (a range's go where its sim's shard
+        columns say)."""
+        if self.plan is None or self.segment is None or not self.plan.sampled:
+            return []
+        return [log_notes.restart_line(log_notes.Restart(0, self.segment.owned, self.segment.warmup))]
+
     def new_watch(self, now: float) -> KernelWatch | None:
         if self.segment is None or self.trace_list is None:
             return None

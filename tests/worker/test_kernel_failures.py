@@ -209,3 +209,31 @@ def test_a_sample_goes_on_past_a_failed_kernel_with_each_kernel_after_its_own_wa
     plan = SegmentPlan((10, 11), warmup_kernels=1)
     again = plan.after_failure(plan.start(), Failed(9, "x"), finished_owned=0)
     assert again == Segment(1, (10, 11), (8,))
+
+
+def test_a_sampled_sims_log_says_where_its_kernels_go_from_the_start(tmp_path):
+    from cascade_worker.kernel_list import TraceList
+    from cascade_worker.simulation import Simulation
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "kernelslist.g").write_text("".join(f"kernel-{n}.traceg\n" for n in range(1, 11)))
+    plan = SegmentPlan((0, 4, 8, 9), warmup_kernels=1, sampled=True)
+    simulation = Simulation(
+        ["sim", "-trace", "x"], TraceList(traces / "kernelslist.g"), plan, tmp_path / "lists"
+    )
+    [note] = simulation.first_notes()
+    assert note == "[cascade] simulator 1: kernels 1, 5, 9-10 of the trace, after 2 warm-up kernels (4, 8)"
+    written = (tmp_path / "lists" / "kernelslist.g").read_text().split()
+    assert written == [
+        "kernel-1.traceg",
+        "kernel-4.traceg",
+        "kernel-5.traceg",
+        "kernel-8.traceg",
+        "kernel-9.traceg",
+        "kernel-10.traceg",
+    ]
+    ranged = Simulation(
+        ["sim", "-trace", "x"], TraceList(traces / "kernelslist.g"), SegmentPlan((2, 3), 1), tmp_path / "l2"
+    )
+    assert ranged.first_notes() == []  # a range goes where its sim's shard columns say
