@@ -46,7 +46,7 @@ def test_none_is_every_kernel_and_a_single_kernel_is_its_own_group():
     assert groups("none", trace) == [Group(0, (0,)), Group(1, (1,))]
     one = facts(("k", 5))
     for method in ("identical", "stratified"):
-        assert groups(method, one) == [Group(0, (0,))]  # type: ignore[arg-type]
+        assert groups(method, one) == [Group(0, (0,))]
     assert groups("stratified", []) == [] and reduction([], []).factor is None
 
 
@@ -93,7 +93,7 @@ def test_real_times_that_vary_get_more_samples_until_the_bound_holds():
 def test_sampling_never_loses_or_repeats_a_kernel():
     trace = facts(*[(n, c) for n in "abc" for c in (10, 10, 11, 40, 41, 1000)])
     for method in ("none", "identical", "stratified"):
-        found = groups(method, trace)  # type: ignore[arg-type]
+        found = groups(method, trace)
         members = sorted(p for g in found for p in g.members)
         assert members == list(range(len(trace))), method
         assert all(g.representative in g.members for g in found)

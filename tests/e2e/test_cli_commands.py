@@ -74,6 +74,13 @@ async def live(make_server, tmp_path, monkeypatch):
     return server
 
 
+def csv_field(value: object) -> str:
+    """A JSON value as `--format csv` writes it: null empty, a list its items joined with `;`."""
+    if value is None:
+        return ""
+    return ";".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_path):
     url = live.url
     # Not a terminal (a pipe, as a file): plain progress lines, no bar sized for a width, never
@@ -118,7 +125,7 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
         as_csv = await cascade("results", run_id, *view, "--format", "csv", url=url, home=tmp_path)
         records = json.loads(as_json.out)
         read_back = list(csv.DictReader(io.StringIO(as_csv.out)))
-        assert [{k: "" if v is None else str(v) for k, v in r.items()} for r in records] == read_back, view
+        assert [{k: csv_field(v) for k, v in r.items()} for r in records] == read_back, view
     comparison_rows = json.loads(
         (await cascade("results", run_id, "--comparison", "--format", "json", url=url, home=tmp_path)).out
     )
