@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from .common import Model
 
@@ -24,6 +24,8 @@ class GpuConfig(Model):
 class GpuConfigAdd(Model):
     """`POST /api/gpu-configs` (an addition to the spec): a GPU config of your own, its files as
     text. The installed simulator must take every option in them."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is refused, not ignored
 
     name: str = Field(
         description="The config's name: letters, digits, `_`, `-` and `.`, 1 to 64 characters, such as "
