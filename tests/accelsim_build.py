@@ -77,7 +77,9 @@ def cascade(*args: str | Path, env: dict[str, str], timeout: float = 600) -> sub
     )
 
 
-def install_into(data_dir: Path, env: dict[str, str], prefix: Path | None = None) -> subprocess.CompletedProcess:
+def install_into(
+    data_dir: Path, env: dict[str, str], prefix: Path | None = None
+) -> subprocess.CompletedProcess:
     """`cascade simulator install` for `data_dir`, reusing the finished build in `prefix` (default:
     the CI build's prefix, which then gains the configs it lacks, as the next .ci/run adds them)."""
     framework, gpgpu_sim = source_tarballs()
