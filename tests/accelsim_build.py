@@ -16,6 +16,7 @@ import pytest
 from cascade_core import simulator_layout as layout
 from cascade_worker.simulator import deps, sources
 from cascade_worker.simulator.install import build_key
+from tests.helpers import ServeProcess
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -108,6 +109,17 @@ def copied_prefix(into: Path) -> Path:
         if layout.is_complete(build):
             shutil.copytree(build, into / "builds" / build.name, symlinks=True)
     return into
+
+
+def installed_serve(tmp: Path, env: dict[str, str]) -> ServeProcess:
+    """`cascade serve` (not started) of the simulator `install_into(tmp/"data", env)` installed,
+    in the user's environment `env`, with its default launcher (local) and a quick trace scan."""
+    return ServeProcess(
+        tmp / "data",
+        env={"CASCADE_LAUNCHER": "local", "CASCADE_SCAN_INTERVAL_S": "0.5"},
+        environ=env,
+        log=tmp / "serve.log",
+    )
 
 
 def plain_env(home: Path) -> dict[str, str]:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import socket
-import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -18,7 +16,8 @@ import pytest
 from aiohttp import web
 from botocore.config import Config
 
-from cascade_core.models import KernelLaunch, TraceDetail, utcnow
+from cascade_core.models import KernelLaunch, SimState, SimSummary, TraceDetail, utcnow
+from cascade_core.s3_endpoint import S3Info
 from cascade_server.api.http_site import ApiRunner
 from cascade_server.app import create_app
 from cascade_server.appkeys import INGEST_KEY, STORE_KEY
@@ -26,16 +25,9 @@ from cascade_server.clock import Clock
 from cascade_server.ingest.log_ingest import LogIngest
 from cascade_server.settings import Settings
 from cascade_server.storage import Store
-from tests.helpers import free_port, reserve_port, take_reserved
+from tests.helpers import free_port, reserve_port, start_rclone, take_reserved
 
 TOKEN = "test-token-0123456789"
-# Real Accel-Sim logs (shared/samples-real/runs/<CONFIG>/run.log), shipped gzipped in the repo.
-RECORDINGS = Path(__file__).resolve().parents[1] / "samples" / "recordings"
-
-
-def recorded_log(config: str) -> bytes:
-    """The complete stdout of a real Accel-Sim run on `config`, byte for byte."""
-    return gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
 
 
 class LiveServer:
@@ -104,6 +96,14 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers inherit the server's environment (a launcher passes it on): quick heartbeats and a
+    short kill grace."""
+    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
+    monkeypatch.setenv("CASCADE_KILL_GRACE_S", "3")
+
+
+@pytest.fixture
 def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = dict(
@@ -167,6 +167,23 @@ def ready_trace(
     return TraceDetail(**values)
 
 
+def sim_summary(
+    sim_id: str = "sim-1",
+    replica: int = 0,
+    state: SimState = "running",
+    done: int = 0,
+    total: int = 0,
+    **fields: Any,
+) -> SimSummary:
+    """A sim as the API lists it: replica `replica` of SM7_QV100 in run-1, `done` of its `total`
+    kernels done, unless `fields` say otherwise."""
+    values: dict[str, Any] = dict(run_id="run-1", gpu_config="SM7_QV100", created_at=utcnow())
+    values.update(fields)
+    return SimSummary(
+        id=sim_id, replica=replica, state=state, kernels_done=done, kernels_total=total, **values
+    )
+
+
 def write_config(root: Path, name: str, text: str) -> None:
     path = root / "gpu-simulator/gpgpu-sim/configs/tested-cfgs" / name / "gpgpusim.config"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -224,18 +241,11 @@ class RcloneS3:
 @pytest.fixture(scope="session")
 def rclone_s3(tmp_path_factory):
     """A real `rclone serve s3` (the embedded server's binary) for the whole session."""
-    from cascade_server.traces.embedded_s3 import rclone_binary
-
     root = tmp_path_factory.mktemp("s3")
     (root / "cascade").mkdir()
     port = free_port()
     info = RcloneS3(f"http://127.0.0.1:{port}", "TESTACCESSKEY0001", "testsecretkey0000000001", root)
-    proc = subprocess.Popen(
-        [str(rclone_binary()), "serve", "s3", "--addr", f"127.0.0.1:{port}", str(root)],
-        env={"RCLONE_AUTH_KEY": f'"{info.access_key},{info.secret_key}"', "RCLONE_CONFIG": "/dev/null"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_rclone(port, root, S3Info(info.endpoint, info.bucket, info.access_key, info.secret_key))
     deadline = time.monotonic() + 20
     while True:  # poll until it accepts connections (not a fixed sleep)
         try:

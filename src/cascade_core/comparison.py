@@ -29,14 +29,19 @@ def kernel_rows(
     """Row i: the i-th kernel the sims finished against the i-th real kernel; per config the
     median `sim_time_ns` over the replicas that finished kernel i. `config_of` maps sim id to its
     config; kernels of other sims are left out. A kernel is named by its real name when known,
-    else by the name the first sim (in `kernels` order) reported."""
+    else by the name the first sim (in `kernels` order) reported. A kernel the simulator failed
+    on has no time: the row names the configs it failed on (`failed`), and leaves it out."""
     by_position: dict[int, dict[str, list[float]]] = {}
+    failed: dict[int, list[str]] = {}
     first_name: dict[int, str] = {}
     for stat in kernels:
         config = config_of.get(stat.sim_id)
         if config is None:
             continue
-        first_name.setdefault(stat.kernel_index, stat.kernel_name)
+        if stat.kernel_name:
+            first_name.setdefault(stat.kernel_index, stat.kernel_name)
+        if stat.failed is not None and config not in failed.setdefault(stat.kernel_index, []):
+            failed[stat.kernel_index].append(config)
         if stat.sim_time_ns is not None:
             by_position.setdefault(stat.kernel_index, {}).setdefault(config, []).append(stat.sim_time_ns)
     real = real or ()
@@ -51,6 +56,7 @@ def kernel_rows(
                 kernel_name=real_name or first_name.get(index, ""),
                 real_ns=real_ns,
                 sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
+                failed=[c for c in configs if c in failed.get(index, ())],
             )
         )
     return rows

@@ -1,3 +1,4 @@
-"""The client side: the terminal UI (`app`, `screens/`, `panes/`, `widgets/`), the script
-commands (`scripting/`) and the umbrella `cascade` command (`cli`). It imports only the server's
-shared room; importing this package or `cli` loads no Textual."""
+"""The client side: the terminal UI (`app`, `screens/`, `panes/`, `widgets/`), its view-models
+(`views/`), its way to a server (`connection/`), the script commands (`scripting/`) and the
+umbrella `cascade` command (`cli`). It imports only the core (`cascade_core`), never the server
+or the worker; importing this package or `cli` loads no Textual."""

@@ -47,8 +47,9 @@ class Segment:
 @dataclass(frozen=True)
 class Failed:
     position: int
-    reason: str
+    reason: str  # the simulator's own words (the kernel's row carries them)
     name: str = ""
+    short: str = ""  # a few words for the sim's error ("assertion failed: ...")
 
 
 @dataclass
@@ -110,6 +111,5 @@ class SegmentPlan:
 
 
 def _named(failed: Failed) -> str:
-    return (
-        f"#{failed.position + 1} ({failed.reason})" if len(failed.reason) <= 80 else f"#{failed.position + 1}"
-    )
+    why = failed.short or failed.reason
+    return f"#{failed.position + 1} ({why})" if len(why) <= 80 else f"#{failed.position + 1}"

@@ -17,7 +17,6 @@ reason.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import logging
 import os
 import shutil
@@ -294,7 +293,7 @@ class Worker:
         )
 
     async def _upload_log(self) -> None:
-        data = await asyncio.to_thread(_gzip_file, self.stream.log_path)
+        data = await asyncio.to_thread(uploads.gzip_file, self.stream.log_path)
         try:
             await self.client.put_file(uploads.LOG_NAME, data)
         except ApiRefused as exc:
@@ -390,11 +389,6 @@ class Worker:
                 self.request_stop(f"the server already has this sim as {ack.state}", EXIT_OK)
                 return
             await asyncio.sleep(self.plan.heartbeat_interval)
-
-
-def _gzip_file(path: Path) -> bytes:
-    data = path.read_bytes() if path.exists() else b""
-    return gzip.compress(data, compresslevel=6, mtime=0)
 
 
 async def run_worker(plan: WorkerPlan, client: SimClient) -> int:

@@ -80,7 +80,9 @@ class Simulation:
         if not self.go_on or reason is None or position is None:
             # no kernel's failure (or not asked to go on): the sim ends as the simulator did
             return Next(outcome=_with_failed(outcome, plan))
-        failed = Failed(position, log_notes.one_line(reason), watch.name_at(position) or self._name(position))
+        short = forced.split(" (", 1)[0] if forced else (outcome.error or "")
+        name = watch.name_at(position) or self._name(position)
+        failed = Failed(position, log_notes.one_line(reason), name, short)
         owned_done = sum(1 for p in watch.finished_positions() if segment.owns(p))
         if segment.owns(position):
             note = log_notes.failure_line(log_notes.KernelFailure(position, failed.reason, failed.name))

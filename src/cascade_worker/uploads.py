@@ -75,3 +75,10 @@ def prepare(directory: Path, relative: Path) -> Upload | None:
     if name is None or len(data) > MAX_FILE_BYTES:
         return None
     return Upload(name, data)
+
+
+def gzip_file(path: Path) -> bytes:
+    """The whole file gzipped (an empty one when it is not there: the log of a sim that printed
+    nothing)."""
+    data = path.read_bytes() if path.exists() else b""
+    return gzip.compress(data, compresslevel=6, mtime=0)

@@ -212,7 +212,7 @@ def step_command(prompt: str) -> str:
     ],
 )
 async def test_the_prompt_reads_the_coverage_before_the_step_error(core, tmp_path, coverage, compared, says):
-    from tests.server.test_api_core import create_run
+    from tests.helpers import create_run
 
     async with core.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])

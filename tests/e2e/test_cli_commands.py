@@ -4,14 +4,11 @@ stand-ins. A stand-in fails for real when its recording ends before Accel-Sim's 
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import gzip
 import io
 import json
 import shutil
-import sys
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -20,18 +17,12 @@ from aiohttp import web
 
 from cascade_tui.views.formatting import human_duration
 from tests.conftest import TOKEN, free_port, ready_trace
+from tests.helpers import Result, run_cascade
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
 
 
 async def cascade(
@@ -53,18 +44,14 @@ async def cascade(
         env["CASCADE_URL"] = url
     if token:
         env["CASCADE_TOKEN"] = token
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cascade_tui.cli",
-        *args,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    return await run_cascade(*args, env=env)
+
+
+async def run_start(*args: str, url: str | None, home: Path, **kwargs) -> Result:
+    """`cascade run start --trace tinyformer-step-sm70 ARGS`."""
+    return await cascade(
+        "run", "start", "--trace", "tinyformer-step-sm70", *args, url=url, home=home, **kwargs
     )
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return Result(proc.returncode, out.decode(), err.decode())
 
 
 def samples_with_a_truncated_recording(root: Path) -> Path:
@@ -91,17 +78,8 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
     url = live.url
     # Not a terminal (a pipe, as a file): plain progress lines, no bar sized for a width, never
     # cut, however narrow COLUMNS says the terminal is.
-    started = await cascade(
-        "run",
-        "start",
-        "--trace",
-        "tinyformer-step-sm70",
-        "--config",
-        "SM7_QV100x2",
-        "--wait",
-        url=url,
-        home=tmp_path,
-        extra_env={"COLUMNS": "30"},
+    started = await run_start(
+        "--config", "SM7_QV100x2", "--wait", url=url, home=tmp_path, extra_env={"COLUMNS": "30"}
     )
     assert started.code == 0, started.err
     run_id = started.out.strip()
@@ -199,34 +177,14 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
 
 
 async def test_run_start_wait_exits_1_when_the_run_fails_or_is_partial(live, tmp_path):
-    failed = await cascade(
-        "run",
-        "start",
-        "--trace",
-        "tinyformer-step-sm70",
-        "--config",
-        "SM7_TITANV",
-        "--wait",
-        url=live.url,
-        home=tmp_path,
-    )
+    failed = await run_start("--config", "SM7_TITANV", "--wait", url=live.url, home=tmp_path)
     assert failed.code == 1, failed.err
     run_id = failed.out.strip()
     assert f"{run_id} failed: 0/1 succeeded, 1 failed" in failed.err
     assert "SM7_TITANV #0 sim-" in failed.err and "failed: " in failed.err  # the reason, per sim
 
-    partial = await cascade(
-        "run",
-        "start",
-        "--trace",
-        "tinyformer-step-sm70",
-        "--config",
-        "SM7_QV100",
-        "--config",
-        "SM7_TITANV",
-        "--wait",
-        url=live.url,
-        home=tmp_path,
+    partial = await run_start(
+        "--config", "SM7_QV100", "--config", "SM7_TITANV", "--wait", url=live.url, home=tmp_path
     )
     assert partial.code == 1
     assert "partial: 1/2 succeeded, 1 failed" in partial.err
@@ -244,19 +202,7 @@ async def test_lists_show_and_delete(live, tmp_path):
     url = live.url
     empty = await cascade("runs", url=url, home=tmp_path)
     assert (empty.code, empty.out, empty.err) == (0, "", "no runs\n")
-    run_id = (
-        await cascade(
-            "run",
-            "start",
-            "--trace",
-            "tinyformer-step-sm70",
-            "--config",
-            "SM7_QV100",
-            "--wait",
-            url=url,
-            home=tmp_path,
-        )
-    ).out.strip()
+    run_id = (await run_start("--config", "SM7_QV100", "--wait", url=url, home=tmp_path)).out.strip()
     listed = await cascade("runs", url=url, home=tmp_path)
     header, row = listed.out.splitlines()
     assert header.split() == ["run", "state", "trace", "sims", "configs", "time", "age", "note"]
@@ -411,18 +357,7 @@ async def test_bad_ids_urls_and_tokens_are_one_line_and_exit_2(live, tmp_path):
 async def test_deleting_an_active_run_suggests_the_cancel_command(live, tmp_path):
     url = live.url
     # 8 sims on 2 slots: the run is still active when the delete arrives
-    run_id = (
-        await cascade(
-            "run",
-            "start",
-            "--trace",
-            "tinyformer-step-sm70",
-            "--config",
-            "SM7_QV100x8",
-            url=url,
-            home=tmp_path,
-        )
-    ).out.strip()
+    run_id = (await run_start("--config", "SM7_QV100x8", url=url, home=tmp_path)).out.strip()
     refused = await cascade("run", "delete", run_id, url=url, home=tmp_path)
     assert (refused.code, refused.out) == (3, "")
     assert (
@@ -465,9 +400,7 @@ async def test_configs_lists_the_gpu_configs_and_an_unknown_config_names_the_com
     none = await cascade("configs", "--arch", "sm_1", url=url, home=tmp_path)
     assert (none.code, none.out) == (0, "") and none.err.startswith("no configs of arch sm_1 (archs: ")
 
-    unknown = await cascade(
-        "run", "start", "--trace", "tinyformer-step-sm70", "--config", "NOPE", url=url, home=tmp_path
-    )
+    unknown = await run_start("--config", "NOPE", url=url, home=tmp_path)
     assert (unknown.code, unknown.out) == (3, "")
     assert unknown.err == (
         "cascade run start: 422: unknown gpu_config 'NOPE' (sm_70: SM7_GV100, SM7_QV100, "

@@ -5,69 +5,14 @@ during a file PUT leaves behind."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import TOKEN
-from tests.e2e.test_local_runs import create_run, finished_run
-from tests.helpers import free_port, wait_until
+from tests.helpers import create_run, finished_run, wait_until
 
 pytestmark = pytest.mark.timeout(240)
-HEADERS = {"Authorization": f"Bearer {TOKEN}"}
-
-
-async def start_serve(data_dir: Path, log_path: Path, **env: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    full_env = {
-        **os.environ,
-        "CASCADE_S3_PORT": str(free_port()),
-        "CASCADE_TOKEN": TOKEN,
-        "CASCADE_HEARTBEAT_INTERVAL_S": "0.5",
-        "CASCADE_SAMPLES": "0",
-        **env,
-    }
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "cascade_tui.cli",
-                "serve",
-                "--port",
-                str(port),
-                "--data-dir",
-                str(data_dir),
-            ],
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    url = f"http://127.0.0.1:{port}"
-
-    async def healthy():
-        assert proc.poll() is None, log_path.read_text()
-        try:
-            async with httpx.AsyncClient() as http:
-                return (await http.get(f"{url}/api/health")).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    await wait_until(healthy, 60)
-    return proc, url
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def readable_by_others(root: Path) -> list[str]:
@@ -80,94 +25,76 @@ def readable_by_others(root: Path) -> list[str]:
     return found
 
 
-async def test_everything_in_the_data_dir_is_private(tmp_path):
+async def test_everything_in_the_data_dir_is_private(tmp_path, start_serve):
     data_dir = tmp_path / "data"
     data_dir.mkdir(mode=0o755)  # an older install's directory: tightened at start
     data_dir.chmod(0o755)
-    proc, url = await start_serve(
-        data_dir,
-        tmp_path / "serve.log",
-        CASCADE_SAMPLES="1",
-        CASCADE_LAUNCHER="local",
-        CASCADE_REPLAY_SPEED="50",
+    server = await start_serve(
+        data_dir, CASCADE_SAMPLES="1", CASCADE_LAUNCHER="local", CASCADE_REPLAY_SPEED="50"
     )
-    try:
-        async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
+    async with server.client() as http:
 
-            async def demo_ready():
-                resp = await http.get("/api/traces/tinyformer-step-sm70")
-                return resp.status_code == 200 and resp.json()["state"] == "ready"
+        async def demo_ready():
+            resp = await http.get("/api/traces/tinyformer-step-sm70")
+            return resp.status_code == 200 and resp.json()["state"] == "ready"
 
-            await wait_until(demo_ready, 120)  # through the embedded S3, mirrored into traces/
-            run = await create_run(http, [("SM7_QV100", 1)])
-            final = await finished_run(http, run["id"])
-            assert final["state"] == "succeeded", final
-            sim_id = final["sims"][0]["id"]
-        # While it runs (the WAL exists only then) and after it stopped.
-        for part in (
-            "cascade.db",
-            "cascade.db-wal",
-            "s3-credentials.json",
-            "s3",
-            "traces/tinyformer-step-sm70",
-            f"files/{sim_id}/accelsim.log.gz",
-            f"workers/{sim_id}.log",
-        ):
-            assert (data_dir / part).exists(), part
-        assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
-        assert readable_by_others(data_dir) == []
-    finally:
-        stop(proc)
+        await wait_until(demo_ready, 120)  # through the embedded S3, mirrored into traces/
+        run = await create_run(http, [("SM7_QV100", 1)])
+        final = await finished_run(http, run["id"])
+        assert final["state"] == "succeeded", final
+        sim_id = final["sims"][0]["id"]
+    # While it runs (the WAL exists only then) and after it stopped.
+    for part in (
+        "cascade.db",
+        "cascade.db-wal",
+        "s3-credentials.json",
+        "s3",
+        "traces/tinyformer-step-sm70",
+        f"files/{sim_id}/accelsim.log.gz",
+        f"workers/{sim_id}.log",
+    ):
+        assert (data_dir / part).exists(), part
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert readable_by_others(data_dir) == []
+    await server.stop()
     assert readable_by_others(data_dir) == []
 
 
-async def test_a_put_cut_by_kill_9_leaves_no_part_file(tmp_path):
-    data_dir = tmp_path / "data"
-    from cascade_server.events import Broker
-    from cascade_server.storage import Store
-    from tests.conftest import ready_trace
+async def test_a_put_cut_by_kill_9_leaves_no_part_file(seeded_data_dir, start_serve):
+    server = await start_serve(seeded_data_dir)
+    async with server.client() as http:
+        run = await create_run(http, [("SM7_QV100", 1)])
+    sim_id = run["sims"][0]["id"]
+    sent_first_block = asyncio.Event()
 
-    store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.traces.put_trace(ready_trace())
-    await store.close()
-    proc, url = await start_serve(data_dir, tmp_path / "serve.log", CASCADE_LAUNCHER="manual")
-    try:
-        async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
-            run = await create_run(http, [("SM7_QV100", 1)])
-        sim_id = run["sims"][0]["id"]
-        sent_first_block = asyncio.Event()
+    async def body():
+        yield b"x" * (1 << 20)
+        sent_first_block.set()
+        await asyncio.Event().wait()  # the rest never comes: the server dies first
 
-        async def body():
-            yield b"x" * (1 << 20)
-            sent_first_block.set()
-            await asyncio.Event().wait()  # the rest never comes: the server dies first
-
-        async def put():
-            async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
-                await http.put(
-                    f"/api/sims/{sim_id}/files/big.bin",
-                    content=body(),
-                    headers={"Content-Type": "application/octet-stream"},
-                )
-
-        upload = asyncio.create_task(put())
-        sim_dir = data_dir / "files" / sim_id
-        await wait_until(lambda: sent_first_block.is_set() and list(sim_dir.glob("~big.bin.*.part")), 30)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        upload.cancel()  # its body never ends, so the client would wait on it for ever
-        await asyncio.gather(upload, return_exceptions=True)
-        assert len(list(sim_dir.glob("~*.part"))) == 1  # what the killed server left
-        proc, url = await start_serve(data_dir, tmp_path / "serve.log", CASCADE_LAUNCHER="manual")
-        assert list(sim_dir.glob("~*.part")) == []
-        assert not (sim_dir / "big.bin").exists()
-        async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
-            assert (await http.get(f"/api/sims/{sim_id}/files")).json() == []
-            resp = await http.put(
+    async def put():
+        async with server.client(timeout=60) as http:
+            await http.put(
                 f"/api/sims/{sim_id}/files/big.bin",
-                content=b"whole",
+                content=body(),
                 headers={"Content-Type": "application/octet-stream"},
             )
-            assert resp.status_code == 200 and (sim_dir / "big.bin").read_bytes() == b"whole"
-    finally:
-        stop(proc)
+
+    upload = asyncio.create_task(put())
+    sim_dir = seeded_data_dir / "files" / sim_id
+    await wait_until(lambda: sent_first_block.is_set() and list(sim_dir.glob("~big.bin.*.part")), 30)
+    await server.kill()
+    upload.cancel()  # its body never ends, so the client would wait on it for ever
+    await asyncio.gather(upload, return_exceptions=True)
+    assert len(list(sim_dir.glob("~*.part"))) == 1  # what the killed server left
+    await server.start()
+    assert list(sim_dir.glob("~*.part")) == []
+    assert not (sim_dir / "big.bin").exists()
+    async with server.client() as http:
+        assert (await http.get(f"/api/sims/{sim_id}/files")).json() == []
+        resp = await http.put(
+            f"/api/sims/{sim_id}/files/big.bin",
+            content=b"whole",
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        assert resp.status_code == 200 and (sim_dir / "big.bin").read_bytes() == b"whole"

@@ -16,7 +16,7 @@ import pytest
 
 from cascade_server.faults import DISK_FULL_DETAIL
 from tests.conftest import ready_trace
-from tests.helpers import small_tmpfs
+from tests.helpers import create_run, small_tmpfs
 
 pytestmark = pytest.mark.timeout(120)
 STEP_TIMELINE: dict[str, object] = {"simulated": {"steps": [], "summary": {}}, "compare": None}
@@ -25,10 +25,8 @@ OCTETS = {"Content-Type": "application/octet-stream"}
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    with small_tmpfs(mount, "size=16m,mode=0700"):
-        yield mount
+    with small_tmpfs(tmp_path / "disk", "size=16m,mode=0700") as disk:
+        yield disk
 
 
 def fill(disk: Path) -> Path:
@@ -45,22 +43,12 @@ def fill(disk: Path) -> Path:
     return filler
 
 
-async def create_run(http, count: int = 1) -> dict:
-    """A run of SM7_QV100 x `count` on the ready trace, created (201)."""
-    resp = await http.post(
-        "/api/runs",
-        json={"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM7_QV100", "count": count}]},
-    )
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
 async def test_writes_answer_507_keep_acknowledged_data_and_resume(small_disk, make_server, caplog):
     caplog.set_level(logging.WARNING)
     server = await make_server(data_dir=small_disk / "data")
     await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
-        run = await create_run(http, count=2)
+        run = await create_run(http, [("SM7_QV100", 2)])
         sim = run["sims"][0]["id"]
         sims = f"/api/sims/{sim}"
         assert (await http.post(f"{sims}/heartbeat", json={"state": "running"})).status_code == 200
@@ -201,7 +189,7 @@ async def test_sims_that_heartbeated_through_a_full_disk_are_not_lost_when_space
     server = await make_server(data_dir=small_disk / "data", heartbeat_timeout_s=2.0)  # ticks every 0.5 s
     await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
-        run = await create_run(http)
+        run = await create_run(http, [("SM7_QV100", 1)])
         sim = run["sims"][0]["id"]
         beat = {"state": "running"}
         assert (await http.post(f"/api/sims/{sim}/heartbeat", json=beat)).status_code == 200

@@ -5,99 +5,44 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import json
 import os
 import signal
-from collections import defaultdict
-from pathlib import Path
 
-import httpx
 import pytest
-from httpx_sse import aconnect_sse
 
 from cascade_server.launchers.local import is_worker_of
 from tests.conftest import ready_trace
-from tests.helpers import wait_until
-from tests.worker.fakes import install_fake_accelsim, make_trace_dir
+from tests.helpers import (
+    create_run,
+    finished_run,
+    get_run,
+    recording,
+    running_midway,
+    sim_states,
+    sims_when,
+    wait_until,
+)
+from tests.worker.fakes import install_fake_accelsim
 
-REPO = Path(__file__).resolve().parents[2]
-RECORDINGS = REPO / "samples" / "recordings"
 SM70_CONFIGS = ["SM7_GV100", "SM7_QV100", "SM7_TITANV"]
 
 pytestmark = pytest.mark.timeout(240)
 
 
-def recording(config: str) -> bytes:
-    return gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
+def first_running(sims: list[dict]) -> bool:
+    return sims[0]["state"] == "running"
 
 
-async def get_run(http: httpx.AsyncClient, run_id: str) -> dict:
-    resp = await http.get(f"/api/runs/{run_id}")
-    resp.raise_for_status()
-    return resp.json()
-
-
-async def finished_run(http: httpx.AsyncClient, run_id: str, timeout: float = 120.0) -> dict:
-    async def done():
-        run = await get_run(http, run_id)
-        return run if run["state"] != "active" else None
-
-    return await wait_until(done, timeout)
-
-
-async def create_run(
-    http: httpx.AsyncClient, entries: list[tuple[str, int]], trace_id="tinyformer-step-sm70"
-) -> dict:
-    resp = await http.post(
-        "/api/runs",
-        json={
-            "trace_id": trace_id,
-            "entries": [{"gpu_config": c, "count": n} for c, n in entries],
-        },
-    )
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
-async def record_sim_states(http: httpx.AsyncClient, run_id: str, states: dict[str, list[str]]) -> None:
-    """Every state each sim shows on the run's event stream, snapshot first."""
-    async with aconnect_sse(http, "GET", f"/api/runs/{run_id}/events", timeout=None) as source:
-        async for event in source.aiter_sse():
-            data = json.loads(event.data)
-            sims = (
-                data["run"]["sims"]
-                if data["type"] == "snapshot"
-                else [data["sim"]]
-                if data["type"] == "sim"
-                else []
-            )
-            for sim in sims:
-                if not states[sim["id"]] or states[sim["id"]][-1] != sim["state"]:
-                    states[sim["id"]].append(sim["state"])
-
-
-@pytest.fixture
-def worker_env(monkeypatch):
-    """Workers inherit the server's environment: quick heartbeats and a short kill grace."""
-    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
-    monkeypatch.setenv("CASCADE_KILL_GRACE_S", "3")
-
-
-async def test_three_configs_two_replicas_replay_to_success(make_server, worker_env):
-    server = await make_server(launcher="local", local_slots=6, replay_speed=25.0)
-    await server.store.traces.put_trace(ready_trace())
+async def test_three_configs_two_replicas_replay_to_success(local_server):
+    server = await local_server(local_slots=6, replay_speed=25.0)
     async with server.client() as http:
         run = await create_run(http, [(c, 2) for c in SM70_CONFIGS])
         assert {s["state"] for s in run["sims"]} <= {"pending", "launching"}
-        states: dict[str, list[str]] = defaultdict(list)
-        watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
-        try:
+        async with sim_states(http, run["id"]) as states:
             final = await finished_run(http, run["id"])
             await wait_until(
                 lambda: all(s and s[-1] == "succeeded" for s in states.values()) and len(states) == 6, 10
             )
-        finally:
-            watcher.cancel()
         assert final["state"] == "succeeded"
         assert final["replay"] is True and final["sample"] is False  # no Accel-Sim here: the stand-in
         assert len(final["sims"]) == 6
@@ -117,18 +62,12 @@ async def test_three_configs_two_replicas_replay_to_success(make_server, worker_
         assert len(kernels) == 6 * 15
 
 
-async def test_cancel_mid_run_stops_the_worker(make_server, worker_env):
-    server = await make_server(launcher="local", local_slots=2, replay_speed=1.0)
-    await server.store.traces.put_trace(ready_trace())
+async def test_cancel_mid_run_stops_the_worker(local_server):
+    server = await local_server(local_slots=2, replay_speed=1.0)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         sim_id = run["sims"][0]["id"]
-
-        async def running_with_output():
-            sim = (await get_run(http, run["id"]))["sims"][0]
-            return sim if sim["state"] == "running" and sim["log_tail"] else None
-
-        sim = await wait_until(running_with_output, 60)
+        [sim] = await sims_when(http, run["id"], lambda sims: first_running(sims) and sims[0]["log_tail"])
         pid = int(sim["launcher_ref"])
         assert is_worker_of(pid, sim_id)
         resp = await http.post(f"/api/runs/{run['id']}/cancel")
@@ -145,24 +84,14 @@ async def test_cancel_mid_run_stops_the_worker(make_server, worker_env):
         assert (await get_run(http, run["id"]))["sims"][0]["state"] == "cancelled"
 
 
-async def test_a_sigkilled_worker_fails_with_its_exit_status(make_server, worker_env):
-    server = await make_server(launcher="local", local_slots=2, replay_speed=1.0, heartbeat_timeout_s=1.0)
-    await server.store.traces.put_trace(ready_trace())
+async def test_a_sigkilled_worker_fails_with_its_exit_status(local_server):
+    server = await local_server(local_slots=2, replay_speed=1.0, heartbeat_timeout_s=1.0)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
-        states: dict[str, list[str]] = defaultdict(list)
-        watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
-        try:
-
-            async def running():
-                sim = (await get_run(http, run["id"]))["sims"][0]
-                return sim if sim["state"] == "running" else None
-
-            sim = await wait_until(running, 60)
+        async with sim_states(http, run["id"]) as states:
+            [sim] = await sims_when(http, run["id"], first_running)
             os.killpg(int(sim["launcher_ref"]), signal.SIGKILL)
             final = await finished_run(http, run["id"], timeout=60)
-        finally:
-            watcher.cancel()
         sim = final["sims"][0]
         assert sim["state"] == "failed"
         assert sim["error"] == "worker killed by SIGKILL" and sim["exit_code"] == 137
@@ -172,23 +101,15 @@ async def test_a_sigkilled_worker_fails_with_its_exit_status(make_server, worker
         assert "running" in states[sim["id"]] and states[sim["id"]][-1] == "failed"
 
 
-async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, monkeypatch):
+async def test_a_silent_worker_goes_lost_then_failed(local_server, monkeypatch):
     """A worker that is alive but silent (stopped, or cut off) is only noticed by the heartbeat
     monitor: the sim goes lost, then failed after 10x the timeout."""
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.2")
-    server = await make_server(launcher="local", local_slots=2, replay_speed=1.0, heartbeat_timeout_s=0.8)
-    await server.store.traces.put_trace(ready_trace())
+    server = await local_server(local_slots=2, replay_speed=1.0, heartbeat_timeout_s=0.8)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
-        states: dict[str, list[str]] = defaultdict(list)
-        watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
-        try:
-
-            async def running():
-                sim = (await get_run(http, run["id"]))["sims"][0]
-                return sim if sim["state"] == "running" else None
-
-            sim = await wait_until(running, 60)
+        async with sim_states(http, run["id"]) as states:
+            [sim] = await sims_when(http, run["id"], first_running)
             pid = int(sim["launcher_ref"])
             os.kill(pid, signal.SIGSTOP)  # alive but silent: only the heartbeat monitor can tell
             try:
@@ -196,24 +117,16 @@ async def test_a_silent_worker_goes_lost_then_failed(make_server, worker_env, mo
             finally:
                 os.killpg(pid, signal.SIGKILL)
                 os.kill(pid, signal.SIGCONT)
-        finally:
-            watcher.cancel()
         assert final["sims"][0]["state"] == "failed"
         seen = states[final["sims"][0]["id"]]
         assert "lost" in seen and seen[-1] == "failed" and "no heartbeat" in final["sims"][0]["error"]
 
 
-async def test_server_restart_mid_run_loses_no_line(make_server, worker_env):
-    server = await make_server(launcher="local", local_slots=2, replay_speed=6.0)
-    await server.store.traces.put_trace(ready_trace())
+async def test_server_restart_mid_run_loses_no_line(local_server):
+    server = await local_server(local_slots=2, replay_speed=6.0)
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1), ("SM7_QV100", 1)])
-
-        async def some_kernels_done():
-            sims = (await get_run(http, run["id"]))["sims"]
-            return all(s["state"] == "running" and 0 < s["kernels_done"] < 15 for s in sims)
-
-        await wait_until(some_kernels_done, 60)
+        await sims_when(http, run["id"], running_midway)
     pids = {s["id"]: int(s["launcher_ref"]) for s in (await _run_via(server, run["id"]))["sims"]}
     await server.stop()
     await asyncio.sleep(2)  # the outage: workers keep simulating and spool their output
@@ -233,15 +146,12 @@ async def _run_via(server, run_id: str) -> dict:
         return await get_run(http, run_id)
 
 
-async def test_slot_limit_keeps_the_rest_pending(make_server, worker_env):
-    server = await make_server(launcher="local", local_slots=1, replay_speed=20.0)
-    await server.store.traces.put_trace(ready_trace())
+async def test_slot_limit_keeps_the_rest_pending(local_server):
+    server = await local_server(local_slots=1, replay_speed=20.0)
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 3)])
-        states: dict[str, list[str]] = defaultdict(list)
-        watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
         most_at_once = 0
-        try:
+        async with sim_states(http, run["id"]):
 
             async def done():
                 nonlocal most_at_once
@@ -251,8 +161,6 @@ async def test_slot_limit_keeps_the_rest_pending(make_server, worker_env):
                 return current if current["state"] != "active" else None
 
             final = await wait_until(done, 120, interval=0.05)
-        finally:
-            watcher.cancel()
         assert final["state"] == "succeeded"
         assert most_at_once == 1
         started = [s["started_at"] for s in sorted(final["sims"], key=lambda s: s["started_at"])]
@@ -272,7 +180,7 @@ FAILURES = {
 }
 
 
-async def test_each_failure_reason_with_a_fake_accelsim(make_server, worker_env, tmp_path):
+async def test_each_failure_reason_with_a_fake_accelsim(local_server, tmp_path):
     fake = install_fake_accelsim(
         tmp_path / "accel-sim",
         {
@@ -280,12 +188,13 @@ async def test_each_failure_reason_with_a_fake_accelsim(make_server, worker_env,
             **{name: options for name, (options, _) in FAILURES.items()},
         },
     )
-    server = await make_server(launcher="local", local_slots=4, accelsim_dir=fake)
-    trace = ready_trace("fake-trace", kernels=3)
-    await server.store.traces.put_trace(trace)
-    make_trace_dir(server.settings.traces_dir / trace.id)
+    server = await local_server(
+        ready_trace("fake-trace", kernels=3), trace_dir=True, local_slots=4, accelsim_dir=fake
+    )
     async with server.client() as http:
-        run = await create_run(http, [("SM7_OK", 1), *[(name, 1) for name in FAILURES]], trace_id=trace.id)
+        run = await create_run(
+            http, [("SM7_OK", 1), *[(name, 1) for name in FAILURES]], trace_id="fake-trace"
+        )
         final = await finished_run(http, run["id"])
         assert final["state"] == "partial"
         assert final["replay"] is False  # a (fake) accel-sim.out is installed: not the stand-in
@@ -303,10 +212,10 @@ async def test_each_failure_reason_with_a_fake_accelsim(make_server, worker_env,
         assert "deadlock detected" in deadlock_log
 
 
-async def test_a_sim_that_cannot_start_fails_with_the_reason(make_server, worker_env, tmp_path):
+async def test_a_sim_that_cannot_start_fails_with_the_reason(local_server, tmp_path):
     fake = install_fake_accelsim(tmp_path / "accel-sim", {"SM7_OK": {}})
-    server = await make_server(launcher="local", local_slots=1, accelsim_dir=fake)
-    await server.store.traces.put_trace(ready_trace("no-kernelslist"))  # its trace dir was never made
+    # The trace's directory was never made.
+    server = await local_server(ready_trace("no-kernelslist"), local_slots=1, accelsim_dir=fake)
     async with server.client() as http:
         run = await create_run(http, [("SM7_OK", 1)], trace_id="no-kernelslist")
         final = await finished_run(http, run["id"])
@@ -315,17 +224,11 @@ async def test_a_sim_that_cannot_start_fails_with_the_reason(make_server, worker
         assert sim["error"].startswith("trace has no traces/kernelslist.g")
 
 
-async def test_cancel_while_queued_never_starts_the_worker(make_server, worker_env):
-    server = await make_server(launcher="local", local_slots=1, replay_speed=1.0)
-    await server.store.traces.put_trace(ready_trace())
+async def test_cancel_while_queued_never_starts_the_worker(local_server):
+    server = await local_server(local_slots=1, replay_speed=1.0)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 2)])
-
-        async def one_running():
-            sims = (await get_run(http, run["id"]))["sims"]
-            return sims if any(s["state"] == "running" for s in sims) else None
-
-        sims = await wait_until(one_running, 60)
+        sims = await sims_when(http, run["id"], lambda sims: any(s["state"] == "running" for s in sims))
         queued = next(s for s in sims if s["state"] == "pending")
         first = next(s for s in sims if s["state"] == "running")
         await http.post(f"/api/runs/{run['id']}/cancel")
@@ -333,12 +236,7 @@ async def test_cancel_while_queued_never_starts_the_worker(make_server, worker_e
         # The one slot is free again and the launcher's queue is first in, first out: a sim
         # submitted now runs only after the queued one, had it wrongly stayed in the queue.
         later = await create_run(http, [("SM7_QV100", 1)])
-
-        async def later_running():
-            sim = (await get_run(http, later["id"]))["sims"][0]
-            return sim["state"] == "running"
-
-        await wait_until(later_running, 60)
+        await sims_when(http, later["id"], first_running)
         await http.post(f"/api/runs/{later['id']}/cancel")
         final = await get_run(http, run["id"])
         left = next(s for s in final["sims"] if s["id"] == queued["id"])
@@ -349,17 +247,11 @@ async def test_cancel_while_queued_never_starts_the_worker(make_server, worker_e
         assert not (workers / f"{queued['id']}.log").exists()
 
 
-async def test_a_worker_that_died_while_the_server_was_down_fails_the_sim(make_server, worker_env):
-    server = await make_server(launcher="local", local_slots=1, replay_speed=1.0)
-    await server.store.traces.put_trace(ready_trace())
+async def test_a_worker_that_died_while_the_server_was_down_fails_the_sim(local_server):
+    server = await local_server(local_slots=1, replay_speed=1.0)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
-
-        async def running():
-            sim = (await get_run(http, run["id"]))["sims"][0]
-            return sim if sim["state"] == "running" else None
-
-        sim = await wait_until(running, 60)
+        [sim] = await sims_when(http, run["id"], first_running)
     await server.stop()
     pid = int(sim["launcher_ref"])
     os.killpg(pid, signal.SIGKILL)

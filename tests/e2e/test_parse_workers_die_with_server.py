@@ -4,11 +4,10 @@ close (a supervisor, a test harness) would wait for good."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
-from tests.e2e.test_local_server_kill import start_serve
-from tests.helpers import free_port, wait_until
+from tests.e2e.conftest import LOCAL_LAUNCHER
+from tests.helpers import wait_until
 
 
 def children_of(pid: int) -> set[int]:
@@ -31,23 +30,17 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-async def test_kill_9_the_server_and_its_parse_workers_die_too(tmp_path):
-    server = await start_serve(tmp_path / "data", free_port(), tmp_path / "serve.log", free_port())
-    try:
-        workers = {
-            pid
-            for pid in children_of(server.pid)
-            if b"rclone" not in (Path("/proc") / str(pid) / "cmdline").read_bytes()
-        }
-        assert len(workers) >= 1  # forked at start, before any log arrives
-        server.send_signal(signal.SIGKILL)
-        server.wait(timeout=30)
+async def test_kill_9_the_server_and_its_parse_workers_die_too(start_serve):
+    server = await start_serve(**LOCAL_LAUNCHER)
+    workers = {
+        pid
+        for pid in children_of(server.pid)
+        if b"rclone" not in (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    }
+    assert len(workers) >= 1  # forked at start, before any log arrives
+    await server.kill()
 
-        async def all_gone() -> bool:
-            return not any(alive(pid) for pid in workers)
+    async def all_gone() -> bool:
+        return not any(alive(pid) for pid in workers)
 
-        await wait_until(all_gone, 30)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait(timeout=30)
+    await wait_until(all_gone, 30)

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
-import socket
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cascade_core.s3_endpoint import make_client, read_credentials_file
 from cascade_core.trace_upload import build_metadata, collect_files, upload_trace
 from cascade_server.traces.postprocess import LOCK_NAME
-from tests.conftest import TOKEN
-from tests.e2e.test_local_server_kill import start_serve
-from tests.helpers import free_port, wait_until
+from tests.e2e.conftest import LOCAL_LAUNCHER
+from tests.helpers import listening, wait_until
 from tests.server.test_trace_helpers import SM70
 
 pytestmark = pytest.mark.timeout(240)
@@ -42,59 +38,44 @@ def postprocessors(trace_dir: Path) -> dict[int, tuple[int, str]]:
     return found
 
 
-def port_free(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        return False
-    except OSError:
-        return True
-
-
-async def test_kill_9_the_server_mid_postprocessing(tmp_path, monkeypatch):
+async def test_kill_9_the_server_mid_postprocessing(tmp_path, monkeypatch, start_serve):
     monkeypatch.setenv("CASCADE_SCAN_INTERVAL_S", "0.2")
-    data_dir, port, s3_port = tmp_path / "data", free_port(), free_port()
+    data_dir = tmp_path / "data"
     trace_dir = data_dir / "traces" / TRACE_ID
     trace_dir.mkdir(parents=True)
     # Stand in for a post-processor that takes a while: hold the trace's lock until the end.
     lock = os.open(trace_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)
-    server = await start_serve(data_dir, port, tmp_path / "serve.log", s3_port)
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    try:
-        info = read_credentials_file(data_dir)
-        files = collect_files(SM70)
-        upload_trace(make_client(info), info.bucket, TRACE_ID, files, build_metadata(TRACE_ID, files, {}))
+    server = await start_serve(data_dir, **LOCAL_LAUNCHER)
+    info = read_credentials_file(data_dir)
+    files = collect_files(SM70)
+    upload_trace(make_client(info), info.bucket, TRACE_ID, files, build_metadata(TRACE_ID, files, {}))
 
-        async def processing() -> dict[int, tuple[int, str]]:
-            return postprocessors(trace_dir)
+    async def processing() -> dict[int, tuple[int, str]]:
+        return postprocessors(trace_dir)
 
-        first = await wait_until(processing, 60)
-        assert [ppid for ppid, _ in first.values()] == [server.pid]
+    first = await wait_until(processing, 60)
+    assert [ppid for ppid, _ in first.values()] == [server.pid]
 
-        server.send_signal(signal.SIGKILL)
-        server.wait()
+    await server.kill()
+    s3_port = int(server.env["CASCADE_S3_PORT"])
 
-        async def gone() -> bool:
-            return not postprocessors(trace_dir) and port_free(s3_port)
+    async def gone() -> bool:
+        return not postprocessors(trace_dir) and not listening(s3_port)
 
-        await wait_until(gone, 30)  # it died with the server, and so did the embedded S3 endpoint
+    await wait_until(gone, 30)  # it died with the server, and so did the embedded S3 endpoint
 
-        server = await start_serve(data_dir, port, tmp_path / "serve.log", s3_port)
-        second = await wait_until(processing, 60)
-        assert len(second) == 1 and [ppid for ppid, _ in second.values()] == [server.pid]
-        os.close(lock)  # let it work
+    await server.start()
+    second = await wait_until(processing, 60)
+    assert len(second) == 1 and [ppid for ppid, _ in second.values()] == [server.pid]
+    os.close(lock)  # let it work
 
-        async with httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30
-        ) as http:
+    async with server.client() as http:
 
-            async def ready() -> dict | None:
-                trace = (await http.get(f"/api/traces/{TRACE_ID}")).json()
-                return trace if trace["state"] in ("ready", "failed") else None
+        async def ready() -> dict | None:
+            trace = (await http.get(f"/api/traces/{TRACE_ID}")).json()
+            return trace if trace["state"] in ("ready", "failed") else None
 
-            trace = await wait_until(ready, 90)
-        assert trace["state"] == "ready", trace["error"]
-        assert trace["kernel_count"] == 15
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        trace = await wait_until(ready, 90)
+    assert trace["state"] == "ready", trace["error"]
+    assert trace["kernel_count"] == 15

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -21,14 +18,13 @@ from cascade_core import simulator_layout as layout
 from tests.accelsim_build import (
     finished_prefix,
     install_into,
+    installed_serve,
     other_cuda_in_ld_so_conf,
     plain_env,
     real_kernel_stats,
 )
 from tests.conftest import ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run
-from tests.helpers import free_port
-from tests.worker.fakes import make_trace_dir
+from tests.helpers import Result, create_run, finished_run, run_cascade
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(600)]
 
@@ -38,6 +34,17 @@ RUNS = [("tinyformer-step-sm70", "SM7_TITANV"), ("tinyformer-step-sm75", "SM75_R
 
 def get(base: str, path: str, token: str):
     request = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def post(base: str, path: str, token: str, body: dict):
+    request = urllib.request.Request(
+        base + path,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
 
@@ -57,25 +64,8 @@ def wait_for(check, timeout: float, what: str, log: Path):
     raise AssertionError(f"{what} not within {timeout} s (last: {last!r})\n{log.read_text()[-3000:]}")
 
 
-async def run_start_wait(trace: str, config: str, env: dict[str, str]) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "cascade_tui.cli",
-        "run",
-        "start",
-        "--trace",
-        trace,
-        "--config",
-        config,
-        "--wait",
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+async def run_start_wait(trace: str, config: str, env: dict[str, str]) -> Result:
+    return await run_cascade("run", "start", "--trace", trace, "--config", config, "--wait", env=env)
 
 
 def test_demo_traces_simulate_for_real_after_install(tmp_path: Path) -> None:
@@ -85,31 +75,11 @@ def test_demo_traces_simulate_for_real_after_install(tmp_path: Path) -> None:
     assert installed.returncode == 0, installed.stderr
     assert "smoke run passed" in installed.stdout
 
-    port, s3_port = free_port(), free_port()
-    serve_env = {
-        **env,
-        "CASCADE_DATA_DIR": str(data),
-        "CASCADE_PORT": str(port),
-        "CASCADE_S3_PORT": str(s3_port),
-        "CASCADE_SCAN_INTERVAL_S": "0.5",
-    }
-    log = tmp_path / "serve.log"
-    with open(log, "wb") as out:
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "cascade_tui.cli", "serve"],
-            env=serve_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    serve = installed_serve(tmp_path, env)
+    asyncio.run(serve.start())
+    log = serve.log
     try:
-        base = f"http://127.0.0.1:{port}"
-        token = (
-            (data / "token").read_text().strip()
-            if (data / "token").exists()
-            else wait_for(
-                lambda: (data / "token").exists() and (data / "token").read_text().strip(), 60, "token", log
-            )
-        )
+        base, token = serve.url, (data / "token").read_text().strip()
         launcher = wait_for(lambda: get(base, "/api/launcher", token), 60, "the launcher", log)
         simulator = launcher["simulator"]
         assert simulator["kind"] == "installed" and simulator["smoke_passed"] is True, simulator
@@ -139,11 +109,10 @@ def test_demo_traces_simulate_for_real_after_install(tmp_path: Path) -> None:
             ]
             assert got == real_kernel_stats(config), f"{trace} on {config}"
     finally:
-        serve.send_signal(signal.SIGTERM)
-        serve.wait(timeout=60)
+        asyncio.run(serve.stop())
 
 
-async def test_a_sim_that_dies_at_start_fails_with_the_loaders_line(make_server, tmp_path, monkeypatch):
+async def test_a_sim_that_dies_at_start_fails_with_the_loaders_line(local_server, tmp_path, monkeypatch):
     """A real accel-sim.out whose library folder is missing: the worker has no libcudart to put
     first, so the loader takes the machine's (another CUDA's, here) or none. The sim's error is
     the loader's own line, not just `exited with status 127`."""
@@ -154,13 +123,11 @@ async def test_a_sim_that_dies_at_start_fails_with_the_loaders_line(make_server,
         (broken / part).parent.mkdir(parents=True, exist_ok=True)
         (broken / part).symlink_to(real / part)
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
-    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
-    server = await make_server(launcher="local", local_slots=1, accelsim_dir=broken)
-    trace = ready_trace("one-kernel", kernels=1)
-    await server.store.traces.put_trace(trace)
-    make_trace_dir(server.settings.traces_dir / trace.id)
+    server = await local_server(
+        ready_trace("one-kernel", kernels=1), trace_dir=True, local_slots=1, accelsim_dir=broken
+    )
     async with server.client() as http:
-        run = await create_run(http, [("SM7_QV100", 1)], trace_id=trace.id)
+        run = await create_run(http, [("SM7_QV100", 1)], trace_id="one-kernel")
         assert run["replay"] is False
         sim = (await finished_run(http, run["id"]))["sims"][0]
     assert (sim["state"], sim["exit_code"]) == ("failed", 127)

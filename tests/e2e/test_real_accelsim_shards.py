@@ -7,40 +7,27 @@ today. The module's sims run once, shared by its tests (7 sims of a few to 35 s 
 
 from __future__ import annotations
 
-import json
+import asyncio
 import re
-import signal
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from cascade_core import simulator_layout as layout
 from cascade_core.models import ShardInfo
-from cascade_worker import accelsim, shard_trace
+from cascade_worker import accelsim
 from cascade_worker.environment import simulator_environment
-from tests.accelsim_build import finished_prefix, install_into, plain_env, real_kernel_stats
-from tests.e2e.test_real_accelsim import get, wait_for
-from tests.helpers import free_port
+from cascade_worker.kernel_list import TraceList
+from tests.accelsim_build import finished_prefix, install_into, installed_serve, plain_env, real_kernel_stats
+from tests.e2e.test_real_accelsim import get, post, wait_for
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(900)]
 
 TRACE = "tinyformer-step-sm70"
 CONFIGS = ["SM7_QV100", "SM7_GV100"]
 _CYCLE = re.compile(r"^gpu_sim_cycle = (\d+)\s*$", re.MULTILINE)
-
-
-def post(base: str, path: str, token: str, body: dict):
-    request = urllib.request.Request(
-        base + path,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)
 
 
 @pytest.fixture(scope="module")
@@ -50,27 +37,11 @@ def served(tmp_path_factory):
     data = tmp / "data"
     installed = install_into(data, env)
     assert installed.returncode == 0, installed.stderr
-    port, s3_port = free_port(), free_port()
-    serve_env = {
-        **env,
-        "CASCADE_DATA_DIR": str(data),
-        "CASCADE_PORT": str(port),
-        "CASCADE_S3_PORT": str(s3_port),
-        "CASCADE_SCAN_INTERVAL_S": "0.5",
-    }
-    log = tmp / "serve.log"
-    with open(log, "wb") as out:
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "cascade_tui.cli", "serve"],
-            env=serve_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    serve = installed_serve(tmp, env)
+    asyncio.run(serve.start())
+    log = serve.log
     try:
-        base = f"http://127.0.0.1:{port}"
-        token = wait_for(
-            lambda: (data / "token").exists() and (data / "token").read_text().strip(), 60, "token", log
-        )
+        base, token = serve.url, (data / "token").read_text().strip()
         wait_for(
             lambda: {t["id"]: t["state"] for t in get(base, "/api/traces", token)}.get(TRACE) == "ready",
             180,
@@ -129,8 +100,7 @@ def served(tmp_path_factory):
             ).stdout,
         }
     finally:
-        serve.send_signal(signal.SIGTERM)
-        serve.wait(timeout=60)
+        asyncio.run(serve.stop())
 
 
 def errors(merged: list[int], whole: list[int]) -> tuple[float, float, float]:
@@ -171,8 +141,11 @@ def test_a_shard_equals_a_direct_run_of_its_kernelslist(served, tmp_path: Path):
     )
     run_dir = tmp_path / "run"
     argv = accelsim.prepare(accelsim_dir, "SM7_QV100", trace_dir, run_dir)
+    start = shard.kernel_first - shard.warmup_kernels
     argv[argv.index("-trace") + 1] = str(
-        shard_trace.write_shard_list(accelsim.kernelslist(trace_dir), shard, tmp_path / "shard-trace")
+        TraceList(accelsim.kernelslist(trace_dir)).write(
+            range(start, shard.kernel_last + 1), tmp_path / "shard-trace", "kernelslist.g"
+        )
     )
     direct = subprocess.run(
         argv,

@@ -18,13 +18,14 @@ import pytest
 from cascade_core import simulator_layout as layout
 from cascade_core.models import RunDetail
 from cascade_tui.views.result_views import total_records
+from cascade_worker.simulator import smoke
 from tests.accelsim_build import finished_prefix
 from tests.conftest import ready_trace
-from tests.e2e.test_local_runs import finished_run
+from tests.helpers import finished_run
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(300)]
 
-SMOKE = Path(layout.__file__).parent / "smoke_trace"
+SMOKE = smoke.TRACE  # the smoke run's trace: 2 small kernels
 _CYCLES = re.compile(r"^gpu_sim_cycle = (\d+)\s*$", re.MULTILINE)
 
 
@@ -63,10 +64,8 @@ def direct_cycles(accelsim: Path, config: str, work: Path, *option: str) -> list
 
 
 @pytest.fixture
-async def real_server(make_server, monkeypatch):
-    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
-    server = await make_server(launcher="local", local_slots=2, accelsim_dir=real_accelsim())
-    await server.store.traces.put_trace(ready_trace("smoke", kernels=2))
+async def real_server(local_server):
+    server = await local_server(ready_trace("smoke", kernels=2), local_slots=2, accelsim_dir=real_accelsim())
     shutil.copytree(SMOKE, server.settings.traces_dir / "smoke" / "traces")
     return server
 

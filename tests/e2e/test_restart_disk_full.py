@@ -7,11 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cascade_core.s3_endpoint import CREDENTIALS_FILE
-from tests.e2e.test_data_dir import HEADERS, start_serve, stop
 from tests.e2e.test_disk_full import fill
 from tests.helpers import free_port, small_tmpfs
 
@@ -20,10 +18,8 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    with small_tmpfs(mount, "size=48m,mode=0700"):
-        yield mount
+    with small_tmpfs(tmp_path / "disk", "size=48m,mode=0700") as disk:
+        yield disk
 
 
 # Killed, as a crash or a power cut leaves it: SQLite's -wal and -shm files stay. Stopped, its
@@ -32,29 +28,25 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 # credentials file to write, which the full disk refuses.
 @pytest.mark.parametrize("ended", ["killed", "stopped"])
 @pytest.mark.parametrize("same_s3_port", [True, False])
-async def test_a_restart_on_a_full_disk_starts_and_says_so(small_disk, tmp_path, ended, same_s3_port):
-    data_dir, log = small_disk / "data", tmp_path / "serve.log"
+async def test_a_restart_on_a_full_disk_starts_and_says_so(small_disk, start_serve, ended, same_s3_port):
+    data_dir = small_disk / "data"
     s3_port = str(free_port())
-    proc, _ = await start_serve(data_dir, log, CASCADE_S3_PORT=s3_port)
+    server = await start_serve(data_dir, CASCADE_S3_PORT=s3_port)
     if ended == "killed":
-        proc.kill()
-        proc.wait(timeout=30)
+        await server.kill()
     else:
-        stop(proc)
+        await server.stop()
     credentials = (data_dir / CREDENTIALS_FILE).read_bytes()
     if not same_s3_port:
         s3_port = str(free_port())
 
     fill(small_disk)
-    start = log.stat().st_size
-    proc, url = await start_serve(data_dir, log, CASCADE_S3_PORT=s3_port)
-    try:
-        async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
-            assert (await http.get("/api/traces")).status_code == 200
-            assert (await http.get("/api/runs")).status_code == 200
-    finally:
-        stop(proc)
-    said = log.read_text()[start:]
+    server = await start_serve(data_dir, CASCADE_S3_PORT=s3_port)
+    async with server.client() as http:
+        assert (await http.get("/api/traces")).status_code == 200
+        assert (await http.get("/api/runs")).status_code == 200
+    await server.stop()
+    said = server.logged()
     assert "Traceback" not in said, said
     assert f"the disk of {data_dir} is full (" in said and "read-only" in said, said
     assert (data_dir / CREDENTIALS_FILE).read_bytes() == credentials  # left as it was
@@ -62,19 +54,15 @@ async def test_a_restart_on_a_full_disk_starts_and_says_so(small_disk, tmp_path,
 
 
 async def test_samples_asked_for_on_a_full_disk_are_skipped_with_a_line_and_the_server_serves(
-    small_disk, tmp_path
+    small_disk, start_serve
 ):
-    data_dir, log = small_disk / "data", tmp_path / "serve.log"
-    proc, _ = await start_serve(data_dir, log)  # CASCADE_SAMPLES=0: no sample yet
-    stop(proc)
+    data_dir = small_disk / "data"
+    await (await start_serve(data_dir)).stop()  # CASCADE_SAMPLES=0: no sample yet
     fill(small_disk)
-    start = log.stat().st_size
-    proc, url = await start_serve(data_dir, log, CASCADE_SAMPLES="1")
-    try:
-        async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as http:
-            assert (await http.get("/api/runs")).json() == []
-    finally:
-        stop(proc)
-    said = log.read_text()[start:]
+    server = await start_serve(data_dir, CASCADE_SAMPLES="1")
+    async with server.client() as http:
+        assert (await http.get("/api/runs")).json() == []
+    await server.stop()
+    said = server.logged()
     assert "Traceback" not in said, said
     assert "no sample trace: the disk is full" in said, said

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
 
-from cascade_server.events import Broker
 from cascade_server.monitor import AwakeClock
-from cascade_server.storage import Store
-from tests.conftest import ready_trace
-from tests.e2e.test_data_dir import HEADERS, start_serve, stop
-from tests.e2e.test_local_runs import create_run, get_run, record_sim_states
-from tests.helpers import wait_until
+from tests.helpers import create_run, sim_states, sims_when, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 TIMEOUT_S = 2.0
@@ -34,32 +27,21 @@ def test_awake_clock_resets_after_a_gap_only() -> None:
     assert clock.tick(130.5, resumed + timedelta(seconds=1)) == resumed
 
 
-async def test_a_frozen_server_does_not_lose_every_sim_on_resume(tmp_path):
-    data_dir = tmp_path / "data"
-    store = await Store(data_dir / "cascade.db", Broker()).open()
-    await store.traces.put_trace(ready_trace())
-    await store.close()
-    proc, url = await start_serve(
-        data_dir,
-        tmp_path / "serve.log",
-        CASCADE_LAUNCHER="manual",
-        CASCADE_HEARTBEAT_TIMEOUT_S=str(TIMEOUT_S),
-    )
+async def test_a_frozen_server_does_not_lose_every_sim_on_resume(seeded_data_dir, start_serve):
+    server = await start_serve(seeded_data_dir, CASCADE_HEARTBEAT_TIMEOUT_S=str(TIMEOUT_S))
     try:
-        async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=60) as http:
+        async with server.client(timeout=60) as http:
             run = await create_run(http, [("SM7_QV100", 2)])
             beating, silent = (s["id"] for s in run["sims"])
-            states: dict[str, list[str]] = defaultdict(list)
-            watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
-            try:
+            async with sim_states(http, run["id"]) as states:
                 for sim_id in (beating, silent):
                     resp = await http.post(f"/api/sims/{sim_id}/heartbeat", json={"state": "running"})
                     assert resp.json() == {"state": "running", "cancel": False}
                 await wait_until(lambda: all(states[s][-1:] == ["running"] for s in (beating, silent)), 30)
-                proc.send_signal(signal.SIGSTOP)
+                server.send_signal(signal.SIGSTOP)
                 await asyncio.sleep(3 * TIMEOUT_S)  # frozen well past the timeout
                 resumed_at = datetime.now(UTC)
-                proc.send_signal(signal.SIGCONT)
+                server.send_signal(signal.SIGCONT)
 
                 async def keep_beating():
                     while True:
@@ -69,26 +51,23 @@ async def test_a_frozen_server_does_not_lose_every_sim_on_resume(tmp_path):
                 beater = asyncio.create_task(keep_beating())
                 try:
                     # The silent sim still goes lost: a full timeout after the server resumed.
-                    async def silent_lost():
-                        sims = {s["id"]: s for s in (await get_run(http, run["id"]))["sims"]}
-                        return sims if sims[silent]["state"] == "lost" else None
-
-                    sims = await wait_until(silent_lost, 60)
+                    listed = await sims_when(
+                        http,
+                        run["id"],
+                        lambda sims: any(s["id"] == silent and s["state"] == "lost" for s in sims),
+                    )
+                    sims = {s["id"]: s for s in listed}
                 finally:
                     beater.cancel()
-            finally:
-                watcher.cancel()
         assert sims[beating]["state"] == "running"
         assert "lost" not in states[beating], states[beating]
         assert "running" in states[silent] and states[silent][-1] == "lost"
         # Its silence is counted from the resume, not from its last heartbeat before the freeze.
         assert datetime.fromisoformat(sims[silent]["last_heartbeat_at"]) < resumed_at
-        lost_since = await _state_since(data_dir, silent)
+        lost_since = await _state_since(seeded_data_dir, silent)
         assert lost_since >= resumed_at - timedelta(seconds=1), (lost_since, resumed_at)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGCONT)
-        stop(proc)
+        server.send_signal(signal.SIGCONT)  # a stopped server would never stop
 
 
 async def _state_since(data_dir, sim_id: str) -> datetime:

@@ -4,17 +4,13 @@ the sim's elapsed time nor of the run's duration. The server bounds what it is t
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import datetime, timedelta
 
 import pytest
 
 from cascade_core.models import utcnow
-from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run, get_run
-from tests.helpers import wait_until
+from tests.conftest import ready_trace
+from tests.helpers import create_run, exit_status, finished_run, get_run, sims_when, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -25,14 +21,10 @@ def _time(text: str) -> datetime:
 
 async def _launched(http, run_id: str) -> None:
     """The manual launcher has the sims `launching`: waiting for a worker's heartbeat."""
-
-    async def launching() -> bool:
-        return all(s["state"] == "launching" for s in (await get_run(http, run_id))["sims"])
-
-    await wait_until(launching, 30)
+    await sims_when(http, run_id, lambda sims: all(s["state"] == "launching" for s in sims), 30)
 
 
-async def test_a_server_outage_is_not_the_sims_time(server, tmp_path):
+async def test_a_server_outage_is_not_the_sims_time(server, start_worker, tmp_path):
     await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1)])
@@ -41,45 +33,15 @@ async def test_a_server_outage_is_not_the_sims_time(server, tmp_path):
     await server.stop()  # down before the worker starts, until after its simulator has exited
     output = tmp_path / "worker.out"
     with open(output, "wb") as out:
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "cascade_worker",
-                "--url",
-                server.url,
-                "--token",
-                TOKEN,
-                "--sim-id",
-                sim_id,
-                "--gpu-config",
-                "SM7_TITANV",
-                "--speed",
-                "50",
-            ],
-            env={**os.environ, "CASCADE_HEARTBEAT_INTERVAL_S": "0.3"},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
+        worker = start_worker(server, sim_id=sim_id, gpu_config="SM7_TITANV", speed="50", stdout=out)
 
-        async def simulator_exited() -> bool:
-            return "simulator exited" in output.read_text()
+    async def simulator_exited() -> bool:
+        return "simulator exited" in output.read_text()
 
-        await wait_until(simulator_exited, 60)
-        back_at = utcnow()
-        await server.start()
-
-        async def worker_done() -> bool:
-            return worker.poll() is not None
-
-        await wait_until(worker_done, 120)
-        assert worker.returncode == 0, output.read_text()
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
+    await wait_until(simulator_exited, 60)
+    back_at = utcnow()
+    await server.start()
+    assert await exit_status(worker, 120) == 0, output.read_text()
     async with server.client() as http:
         final = await finished_run(http, run["id"])
         sim = final["sims"][0]

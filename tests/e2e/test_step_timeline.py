@@ -12,11 +12,9 @@ import sys
 import pytest
 
 from cascade_server.traces.embedded_s3 import embedded_s3
-from tests.helpers import free_port, wait_until
+from tests.helpers import create_run, finished_run, free_port, wait_until
 from tests.server.test_trace_helpers import raw_dir_for_upload
 from tests.timeline.profiles import SAMPLED, load, steps_by_correlation, write_trace_dir
-
-from .test_local_runs import create_run, finished_run
 
 pytestmark = pytest.mark.timeout(280)
 

@@ -18,7 +18,7 @@ import pytest
 from cascade_core.s3_endpoint import S3Info, make_client
 from tests.helpers import free_port, wait_until
 from tests.server.test_embedded_s3_restart import rclone_of
-from tests.server.test_serve_cli import start, startup_lines, stderr_of
+from tests.server.test_serve_cli import serve
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -68,16 +68,12 @@ async def ready_trace(http: httpx.AsyncClient) -> dict:
 
 
 async def test_kill_9_mid_delete_then_the_same_id_uploaded_again(tmp_path):
-    data_dir, port, s3_port = tmp_path / "data", free_port(), free_port()
-    env = {"CASCADE_S3_PORT": str(s3_port), "CASCADE_SCAN_INTERVAL_S": "0.2"}
-    proc = start(data_dir, port, **env)
+    data_dir = tmp_path / "data"
+    proc = serve(data_dir, CASCADE_S3_PORT=str(free_port()), CASCADE_SCAN_INTERVAL_S="0.2")
     try:
-        lines = startup_lines(proc)
-        info = S3Info(
-            lines["s3_endpoint"], lines["s3_bucket"], lines["s3_access_key"], lines["s3_secret_key"]
-        )
-        headers = {"Authorization": f"Bearer {lines['token']}"}
-        async with httpx.AsyncClient(base_url=lines["app"], headers=headers, timeout=30) as http:
+        await proc.start()
+        info = proc.s3_info()
+        async with proc.client() as http:
             upload(info, real_timing=True)
             old = await ready_trace(http)
             assert old["has_real_timing"] is True
@@ -90,15 +86,12 @@ async def test_kill_9_mid_delete_then_the_same_id_uploaded_again(tmp_path):
             os.kill(rclone, signal.SIGSTOP)
             delete = asyncio.create_task(http.delete(f"/api/traces/{TRACE}"))
             await wait_until(lambda: journaled(data_dir / "cascade.db"))
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
+            await proc.kill()
             os.kill(rclone, signal.SIGKILL)
             with pytest.raises(httpx.TransportError):
                 await delete
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+        await proc.kill()
     # As the attacker found it: some objects gone from the bucket (rclone keeps them as files),
     # three left; and files left in the mirror of an id whose delete had committed.
     objects = sorted(p for p in (data_dir / "s3" / info.bucket / PREFIX).rglob("*") if p.is_file())
@@ -109,10 +102,9 @@ async def test_kill_9_mid_delete_then_the_same_id_uploaded_again(tmp_path):
     stale.parent.mkdir(parents=True)
     stale.write_text(json.dumps(REAL_TIMING))
 
-    proc = start(data_dir, port, **env)
     try:
-        lines = startup_lines(proc)
-        async with httpx.AsyncClient(base_url=lines["app"], headers=headers, timeout=30) as http:
+        await proc.start()
+        async with proc.client() as http:
 
             async def deleted():
                 return (await http.get(f"/api/traces/{TRACE}")).status_code == 404 and not journaled(
@@ -135,5 +127,4 @@ async def test_kill_9_mid_delete_then_the_same_id_uploaded_again(tmp_path):
                 (data_dir / "trace-scan" / f"{TRACE}.json").read_text()
             )
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0, stderr_of(proc)
+        assert await proc.stop() == 0, proc.logged()

@@ -3,74 +3,38 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run, get_run, recording
-from tests.helpers import free_port, wait_until
+from tests.conftest import ready_trace
+from tests.helpers import create_run, exit_status, finished_run, free_port, get_run, recording, sims_when
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def start_worker(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cascade_worker", *args],
-        env={**os.environ, "CASCADE_HEARTBEAT_INTERVAL_S": "0.3", "CASCADE_KILL_GRACE_S": "3", **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-async def wait_exit(proc: subprocess.Popen, timeout: float = 60) -> int:
-    async def ended():
-        return proc.poll() is not None
-
-    await wait_until(ended, timeout)
-    return proc.returncode
-
-
-async def test_a_worker_by_hand_runs_a_sim_to_success(server):
+async def test_a_worker_by_hand_runs_a_sim_to_success(server, start_worker):
     await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_TITANV", 1)])
         sim = run["sims"][0]
-        worker = start_worker(
-            "--url",
-            server.url,
-            "--token",
-            TOKEN,
-            "--sim-id",
-            sim["id"],
-            "--gpu-config",
-            "SM7_TITANV",
-            "--speed",
-            "50",
-        )
-        assert await wait_exit(worker) == 0, worker.stdout.read().decode()
+        worker = start_worker(server, sim_id=sim["id"], gpu_config="SM7_TITANV", speed="50")
+        assert await exit_status(worker) == 0, worker.stdout.read().decode()
         final = await finished_run(http, run["id"])
         assert final["sims"][0]["state"] == "succeeded"
         assert (await http.get(f"/api/sims/{sim['id']}/log")).content == recording("SM7_TITANV")
 
 
-async def test_cancel_reaches_a_worker_through_its_heartbeat(server):
+async def test_cancel_reaches_a_worker_through_its_heartbeat(server, start_worker):
     """No launcher process to signal: the worker stops on `cancel: true`, and takes its
     simulator with it."""
     await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         sim_id = run["sims"][0]["id"]
-        worker = start_worker("--url", server.url, "--token", TOKEN, "--sim-id", sim_id, "--speed", "1")
-
-        async def running():
-            return (await get_run(http, run["id"]))["sims"][0]["state"] == "running"
-
-        await wait_until(running, 30)
+        worker = start_worker(server, sim_id=sim_id, speed="1")
+        await sims_when(http, run["id"], lambda sims: sims[0]["state"] == "running", 30)
         await http.post(f"/api/runs/{run['id']}/cancel")
-        assert await wait_exit(worker, 30) == 0
+        assert await exit_status(worker, 30) == 0
         output = worker.stdout.read().decode()
         assert "stopping the simulator: cancelled" in output
         with pytest.raises(ProcessLookupError):
@@ -78,33 +42,30 @@ async def test_cancel_reaches_a_worker_through_its_heartbeat(server):
         assert (await get_run(http, run["id"]))["sims"][0]["state"] == "cancelled"
 
 
-async def test_a_wrong_token_stops_the_worker_with_a_clear_message(server):
+async def test_a_wrong_token_stops_the_worker_with_a_clear_message(server, start_worker):
     await server.store.traces.put_trace(ready_trace())
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
-    worker = start_worker("--url", server.url, "--token", "wrong", "--sim-id", run["sims"][0]["id"])
-    assert await wait_exit(worker, 30) == 3
+    worker = start_worker(url=server.url, token="wrong", sim_id=run["sims"][0]["id"])
+    assert await exit_status(worker, 30) == 3
     output = worker.stdout.read().decode()
     assert "401" in output and "wrong" not in output.replace("--token", "")
     assert "Traceback" not in output
 
 
-async def test_an_unreachable_server_is_given_up_after_the_limit():
+async def test_an_unreachable_server_is_given_up_after_the_limit(start_worker):
     worker = start_worker(
-        "--url",
-        f"http://127.0.0.1:{free_port()}",
-        "--sim-id",
-        "sim-000000000000",
-        "--speed",
-        "1000",
+        url=f"http://127.0.0.1:{free_port()}",
+        sim_id="sim-000000000000",
+        speed="1000",
         env={"CASCADE_GIVE_UP_S": "1"},
     )
-    assert await wait_exit(worker, 60) == 3
+    assert await exit_status(worker, 60) == 3
     output = worker.stdout.read().decode()
     assert "gave up after 1 s" in output and "Traceback" not in output
 
 
-async def test_a_step_timeline_that_cannot_be_built_never_fails_the_sim(server, tmp_path):
+async def test_a_step_timeline_that_cannot_be_built_never_fails_the_sim(server, start_worker, tmp_path):
     """The trace has step-timeline files, but one is broken: the sim still succeeds, and the
     reason is one of its files."""
     await server.store.traces.put_trace(ready_trace())
@@ -116,20 +77,13 @@ async def test_a_step_timeline_that_cannot_be_built_never_fails_the_sim(server, 
         run = await create_run(http, [("SM7_TITANV", 1)])
         sim = run["sims"][0]
         worker = start_worker(
-            "--url",
-            server.url,
-            "--token",
-            TOKEN,
-            "--sim-id",
-            sim["id"],
-            "--gpu-config",
-            "SM7_TITANV",
-            "--speed",
-            "50",
-            "--trace-dir",
-            str(trace_dir),
+            server,
+            sim_id=sim["id"],
+            gpu_config="SM7_TITANV",
+            speed="50",
+            trace_dir=str(trace_dir),
         )
-        assert await wait_exit(worker) == 0
+        assert await exit_status(worker) == 0
         output = worker.stdout.read().decode()
         assert "step timeline not sent: " in output and "corrected_timeline.json: steps" in output
         final = await finished_run(http, run["id"])

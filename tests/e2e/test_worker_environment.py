@@ -12,9 +12,8 @@ import pytest
 
 from cascade_server.launchers.local import is_worker_of
 from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run, get_run
-from tests.helpers import wait_until
-from tests.worker.fakes import install_fake_accelsim, make_trace_dir
+from tests.helpers import create_run, finished_run, get_run, wait_until
+from tests.worker.fakes import install_fake_accelsim
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -23,10 +22,9 @@ SERVER_ONLY = {"UNRELATED_SECRET": "do-not-pass-me", "AWS_SECRET_ACCESS_KEY": "a
 
 @pytest.fixture
 def server_env(monkeypatch):
-    """A server started with secrets of its own and a worker setting for its workers."""
+    """A server started with secrets of its own (and `worker_env`'s settings for its workers)."""
     for name, value in SERVER_ONLY.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
 
 
 def environ_of(pid: int) -> dict[str, str]:
@@ -40,16 +38,15 @@ def assert_no_secret(env: dict[str, str], who: str) -> None:
     assert not [name for name in env if name.startswith("CASCADE_")], f"{who} got CASCADE_* variables"
 
 
-async def test_accelsim_gets_no_token_and_the_worker_nothing_unrelated(make_server, server_env, tmp_path):
+async def test_accelsim_gets_no_token_and_the_worker_nothing_unrelated(local_server, server_env, tmp_path):
     fake = install_fake_accelsim(
         tmp_path / "accel-sim", {"SM7_ENV": {"fake_behaviour": "env", "fake_kernels": "1"}}
     )
-    server = await make_server(launcher="local", local_slots=1, accelsim_dir=fake)
-    trace = ready_trace("env-trace", kernels=1)
-    await server.store.traces.put_trace(trace)
-    make_trace_dir(server.settings.traces_dir / trace.id)
+    server = await local_server(
+        ready_trace("env-trace", kernels=1), trace_dir=True, local_slots=1, accelsim_dir=fake
+    )
     async with server.client() as http:
-        run = await create_run(http, [("SM7_ENV", 1)], trace_id=trace.id)
+        run = await create_run(http, [("SM7_ENV", 1)], trace_id="env-trace")
         sim = (await finished_run(http, run["id"]))["sims"][0]
         assert sim["state"] == "succeeded", sim
         files = f"/api/sims/{sim['id']}/files"
@@ -64,9 +61,8 @@ async def test_accelsim_gets_no_token_and_the_worker_nothing_unrelated(make_serv
     assert simulator["PATH"] == worker["PATH"]
 
 
-async def test_the_replay_child_gets_no_token(make_server, server_env):
-    server = await make_server(launcher="local", local_slots=1, replay_speed=0.5)
-    await server.store.traces.put_trace(ready_trace())
+async def test_the_replay_child_gets_no_token(local_server, server_env):
+    server = await local_server(local_slots=1, replay_speed=0.5)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
         sim_id = run["sims"][0]["id"]

@@ -3,14 +3,15 @@ simulator inputs over the API into local scratch, once per node, and removes the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cascade_core.trace_inputs import kernel_files
 from cascade_server.traces.grouping import TraceFormatError
 from cascade_server.traces.postprocess import PostprocessError, check_kernelslist_g
-from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run
-from tests.e2e.test_worker_by_hand import start_worker, wait_exit
+from tests.conftest import ready_trace
+from tests.helpers import create_run, exit_status, finished_run
 from tests.worker.fakes import install_fake_accelsim
 
 pytestmark = pytest.mark.timeout(120)
@@ -25,6 +26,27 @@ def mirror_trace(server, trace_id: str, kernels: int, missing: int | None = None
         if i != missing:
             (traces / name).write_text(f"-kernel name = k{i}\n" * 1000)
     (traces / "kernel-1.trace").write_text("raw upload: never sent to a node\n")
+
+
+@pytest.fixture
+def node_worker(server, start_worker, tmp_path):
+    """`node_worker(sim_id, scratch, **options)`: `cascade worker` of SM7_QV100 (a fake
+    accel-sim.out) on a node without the server's filesystem: it fetches the inputs of
+    tinyformer-step-sm70 over the API into `scratch`."""
+    accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
+
+    def start(sim_id: str, scratch: Path, **options: str):
+        return start_worker(
+            server,
+            sim_id=sim_id,
+            gpu_config="SM7_QV100",
+            accelsim_dir=str(accelsim),
+            trace_id="tinyformer-step-sm70",
+            scratch_dir=str(scratch),
+            **options,
+        )
+
+    return start
 
 
 def test_kernelslist_names_only_files_beside_it():
@@ -106,10 +128,9 @@ async def test_trace_inputs_errors_are_json_and_unknown_parameters_a_422(server,
     assert [f["path"] for f in listing["files"]] == ["traces/kernelslist.g", "traces/kernel-1.traceg"]
 
 
-async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_path):
+async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, node_worker, tmp_path):
     await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=3)
-    accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
     node = tmp_path / "node-scratch"
     async with server.client() as http:
         listing = (await http.get("/api/traces/tinyformer-step-sm70/inputs")).json()
@@ -121,58 +142,23 @@ async def test_a_worker_without_the_trace_fetches_it_over_the_api(server, tmp_pa
         ]
         run = await create_run(http, [("SM7_QV100", 2)])
         workers = [
-            start_worker(
-                "--url",
-                server.url,
-                "--token",
-                TOKEN,
-                "--sim-id",
-                sim["id"],
-                "--gpu-config",
-                "SM7_QV100",
-                "--accelsim-dir",
-                str(accelsim),
-                "--trace-dir",
-                str(tmp_path / "not-on-this-node"),
-                "--trace-id",
-                "tinyformer-step-sm70",
-                "--scratch-dir",
-                str(node),
-            )
-            for sim in run["sims"]
+            node_worker(sim["id"], node, trace_dir=str(tmp_path / "not-on-this-node")) for sim in run["sims"]
         ]
         for worker in workers:
-            assert await wait_exit(worker) == 0, worker.stdout.read().decode()
+            assert await exit_status(worker) == 0, worker.stdout.read().decode()
         final = await finished_run(http, run["id"])
         assert [s["state"] for s in final["sims"]] == ["succeeded", "succeeded"], final["sims"]
     # the last worker of the trace on this node removed the copy
     assert not (node / "cascade-traces" / "tinyformer-step-sm70").exists()
 
 
-async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(server, tmp_path):
+async def test_a_trace_the_server_cannot_serve_fails_the_sim_with_the_reason(server, node_worker, tmp_path):
     await server.store.traces.put_trace(ready_trace())
     mirror_trace(server, "tinyformer-step-sm70", kernels=2, missing=2)
-    accelsim = install_fake_accelsim(tmp_path / "accelsim", {"SM7_QV100": {}})
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
-        sim = run["sims"][0]
-        worker = start_worker(
-            "--url",
-            server.url,
-            "--token",
-            TOKEN,
-            "--sim-id",
-            sim["id"],
-            "--gpu-config",
-            "SM7_QV100",
-            "--accelsim-dir",
-            str(accelsim),
-            "--trace-id",
-            "tinyformer-step-sm70",
-            "--scratch-dir",
-            str(tmp_path / "node"),
-        )
-        assert await wait_exit(worker) != 0
+        worker = node_worker(run["sims"][0]["id"], tmp_path / "node")
+        assert await exit_status(worker) != 0
         final = await finished_run(http, run["id"])
         assert final["sims"][0]["state"] == "failed"
         assert final["sims"][0]["error"] == (

@@ -8,7 +8,6 @@ numbers are the README's tables there, typed in here.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import math
 import pickle
@@ -32,10 +31,10 @@ from cascade_server.ingest.parser.accelsim_log import (
     ParsedKernel,
     parse_value,
 )
+from tests.helpers import RECORDED_RESULTS, recording
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_RUNS = REPO.parent / "shared" / "samples-real" / "runs"
-RECORDINGS = REPO / "samples" / "recordings"
 
 CLOCK_MHZ = {
     "SM7_QV100": 1132.0,
@@ -46,86 +45,10 @@ CLOCK_MHZ = {
 }
 CONFIGS = list(CLOCK_MHZ)
 
-# samples-real README, "Per-kernel gpu_sim_cycle" (uid 1..15, per config).
-EXPECTED_CYCLES = {
-    "SM7_QV100": [
-        6146,
-        7091,
-        19639,
-        5992,
-        7458,
-        5792,
-        9223,
-        14990,
-        5727,
-        7085,
-        19658,
-        5966,
-        41998,
-        5732,
-        7091,
-    ],
-    "SM7_GV100": [
-        6230,
-        7139,
-        19743,
-        5992,
-        7458,
-        5794,
-        9197,
-        14995,
-        5726,
-        7137,
-        19772,
-        5937,
-        42864,
-        5733,
-        7142,
-    ],
-    "SM7_TITANV": [1230, 2122, 14695, 1148, 2496, 929, 4309, 10024, 763, 2131, 14842, 1159, 37482, 786, 2020],
-    "SM75_RTX2060": [
-        6428,
-        6488,
-        20109,
-        6354,
-        7881,
-        6104,
-        9815,
-        15549,
-        5930,
-        6467,
-        20354,
-        6205,
-        44507,
-        5912,
-        6491,
-    ],
-    "SM75_RTX2060_S": [
-        6275,
-        6693,
-        19693,
-        6310,
-        7377,
-        5892,
-        9212,
-        14904,
-        5805,
-        6346,
-        19700,
-        5979,
-        42115,
-        5781,
-        6542,
-    ],
-}
-# samples-real README, "Results": gpu_tot_sim_cycle and gpu_tot_sim_insn at the end of each run.
-EXPECTED_TOTALS = {
-    "SM7_QV100": (169_588, 19_169_792),
-    "SM7_GV100": (170_859, 19_169_792),
-    "SM7_TITANV": (96_136, 19_169_792),
-    "SM75_RTX2060": (174_594, 19_005_952),
-    "SM75_RTX2060_S": (168_624, 19_005_952),
-}
+# Per config: each kernel's gpu_sim_cycle (uid 1..15), and gpu_tot_sim_cycle and gpu_tot_sim_insn
+# at the end of the run (tests/data/recordings/).
+EXPECTED_CYCLES = {config: result["cycles"] for config, result in RECORDED_RESULTS.items()}
+EXPECTED_TOTALS = {config: (r["total_cycles"], r["total_insn"]) for config, r in RECORDED_RESULTS.items()}
 LN = "_Z16layernorm_kernelILi128EEvPK6float4S2_S2_PS0_if"
 SGEMM64 = "_Z11sgemm_tiledILi64ELi64ELi16EEvPKfS1_S1_Pfiii"
 SGEMM32 = "_Z11sgemm_tiledILi32ELi64ELi16EEvPKfS1_S1_Pfiii"
@@ -171,7 +94,7 @@ def real_log(config: str) -> tuple[str, ...]:
     if shared.exists():
         data = shared.read_bytes()
     else:
-        data = gzip.decompress((RECORDINGS / f"{config}.log.gz").read_bytes())
+        data = recording(config)
     lines = data.decode("utf-8", errors="surrogateescape").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -340,13 +263,15 @@ def split_at(lines, cuts: list[int]) -> list[list[str]]:
 
 
 cut_lists = st.lists(st.integers(min_value=0, max_value=len(property_slice())), max_size=40)
-
-
-@settings(
+# 60 ways to cut the log into chunks per property; a slow example is the machine's, not a bug.
+chunkings = settings(
     max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+
+
+@chunkings
 @given(cuts=cut_lists)
 def test_any_chunking_gives_the_same_result(cuts: list[int]) -> None:
     parser = LogParser(1365)
@@ -357,11 +282,7 @@ def test_any_chunking_gives_the_same_result(cuts: list[int]) -> None:
     assert snapshot(parser, kernels) == property_expected()
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@chunkings
 @given(cuts=cut_lists, data=st.data())
 def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -> None:
     chunks = split_at(property_slice(), cuts)
@@ -375,11 +296,7 @@ def test_resuming_from_json_state_gives_the_same_result(cuts: list[int], data) -
     assert snapshot(parser, kernels) == property_expected()
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@chunkings
 @given(cuts=cut_lists, newline_at_end=st.booleans())
 def test_a_chunk_given_as_its_text_gives_the_same_result(cuts: list[int], newline_at_end: bool) -> None:
     # The ingest workers are sent each chunk's text, every line ending in a newline; a text
@@ -573,6 +490,12 @@ def block(name: str = "_Z3fooPf", uid: str = "7", *body: str, end: str = "368369
     ]
 
 
+def stats_of(lines: list[str]) -> dict:
+    """The stats of the one kernel block `lines` hold."""
+    [k] = LogParser(1000).feed(lines)
+    return k.stats
+
+
 def test_both_launch_line_formats() -> None:
     parser = LogParser(1000)
     parser.feed(["launching kernel name: _Z1av uid: 1"])
@@ -606,8 +529,7 @@ def test_special_values() -> None:
         "\tindented_key\t = 3\t",
         "gpu_stall_icnt2sh    = 0",
     ]
-    [k] = LogParser(1000).feed(block("_Z3fooPf", "7", *body))
-    s = k.stats
+    s = stats_of(block("_Z3fooPf", "7", *body))
     assert math.isnan(num(s["gpu_occupancy"])) and s["gpu_tot_occupancy"] == 95.6263
     assert math.isnan(num(s["Miss_rate"])) and math.isnan(num(s["Row_Buffer_Locality_write"]))
     assert s["a_inf"] == math.inf and s["b_inf"] == -math.inf and s["c"] == math.inf
@@ -742,8 +664,7 @@ def test_key_value_forms() -> None:
         "x =y",
         "y= z",
     ]
-    [k] = LogParser(1000).feed(block("_Z1kv", "1", *body))
-    s = k.stats
+    s = stats_of(block("_Z1kv", "1", *body))
     assert s["icnt_total_pkts_mem_to_simt"] == 352252.0 and s["spaced_eq"] == 7.0
     assert s["L1D_cache_core[0]: Access"] == "196, Miss = 193, Miss_rate = 0.985"
     assert s["average row locality"] == "2056/187 = 10.99"

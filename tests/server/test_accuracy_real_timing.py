@@ -14,6 +14,7 @@ from cascade_core.accuracy import accuracy, pairs_of
 from cascade_core.models import ComparisonRow
 from cascade_core.trace_layout import MAX_REAL_DURATION_NS, load_real_timing, parse_real_timing
 from tests.conftest import ready_trace
+from tests.helpers import post_run
 from tests.server.test_shard_api import simulate
 from tests.server.test_shard_plan import DEMO
 
@@ -125,20 +126,12 @@ async def test_one_traces_bad_real_timing_leaves_every_endpoint_answering(two_tr
 @pytest.mark.slow
 async def test_accuracy_counts_a_sharded_replica_once(two_traces):
     async with two_traces.client() as http:
-        resp = await http.post(
-            "/api/runs",
-            json={
-                "trace_id": "good",
-                "entries": [
-                    {"gpu_config": "SM7_QV100", "count": 2, "shards": 4},
-                    {
-                        "gpu_config": "SM7_QV100",
-                        "count": 3,
-                        "options": {"-gpgpu_clock_domains": "500:500:500:850"},
-                    },
-                ],
-            },
-        )
+        clocked = {
+            "gpu_config": "SM7_QV100",
+            "count": 3,
+            "options": {"-gpgpu_clock_domains": "500:500:500:850"},
+        }
+        resp = await post_run(http, [{"gpu_config": "SM7_QV100", "count": 2, "shards": 4}, clocked], "good")
         assert resp.status_code == 201, resp.text
         run = resp.json()
         assert len(run["sims"]) == 2 * 4 + 3

@@ -9,12 +9,11 @@ import re
 import subprocess
 import sys
 
-import httpx
 import pytest
 
 from cascade_core.models import SIM_STATES, SIM_TRANSITIONS, TERMINAL_SIM_STATES, run_state
 from tests.conftest import TOKEN, ready_trace
-from tests.helpers import ManualClock, wait_until
+from tests.helpers import ManualClock, create_run, post_run, wait_until
 
 ID = re.compile(r"^(run|sim)-[0-9a-f]{12}$")
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
@@ -43,15 +42,6 @@ PROTECTED = [
     ("POST", "/api/sims/sim-000000000000/step-timeline"),
     ("PUT", "/api/sims/sim-000000000000/files/a.txt"),
 ]
-
-
-async def create_run(http: httpx.AsyncClient, entries=None, trace_id="tinyformer-step-sm70") -> dict:
-    resp = await http.post(
-        "/api/runs",
-        json={"trace_id": trace_id, "entries": entries or [{"gpu_config": "SM7_QV100", "count": 2}]},
-    )
-    assert resp.status_code == 201, resp.text
-    return resp.json()
 
 
 # --- health and auth ---------------------------------------------------------------------------
@@ -201,33 +191,17 @@ async def test_create_run_fans_out_sims(core):
 
 
 @pytest.mark.parametrize(
-    "body,status,detail",
+    "trace_id,config,status,detail",
     [
-        (
-            {"trace_id": "nope", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]},
-            404,
-            "trace nope not found",
-        ),
-        (
-            {"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM9_NOPE", "count": 1}]},
-            422,
-            "unknown gpu_config",
-        ),
-        (
-            {"trace_id": "tinyformer-step-sm70", "entries": [{"gpu_config": "SM75_RTX2060", "count": 1}]},
-            422,
-            "is sm_75, but trace tinyformer-step-sm70 is sm_70",
-        ),
-        (
-            {"trace_id": "turing", "entries": [{"gpu_config": "SM7_QV100", "count": 1}]},
-            422,
-            "is sm_70, but trace turing is sm_75",
-        ),
+        ("nope", "SM7_QV100", 404, "trace nope not found"),
+        ("tinyformer-step-sm70", "SM9_NOPE", 422, "unknown gpu_config"),
+        ("tinyformer-step-sm70", "SM75_RTX2060", 422, "is sm_75, but trace tinyformer-step-sm70 is sm_70"),
+        ("turing", "SM7_QV100", 422, "is sm_70, but trace turing is sm_75"),
     ],
 )
-async def test_create_run_errors_with_a_sentence(core, body, status, detail):
+async def test_create_run_errors_with_a_sentence(core, trace_id, config, status, detail):
     async with core.client() as http:
-        resp = await http.post("/api/runs", json=body)
+        resp = await post_run(http, [(config, 1)], trace_id)
     assert resp.status_code == status
     assert isinstance(resp.json()["detail"], str) and detail in resp.json()["detail"]
 

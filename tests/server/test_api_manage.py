@@ -13,8 +13,7 @@ from cascade_server.appkeys import GPU_CONFIGS_KEY
 from cascade_server.storage import NotFound
 from cascade_server.traces.ingest import TRACE_SCANNER_KEY
 from tests.conftest import ready_trace
-
-from .test_api_core import create_run
+from tests.helpers import create_run
 
 MANAGE_ROUTES = [
     ("DELETE", "/api/runs/run-000000000000"),

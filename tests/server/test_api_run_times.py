@@ -9,8 +9,7 @@ import json
 from datetime import datetime
 
 from tests.conftest import ready_trace
-
-from .test_api_core import create_run
+from tests.helpers import create_run
 
 
 def when(text: str | None) -> datetime | None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ready_trace
-from tests.helpers import wait_until
-from tests.server.test_api_core import create_run
+from tests.helpers import create_run, wait_until
 
 
 async def sim_state(http, sim_id: str) -> dict:

@@ -8,20 +8,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import signal
 import socket
-import subprocess
 
 import httpx
 import pytest
 
 from cascade_core.upload_rules import trace_id_problem
 from cascade_server.appkeys import BROKER_KEY
-from tests.conftest import TOKEN, LiveServer, free_port, ready_trace
-from tests.helpers import wait_until
-from tests.server.test_api_core import create_run
-from tests.server.test_ingest_events import chunks, log_lines, post_log
-from tests.server.test_serve_cli import start, startup_lines, stderr_of
+from tests.conftest import TOKEN, LiveServer, ready_trace
+from tests.helpers import create_run, post_run, recorded_log, wait_until
+from tests.server.test_ingest_events import chunks, post_log
+from tests.server.test_serve_cli import serve
 
 INT64_MAX = 2**63 - 1
 AUTH = f"Authorization: Bearer {TOKEN}\r\n".encode()
@@ -168,14 +165,7 @@ async def test_a_run_entry_count_must_be_an_integer(edges, count):
 
 async def test_unknown_fields_in_a_new_run_are_refused_by_name(edges):
     async with edges.client() as http:
-        resp = await http.post(
-            "/api/runs",
-            json={
-                "trace_id": "tinyformer-step-sm70",
-                "dry_run": True,
-                "entries": [{"gpu_config": "SM7_QV100", "count": 1, "priority": 9}],
-            },
-        )
+        resp = await post_run(http, [{"gpu_config": "SM7_QV100", "count": 1, "priority": 9}], dry_run=True)
         assert resp.status_code == 422, resp.text
         detail = resp.json()["detail"]
         assert sorted(err["loc"] for err in detail) == [
@@ -396,7 +386,7 @@ async def test_results_that_fail_mid_stream_are_never_a_short_success(edges):
     async with edges.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 2}])
         for sim in run["sims"]:
-            await post_log(http, sim["id"], chunks(log_lines("SM7_QV100"), 2000))
+            await post_log(http, sim["id"], chunks(recorded_log("SM7_QV100"), 2000))
         whole = await http.get(f"/api/runs/{run['id']}/results")
         assert whole.status_code == 200 and len(whole.json()["sims"]) == 2
         second = sorted(s["id"] for s in run["sims"])[1]
@@ -540,12 +530,11 @@ async def test_a_body_that_stops_arriving_is_408(make_server, accelsim_dir, meth
 # --- the real `cascade serve` process ---------------------------------------------------------
 
 
-def test_cascade_serve_answers_a_broken_header_as_json_and_never_logs_its_token(tmp_path):
-    port = free_port()
-    proc = start(tmp_path / "data", port, CASCADE_TOKEN="serve-token-4f9a1c")
+async def test_cascade_serve_answers_a_broken_header_as_json_and_never_logs_its_token(tmp_path):
+    proc = serve(tmp_path / "data", CASCADE_TOKEN="serve-token-4f9a1c")
     try:
-        startup_lines(proc)
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        await proc.start()
+        with socket.create_connection(("127.0.0.1", proc.port), timeout=30) as sock:
             sock.sendall(
                 b"GET /api/traces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer serve-token-4f9a1c\x00\r\n\r\n"
             )
@@ -558,11 +547,7 @@ def test_cascade_serve_answers_a_broken_header_as_json_and_never_logs_its_token(
             "detail": "malformed HTTP request: a header name or value holds a character headers may not hold"
         }
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    log = stderr_of(proc)
+        await proc.stop()
+    log = proc.logged()
     assert "refused a request from 127.0.0.1" in log
     assert "serve-token-4f9a1c" not in log and "Traceback" not in log

@@ -13,16 +13,11 @@ import pytest
 from cascade_server.appkeys import BROKER_KEY
 from cascade_server.ingest.chunk_order import MAX_AHEAD
 from cascade_server.storage.codecs import unpack_state
-from tests.conftest import ready_trace, recorded_log
-from tests.helpers import wait_until
-from tests.server.test_api_core import create_run
+from tests.conftest import ready_trace
+from tests.helpers import RECORDED_RESULTS, create_run, recorded_log, recording, wait_until
 
-QV100_CYCLES = [6146, 7091, 19639, 5992, 7458, 5792, 9223, 14990, 5727, 7085, 19658, 5966, 41998, 5732, 7091]
-TITANV_CYCLES = [1230, 2122, 14695, 1148, 2496, 929, 4309, 10024, 763, 2131, 14842, 1159, 37482, 786, 2020]
-
-
-def log_lines(config: str) -> list[str]:
-    return recorded_log(config).decode().split("\n")[:-1]
+QV100_CYCLES = RECORDED_RESULTS["SM7_QV100"]["cycles"]
+TITANV_CYCLES = RECORDED_RESULTS["SM7_TITANV"]["cycles"]
 
 
 def chunks(lines: list[str], size: int) -> list[list[str]]:
@@ -38,7 +33,7 @@ async def post_log(http: httpx.AsyncClient, sim_id: str, parts: list[list[str]],
 async def half_a_sim(server, size: int = 700) -> tuple[str, list[list[str]], int, bytes]:
     """A QV100 sim with the first half of its real log posted in chunks of `size` lines: its id,
     the chunks, how many were posted, and its saved parser state (which stands in a block)."""
-    parts = chunks(log_lines("SM7_QV100"), size)
+    parts = chunks(recorded_log("SM7_QV100"), size)
     half = len(parts) // 2
     async with server.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
@@ -59,7 +54,7 @@ async def ingest(make_server, accelsim_dir):
 
 
 async def test_log_chunks_out_of_order_and_repeated_parse_like_one_stream(ingest):
-    lines = log_lines("SM7_QV100")
+    lines = recorded_log("SM7_QV100")
     parts = chunks(lines, 997)
     order = list(range(len(parts)))
     random.Random(7).shuffle(order)
@@ -74,7 +69,7 @@ async def test_log_chunks_out_of_order_and_repeated_parse_like_one_stream(ingest
         assert log.status_code == 200
         assert log.headers["Content-Type"].startswith("text/plain")
         assert log.headers["Content-Disposition"] == f'attachment; filename="{sim_id}.log"'
-        assert log.content == recorded_log("SM7_QV100")
+        assert log.content == recording("SM7_QV100")
         sim = (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]
         assert sim["kernels_done"] == 15
         assert sim["current_kernel"] == "_Z16layernorm_kernelILi128EEvPK6float4S2_S2_PS0_if"
@@ -109,7 +104,7 @@ async def test_log_errors(ingest):
 
 
 async def test_downloaded_log_is_exact_across_a_restart(ingest):
-    parts = chunks(log_lines("SM7_TITANV"), 1000)
+    parts = chunks(recorded_log("SM7_TITANV"), 1000)
     half = len(parts) // 2
     async with ingest.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_TITANV", "count": 1}])
@@ -118,7 +113,7 @@ async def test_downloaded_log_is_exact_across_a_restart(ingest):
     await ingest.restart()
     async with ingest.client() as http:
         await post_log(http, sim_id, parts, list(range(half - 2, len(parts))))
-        assert (await http.get(f"/api/sims/{sim_id}/log")).content == recorded_log("SM7_TITANV")
+        assert (await http.get(f"/api/sims/{sim_id}/log")).content == recording("SM7_TITANV")
         kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
         assert [k["gpu_sim_cycle"] for k in kernels] == TITANV_CYCLES
 
@@ -129,11 +124,11 @@ async def finished_run(http, store_dir=None) -> dict:
         http, [{"gpu_config": "SM7_TITANV", "count": 1}, {"gpu_config": "SM7_QV100", "count": 2}]
     )
     sims = {(s["gpu_config"], s["replica"]): s["id"] for s in run["sims"]}
-    await post_log(http, sims["SM7_QV100", 0], chunks(log_lines("SM7_QV100"), 2000))
-    qv = log_lines("SM7_QV100")
+    await post_log(http, sims["SM7_QV100", 0], chunks(recorded_log("SM7_QV100"), 2000))
+    qv = recorded_log("SM7_QV100")
     cut = [i for i, line in enumerate(qv) if line.startswith("gpgpu_silicon_slowdown")][4] + 1
     await post_log(http, sims["SM7_QV100", 1], chunks(qv[:cut], 2000))
-    await post_log(http, sims["SM7_TITANV", 0], chunks(log_lines("SM7_TITANV"), 2000))
+    await post_log(http, sims["SM7_TITANV", 0], chunks(recorded_log("SM7_TITANV"), 2000))
     return {"run": run, "sims": sims}
 
 
@@ -364,7 +359,7 @@ class EventReader:
 
 
 async def test_event_stream_order_and_headers(ingest):
-    lines = log_lines("SM7_QV100")
+    lines = recorded_log("SM7_QV100")
     first_block_end = next(i for i, line in enumerate(lines) if line.startswith("gpgpu_silicon_slowdown")) + 1
     async with ingest.client(timeout=httpx.Timeout(30)) as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
@@ -404,12 +399,23 @@ async def _launching(http, run_id):
     return (await http.get(f"/api/runs/{run_id}")).json()["sim_counts"] == {"launching": 1}
 
 
-async def test_keepalive_and_stream_stays_open_after_the_run_ends(make_server, accelsim_dir):  # noqa: F811
+@pytest.fixture
+async def quick_keepalives(make_server, accelsim_dir):
+    """A server that sends an idle event stream a keepalive every 0.2 s, holding the ready trace."""
     server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
     await server.store.traces.put_trace(ready_trace())
-    async with server.client() as http:
-        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
-        await http.post(f"/api/runs/{run['id']}/cancel")
+    return server
+
+
+async def cancelled_run(http: httpx.AsyncClient) -> dict:
+    run = await create_run(http, [("SM7_QV100", 1)])
+    await http.post(f"/api/runs/{run['id']}/cancel")
+    return run
+
+
+async def test_keepalive_and_stream_stays_open_after_the_run_ends(quick_keepalives):
+    async with quick_keepalives.client() as http:
+        run = await cancelled_run(http)
         async with http.stream("GET", f"/api/runs/{run['id']}/events") as resp:
             lines = resp.aiter_lines()
             assert (await anext(lines)).startswith("data: ")
@@ -419,14 +425,12 @@ async def test_keepalive_and_stream_stays_open_after_the_run_ends(make_server, a
                 assert await anext(lines) == ""
 
 
-async def test_the_stream_of_a_deleted_run_ends(make_server, accelsim_dir):  # noqa: F811
+async def test_the_stream_of_a_deleted_run_ends(quick_keepalives):
     """Deleting a run ends its open event streams (they would otherwise send keepalives
     forever); a reconnect is a 404."""
-    server = await make_server(accelsim_dir=accelsim_dir, keepalive_s=0.2)
-    await server.store.traces.put_trace(ready_trace())
+    server = quick_keepalives
     async with server.client() as http:
-        run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
-        await http.post(f"/api/runs/{run['id']}/cancel")
+        run = await cancelled_run(http)
         async with http.stream("GET", f"/api/runs/{run['id']}/events") as resp:
             events = EventReader(resp)
             assert (await events.next())["type"] == "snapshot"
@@ -467,7 +471,7 @@ async def test_a_subscriber_2000_events_behind_is_disconnected(ingest):
             # (a log and a sim event per chunk, and the kernel): more than the subscriber may hold.
             for seq in range(1, MAX_AHEAD):
                 await http.post(f"/api/sims/{sim_id}/logs", json={"seq": seq, "lines": [f"line {seq}"]})
-            lines = log_lines("SM7_QV100")
+            lines = recorded_log("SM7_QV100")
             first_kernel = lines[
                 : next(i for i, line in enumerate(lines) if line.startswith("gpgpu_silicon_slowdown")) + 1
             ]
@@ -488,7 +492,7 @@ async def test_a_subscriber_2000_events_behind_is_disconnected(ingest):
 async def test_snapshot_never_overlaps_the_events_after_it(ingest):
     """Writers post kernels while clients connect at random moments: for every client the
     snapshot's kernels and the kernel events after it are disjoint and add up to everything."""
-    parts = chunks(log_lines("SM7_TITANV"), 300)
+    parts = chunks(recorded_log("SM7_TITANV"), 300)
     async with ingest.client(timeout=60) as http:
         run = await create_run(http, [{"gpu_config": "SM7_TITANV", "count": 3}])
         sim_ids = [s["id"] for s in run["sims"]]

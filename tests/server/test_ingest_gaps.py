@@ -5,14 +5,15 @@ none can take the place of its real chunk 0."""
 
 from __future__ import annotations
 
+import httpx
+
 from cascade_core.models import RunEntry, utcnow
 from cascade_server.appkeys import GPU_CONFIGS_KEY, INGEST_KEY
 from cascade_server.ingest import gaps
 from cascade_worker.client import SimClient
 from cascade_worker.sim_session import Worker, WorkerPlan
 from tests.conftest import TOKEN, ready_trace
-from tests.helpers import wait_until
-from tests.server.test_api_core import create_run
+from tests.helpers import create_run, wait_until
 from tests.server.test_ingest_hostile_values import stats_block
 
 
@@ -79,21 +80,23 @@ async def test_a_gap_that_stays_open_is_closed_after_a_bounded_wait(core, monkey
                 await http.post(f"{url}/logs", json={"seq": seq, "lines": kernel(seq)})
             ).status_code == 204
 
-        async def kernels_done() -> int:
-            return (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"]
-
-        assert await wait_until(lambda: kernels_done_is(kernels_done, 2))
+        assert await wait_until(lambda: kernels_done_is(http, run, 2))
         assert (
             "[cascade] log chunks 1 to 2 never arrived: lines are missing here\n"
             in (await http.get(f"{url}/log")).text
         )
         # The log goes on from there.
         assert (await http.post(f"{url}/logs", json={"seq": 4, "lines": kernel(4)})).status_code == 204
-        assert await kernels_done() == 3
+        assert await kernels_done(http, run) == 3
 
 
-async def kernels_done_is(read, expected: int) -> bool:
-    return await read() == expected
+async def kernels_done(http: httpx.AsyncClient, run: dict) -> int:
+    """The kernels done of the run's (first) sim."""
+    return (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"]
+
+
+async def kernels_done_is(http: httpx.AsyncClient, run: dict, expected: int) -> bool:
+    return await kernels_done(http, run) == expected
 
 
 async def test_a_gap_left_open_by_a_stopped_server_is_closed_after_its_restart(core, monkeypatch) -> None:
@@ -110,11 +113,7 @@ async def test_a_gap_left_open_by_a_stopped_server_is_closed_after_its_restart(c
     monkeypatch.setattr(gaps, "GAP_WAIT_S", 0.2)  # the restarted server's wait
     await core.restart()
     async with core.client() as http:
-
-        async def kernels_done() -> int:
-            return (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"]
-
-        assert await wait_until(lambda: kernels_done_is(kernels_done, 2))
+        assert await wait_until(lambda: kernels_done_is(http, run, 2))
         assert (
             "[cascade] log chunk 1 never arrived: lines are missing here\n"
             in (await http.get(f"{url}/log")).text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.server.test_api_core import create_run
+from tests.helpers import create_run
 
 HUGE = ["1e300", "99999999999999999999999", "18446744073709551617", "9223372036854775808", "-1e300"]
 

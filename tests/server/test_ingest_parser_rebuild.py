@@ -16,9 +16,8 @@ from cascade_server.appkeys import INGEST_KEY
 from cascade_server.ingest.log_ingest import LogIngest
 from cascade_server.ingest.parsing import STATE_EVERY
 from cascade_server.storage.codecs import pack_state, unpack_state
-from tests.conftest import recorded_log
-from tests.server.test_api_core import create_run
-from tests.server.test_ingest_events import QV100_CYCLES, chunks, half_a_sim, ingest, log_lines, post_log  # noqa: F401
+from tests.helpers import create_run, recorded_log, recording
+from tests.server.test_ingest_events import QV100_CYCLES, chunks, half_a_sim, ingest, post_log  # noqa: F401
 
 
 def flip_a_bit(blob: bytes) -> bytes:
@@ -55,7 +54,7 @@ async def test_a_damaged_parser_state_is_rebuilt_from_the_stored_chunks(ingest, 
         assert [k["gpu_sim_cycle"] for k in results["kernels"]] == QV100_CYCLES
         assert results["sim"]["kernels_done"] == len(QV100_CYCLES)
         log = await http.get(f"/api/sims/{sim_id}/log")
-        assert log.content == recorded_log("SM7_QV100")
+        assert log.content == recording("SM7_QV100")
 
 
 @pytest.mark.parametrize(
@@ -64,7 +63,7 @@ async def test_a_damaged_parser_state_is_rebuilt_from_the_stored_chunks(ingest, 
 async def test_a_parser_not_kept_reads_again_from_its_saved_state_whatever_the_chunk(ingest, restart_at):  # noqa: F811
     """The state is saved every STATE_EVERY chunks: a parser that is not kept (a restart, a
     group rolled back) is rebuilt from it and reads the stored chunks after it again."""
-    parts = chunks(log_lines("SM7_QV100"), 500)
+    parts = chunks(recorded_log("SM7_QV100"), 500)
     async with ingest.client() as http:
         run = await create_run(http, [{"gpu_config": "SM7_QV100", "count": 1}])
         sim_id = run["sims"][0]["id"]
@@ -86,7 +85,7 @@ async def test_parse_workers_killed_under_a_chunk_cost_it_nothing(ingest):  # no
     """A parse worker that dies (killed, out of memory) is replaced and the group parsed again
     on the new ones: the chunk gets its 204 (a second death in a row would be a 503, which a
     simulator retries), and the kernels and log are those of an undisturbed run."""
-    parts = chunks(log_lines("SM7_QV100"), 1000)
+    parts = chunks(recorded_log("SM7_QV100"), 1000)
     pool = ingest.app[INGEST_KEY].parser.pool
     assert pool is not None
     async with ingest.client() as http:
@@ -101,4 +100,4 @@ async def test_parse_workers_killed_under_a_chunk_cost_it_nothing(ingest):  # no
             assert resp.status_code == 204, resp.text
         results = (await http.get(f"/api/sims/{sim_id}/results")).json()
         assert [k["gpu_sim_cycle"] for k in results["kernels"]] == QV100_CYCLES
-        assert (await http.get(f"/api/sims/{sim_id}/log")).content == recorded_log("SM7_QV100")
+        assert (await http.get(f"/api/sims/{sim_id}/log")).content == recording("SM7_QV100")

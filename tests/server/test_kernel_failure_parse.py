@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,7 @@ from cascade_server.ingest.parser.accelsim_log import LogParser, ParsedKernel
 from cascade_server.ingest.parsing import ParseJob, Parsers
 from cascade_server.ingest.shard_placement import ShardPlacement
 from cascade_worker.replay_shard import select_kernels
-from tests.conftest import RECORDINGS
+from tests.helpers import RECORDINGS
 
 CLOCK = 1132.0
 REASON = "shader.cc:3812: void barrier_set_t::deallocate_barrier(unsigned int): Assertion `x' failed."
@@ -60,7 +61,20 @@ def run_of(warmup: tuple[int, ...]) -> list[str]:
     for position in warmup:
         one = select_kernels(lines, position, position)
         blocks += one[echo : close_at(one)]
-    return [*rest[:echo], *blocks, *rest[echo:]]
+    return renumbered([*rest[:echo], *blocks, *rest[echo:]])
+
+
+def renumbered(lines: list[str]) -> list[str]:
+    """As a simulator of its own list numbers its kernels: 1, 2, ... in the list's order."""
+    out, uid = [], 0
+    for line in lines:
+        if line.startswith("launching kernel name: "):
+            uid += 1
+            line = re.sub(r" uid: \d+", f" uid: {uid}", line)
+        elif line.startswith("kernel_launch_uid = "):
+            line = f"kernel_launch_uid = {uid} "
+        out.append(line)
+    return out
 
 
 EXPECTED_CYCLES = cycles_of(recorded())  # the recording's kernels, in trace order
@@ -68,6 +82,8 @@ EXPECTED_CYCLES = cycles_of(recorded())  # the recording's kernels, in trace ord
 
 def check(kernels: list[ParsedKernel]) -> None:
     rows = {k.kernel_index: k for k in kernels}
+    # each kernel's launch number in the whole trace, as a sim that never restarted reports it
+    assert all(k.kernel_launch_uid == k.kernel_index + 1 for k in kernels if k.failed is None)
     assert len(rows) == len(kernels) == 15  # nothing twice, nothing missing
     assert rows[3].failed == REASON and rows[3].kernel_name == "_Z4kernel4" and rows[3].gpu_sim_cycle is None
     simulated = {i: k.gpu_sim_cycle for i, k in rows.items() if k.failed is None}

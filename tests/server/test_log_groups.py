@@ -5,10 +5,6 @@ shared the transaction."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from cascade_core.models import GpuConfig, RunDetail, RunEntry
 from cascade_server.ingest.log_ingest import LogIngest
@@ -17,14 +13,6 @@ from tests.conftest import ready_trace
 
 QV100 = {"SM7_QV100": GpuConfig(name="SM7_QV100", arch="sm_70", core_clock_mhz=1132.0)}
 TOO_BIG = 2**63  # one past SQLite's INTEGER range
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = await Store(tmp_path / "cascade.db").open()
-    await store.traces.put_trace(ready_trace())
-    yield store
-    await store.close()
 
 
 async def launched_run(store: Store, count: int) -> RunDetail:

@@ -16,7 +16,7 @@ from cascade_server.ingest.parse_pool import ParsePool, ParseWorkerDied
 from cascade_server.ingest.parsing import ParseJob, Parsers, StateNeeded
 from cascade_server.storage.codecs import chunk_text, unpack_state
 from cascade_worker.replay import read_lines
-from tests.conftest import RECORDINGS
+from tests.helpers import RECORDINGS
 
 RECORDED = read_lines(RECORDINGS / "SM7_QV100.log.gz")
 CLOCK = 1132.0

@@ -18,7 +18,7 @@ from cascade_server.ingest.replay import ReplayingParser
 from cascade_server.storage import Transaction
 from cascade_server.storage.codecs import chunk_text
 from cascade_worker.replay import read_lines
-from tests.conftest import RECORDINGS
+from tests.helpers import RECORDINGS
 
 RECORDED = read_lines(RECORDINGS / "SM7_QV100.log.gz")
 CLOCK = 1132.0

@@ -11,7 +11,8 @@ import pytest
 from cascade_core.models import KernelStat
 from cascade_worker.replay import read_lines
 from cascade_worker.replay_shard import select_kernels
-from tests.conftest import RECORDINGS, ready_trace
+from tests.conftest import ready_trace
+from tests.helpers import RECORDINGS
 from tests.server.test_shard_plan import DEMO
 
 SAMPLES_REAL = Path("/work/shared/samples-real/accelsim-traces/tinyformer-step-sm70/traces")

@@ -10,7 +10,7 @@ from cascade_server.ingest.shard_placement import ShardPlacement
 from cascade_server.storage.codecs import chunk_text
 from cascade_worker.replay import read_lines
 from cascade_worker.replay_shard import select_kernels
-from tests.conftest import RECORDINGS
+from tests.helpers import RECORDINGS
 
 RECORDED = read_lines(RECORDINGS / "SM7_QV100.log.gz")
 CLOCK = 1132.0

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from cascade_core.models import KernelStat, ShardInfo, SimSummary
+from cascade_core.models import KernelStat, ShardInfo
 from cascade_core.shard_merge import mark_warmup, merge_kernels, owned, replica_progress
 from cascade_core.shard_plan import (
     ShardPlanError,
@@ -17,7 +16,7 @@ from cascade_core.shard_plan import (
     simulated_costs,
 )
 from cascade_server.services.shard_costs import kernel_costs
-from tests.conftest import ready_trace
+from tests.conftest import ready_trace, sim_summary
 
 # The demo trace's warp instructions per kernel (stats.csv of tinyformer-step-sm70).
 DEMO = [1728, 3904, 119424, 2304, 43264, 15104, 31904, 40064, 1088, 3904, 159232, 17152, 157568, 1088, 3904]
@@ -106,18 +105,7 @@ def test_costs_are_instructions_when_every_kernel_has_them_else_trace_sizes(tmp_
 
 
 def _sim(sim_id, replica, shard=None, state="running", done=0, total=0):
-    now = datetime.now(UTC)
-    return SimSummary(
-        id=sim_id,
-        run_id="run-1",
-        gpu_config="SM7_QV100",
-        replica=replica,
-        state=state,
-        created_at=now,
-        shard=shard,
-        kernels_done=done,
-        kernels_total=total,
-    )
+    return sim_summary(sim_id, replica, state, done, total, shard=shard)
 
 
 def _k(sim_id, index, cycles=10, warmup=False):

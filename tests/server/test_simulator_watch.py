@@ -12,24 +12,14 @@ from cascade_server.appkeys import RUNS_KEY
 from cascade_server.settings import Settings
 from cascade_server.simulator_watch import SimulatorWatch
 from tests.conftest import ready_trace
-from tests.worker.fakes import install_fake_accelsim, make_trace_dir
+from tests.worker.fakes import build_manifest, install_fake_accelsim, make_trace_dir
 
 
 def installed_build(prefix: Path, data: Path, configs: tuple[str, ...] = ("SM7_FAKE",)) -> Path:
     """What `cascade simulator install` leaves: a build with its manifest, `current` pointing at it."""
     build = prefix / "builds" / "73f9fac6-667834cf-000000000000"
     install_fake_accelsim(layout.accelsim_dir(build), {name: {} for name in configs})
-    manifest = layout.Manifest(
-        key=build.name,
-        framework_commit="73f9",
-        gpgpu_sim_commit="6678",
-        framework_source="f",
-        gpgpu_sim_source="g",
-        built_at="2026-11-30T19:48:46+00:00",
-        build_seconds=150.0,
-        smoke_passed=True,
-        smoke_detail="2 kernels on SM7_QV100",
-    )
+    manifest = build_manifest(build.name, build_seconds=150.0, smoke_detail="2 kernels on SM7_QV100")
     (build / layout.MANIFEST).write_text(manifest.to_json())
     layout.point_current(data, build)
     return build

@@ -4,24 +4,23 @@ with one clear line. A real `cascade serve` process each time."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from cascade_core.setting_errors import reserved_option_problem
-from tests.helpers import free_port
-from tests.server.test_serve_cli import start, stderr_of
+from tests.helpers import ServeProcess
+from tests.server.test_serve_cli import serve
 
 
-def refused(proc: subprocess.Popen) -> str:
+def refused(serving: ServeProcess) -> str:
     """The one line a refused start prints; the process has exited with 1 or 2."""
+    proc = serving.spawn()
     try:
         code = proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    err = stderr_of(proc)
+    err = serving.logged()
     assert code in (1, 2), err
     assert err.count("\n") == 1 and err.startswith("cascade serve: "), err
     return err
@@ -34,10 +33,10 @@ def test_a_token_no_header_can_carry_is_refused_at_start(tmp_path, token):
     if "\x00" in token:  # an environment variable cannot hold NUL: the token file can
         (tmp_path / "data").mkdir()
         (tmp_path / "data" / "token").write_text(token + "\n")
-        err = refused(start(tmp_path / "data", free_port()))
+        err = refused(serve(tmp_path / "data"))
         assert "the token in" in err
     else:
-        err = refused(start(tmp_path / "data", free_port(), CASCADE_TOKEN=token))
+        err = refused(serve(tmp_path / "data", CASCADE_TOKEN=token))
         assert "CASCADE_TOKEN" in err
     assert "an HTTP header cannot carry" in err
 
@@ -45,7 +44,7 @@ def test_a_token_no_header_can_carry_is_refused_at_start(tmp_path, token):
 def test_a_token_file_with_a_newline_inside_is_refused_at_start(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "token").write_text("first-line\nsecond-line\n")
-    err = refused(start(tmp_path / "data", free_port()))
+    err = refused(serve(tmp_path / "data"))
     assert "the token in" in err and "'\\n'" in err and "first-line" not in err
 
 
@@ -65,7 +64,7 @@ def test_a_token_file_with_a_newline_inside_is_refused_at_start(tmp_path):
 )
 def test_slurm_args_that_override_cascades_job_options_are_refused_at_start(tmp_path, args):
     env = dict(CASCADE_LAUNCHER="slurm", CASCADE_SLURM_LOCAL="1", CASCADE_SLURM_ARGS=args)
-    err = refused(start(tmp_path / "data", free_port(), **env))
+    err = refused(serve(tmp_path / "data", **env))
     assert "CASCADE_SLURM_ARGS may not set --" in err and "remove it" in err
 
 

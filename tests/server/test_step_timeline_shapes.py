@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.test_api_core import create_run
+from tests.helpers import create_run
 
 SUMMARY = {"per_kind": {}, "simulation": {"coverage": {"kernels": 1, "simulated_kernels": 1}}}
 

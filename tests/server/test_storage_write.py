@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -13,14 +11,6 @@ from cascade_server.storage import Store
 from tests.conftest import ready_trace
 
 QV100 = {"SM7_QV100": GpuConfig(name="SM7_QV100", arch="sm_70", core_clock_mhz=1132.0)}
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = await Store(tmp_path / "cascade.db").open()
-    await store.traces.put_trace(ready_trace())
-    yield store
-    await store.close()
 
 
 def committed_count(store: Store, table: str) -> int:

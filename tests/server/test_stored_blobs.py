@@ -23,7 +23,7 @@ from cascade_server.storage.codecs import (
     unpack_state,
     unpack_stats,
 )
-from tests.conftest import recorded_log
+from tests.helpers import recording
 from tests.server.test_ingest_events import QV100_CYCLES, half_a_sim, ingest  # noqa: F401
 
 LINES = [
@@ -157,4 +157,4 @@ async def test_a_sim_stored_by_an_earlier_version_carries_on_exactly_after_an_up
             k["stats"]["gpu_sim_cycle"] == k["gpu_sim_cycle"] for k in kernels
         )  # old and new stats read
         log = await http.get(f"/api/sims/{sim_id}/log")
-        assert log.status_code == 200 and log.content == recorded_log("SM7_QV100")
+        assert log.status_code == 200 and log.content == recording("SM7_QV100")

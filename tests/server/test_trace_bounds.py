@@ -35,12 +35,18 @@ def gzip_of_zeros(total: int) -> bytes:
     return gzip.compress(b"\0" * MiB, mtime=0) * (total // MiB)
 
 
-def raw_trace_dir(tmp_path: Path, name: str, body: bytes) -> Path:
+def trace_dir(tmp_path: Path, kernelslist: str, listed: str, name: str, body: bytes) -> Path:
+    """tmp_path/"trace" whose traces/`kernelslist` lists one kernel file, `name`, holding `body`."""
     traces = tmp_path / "trace" / "traces"
     traces.mkdir(parents=True)
-    (traces / "kernelslist").write_text(f"{name.removesuffix('.gz')}\n")
+    (traces / kernelslist).write_text(f"{listed}\n")
     (traces / name).write_bytes(body)
     return tmp_path / "trace"
+
+
+def raw_trace_dir(tmp_path: Path, name: str, body: bytes) -> Path:
+    """A trace as uploaded: its kernelslist names a raw kernel trace (gzipped or not)."""
+    return trace_dir(tmp_path, "kernelslist", name.removesuffix(".gz"), name, body)
 
 
 def test_a_line_past_the_bound_fails_at_the_bound_not_at_its_end():
@@ -105,11 +111,8 @@ def test_a_raw_trace_that_regroups_past_its_ratio_fails(tmp_path):
 
 
 def processed_trace_dir(tmp_path: Path, name: str, body: bytes) -> Path:
-    traces = tmp_path / "trace" / "traces"
-    traces.mkdir(parents=True)
-    (traces / "kernelslist.g").write_text(f"{name}\n")
-    (traces / name).write_bytes(body)
-    return tmp_path / "trace"
+    """A trace as post-processed: its kernelslist.g names a grouped kernel trace."""
+    return trace_dir(tmp_path, "kernelslist.g", name, name, body)
 
 
 def test_a_processed_trace_with_a_huge_header_line_fails_its_kernel_read(tmp_path):

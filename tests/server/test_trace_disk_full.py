@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import remount_tmpfs, small_tmpfs
 
-from .test_trace_ingest import Harness, sample_files
+from .harness import Harness, sample_files
 
 MiB = 1024 * 1024
 

@@ -14,8 +14,8 @@ from cascade_server.traces import scanner as scanner_module
 from tests.conftest import ready_trace
 from tests.helpers import wait_until
 
-from .test_embedded_s3_restart import _is_none, own_endpoint, s3_answers, start_rclone
-from .test_trace_ingest import Harness, sample_files
+from .harness import Harness, sample_files
+from .test_embedded_s3_restart import s3_error, s3_fine
 
 MiB = 1024 * 1024
 
@@ -33,64 +33,45 @@ async def test_a_prefix_without_metadata_fails_after_the_upload_timeout(rclone_s
         await h.stop()
 
 
-async def test_metadata_past_its_bounds_fails_its_trace(rclone_s3, tmp_path):
-    h = await Harness(rclone_s3, tmp_path).start()
-    try:
-        h.put("big-metadata", "metadata.json", json.dumps({"layers": ["x" * 1000] * (5 * 1024)}).encode())
-        files = [{"key": f"accelsim-traces/many-files/f{i}", "bytes": 1} for i in range(25_000)]
-        h.put("many-files", "metadata.json", json.dumps({"files": files}).encode())
-        big = await h.recorder.wait_state("big-metadata", "failed", "ready")
-        assert big.error == "metadata.json is larger than 4 MiB"
-        many = await h.recorder.wait_state("many-files", "failed", "ready")
-        assert many.error == "metadata.json lists 25000 files, more than 20000"
-    finally:
-        await h.stop()
+async def test_metadata_past_its_bounds_fails_its_trace(harness):
+    harness.put("big-metadata", "metadata.json", json.dumps({"layers": ["x" * 1000] * (5 * 1024)}).encode())
+    files = [{"key": f"accelsim-traces/many-files/f{i}", "bytes": 1} for i in range(25_000)]
+    harness.put("many-files", "metadata.json", json.dumps({"files": files}).encode())
+    big = await harness.recorder.wait_state("big-metadata", "failed", "ready")
+    assert big.error == "metadata.json is larger than 4 MiB"
+    many = await harness.recorder.wait_state("many-files", "failed", "ready")
+    assert many.error == "metadata.json lists 25000 files, more than 20000"
 
 
 @pytest.mark.slow
-async def test_metadata_that_contradicts_the_traced_arch_fails_the_trace(rclone_s3, tmp_path):
-    h = await Harness(rclone_s3, tmp_path).start()
-    try:
-        h.put_trace("claims-sm86", sample_files(), trace_gpu_arch="sm_86")  # the sample is sm_70
-        h.put_trace("says-nothing", sample_files(), trace_gpu_arch=None)
-        failed = await h.recorder.wait_state("claims-sm86", "failed", "ready")
-        assert failed.error.startswith(
-            "metadata.json says trace_gpu_arch 'sm_86', but the trace's kernels were captured for sm_70"
-        )
-        ready = await h.recorder.wait_state("says-nothing", "ready", "failed")
-        assert ready.trace_gpu_arch == "sm_70"
-    finally:
-        await h.stop()
+async def test_metadata_that_contradicts_the_traced_arch_fails_the_trace(harness):
+    harness.put_trace("claims-sm86", sample_files(), trace_gpu_arch="sm_86")  # the sample is sm_70
+    harness.put_trace("says-nothing", sample_files(), trace_gpu_arch=None)
+    failed = await harness.recorder.wait_state("claims-sm86", "failed", "ready")
+    assert failed.error.startswith(
+        "metadata.json says trace_gpu_arch 'sm_86', but the trace's kernels were captured for sm_70"
+    )
+    ready = await harness.recorder.wait_state("says-nothing", "ready", "failed")
+    assert ready.trace_gpu_arch == "sm_70"
 
 
-async def test_a_delete_while_the_endpoint_is_stopped_answers_503_at_once(make_server, tmp_path, monkeypatch):
+async def test_a_delete_while_the_endpoint_is_stopped_answers_503_at_once(endpoint_server, monkeypatch):
     monkeypatch.setattr(scanner_module, "STALLED_AFTER_S", 0.5)
-    info, port = own_endpoint(tmp_path, monkeypatch, 5)
-    rclone = start_rclone(port, tmp_path / "s3", info)
-    try:
-        await wait_until(lambda: s3_answers(info))
-        server = await make_server(s3_endpoint=info.endpoint, s3_bucket="cascade", scan_interval_s=0.1)
-        await server.store.traces.put_trace(ready_trace("kept"))
-        async with server.client(timeout=20) as http:
-
-            async def s3_error() -> str | None:
-                return (await http.get("/api/health")).json()["s3_error"]
-
-            rclone.send_signal(signal.SIGSTOP)
-            await wait_until(s3_error)
-            resp = await http.delete("/api/traces/kept")
-            assert resp.status_code == 503, resp.text
-            assert resp.json()["detail"].startswith(
-                f"the S3 endpoint is failing (no answer from {info.endpoint}"
-            )
-            assert resp.json()["detail"].endswith(
-                "trace kept was not deleted; delete it again once /api/health shows no s3_error"
-            )
-            assert (await http.get("/api/traces/kept")).json()["state"] == "ready"
-            rclone.send_signal(signal.SIGCONT)
-            await wait_until(lambda: _is_none(s3_error()))
-            assert (await http.delete("/api/traces/kept")).status_code == 204
-    finally:
-        rclone.send_signal(signal.SIGCONT)
-        rclone.kill()
-        rclone.wait()
+    server, endpoint = await endpoint_server(5)
+    await server.store.traces.put_trace(ready_trace("kept"))
+    async with server.client(timeout=20) as http:
+        assert endpoint.proc is not None
+        endpoint.proc.send_signal(signal.SIGSTOP)
+        await wait_until(lambda: s3_error(http))
+        resp = await http.delete("/api/traces/kept")
+        assert resp.status_code == 503, resp.text
+        assert resp.json()["detail"].startswith(
+            f"the S3 endpoint is failing (no answer from {endpoint.info.endpoint}"
+        )
+        assert resp.json()["detail"].endswith(
+            "trace kept was not deleted; delete it again once /api/health shows no s3_error"
+        )
+        assert (await http.get("/api/traces/kept")).json()["state"] == "ready"
+        endpoint.proc.send_signal(signal.SIGCONT)
+        await wait_until(lambda: s3_fine(http))
+        assert (await http.delete("/api/traces/kept")).status_code == 204

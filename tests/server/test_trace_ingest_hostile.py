@@ -13,7 +13,7 @@ import pytest
 from cascade_core.s3_endpoint import make_client
 from cascade_core.trace_upload import LocalFile, build_metadata, upload_trace
 
-from .test_trace_ingest import Harness, sample_files
+from .harness import Harness, sample_files
 
 MiB = 1024 * 1024
 

@@ -6,25 +6,21 @@ from __future__ import annotations
 
 import pytest
 
-from .test_trace_ingest import Harness, sample_files
+from .harness import sample_files
 
 
 @pytest.mark.slow
-async def test_objects_named_like_temporary_files_are_mirrored_whole(rclone_s3, tmp_path):
-    h = await Harness(rclone_s3, tmp_path).start()
-    try:
-        extra = {
-            "extra/a.bin": b"the file",
-            "extra/.a.bin.part": b"not a temporary file",
-            "extra/..a.bin.part.part": b"nor this",
-        }
-        h.put_trace("temp-names", {**sample_files(), **extra})
-        ready = await h.recorder.wait_state("temp-names", "ready", "failed")
-        assert ready.state == "ready", ready.error
-        for rel, body in extra.items():
-            assert (h.mirror("temp-names") / rel).read_bytes() == body
-        await h.restart()  # a restart clears unfinished downloads, never a mirrored file
-        for rel, body in extra.items():
-            assert (h.mirror("temp-names") / rel).read_bytes() == body
-    finally:
-        await h.stop()
+async def test_objects_named_like_temporary_files_are_mirrored_whole(harness):
+    extra = {
+        "extra/a.bin": b"the file",
+        "extra/.a.bin.part": b"not a temporary file",
+        "extra/..a.bin.part.part": b"nor this",
+    }
+    harness.put_trace("temp-names", {**sample_files(), **extra})
+    ready = await harness.recorder.wait_state("temp-names", "ready", "failed")
+    assert ready.state == "ready", ready.error
+    for rel, body in extra.items():
+        assert (harness.mirror("temp-names") / rel).read_bytes() == body
+    await harness.restart()  # a restart clears unfinished downloads, never a mirrored file
+    for rel, body in extra.items():
+        assert (harness.mirror("temp-names") / rel).read_bytes() == body

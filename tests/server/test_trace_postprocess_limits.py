@@ -15,8 +15,9 @@ import pytest
 from cascade_server.settings import Settings
 from cascade_server.traces.postprocess import LOCK_NAME, Limits, PostprocessError, postprocess_trace
 
+from .harness import Harness, sample_files
 from .test_trace_helpers import SM70
-from .test_trace_ingest import Harness, raw_kernelslist, sample_files
+from .test_trace_ingest import raw_kernelslist
 
 MiB = 1024 * 1024
 RAW_HEADER = (

@@ -7,13 +7,14 @@ import json
 from datetime import datetime
 
 import aiosqlite
+import httpx
 
 from cascade_server.storage import Store
 from cascade_server.storage.codecs import iso
 from cascade_server.storage.schema import MIGRATIONS, migrate
 from tests.conftest import ready_trace
+from tests.helpers import create_run
 
-from .test_api_core import create_run
 from .test_api_manage import finish
 
 TRACE = "tinyformer-step-sm70"
@@ -34,12 +35,17 @@ def give_real_timing(settings, trace_id: str) -> dict:
     }
 
 
+async def run_then_trace_deleted(core, http: httpx.AsyncClient) -> tuple[dict, dict]:
+    """A run of the trace that succeeded, then the trace deleted: the run, and its trace's record."""
+    run = await create_run(http)
+    await finish(core, run, ["succeeded"] * len(run["sims"]))
+    assert (await http.delete(f"/api/traces/{TRACE}")).status_code == 204
+    return run, (await http.get(f"/api/runs/{run['id']}")).json()["trace"]
+
+
 async def test_runs_of_a_deleted_trace_are_never_joined_to_a_new_trace_of_the_same_id(core):
     async with core.client() as http:
-        run = await create_run(http)
-        await finish(core, run, ["succeeded"] * len(run["sims"]))
-        assert (await http.delete(f"/api/traces/{TRACE}")).status_code == 204
-        gone = (await http.get(f"/api/runs/{run['id']}")).json()["trace"]
+        run, gone = await run_then_trace_deleted(core, http)
 
         # Another upload under the same id: another model, other kernels, real timing.
         metadata = give_real_timing(core.settings, TRACE)
@@ -87,10 +93,7 @@ async def test_runs_of_a_deleted_trace_are_never_joined_to_a_new_trace_of_the_sa
 
 async def test_a_deleted_trace_record_survives_a_restart(core):
     async with core.client() as http:
-        run = await create_run(http)
-        await finish(core, run, ["succeeded"] * len(run["sims"]))
-        assert (await http.delete(f"/api/traces/{TRACE}")).status_code == 204
-        gone = (await http.get(f"/api/runs/{run['id']}")).json()["trace"]
+        run, gone = await run_then_trace_deleted(core, http)
     await core.restart()
     await core.store.traces.put_trace(ready_trace(TRACE, kernels=4))
     async with core.client() as http:

@@ -8,16 +8,14 @@ import json
 import math
 import re
 import statistics
-import subprocess
-import sys
 
 import httpx
 import pytest
 
 from cascade_tui.scripting import accuracy_command, run_command
-from tests.conftest import TOKEN, ready_trace, recorded_log, write_config
-from tests.helpers import wait_until
-from tests.timeline.profiles import SAMPLED, load, steps_by_correlation, write_trace_dir
+from tests.conftest import TOKEN, ready_trace, write_config
+from tests.helpers import post_run, recorded_log, wait_until
+from tests.timeline.profiles import import_sampled_timing
 
 QV100 = (
     "# Volta\n-gpgpu_compute_capability_major 7\n-gpgpu_compute_capability_minor 0\n"
@@ -31,10 +29,6 @@ async def variants(make_server, accelsim_dir):
     server = await make_server(accelsim_dir=accelsim_dir)
     await server.store.traces.put_trace(ready_trace())
     return server
-
-
-async def post_run(http: httpx.AsyncClient, entries: list[dict], trace_id: str = "tinyformer-step-sm70"):
-    return await http.post("/api/runs", json={"trace_id": trace_id, "entries": entries})
 
 
 def qv100(count: int = 1, **extra) -> dict:
@@ -190,7 +184,7 @@ async def test_a_clock_option_changes_the_variants_time_base(variants):
         sim = run["sims"][0]
         await http.post(
             f"/api/sims/{sim['id']}/logs",
-            json={"seq": 0, "lines": recorded_log("SM7_QV100").decode().splitlines()},
+            json={"seq": 0, "lines": recorded_log("SM7_QV100")},
         )
         kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
     assert kernels and kernels[0]["sim_time_ns"] == pytest.approx(kernels[0]["gpu_sim_cycle"] / 566.0 * 1000)
@@ -233,28 +227,9 @@ def scaled(lines: list[str], factor: int) -> list[str]:
 
 
 async def test_accuracy_equals_a_hand_computation_from_the_comparison(variants, capsys):
-    settings = variants.settings
-    step = steps_by_correlation(load(SAMPLED))[0][:15]
-    with_timing = settings.traces_dir / "profiled"
-    write_trace_dir(with_timing, step)
-    imported = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cascade_tui.cli",
-            "timeline",
-            "import",
-            str(SAMPLED),
-            str(with_timing),
-            "--min-coverage",
-            "0",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert imported.returncode == 0, imported.stderr
+    import_sampled_timing(variants.settings.traces_dir / "profiled")
     await variants.store.traces.put_trace(ready_trace("profiled", has_real_timing=True, metadata=None))
-    log = recorded_log("SM7_QV100").decode().splitlines()
+    log = recorded_log("SM7_QV100")
     async with variants.client() as http:
         run = (
             await post_run(http, [qv100(2), qv100(options={"-gpgpu_n_clusters": "40"})], "profiled")

@@ -15,6 +15,7 @@ from cascade_worker.simulator import build, cuda_wheels, deps, smoke, sources
 from cascade_worker.simulator.cli import status_text
 from cascade_worker.simulator.install import build_key
 from cascade_worker.simulator.report import parse_progress_line, progress_line
+from tests.worker.fakes import build_manifest
 
 # Lines from a real build log of the pinned commits (paths shortened).
 COMPILE_O_FIRST = (
@@ -90,16 +91,8 @@ def test_the_simulators_library_folder_goes_first_once() -> None:
 
 
 def test_manifests_round_trip_and_bad_ones_say_why() -> None:
-    manifest = layout.Manifest(
-        key="k",
-        framework_commit="a" * 40,
-        gpgpu_sim_commit=None,
-        framework_source="f",
-        gpgpu_sim_source="g",
-        built_at="2026-11-30T19:48:46+00:00",
-        build_seconds=148.2,
-        smoke_passed=True,
-        smoke_detail="ok",
+    manifest = build_manifest(
+        "k", framework_commit="a" * 40, gpgpu_sim_commit=None, build_seconds=148.2, smoke_detail="ok"
     )
     assert layout.parse_manifest(manifest.to_json()) == manifest
     with pytest.raises(layout.ManifestError, match="not JSON"):
@@ -119,17 +112,7 @@ def fake_build(root: Path, smoke_passed: bool = True) -> Path:
         config = layout.accelsim_dir(build_dir) / layout.TESTED_CFGS / name
         config.mkdir(parents=True)
         (config / "gpgpusim.config").write_text("")
-    manifest = layout.Manifest(
-        key="abc",
-        framework_commit="73f9",
-        gpgpu_sim_commit="6678",
-        framework_source="f",
-        gpgpu_sim_source="g",
-        built_at="2026-11-30T19:48:46+00:00",
-        build_seconds=1.0,
-        smoke_passed=smoke_passed,
-        smoke_detail="2 kernels",
-    )
+    manifest = build_manifest("abc", smoke_passed=smoke_passed)
     (build_dir / layout.MANIFEST).write_text(manifest.to_json())
     return build_dir
 

@@ -1,5 +1,5 @@
 """A real single-node Slurm cluster (munge + slurmctld + slurmd on this host) for the session
-(the `slurm_cluster` fixture in tests/conftest.py).
+(the `slurm_cluster` fixture in tests/conftest.py), and the settings of a server that uses it.
 
 `slurm-single-node.sh up` starts the daemons (`.ci/run` installs Debian's `slurm-wlm` and
 `munge`; pytest never installs anything); the cluster comes down when the session ends (unless it
@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,3 +61,31 @@ def squeue_ids() -> set[str]:
         ["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, check=True
     ).stdout
     return {line.strip() for line in out.splitlines() if line.strip()}
+
+
+def scontrol(*args: str) -> str:
+    done = subprocess.run(["scontrol", *args], capture_output=True, text=True)
+    return done.stdout + done.stderr
+
+
+def slurm_settings(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
+    """An in-process server's settings for the slurm launcher on this cluster (`make_server`)."""
+    values: dict[str, Any] = dict(
+        launcher="slurm",
+        slurm_local=True,
+        slurm_poll_s=1.0,
+        replay_speed=25.0,
+        slurm_output_dir=tmp_path / "slurm-out",
+    )
+    values.update(overrides)
+    return values
+
+
+# The same for `cascade serve` as a process (tests/e2e/conftest.py's `start_serve`), its jobs
+# replaying at 6x as the local launcher's do there: a run of 15 kernels is midway for seconds.
+SLURM_LAUNCHER = {
+    "CASCADE_LAUNCHER": "slurm",
+    "CASCADE_SLURM_LOCAL": "1",
+    "CASCADE_SLURM_POLL_S": "1",
+    "CASCADE_REPLAY_SPEED": "6",
+}

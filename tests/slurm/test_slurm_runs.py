@@ -4,66 +4,36 @@ stand-in replay."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
-from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import (
-    SM70_CONFIGS,
+from tests.conftest import TOKEN
+from tests.e2e.test_local_runs import SM70_CONFIGS
+from tests.helpers import (
+    all_running,
     create_run,
     finished_run,
     get_run,
-    record_sim_states,
     recording,
+    sim_states,
+    sims_when,
+    wait_until,
 )
-from tests.helpers import wait_until
-from tests.slurm.cluster import squeue_ids
+from tests.slurm.cluster import scontrol, squeue_ids
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("slurm_cluster")]
 
 
-@pytest.fixture
-def worker_env(monkeypatch):
-    """Passed on to the jobs by the launcher: quick heartbeats and a short kill grace."""
-    monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")
-    monkeypatch.setenv("CASCADE_KILL_GRACE_S", "3")
-
-
-def slurm_settings(tmp_path: Path, **overrides) -> dict:
-    values = dict(
-        launcher="slurm",
-        slurm_local=True,
-        slurm_poll_s=1.0,
-        replay_speed=25.0,
-        slurm_output_dir=tmp_path / "slurm-out",
-    )
-    values.update(overrides)
-    return values
-
-
-def scontrol(*args: str) -> str:
-    done = subprocess.run(["scontrol", *args], capture_output=True, text=True)
-    return done.stdout + done.stderr
-
-
-async def test_three_configs_two_replicas_succeed_through_slurm(make_server, worker_env, tmp_path):
-    server = await make_server(**slurm_settings(tmp_path))
-    await server.store.traces.put_trace(ready_trace())
+async def test_three_configs_two_replicas_succeed_through_slurm(slurm_server, tmp_path):
+    server = await slurm_server()
     async with server.client() as http:
         run = await create_run(http, [(c, 2) for c in SM70_CONFIGS])
-        states: dict[str, list[str]] = defaultdict(list)
-        watcher = asyncio.create_task(record_sim_states(http, run["id"], states))
-        try:
+        async with sim_states(http, run["id"]) as states:
             final = await finished_run(http, run["id"], timeout=180)
             await wait_until(
                 lambda: len(states) == 6 and all(s[-1] == "succeeded" for s in states.values()), 10
             )
-        finally:
-            watcher.cancel()
         assert final["state"] == "succeeded", final
         assert final["replay"] is True  # no Accel-Sim: the jobs ran the stand-in
         job_ids = {sim["launcher_ref"].split("_")[0] for sim in final["sims"]}
@@ -83,22 +53,19 @@ async def test_three_configs_two_replicas_succeed_through_slurm(make_server, wor
             assert exit_file.read_text().strip() == "0"
 
 
-async def test_queued_sims_show_slurm_reason_and_cancel_empties_the_queue(make_server, worker_env, tmp_path):
+def split(sims: list[dict]) -> bool:
+    """2 sims queued by Slurm for want of CPUs (`pending`, with a job id), 8 running."""
+    queued = [s for s in sims if s["state"] == "pending" and s["launcher_state"] == "PENDING (Resources)"]
+    running = [s for s in sims if s["state"] == "running" and s["launcher_state"] == "RUNNING"]
+    return len(queued) == 2 and len(running) == 8
+
+
+async def test_queued_sims_show_slurm_reason_and_cancel_empties_the_queue(slurm_server):
     # 10 sims on a node of 8 CPUs: 2 wait PENDING (Resources) and stay `pending`, with a job id.
-    server = await make_server(**slurm_settings(tmp_path, replay_speed=0.5))
-    await server.store.traces.put_trace(ready_trace())
+    server = await slurm_server(replay_speed=0.5)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 10)])
-
-        async def split():
-            sims = (await get_run(http, run["id"]))["sims"]
-            queued = [
-                s for s in sims if s["state"] == "pending" and s["launcher_state"] == "PENDING (Resources)"
-            ]
-            running = [s for s in sims if s["state"] == "running" and s["launcher_state"] == "RUNNING"]
-            return sims if len(queued) == 2 and len(running) == 8 else None
-
-        sims = await wait_until(split, 60)
+        sims = await sims_when(http, run["id"], split)
         # What the New run screen says of the next run: Cascade's jobs, running and queued.
         status = (await http.get("/api/launcher")).json()
         assert status.pop("simulator")["kind"] == "stand-in"
@@ -114,17 +81,11 @@ async def test_queued_sims_show_slurm_reason_and_cancel_empties_the_queue(make_s
         assert {s["state"] for s in final["sims"]} == {"cancelled"}
 
 
-async def test_job_killed_from_outside_fails_with_slurm_reason(make_server, worker_env, tmp_path):
-    server = await make_server(**slurm_settings(tmp_path, replay_speed=0.5))
-    await server.store.traces.put_trace(ready_trace())
+async def test_job_killed_from_outside_fails_with_slurm_reason(slurm_server):
+    server = await slurm_server(replay_speed=0.5)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 2)])
-
-        async def running():
-            sims = (await get_run(http, run["id"]))["sims"]
-            return sims if all(s["state"] == "running" for s in sims) else None
-
-        victim, survivor = await wait_until(running, 60)
+        victim, survivor = await sims_when(http, run["id"], all_running)
         subprocess.run(["scancel", "--signal=KILL", victim["launcher_ref"]], check=True)
         await wait_until(lambda: _sim_state(http, run["id"], victim["id"], "failed"), 60)
         sim = next(s for s in (await get_run(http, run["id"]))["sims"] if s["id"] == victim["id"])
@@ -144,9 +105,8 @@ async def test_job_killed_from_outside_fails_with_slurm_reason(make_server, work
         await wait_until(lambda: survivor["launcher_ref"] not in squeue_ids(), 30)
 
 
-async def test_sbatch_refusing_fails_the_sims_with_slurms_message(make_server, worker_env, tmp_path):
-    server = await make_server(**slurm_settings(tmp_path, slurm_partition="no-such-partition"))
-    await server.store.traces.put_trace(ready_trace())
+async def test_sbatch_refusing_fails_the_sims_with_slurms_message(slurm_server):
+    server = await slurm_server(slurm_partition="no-such-partition")
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 2), ("SM7_TITANV", 1)])
         final = await finished_run(http, run["id"], timeout=30)
@@ -159,17 +119,11 @@ async def test_sbatch_refusing_fails_the_sims_with_slurms_message(make_server, w
             )
 
 
-async def test_the_token_never_reaches_slurm_or_a_log(make_server, worker_env, tmp_path):
-    server = await make_server(**slurm_settings(tmp_path, replay_speed=2.0))
-    await server.store.traces.put_trace(ready_trace())
+async def test_the_token_never_reaches_slurm_or_a_log(slurm_server, tmp_path):
+    server = await slurm_server(replay_speed=2.0)
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)])
-
-        async def running():
-            sims = (await get_run(http, run["id"]))["sims"]
-            return sims[0] if sims[0]["state"] == "running" else None
-
-        sim = await running_sim(running)
+        [sim] = await sims_when(http, run["id"], all_running)
         ref = sim["launcher_ref"]
         shown = scontrol("show", "job", "-dd", ref)
         script = scontrol("write", "batch_script", ref, "-")
@@ -179,10 +133,6 @@ async def test_the_token_never_reaches_slurm_or_a_log(make_server, worker_env, t
         assert final["state"] == "succeeded"  # the worker had the token: it came in the environment
     for path in (tmp_path / "slurm-out").iterdir():
         assert TOKEN not in path.read_text(errors="replace"), path
-
-
-async def running_sim(check):
-    return await wait_until(check, 60)
 
 
 async def _error_has(http, run_id: str, sim_id: str, text: str) -> bool:

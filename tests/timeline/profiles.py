@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import UTC, datetime
+import subprocess
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cascade_core.models import GpuConfig, KernelStat, SimResults, SimSummary
+from cascade_core.models import GpuConfig, KernelStat, SimResults
+from tests.conftest import sim_summary
 
 PROFILES = Path(__file__).resolve().parents[1] / "data" / "profiles"  # copied from ../shared/profiles
 SAMPLED = PROFILES / "hta-sampled-rank0-2steps.json.gz"  # 2 steps, 1,154 kernels, 4 streams
@@ -95,19 +97,18 @@ def write_trace_dir(directory: Path, kernels: list[dict[str, Any]]) -> Path:
     return directory
 
 
+def import_sampled_timing(directory: Path) -> None:
+    """The first profiled step of SAMPLED as `directory`'s trace, its real timing imported with
+    `cascade timeline import` (whatever share of the GPU time it covers)."""
+    write_trace_dir(directory, steps_by_correlation(load(SAMPLED))[0][:15])
+    argv = ["timeline", "import", str(SAMPLED), str(directory), "--min-coverage", "0"]
+    done = subprocess.run([sys.executable, "-m", "cascade_tui.cli", *argv], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def sim_results(times_ns: list[float], *, trace_id: str = "t", config: str = "SM80_A100") -> SimResults:
     """A sim that finished kernel i (launch uid i + 1) in times_ns[i]."""
-    now = datetime.now(UTC)
-    sim = SimSummary(
-        id="sim-000000000001",
-        run_id="run-000000000001",
-        gpu_config=config,
-        replica=0,
-        state="succeeded",
-        created_at=now,
-        kernels_done=len(times_ns),
-        kernels_total=len(times_ns),
-    )
+    sim = sim_summary(state="succeeded", done=len(times_ns), total=len(times_ns), gpu_config=config)
     return SimResults(
         sim=sim,
         trace_id=trace_id,

@@ -26,7 +26,7 @@ from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.widgets.log_view import LogView
 from tests.conftest import TOKEN, LiveServer, ready_trace
 
-from .helpers import Simulator, recorded_log, screen_text, tui_settings, wait_for_text, wait_until
+from .helpers import Simulator, recorded_log, screen_text, tui_settings, wait_for_app, wait_for_text
 
 UPDATE = os.environ.get("CASCADE_UPDATE_SNAPSHOTS") == "1"  # rewrite tests/tui/snapshots
 TRACE = "tinyformer-step-sm70"
@@ -163,7 +163,7 @@ async def on_list(pilot, screen_type: type[PolledTable], ids: list[str]) -> Poll
         screen = pilot.app.screen
         return isinstance(screen, screen_type) and all(i in screen.items for i in ids)
 
-    await wait_until(pilot, listed, f"the list with {ids}")
+    await wait_for_app(pilot, listed, f"the list with {ids}")
     return pilot.app.screen
 
 
@@ -173,13 +173,13 @@ async def select(
     """On the `screen_type` list (with `listed` on it too), the cursor on `item_id`."""
     screen = await on_list(pilot, screen_type, listed or [item_id])
     screen.select(item_id)
-    await wait_until(pilot, lambda: screen.selected_id() == item_id, f"the cursor on {item_id}")
+    await wait_for_app(pilot, lambda: screen.selected_id() == item_id, f"the cursor on {item_id}")
     return screen
 
 
 async def on_run_screen(pilot) -> RunScreen:
     """Once a run's screen shows, with its first snapshot."""
-    await wait_until(
+    await wait_for_app(
         pilot,
         lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.model.has_snapshot,
         "the run screen",
@@ -198,7 +198,7 @@ async def log_tail(pilot, run_id: str, lines: int) -> LogView:
     """On the run's screen, its log pane once it holds the sim's `lines`-line tail."""
     screen = await open_run_screen(pilot, run_id)
     view = screen.query_one(LogView)
-    await wait_until(pilot, lambda: len(view.store) == lines, f"the {lines:,}-line tail")
+    await wait_for_app(pilot, lambda: len(view.store) == lines, f"the {lines:,}-line tail")
     return view
 
 
@@ -224,5 +224,5 @@ async def comparison(pilot, screen_type: type[CompareRunsScreen], shows: str = "
         screen = pilot.app.screen
         return screen if isinstance(screen, screen_type) and shows in screen.text else None
 
-    await wait_until(pilot, shown, "the comparison")
+    await wait_for_app(pilot, shown, "the comparison")
     return pilot.app.screen.text

@@ -1,10 +1,8 @@
-"""Helpers for the TUI's Pilot tests: screen text, waiting on conditions, playing a simulator."""
+"""Helpers for the TUI's Pilot tests: screen text, waiting on the app, playing a simulator."""
 
 from __future__ import annotations
 
-import asyncio
 import difflib
-import gzip
 import io
 import re
 import time
@@ -20,8 +18,12 @@ from textual.app import App
 from cascade_tui.app import CascadeApp
 from cascade_tui.connection.config import TuiSettings
 
-REPO = Path(__file__).resolve().parents[2]
-RECORDINGS = REPO / "samples" / "recordings"
+# The suite's one copy of each (tests/helpers.py), for the TUI tests as for the rest.
+from tests.helpers import REPO as REPO
+from tests.helpers import ServeProcess as ServeProcess
+from tests.helpers import recorded_log as recorded_log
+from tests.helpers import wait_until
+
 SNAPSHOTS = Path(__file__).with_name("snapshots")
 
 
@@ -61,14 +63,12 @@ def poll_until(
         time.sleep(interval)
 
 
-async def wait_until(pilot, condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
-    """Poll `condition` while the app runs, failing with `what` and the screen after `timeout`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{screen_text(pilot.app)}")
-        await pilot.pause(0.05)
+async def wait_for_app(pilot, condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+    """`wait_until` `condition` holds while the app under `pilot` runs (its pause between looks),
+    failing with `what` and the screen after `timeout`."""
+    await wait_until(
+        condition, timeout, 0.05, what=lambda: f"{what}\n{screen_text(pilot.app)}", pause=pilot.pause
+    )
 
 
 def record_notifications(app: App) -> Callable[[], list[str]]:
@@ -86,7 +86,7 @@ def record_notifications(app: App) -> Callable[[], list[str]]:
 
 
 async def wait_for_text(pilot, text: str, timeout: float = 30.0) -> str:
-    await wait_until(pilot, lambda: text in screen_text(pilot.app), f"{text!r} on screen", timeout)
+    await wait_for_app(pilot, lambda: text in screen_text(pilot.app), f"{text!r} on screen", timeout)
     return screen_text(pilot.app)
 
 
@@ -100,11 +100,6 @@ def tui_settings(url: str, token: str | None, tmp_path: Path, **kw) -> TuiSettin
     )
     values.update(kw)
     return TuiSettings(**values)
-
-
-def recorded_log(config: str = "SM7_QV100") -> list[str]:
-    with gzip.open(RECORDINGS / f"{config}.log.gz", "rt", encoding="utf-8") as fh:
-        return fh.read().splitlines()
 
 
 class Simulator:
@@ -181,76 +176,6 @@ def assert_snapshot(name: str, text: str, update: bool) -> None:
         raise AssertionError(f"screen {name} changed:\n{diff}\n--- the whole screen now\n{actual}")
 
 
-class ServeProcess:
-    """`cascade serve` as a real subprocess on a fixed port and data dir, so it can be killed and
-    started again (a server restart as operators see it)."""
-
-    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
-        self.data_dir = data_dir
-        self.port = port
-        self.env = env or {}
-        self.proc: asyncio.subprocess.Process | None = None
-        self.token: str | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def start(self, timeout: float = 60.0) -> ServeProcess:
-        import os
-        import sys
-
-        from tests.conftest import free_port
-
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CASCADE_")}
-        # Its own embedded S3 port, so servers of parallel tests never collide on the default.
-        env.update({"CASCADE_LAUNCHER": "manual", "CASCADE_S3_PORT": str(free_port()), **self.env})
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "cascade_tui.cli",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--data-dir",
-            str(self.data_dir),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            env=env,
-            cwd=REPO,
-        )
-        assert self.proc.stdout is not None
-
-        stdout = self.proc.stdout
-
-        async def read_banner() -> None:
-            while True:
-                line = (await stdout.readline()).decode()
-                if not line:
-                    raise AssertionError("cascade serve exited before printing its token")
-                if line.startswith("token: "):
-                    self.token = line.split(":", 1)[1].strip()
-                    return
-
-        await asyncio.wait_for(read_banner(), timeout)
-        return self
-
-    async def kill(self) -> None:
-        if self.proc and self.proc.returncode is None:
-            self.proc.kill()
-            await self.proc.wait()
-
-    async def stop(self) -> None:
-        if self.proc and self.proc.returncode is None:
-            self.proc.terminate()
-            try:
-                await asyncio.wait_for(self.proc.wait(), 90)
-            except TimeoutError:
-                await self.kill()
-
-
 _BOX = re.compile(r"[█▌▐▀▄│┃▊▎▔▁╭╮╰╯─━]")
 
 
@@ -261,5 +186,5 @@ def flat(text: str) -> str:
 
 async def wait_for_flat_text(pilot, text: str, timeout: float = 30.0) -> str:
     """Like wait_for_text for a message that may wrap across lines inside a bordered box."""
-    await wait_until(pilot, lambda: text in flat(screen_text(pilot.app)), f"{text!r} on screen", timeout)
+    await wait_for_app(pilot, lambda: text in flat(screen_text(pilot.app)), f"{text!r} on screen", timeout)
     return flat(screen_text(pilot.app))

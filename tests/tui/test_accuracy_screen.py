@@ -15,7 +15,7 @@ from tests.conftest import ready_trace
 from tests.timeline.profiles import SAMPLED, load, steps_by_correlation, write_trace_dir
 
 from .conftest import UPDATE, make_app, on_list, played_run, serve
-from .helpers import assert_snapshot, screen_text, wait_for_text, wait_until
+from .helpers import assert_snapshot, screen_text, wait_for_app, wait_for_text
 
 TRACE = "profiled"
 
@@ -59,7 +59,7 @@ async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(app, htt
         await on_list(pilot, TracesScreen, [TRACE])
         await wait_for_text(pilot, "Real kernel times")  # the detail line says what y opens on
         await pilot.press("y")
-        await wait_until(pilot, lambda: isinstance(app.screen, AccuracyScreen), "the Accuracy screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AccuracyScreen), "the Accuracy screen")
         await wait_for_text(pilot, "Worst kernels")
         screen = app.screen
         assert isinstance(screen, AccuracyScreen)
@@ -71,7 +71,7 @@ async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(app, htt
         # The table's height follows its rows a refresh later: until then a vertical scrollbar
         # takes two columns (on a loaded machine the snapshot caught it once).
         table = screen.query_one(DataTable)
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: (
                 not table.show_vertical_scrollbar
@@ -85,7 +85,7 @@ async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(app, htt
         await pilot.press("down", "down")
         await wait_for_text(pilot, "profiled on SM7_TITANV")
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "back to the Traces list")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, TracesScreen), "back to the Traces list")
 
 
 async def test_with_no_real_timing_the_accuracy_screen_says_how_rows_come_and_draws_no_empty_chart(
@@ -98,7 +98,7 @@ async def test_with_no_real_timing_the_accuracy_screen_says_how_rows_come_and_dr
         await pilot.press("t")
         await on_list(pilot, TracesScreen, ["untimed"])
         await pilot.press("y")
-        await wait_until(pilot, lambda: isinstance(app.screen, AccuracyScreen), "the Accuracy screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AccuracyScreen), "the Accuracy screen")
         text = await wait_for_text(pilot, "No trace with real timing has finished real sims yet.")
         assert "timeline import" in " ".join(text.split())  # how a trace gets real timing
         assert not app.screen.query_one("#accuracy-lower").display

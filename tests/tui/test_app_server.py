@@ -41,9 +41,9 @@ from .helpers import (
     recorded_log,
     screen_text,
     tui_settings,
+    wait_for_app,
     wait_for_flat_text,
     wait_for_text,
-    wait_until,
 )
 
 
@@ -85,7 +85,7 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(app,
         log = recorded_log("SM7_QV100")
         for sim_id in screen.model.sims:
             await play(http, sim_id, log)
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: len(table_rows(app, "✔ succeeded")) == 2, "both sims succeeded in the table"
         )
         text = screen_text(app)
@@ -94,7 +94,7 @@ async def test_launch_from_keyboard_watch_sims_succeed_read_log_and_kernels(app,
         assert "Stand-in numbers" not in text  # 15 kernels done of the trace's 15
 
         # The log pane follows the selected sim: its tail ends with the simulator's exit line.
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: screen.query_one(LogView).store.lines[-1:] == ["GPGPU-Sim: *** exit detected ***"],
             "the log tail",
@@ -129,7 +129,7 @@ async def test_log_pane_follows_pauses_with_count_resumes_and_searches(app, http
 
         view.focus()
         await pilot.press("pageup", "pageup")
-        await wait_until(pilot, lambda: not view.following, "following to pause")
+        await wait_for_app(pilot, lambda: not view.following, "following to pause")
         await sim.log(qv100_log[20_000:20_500])
         text = await wait_for_text(pilot, "paused +500 lines (End to follow)")
         assert "following" not in text.split("paused")[0].splitlines()[-1]
@@ -141,7 +141,7 @@ async def test_log_pane_follows_pauses_with_count_resumes_and_searches(app, http
         await pilot.press("slash")
         await pilot.press(*"kernel_name = _Z18attn")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: view.current_match is not None, "a search match")
+        await wait_for_app(pilot, lambda: view.current_match is not None, "a search match")
         line = view.store.lines[view.current_match]
         assert line.startswith("kernel_name = _Z18attn_scores_kernel")
         assert not view.following
@@ -154,9 +154,9 @@ async def test_escape_in_the_log_search_closes_only_the_search(app, run):
         screen = await open_run_screen(pilot, run["id"])
         search = screen.query_one("#search")
         await pilot.press("slash")
-        await wait_until(pilot, lambda: search.has_focus, "the search box")
+        await wait_for_app(pilot, lambda: search.has_focus, "the search box")
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not search.display, "the search box to close")
+        await wait_for_app(pilot, lambda: not search.display, "the search box to close")
         await pilot.pause()
         assert app.screen is screen, "Esc in the search also left the run screen"
         assert screen.query_one("SimTable").has_focus
@@ -170,9 +170,9 @@ async def test_escape_after_a_search_drops_it_then_goes_back(app, run):
         screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
         await pilot.press("slash", *"kernel", "enter")
-        await wait_until(pilot, lambda: view.pattern is not None, "the search to apply")
+        await wait_for_app(pilot, lambda: view.pattern is not None, "the search to apply")
         await pilot.press("escape")
-        await wait_until(pilot, lambda: view.pattern is None, "the search dropped")
+        await wait_for_app(pilot, lambda: view.pattern is None, "the search dropped")
         assert app.screen is screen, "the first Esc after a search left the run screen"
         await pilot.press("escape")
         await on_list(pilot, RunsScreen, [])
@@ -184,7 +184,7 @@ async def test_a_failing_worker_is_notified_once_by_the_app_and_the_ui_goes_on(a
         messages = record_notifications(app)
         # A pane's worker meets a 404: the app's one handler shows the server's detail.
         app.screen.files_pane.download("files", "sim-000000000000")
-        await wait_until(pilot, lambda: app.errors, "the error")
+        await wait_for_app(pilot, lambda: app.errors, "the error")
         assert app.errors == ["404: sim sim-000000000000 not found"], app.errors
         assert messages() == app.errors  # notified once
         assert isinstance(app.screen, RunScreen) and app.is_running
@@ -223,19 +223,19 @@ async def test_runs_and_traces_keys_work_on_the_run_screen(app, run):
         await wait_for_text(pilot, "● LIVE")
         assert f"trace {TRACE}" in screen_text(app).splitlines()[1]  # at 100 columns too
         await pilot.press("question_mark")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         await pilot.press("end")  # the app-wide keys come last
         await pilot.pause()
         text = screen_text(app)
         assert "app.runs" in text and "app.traces" in text
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "help to close")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "help to close")
         await pilot.press("t")
-        await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, TracesScreen), "the traces list")
         await pilot.press("r")
         await on_list(pilot, RunsScreen, [])
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen again")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen again")
         await pilot.press("r")
         await on_list(pilot, RunsScreen, [])
 
@@ -247,17 +247,17 @@ async def test_new_run_above_four_sims_confirms_and_launches_once(app, http):
         await pilot.press("plus", "plus", "plus", "plus")
         await wait_for_text(pilot, "1 config, 5 sims in total  (you will be asked to confirm)")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         text = screen_text(app)
         assert "Launch 5 sims?" in text and "SM7_QV100" in text and "× 5" in text
         await pilot.press("n")
-        await wait_until(pilot, lambda: isinstance(app.screen, NewRunScreen), "back to New run")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, NewRunScreen), "back to New run")
         assert (await http.get("/api/runs")).json() == []
 
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the new run")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "the new run")
         runs = (await http.get("/api/runs")).json()
         assert len(runs) == 1 and sum(runs[0]["sim_counts"].values()) == 5
 
@@ -268,16 +268,16 @@ async def test_cancel_asks_first_then_cancels(app, http):
     async with app.run_test(size=(100, 30)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         assert "2 unfinished sims will be stopped" in screen_text(app)
         await pilot.press("n")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
         assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "active"
 
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: len(table_rows(app, "■ cancelled")) == 2, "both sims cancelled in the table"
         )
         assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"
@@ -302,7 +302,9 @@ async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
             await pilot.press("enter")
             await wait_for_text(pilot, "LIVE")
             # The table is refreshed on its own timer, a moment after the header goes live.
-            await wait_until(pilot, lambda: len(table_rows(app, "✔ succeeded")) == 3, "the sims table filled")
+            await wait_for_app(
+                pilot, lambda: len(table_rows(app, "✔ succeeded")) == 3, "the sims table filled"
+            )
             await serve.kill()
             text = await wait_for_text(pilot, "RECONNECTING")
             assert len(table_rows(app, "✔ succeeded")) == 3, text  # last data stays visible
@@ -350,7 +352,7 @@ async def test_downloads_results_log_and_files(app, http, run, tmp_path):
         await open_run_screen(pilot, run["id"])
         await pilot.press("d")
         results = downloads / f"{run['id']}-results.json"
-        await wait_until(pilot, results.exists, "the results download")
+        await wait_for_app(pilot, results.exists, "the results download")
         assert b'"comparison"' in results.read_bytes()
         # The toast names the file whole on its own line, then where it went.
         text = await wait_for_text(pilot, "Download saved")
@@ -378,11 +380,11 @@ async def test_downloads_results_log_and_files(app, http, run, tmp_path):
             await pilot.press("down")
         await pilot.press("enter")
         saved = downloads / sim_id / "kernel-stats.csv"
-        await wait_until(pilot, saved.exists, "the file download")
+        await wait_for_app(pilot, saved.exists, "the file download")
         assert saved.read_bytes() == b"kernel,cycles\n1,2\n"
         await pilot.press("L")
         log_file = downloads / f"{sim_id}.log"
-        await wait_until(pilot, log_file.exists, "the log download")
+        await wait_for_app(pilot, log_file.exists, "the log download")
         assert len(log_file.read_text().splitlines()) == 5000
 
 
@@ -393,7 +395,7 @@ async def test_every_key_has_an_id_in_footer_help_and_palette(app, run):
         for binding in RunScreen.BINDINGS:
             assert binding.id and binding.id.startswith("run."), binding
         await pilot.press("question_mark")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         text = screen_text(app)
         assert "run.kernels" in text  # the screen's own keys first
         body = help_text(run_screen).plain  # the whole list, also what is below the fold
@@ -407,7 +409,7 @@ async def test_every_key_has_an_id_in_footer_help_and_palette(app, run):
         assert "simulated instructions per second" in text
         assert "Scroll Left" not in text and "Page Left" not in text
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is run_screen, "help to close")
+        await wait_for_app(pilot, lambda: app.screen is run_screen, "help to close")
         commands = [c.title for c in app.get_system_commands(run_screen)]
         assert {"Kernels", "Cancel", "Search", "Save results", "Quit"} <= set(commands)
         assert len(commands) == len(set(commands)), commands  # nothing twice
@@ -436,12 +438,12 @@ async def test_a_sim_failing_and_the_run_finishing_are_notified(app, http, run):
         # Recorded before the beat: its notification may come before the next line of this test.
         messages = record_notifications(app)
         await sim.beat("failed", exit_code=139, error="segmentation fault (SIGSEGV)")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: any("SM7_QV100 #0 failed: segmentation fault" in m for m in messages()),
             "the failure notification",
         )
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: any(f"{run['id']} finished: failed" in m for m in messages()),
             "the finished notification",
@@ -497,7 +499,7 @@ async def test_cancel_is_offered_while_a_run_is_active_only(app, http, run):
         await play(http, sim_id, ["done"])
         # Both, together: under load the footer can be between two compositions (no `Cancel`
         # for a frame) while the run is still active.
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: "Cancel" not in screen_text(app) and "run.cancel" not in help_text(run_screen).plain,
             "x to leave the footer and the help",

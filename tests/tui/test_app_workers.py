@@ -11,7 +11,7 @@ from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.widgets.log_view import LogView
 
 from .conftest import TRACE, create_run, make_app, on_list, on_run_screen, serve, table_rows, tinyformer
-from .helpers import recorded_log, screen_text, wait_for_text, wait_until
+from .helpers import recorded_log, screen_text, wait_for_app, wait_for_text
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -43,7 +43,7 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         await pilot.press("enter")
         screen = await on_run_screen(pilot)
 
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: len(table_rows(app, "✔ succeeded")) == 2,
             "both stand-in sims to succeed in the table",
@@ -59,13 +59,13 @@ async def test_launch_from_keyboard_stand_in_sims_succeed_then_log_and_kernels(
         sim = screen.model.sims[screen.selected_sim]
         expected = recorded_log(sim.gpu_config)
         view = screen.query_one(LogView)
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: len(view.store) == len(expected) and view.store.lines[-1] == expected[-1],
             "the whole log in the pane",
         )
         await pilot.press("down")  # the other sim
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: (
                 screen.selected_sim != sim.id
@@ -97,13 +97,13 @@ async def test_cancel_a_running_stand_in_run(make_server, worker_env, tmp_path):
         await on_list(pilot, RunsScreen, [])
         await wait_for_text(pilot, run["id"])
         await pilot.press("enter")
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: len(table_rows(app, "▶ running")) == 2, "both sims running", timeout=60
         )
         await pilot.press("x")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: len(table_rows(app, "■ cancelled")) == 2, "both sims cancelled", timeout=60
         )
     async with server.client() as http:

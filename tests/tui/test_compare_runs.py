@@ -11,7 +11,7 @@ from cascade_tui.views import runcompare
 
 from .conftest import comparison, on_list, open_run_screen, played_run
 from .factories import kstat, run, sim
-from .helpers import screen_text, wait_until
+from .helpers import screen_text, wait_for_app
 
 
 def _data(run_id: str, ns: dict[str, list[float]]) -> runcompare.RunData:
@@ -55,7 +55,7 @@ async def test_mark_two_runs_and_compare_them(app, http):
         await pilot.press("c")  # nothing marked: says how
         assert not isinstance(app.screen, CompareRunsScreen)
         await pilot.press("home", "space", "space")
-        await wait_until(pilot, lambda: screen.marked == {r["id"] for r in runs}, "both marked")
+        await wait_for_app(pilot, lambda: screen.marked == {r["id"] for r in runs}, "both marked")
         assert screen_text(app).count("+run-") == 2
         await pilot.press("c")
         text = await comparison(pilot, CompareRunsScreen, "1.000x")
@@ -67,7 +67,7 @@ async def test_mark_two_runs_and_compare_them(app, http):
         assert ["kernel", "config", *ids, "spread"] in headings
         assert max(map(len, text.splitlines())) <= 117  # fitted to the width
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is screen, "back on Runs")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on Runs")
 
 
 def test_kernels_view_orders_by_time_or_spread_with_share_and_delta():
@@ -109,14 +109,14 @@ async def test_o_orders_the_kernels_view_by_time_then_spread_with_share_and_delt
             text = "\n".join("".join(t for t, _ in line) for line in chart.lines)
             return [line.split()[0] for line in text.splitlines() if line.lstrip().startswith("#")]
 
-        await wait_until(pilot, lambda: len(kernel_order()) == 15, "15 kernels in the chart")
+        await wait_for_app(pilot, lambda: len(kernel_order()) == 15, "15 kernels in the chart")
         assert kernel_order() == [f"#{i}" for i in range(15)]  # as traced
         for order in ("time", "spread"):
             await pilot.press("o")
-            await wait_until(
+            await wait_for_app(
                 pilot, lambda order=order: f"by {order}, o: order" in screen_text(app), f"by {order}"
             )
-            await wait_until(
+            await wait_for_app(
                 pilot,
                 lambda: kernel_order() != [f"#{i}" for i in range(15)],
                 f"the kernels reordered by {order}",
@@ -139,12 +139,12 @@ async def test_end_in_the_kernels_view_shows_its_last_line(app, http, size):
         screen = await open_run_screen(pilot, run["id"])
         await pilot.press("k")
         chart = screen.query_one("#kernel-chart", KernelChart)
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: len(chart.lines) > chart.size.height > 0, "a chart taller than its pane"
         )
         last = "".join(t for t, _ in chart.lines[-1]).rstrip()
         await pilot.press("end")
-        await wait_until(pilot, lambda: chart.scroll_y == chart.max_scroll_y, "the end")
+        await wait_for_app(pilot, lambda: chart.scroll_y == chart.max_scroll_y, "the end")
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
 
@@ -157,4 +157,4 @@ async def test_end_in_the_kernels_view_shows_its_last_line(app, http, size):
         assert "".join(t for t, _ in chart.lines[-1]).rstrip() == last
         # Read at the end, a resize (the lines built again to the new width) keeps it there.
         await pilot.resize_terminal(120 if size[0] != 120 else 100, 40)
-        await wait_until(pilot, last_line_shown, "the last line still shown after a resize")
+        await wait_for_app(pilot, last_line_shown, "the last line still shown after a resize")

@@ -19,7 +19,7 @@ from tests.conftest import ready_trace
 
 from .conftest import comparison, make_app, on_list, played_run, select, serve
 from .factories import T0, kstat, run, sim, trace
-from .helpers import wait_for_text, wait_until
+from .helpers import wait_for_app, wait_for_text
 
 DEMO = Path(__file__).resolve().parents[2] / "samples" / "accelsim-traces"
 SM70, SM75 = "tinyformer-step-sm70", "tinyformer-step-sm75"
@@ -170,7 +170,7 @@ async def test_c_on_a_demo_trace_compares_sm70_against_sm75(srv, app, http, tmp_
         assert len(spreads) == 15 and spreads == sorted(spreads, reverse=True)  # every kernel matched
 
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is screen, "back on Traces")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on Traces")
 
     # At 80 columns every number and heading still shows: the kernel names give way.
     narrow = make_app(srv, tmp_path)

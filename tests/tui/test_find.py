@@ -14,7 +14,7 @@ from cascade_tui.widgets.sim_table import SimTable
 
 from .conftest import TRACE, create_run, on_list, open_run_screen
 from .factories import T0, sim
-from .helpers import Simulator, screen_text, wait_for_text, wait_until
+from .helpers import Simulator, screen_text, wait_for_app, wait_for_text
 
 
 def test_filter_words_all_match_case_ignored_and_sort_is_stable():
@@ -51,13 +51,13 @@ async def test_slash_filters_the_runs_list_by_config_and_esc_clears(app, http):
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await on_list(pilot, RunsScreen, [qv["id"], titan["id"]])
         await pilot.press("slash", *"titanv")
-        await wait_until(pilot, lambda: list(screen.items) == [titan["id"]], "only the TITANV run")
+        await wait_for_app(pilot, lambda: list(screen.items) == [titan["id"]], "only the TITANV run")
         assert "filter 'titanv': 1 of 2" in screen_text(app)
         await pilot.press("enter")  # keeps the filter, the keys go back to the list
-        await wait_until(pilot, lambda: screen.query_one("#list").has_focus, "the list focused")
+        await wait_for_app(pilot, lambda: screen.query_one("#list").has_focus, "the list focused")
         assert list(screen.items) == [titan["id"]]
         await pilot.press("slash", "escape")
-        await wait_until(pilot, lambda: len(screen.items) == 2, "both runs again")
+        await wait_for_app(pilot, lambda: len(screen.items) == 2, "both runs again")
 
 
 async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(app):
@@ -66,10 +66,10 @@ async def test_s_sorts_the_traces_list_by_each_column_and_S_reverses(app):
         await pilot.press("t")
         screen = await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         await pilot.press("s")  # by trace id
-        await wait_until(pilot, lambda: list(screen.items) == ["broken-upload", TRACE], "by id")
+        await wait_for_app(pilot, lambda: list(screen.items) == ["broken-upload", TRACE], "by id")
         assert "by trace▲" in screen_text(app)
         await pilot.press("S")
-        await wait_until(pilot, lambda: list(screen.items) == [TRACE, "broken-upload"], "reversed")
+        await wait_for_app(pilot, lambda: list(screen.items) == [TRACE, "broken-upload"], "reversed")
         assert "by trace▼" in screen_text(app)
 
 
@@ -80,14 +80,14 @@ async def test_vim_keys_move_in_the_lists_and_the_sims_table(app, http):
         screen = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         order = list(screen.items)
         await pilot.press("j")
-        await wait_until(pilot, lambda: screen.selected_id() == order[1], "j: down")
+        await wait_for_app(pilot, lambda: screen.selected_id() == order[1], "j: down")
         await pilot.press("k")
-        await wait_until(pilot, lambda: screen.selected_id() == order[0], "k: up")
+        await wait_for_app(pilot, lambda: screen.selected_id() == order[0], "k: up")
         await pilot.press("G")
-        await wait_until(pilot, lambda: screen.selected_id() == order[-1], "G: the last")
+        await wait_for_app(pilot, lambda: screen.selected_id() == order[-1], "G: the last")
         run_screen = await open_run_screen(pilot, order[-1])
         table = run_screen.query_one(SimTable)
-        await wait_until(pilot, lambda: len(table.order) == 2, "both sims")
+        await wait_for_app(pilot, lambda: len(table.order) == 2, "both sims")
         await pilot.press("G")
         assert table.cursor_index == 1
         await pilot.press("home", "j")
@@ -104,7 +104,7 @@ async def test_v_filters_the_sims_table_by_state(app, http):
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
         table = screen.query_one(SimTable)
-        await wait_until(pilot, lambda: len(table.order) == 2, "both sims")
+        await wait_for_app(pilot, lambda: len(table.order) == 2, "both sims")
         expected = {
             "running": [sims["SM7_QV100"]],
             "failed": [sims["SM7_TITANV"]],
@@ -113,7 +113,7 @@ async def test_v_filters_the_sims_table_by_state(app, http):
         }
         for name, ids in expected.items():
             await pilot.press("v")
-            await wait_until(pilot, lambda want=name: table.state_filter == want, name)
+            await wait_for_app(pilot, lambda want=name: table.state_filter == want, name)
             if ids is not None:
                 assert table.order == ids, (name, table.order)
                 assert f"showing {name}" in screen_text(app)
@@ -160,20 +160,20 @@ async def test_z_zooms_the_lower_pane_and_w_wraps_the_log(app, http, run):
         screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
         table = screen.query_one(SimTable)
-        await wait_until(pilot, lambda: len(view.store) == 51, "the log")
+        await wait_for_app(pilot, lambda: len(view.store) == 51, "the log")
         before = view.size.height
         await pilot.press("z")
-        await wait_until(pilot, lambda: not table.display or table.size.height == 0, "the table hidden")
-        await wait_until(pilot, lambda: view.size.height > before + 2, "the log taller")
+        await wait_for_app(pilot, lambda: not table.display or table.size.height == 0, "the table hidden")
+        await wait_for_app(pilot, lambda: view.size.height > before + 2, "the log taller")
         assert view.has_focus and "config" not in screen_text(app).splitlines()[2]
         assert "THE-END" not in screen_text(app)  # cut at the right edge
         await pilot.press("w")
         await wait_for_text(pilot, "THE-END")  # wrapped: the whole line on screen
         assert not view.show_horizontal_scrollbar
         await pilot.press("z")
-        await wait_until(pilot, lambda: table.size.height == 2 and table.has_focus, "the table back")
+        await wait_for_app(pilot, lambda: table.size.height == 2 and table.has_focus, "the table back")
         await pilot.press("w")
-        await wait_until(pilot, lambda: "THE-END" not in screen_text(app), "lines cut again")
+        await wait_for_app(pilot, lambda: "THE-END" not in screen_text(app), "lines cut again")
 
 
 @pytest.mark.slow
@@ -185,16 +185,16 @@ async def test_slash_filters_the_traces_list_and_s_sorts_the_runs_list(app, http
         runs = await on_list(pilot, RunsScreen, [done["id"], going["id"]])
         assert list(runs.items) == [going["id"], done["id"]]
         await pilot.press("s", "s", "s")  # run, trace, then state
-        await wait_until(pilot, lambda: "by state▲" in screen_text(app), "sorted by state")
+        await wait_for_app(pilot, lambda: "by state▲" in screen_text(app), "sorted by state")
         assert list(runs.items) == [going["id"], done["id"]]  # ● active before ✔ succeeded
         await pilot.press("S")
-        await wait_until(pilot, lambda: list(runs.items) == [done["id"], going["id"]], "reversed")
+        await wait_for_app(pilot, lambda: list(runs.items) == [done["id"], going["id"]], "reversed")
         assert "by state▼" in screen_text(app)
 
         await pilot.press("t")
         traces = await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         await pilot.press("slash", *"failed")
-        await wait_until(pilot, lambda: list(traces.items) == ["broken-upload"], "only the failed trace")
+        await wait_for_app(pilot, lambda: list(traces.items) == ["broken-upload"], "only the failed trace")
         assert "filter 'failed': 1 of 2" in screen_text(app)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: len(traces.items) == 2, "both traces again")
+        await wait_for_app(pilot, lambda: len(traces.items) == 2, "both traces again")

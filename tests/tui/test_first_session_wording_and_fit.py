@@ -31,7 +31,7 @@ from .conftest import (
     select,
     tinyformer,
 )
-from .helpers import screen_text, wait_for_text, wait_until
+from .helpers import screen_text, wait_for_app, wait_for_text
 
 SHORT = "short-trace"  # 5 kernels: a recorded 15-kernel log played on it is stand-in numbers
 LONG_MODEL = "tinyformer (synthetic one-layer transformer, 64 tokens)"
@@ -63,14 +63,14 @@ async def test_delete_is_confirmed_by_y_only_not_by_enter(app, http, what):
             await pilot.press("t")
             await select(pilot, TracesScreen, TRACE)
         await pilot.press("D")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         text = screen_text(app)
         assert "y: delete" in text and "Esc / n: keep it" in text and "Enter" not in text
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)  # Enter answered nothing
         await pilot.press("n")
-        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "the list")
+        await wait_for_app(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "the list")
         assert (await http.get(f"/api/runs/{run['id']}")).status_code == 200
         assert (await http.get(f"/api/traces/{TRACE}")).status_code == 200
 
@@ -89,7 +89,7 @@ async def test_new_run_picks_the_suggested_config_only_and_space_moves_on(app, h
         }
         assert notes == {TRACE: "n: run on SM7_QV100", SHORT: "n: new run, pick its configs"}
         app.screen.select(TRACE)
-        await wait_until(pilot, lambda: app.screen.selected_id() == TRACE, "the cursor")
+        await wait_for_app(pilot, lambda: app.screen.selected_id() == TRACE, "the cursor")
         await pilot.press("n")
         text = await wait_for_text(pilot, "1 config, 1 sim in total")
         assert "[x] SM7_QV100" in text
@@ -123,7 +123,7 @@ async def test_compare_of_stand_in_runs_shows_the_banner_and_no_ratio_or_spread(
         listing = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         for run in runs:
             listing.select(run["id"])
-            await wait_until(pilot, lambda run_id=run["id"]: listing.selected_id() == run_id, "the cursor")
+            await wait_for_app(pilot, lambda run_id=run["id"]: listing.selected_id() == run_id, "the cursor")
             await pilot.press("space")
         await pilot.press("c")
         await comparison(pilot, CompareRunsScreen)
@@ -145,7 +145,7 @@ async def test_the_stand_in_banner_shows_once_in_the_kernels_and_steps_views(app
         await open_run_screen(pilot, run["id"])
         await wait_for_text(pilot, "⚠ Stand-in numbers")
         await pilot.press(view)
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: ("fastest" if view == "k" else "predicted steps") in screen_text(app),
             "the view drawn",
@@ -158,7 +158,7 @@ async def test_the_log_says_no_sim_matches_the_filter_and_search_counts_matches(
     run = await played_run(http, [("SM7_QV100", 1)], SHORT)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: screen.log_pane.sim_id and not screen.log_pane.loading, "the log loaded"
         )
         await pilot.press("slash")
@@ -189,7 +189,7 @@ async def test_help_columns_never_run_into_each_other(app, http):
             below = app.screen
             ids = {binding_id for _, _, binding_id in binding_rows(below) if binding_id}
             await pilot.press("question_mark")
-            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+            await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
             help_screen = app.screen
             await pilot.pause()
             body = help_screen.query_one("#help-body")
@@ -205,7 +205,7 @@ async def test_help_columns_never_run_into_each_other(app, http):
             text = str(body.render())
             assert all(len(line) <= body.size.width for line in text.splitlines()), text
             await pilot.press("escape")
-            await wait_until(pilot, lambda below=below: app.screen is below, "the help closed")
+            await wait_for_app(pilot, lambda below=below: app.screen is below, "the help closed")
 
 
 # --- the lists ----------------------------------------------------------------------------------

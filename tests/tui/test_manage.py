@@ -11,11 +11,11 @@ from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 
 from .conftest import TRACE, create_run, on_list, open_run_screen, select
-from .helpers import Simulator, record_notifications, screen_text, wait_until
+from .helpers import Simulator, record_notifications, screen_text, wait_for_app
 
 
 async def confirm(pilot, expected: str, answer: str = "y") -> None:
-    await wait_until(
+    await wait_for_app(
         pilot,
         lambda: isinstance(pilot.app.screen, ConfirmScreen) and expected in screen_text(pilot.app),
         f"the question {expected!r}",
@@ -37,7 +37,7 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(app, http):
         assert len((await http.get("/api/runs")).json()) == 1
         await pilot.press("R")
         await confirm(pilot, "SM7_QV100 × 1, SM7_TITANV × 1")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, RunScreen) and app.screen.run_id != run["id"],
             "the new run open",
@@ -49,7 +49,7 @@ async def test_rerun_and_retry_from_the_runs_list_open_the_new_run(app, http):
         await select(pilot, RunsScreen, run["id"], [run["id"], rerun])
         await pilot.press("Y")
         await confirm(pilot, "Retry the failed sims of")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, RunScreen) and app.screen.run_id not in (run["id"], rerun),
             "the retry open",
@@ -64,14 +64,14 @@ async def test_delete_a_finished_run_from_its_screen_but_never_an_active_one(app
         seen = record_notifications(app)
         await open_run_screen(pilot, run["id"])
         await pilot.press("D")
-        await wait_until(pilot, lambda: any("cancel it first" in m for m in seen()), "the refusal")
+        await wait_for_app(pilot, lambda: any("cancel it first" in m for m in seen()), "the refusal")
         assert not isinstance(app.screen, ConfirmScreen)
         await pilot.press("x")
         await confirm(pilot, f"Cancel {run['id']}?")
-        await wait_until(pilot, lambda: app.screen.model.state() == "cancelled", "cancelled")
+        await wait_for_app(pilot, lambda: app.screen.model.state() == "cancelled", "cancelled")
         await pilot.press("D")
         await confirm(pilot, "This cannot be undone")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, RunsScreen) and run["id"] not in app.screen.items,
             "back on Runs, the run gone",
@@ -86,5 +86,5 @@ async def test_delete_a_trace_from_the_traces_list(app, http):
         traces = await select(pilot, TracesScreen, "broken-upload", ["broken-upload", TRACE])
         await pilot.press("D")
         await confirm(pilot, "Delete trace broken-upload?")
-        await wait_until(pilot, lambda: "broken-upload" not in traces.items, "the trace gone")
+        await wait_for_app(pilot, lambda: "broken-upload" not in traces.items, "the trace gone")
     assert (await http.get("/api/traces/broken-upload")).status_code == 404

@@ -30,7 +30,7 @@ from .conftest import (
     select,
     tinyformer,
 )
-from .helpers import Simulator, record_notifications, recorded_log, screen_text, wait_for_text, wait_until
+from .helpers import Simulator, record_notifications, recorded_log, screen_text, wait_for_app, wait_for_text
 
 LONG_ERROR = (
     "accel-sim.out killed by SIGKILL (out of memory: the node's cgroup limit of 4 GiB "
@@ -59,7 +59,7 @@ async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and
     async with app.run_test(size=(80, 24)) as pilot:
         await open_run_screen(pilot, run["id"])
         # The header keeps the count of every state at 80 columns.
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: any(
                 "partial" in line and "1 succeeded" in line and "1 failed" in line
@@ -73,19 +73,19 @@ async def test_at_80_columns_enter_on_a_failed_sim_shows_its_error_exit_code_and
         assert isinstance(screen, RunScreen)
         table = screen.query_one(SimTable)
         # The table redraws on its own timer: the header can show the counts before its rows.
-        await wait_until(pilot, lambda: by_config["SM7_TITANV"] in table.order, "the failed sim's row")
+        await wait_for_app(pilot, lambda: by_config["SM7_TITANV"] in table.order, "the failed sim's row")
         table.move_cursor_to(table.order.index(by_config["SM7_TITANV"]))
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details")
         text = await wait_for_text(pilot, "exit code: 137")
         assert f"error: {LONG_ERROR}" in app.screen.body
         assert "reached while loading the trace)" in text, text  # whole, wrapped in the dialog
         assert "last words of the simulator" in text
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is screen, "back on the run screen")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on the run screen")
         # `i` does the same from any pane.
         await pilot.press("i")
-        await wait_until(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details by i")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, MessageScreen), "the sim details by i")
 
 
 async def test_the_files_pane_lists_files_a_sim_uploads_while_it_is_open(app, http, run):
@@ -109,11 +109,11 @@ async def test_help_keeps_a_space_before_each_id_and_has_a_human_title(app, run)
         assert re.search(r"Kernels by trace/time/spread +run\.kernel_order", body), body
         assert screen_title(app.screen) == "Run"
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not isinstance(app.screen, RunScreen), "back on Runs")
+        await wait_for_app(pilot, lambda: not isinstance(app.screen, RunScreen), "back on Runs")
         await pilot.press("t")
         await select(pilot, TracesScreen, "tinyformer-step-sm70")
         await pilot.press("n")
-        await wait_until(pilot, lambda: isinstance(app.screen, NewRunScreen), "New run")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, NewRunScreen), "New run")
         await pilot.press("question_mark")
         await wait_for_text(pilot, "Help: New run (Esc to close")
 
@@ -125,7 +125,7 @@ async def test_escape_on_a_list_clears_a_filter_kept_with_enter(app, run):
         await wait_for_text(pilot, run["id"])
         runs = app.screen
         await pilot.press("slash", *"nothing-matches", "enter")
-        await wait_until(pilot, lambda: run["id"] not in screen_text(app), "the run filtered out")
+        await wait_for_app(pilot, lambda: run["id"] not in screen_text(app), "the run filtered out")
         assert runs.query_one(DataTable).has_focus  # Enter kept the filter, back on the list
         await pilot.press("escape")
         await wait_for_text(pilot, run["id"])
@@ -146,7 +146,7 @@ async def test_the_sample_run_says_its_times_are_recorded_and_cannot_be_re_run(m
         assert "sample run: real Accel-Sim results" in text
         assert "cancelling it changes nothing" not in text  # it has finished
         await pilot.press("R")
-        await wait_until(pilot, lambda: any("cannot be re-run" in n for n in notes()), "the refusal")
+        await wait_for_app(pilot, lambda: any("cannot be re-run" in n for n in notes()), "the refusal")
         assert isinstance(app.screen, RunScreen)  # no question asked
 
 
@@ -166,7 +166,7 @@ async def test_the_log_scrolls_sideways_without_a_scrollbar_row_above_the_footer
         assert view.has_focus
         await pilot.press("end", *["right"] * 20)
         # Right still scrolls the long line sideways.
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: view.scroll_x > 0 and "stats x" not in screen_text(app),
             "the log scrolled sideways",
@@ -277,4 +277,4 @@ async def test_a_comparison_wider_than_the_terminal_scrolls_sideways(app, http):
         scroll = app.screen.query_one("#compare-scroll")
         assert max(map(len, app.screen.text.splitlines())) > 47  # ids whole: wider than 50
         await pilot.press(*["right"] * 20)
-        await wait_until(pilot, lambda: scroll.scroll_x > 0, "the table scrolled sideways")
+        await wait_for_app(pilot, lambda: scroll.scroll_x > 0, "the table scrolled sideways")

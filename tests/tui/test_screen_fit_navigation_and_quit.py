@@ -39,7 +39,7 @@ from .conftest import (
     play,
     select,
 )
-from .helpers import Simulator, assert_snapshot, recorded_log, screen_text, wait_for_text, wait_until
+from .helpers import Simulator, assert_snapshot, recorded_log, screen_text, wait_for_app, wait_for_text
 
 
 def flat(app: CascadeApp) -> str:
@@ -54,7 +54,7 @@ def footer(app: CascadeApp) -> str:
 
 async def footer_whole(pilot) -> None:
     """The footer ends with the app's keys, `q Quit` and `? Help`, not cut."""
-    await wait_until(
+    await wait_for_app(
         pilot,
         lambda: "q Quit" in footer(pilot.app) and "? Help" in footer(pilot.app),
         "q Quit and ? Help in the footer",
@@ -73,17 +73,17 @@ async def test_a_failed_traces_error_comes_first_whole_and_enter_shows_all_of_it
         await select(pilot, TracesScreen, "broken-upload", ["broken-upload", TRACE])
         whole = " ".join(LONG_ERROR.split())
         # Whole, under the table, before the metadata.
-        await wait_until(pilot, lambda: whole in flat(app), "the whole error")
+        await wait_for_app(pilot, lambda: whole in flat(app), "the whole error")
         assert flat(app).index("post-processing failed") < flat(app).index("traced on")
         await pilot.press("enter")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, MessageScreen) and "Trace broken-upload failed" in flat(app),
             "the error shown",
         )
         assert whole in " ".join(screen_text(app).replace("█", " ").split())
         await pilot.press("escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, TracesScreen), "back on Traces")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, TracesScreen), "back on Traces")
 
 
 # --- lists: Home/End, and the cursor back on the run just left --------------------------------
@@ -96,16 +96,16 @@ async def test_home_and_end_move_to_the_first_and_last_row_of_both_lists(app, ht
         screen = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         order = list(screen.items)
         await pilot.press("end")
-        await wait_until(pilot, lambda: screen.selected_id() == order[-1], "End: the last run")
+        await wait_for_app(pilot, lambda: screen.selected_id() == order[-1], "End: the last run")
         await pilot.press("home")
-        await wait_until(pilot, lambda: screen.selected_id() == order[0], "Home: the first run")
+        await wait_for_app(pilot, lambda: screen.selected_id() == order[0], "Home: the first run")
         await pilot.press("t")
         traces = await on_list(pilot, TracesScreen, ["broken-upload", TRACE])
         order = list(traces.items)
         await pilot.press("end")
-        await wait_until(pilot, lambda: traces.selected_id() == order[-1], "End: the last trace")
+        await wait_for_app(pilot, lambda: traces.selected_id() == order[-1], "End: the last trace")
         await pilot.press("home")
-        await wait_until(pilot, lambda: traces.selected_id() == order[0], "Home: the first trace")
+        await wait_for_app(pilot, lambda: traces.selected_id() == order[0], "Home: the first trace")
 
 
 @pytest.mark.parametrize("back", ["r", "escape"])
@@ -115,20 +115,20 @@ async def test_back_on_runs_the_cursor_is_on_the_run_just_left(app, http, back):
         screen = await on_list(pilot, RunsScreen, [r["id"] for r in runs])
         await pilot.press("end")  # the oldest run: not where the cursor starts
         target = list(screen.items)[-1]
-        await wait_until(pilot, lambda: screen.selected_id() == target, "the cursor on the last run")
+        await wait_for_app(pilot, lambda: screen.selected_id() == target, "the cursor on the last run")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
         assert app.screen.run_id == target
         await pilot.press("home")  # nothing on the list moves while the run is shown
         await pilot.press(back)
-        await wait_until(pilot, lambda: app.screen is screen, "back on Runs")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on Runs")
         assert screen.selected_id() == target
         # A run opened another way (here: by id, as `--run` and New run do) is the one selected.
         first = list(screen.items)[0]
         app.open_run(first)
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
         await pilot.press(back)
-        await wait_until(pilot, lambda: app.screen is screen, "back on Runs")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on Runs")
         assert screen.selected_id() == first
 
 
@@ -140,7 +140,7 @@ async def test_help_on_the_run_screen_lists_end(app, run):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_run_screen(pilot, run["id"])
         await pilot.press("question_mark")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         keys = [line.split() for line in screen_text(app).splitlines()]
         assert any(words[1:4] == ["end", "Follow", "log"] for words in keys if len(words) > 3), screen_text(
             app
@@ -154,7 +154,7 @@ async def test_the_sims_table_takes_only_the_rows_it_needs(app, http):
         table = screen.query_one(SimTable)
         log = screen.query_one(LogView)
         # A header and two rows; the log gets the rest of 24 lines (less header, footer, titles).
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: table.size.height == 3 and log.size.height >= 13,
             "a table of three lines and the log under it",
@@ -233,7 +233,7 @@ async def test_kernels_pane_fits_the_width_keeps_its_bars_and_shows_partial_tota
         bar_cells = qv100_bar()
         qv100 = sims["SM7_QV100"]
         await Simulator(http, qv100).beat("succeeded", exit_code=0)
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: (
                 screen.model.sims[qv100].state == "succeeded"
@@ -290,9 +290,9 @@ async def test_every_cursor_reads_as_a_cursor_in_16_and_256_colours_and_no_color
         _readable_cursor(line, run["id"], system)
         screen = await open_run_screen(pilot, run["id"])
         table = screen.query_one(SimTable)
-        await wait_until(pilot, lambda: len(table.order) == 2, "both sims in the table")
+        await wait_for_app(pilot, lambda: len(table.order) == 2, "both sims in the table")
         table.move_cursor_to(table.order.index(sims["SM7_TITANV"]))  # the failed sim
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: any(
                 "".join(s.text for s in line).startswith("SM7_TITANV") for line in _lines_of(app, system)
@@ -315,7 +315,7 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, app, http, tmp_
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [run["id"]])
         await pilot.press("q")
-        await wait_until(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
         text = screen_text(app)
         assert "cancel the runs and quit" in text and "quit, they keep running" in text
         assert "stay" in text and f"2 sims of 1 run ({run['id']})" in text
@@ -323,9 +323,9 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, app, http, tmp_
         await on_list(pilot, RunsScreen, [])
         assert app.is_running
         await pilot.press("q")
-        await wait_until(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
         await pilot.press("c")
-        await wait_until(pilot, lambda: not app.is_running, "the app to exit")
+        await wait_for_app(pilot, lambda: not app.is_running, "the app to exit")
     assert (await http.get(f"/api/runs/{run['id']}")).json()["state"] == "cancelled"
     assert app.quit_outcome == QuitOutcome("cancelled", (run["id"],), 2)  # for the line after
 
@@ -334,9 +334,9 @@ async def test_q_with_sims_running_asks_stay_keep_or_cancel(srv, app, http, tmp_
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [other["id"]])
         await pilot.press("q")
-        await wait_until(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, QuitScreen), "the question")
         await pilot.press("q")
-        await wait_until(pilot, lambda: not app.is_running, "the app to exit")
+        await wait_for_app(pilot, lambda: not app.is_running, "the app to exit")
     assert (await http.get(f"/api/runs/{other['id']}")).json()["state"] == "active"
     assert app.quit_outcome == QuitOutcome("kept", (other["id"],), 1)
 
@@ -345,7 +345,7 @@ async def test_q_with_nothing_running_quits_at_once(app):
     async with app.run_test(size=(80, 24)) as pilot:
         await on_list(pilot, RunsScreen, [])
         await pilot.press("q")
-        await wait_until(pilot, lambda: not app.is_running, "the app to exit")
+        await wait_for_app(pilot, lambda: not app.is_running, "the app to exit")
     assert app.quit_outcome == QuitOutcome("none")
 
 
@@ -382,10 +382,10 @@ async def test_snapshots_of_the_main_screens_in_16_and_256_colours(app, http, si
         await pilot.press("r")
         screen = await open_run_screen(pilot, run["id"])
         view = screen.query_one(LogView)
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: view.store.lines[-1:] == ["GPGPU-Sim: *** exit detected ***"], "the log tail"
         )
-        await wait_until(pilot, lambda: view.show_horizontal_scrollbar, "the log's scrollbar")
+        await wait_for_app(pilot, lambda: view.show_horizontal_scrollbar, "the log's scrollbar")
         await wait_for_text(pilot, "? Help")  # the footer, rebuilt once the run is seen finished
         await pilot.pause()
         snap("run")

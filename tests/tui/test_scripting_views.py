@@ -122,6 +122,7 @@ def test_comparison_has_a_column_per_config_and_demangled_names():
         "real_ns",
         "A",
         "B",
+        "failed",
     ]
     assert comparison_records(comparison) == [
         {
@@ -131,6 +132,7 @@ def test_comparison_has_a_column_per_config_and_demangled_names():
             "real_ns": 100.0,
             "A": 90.0,
             "B": None,
+            "failed": [],
         }
     ]
 

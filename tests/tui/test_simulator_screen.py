@@ -12,14 +12,14 @@ from cascade_tui.screens.simulator import SimulatorScreen
 from tests.accelsim_build import extra_configs_dir, finished_prefix, source_tarballs
 
 from .conftest import make_app
-from .helpers import screen_text, wait_for_text, wait_until
+from .helpers import screen_text, wait_for_app, wait_for_text
 
 
 async def open_simulator_screen(pilot) -> str:
     """`A` from the Runs list: the simulator screen's text once it says the stand-in runs."""
     await wait_for_text(pilot, "Runs")
     await pilot.press("A")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, SimulatorScreen), "the simulator screen")
+    await wait_for_app(pilot, lambda: isinstance(pilot.app.screen, SimulatorScreen), "the simulator screen")
     return await wait_for_text(pilot, "Sims run the stand-in")
 
 
@@ -32,7 +32,7 @@ async def test_the_stand_in_says_how_to_get_the_real_simulator(make_server, tmp_
         commands = [c.title for c in app.get_system_commands(app.screen)]
         assert "Install real Accel-Sim" in commands
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not isinstance(app.screen, SimulatorScreen), "back")
+        await wait_for_app(pilot, lambda: not isinstance(app.screen, SimulatorScreen), "back")
         commands = [c.title for c in app.get_system_commands(app.screen)]
         assert "Accel-Sim simulator: status and install" in commands
 
@@ -85,7 +85,7 @@ async def test_a_failed_build_says_why_in_lines_that_wrap_at_80_columns(make_ser
     async with app.run_test(size=(80, 24)) as pilot:
         await open_simulator_screen(pilot)
         await pilot.press("i")
-        await wait_until(pilot, lambda: app.screen.outcome == "failed", "the build to fail", timeout=120)
+        await wait_for_app(pilot, lambda: app.screen.outcome == "failed", "the build to fail", timeout=120)
         await pilot.pause()
         text = " ".join(screen_text(app).split())
         assert "The build failed: the end of its output, below, says why" in text

@@ -6,10 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ready_trace
-from tests.e2e.test_local_runs import get_run
-from tests.helpers import wait_until
-from tests.slurm.cluster import squeue_ids
-from tests.slurm.test_slurm_runs import slurm_settings
+from tests.helpers import get_run, wait_until
+from tests.slurm.cluster import slurm_settings, squeue_ids
 
 from .conftest import create_run, make_app, open_run_screen, serve, table_rows
 from .helpers import wait_for_text

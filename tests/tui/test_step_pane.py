@@ -9,7 +9,7 @@ from cascade_tui.screens.run import RunScreen
 from tests.conftest import ready_trace
 
 from .conftest import create_run, make_app, open_run_screen, play, serve
-from .helpers import recorded_log, screen_text, wait_for_text, wait_until
+from .helpers import recorded_log, screen_text, wait_for_app, wait_for_text
 from .test_step_chart import _timeline
 
 
@@ -46,16 +46,16 @@ async def test_step_timeline_pane_shows_predicted_steps_against_real(make_server
         assert app.focused is not None and app.focused.id == "step-chart"
 
         await pilot.press("question_mark")
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         assert "run.steps" in screen_text(app) and "Step timeline" in screen_text(app)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is run_screen, "help to close")
+        await wait_for_app(pilot, lambda: app.screen is run_screen, "help to close")
         assert "Step timeline" in {c.title for c in app.get_system_commands(run_screen)}
 
         await pilot.press("escape")  # back to the runs list, then the run on a plain trace
         await wait_for_text(pilot, plain_run["id"])
         await pilot.press("down", "enter")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: (
                 isinstance(app.screen, RunScreen)

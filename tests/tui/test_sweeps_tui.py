@@ -27,8 +27,8 @@ from .helpers import (
     record_notifications,
     recorded_log,
     screen_text,
+    wait_for_app,
     wait_for_text,
-    wait_until,
 )
 
 # SM7_QV100 as `accelsim_dir` (tests/conftest.py) has it, with the options the variant editor offers
@@ -270,7 +270,7 @@ async def sweep_srv(make_server, accelsim_dir):
 
 async def add_variant(pilot, typed: str, value: str, label: str = "") -> None:
     await pilot.press("a")
-    await wait_until(
+    await wait_for_app(
         pilot,
         lambda: isinstance(pilot.app.screen, VariantScreen) and bool(pilot.app.screen.options),
         "the variant editor with the config's options",
@@ -292,13 +292,15 @@ async def test_new_run_adds_variants_of_a_config_offering_its_options_as_you_typ
         notes = record_notifications(app)
         screen = await open_new_run(pilot)
         # The footer draws its keys a frame after the screen shows (CI caught it blank once).
-        await wait_until(pilot, lambda: "a Variant" in screen_text(app).splitlines()[-1], "the footer's keys")
+        await wait_for_app(
+            pilot, lambda: "a Variant" in screen_text(app).splitlines()[-1], "the footer's keys"
+        )
         footer = screen_text(app).splitlines()[-1]
         # `x` (drop) is in the help line above the list, so 80 columns keep `? Help` whole.
         assert "a Variant" in footer and "? Help" in footer and "x: drop it" in screen_text(app)
 
         await pilot.press("a")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: isinstance(app.screen, VariantScreen) and bool(app.screen.options),
             "the config's options",
@@ -306,7 +308,7 @@ async def test_new_run_adds_variants_of_a_config_offering_its_options_as_you_typ
         editor = app.screen
         assert isinstance(editor, VariantScreen)
         await pilot.press(*"n_clu")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: [o.name for o in editor.matches] == ["-gpgpu_n_clusters"],
             "the options narrowed to what was typed",
@@ -317,7 +319,7 @@ async def test_new_run_adds_variants_of_a_config_offering_its_options_as_you_typ
         await wait_for_text(pilot, "SM7_QV100[gpgpu_n_clusters=40] (the default)")
         assert_snapshot(f"new_run_variant_editor_{name}", screen_text(app), UPDATE)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.screen is screen, "back on New run")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on New run")
         await wait_for_text(pilot, "+ gpgpu_n_clusters=40")
 
         # Several variants of one config; the second with a label of its own.
@@ -325,24 +327,24 @@ async def test_new_run_adds_variants_of_a_config_offering_its_options_as_you_typ
         await wait_for_text(pilot, "+ gpgpu_n_clusters=20  × 1  QV100-20SM")
         # The same options twice: said, the editor stays with what was typed; Esc leaves it.
         await add_variant(pilot, "-gpgpu_n_clusters", "40")
-        await wait_until(pilot, lambda: any("raise its count" in n for n in notes()), "the refusal")
+        await wait_for_app(pilot, lambda: any("raise its count" in n for n in notes()), "the refusal")
         assert isinstance(app.screen, VariantScreen)
         await pilot.press("escape")
         # A value that is not one token, an option the config does not have: said, never a crash.
-        await wait_until(pilot, lambda: app.screen is screen, "back on New run")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on New run")
         await add_variant(pilot, "-dram_latency", "4 0")
-        await wait_until(
+        await wait_for_app(
             pilot,
             lambda: any("-dram_latency" in n and "one token" in n for n in notes()),
             "the bad value said",
         )
         await pilot.press("escape")
         await add_variant(pilot, "-no_such_option", "1")
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: any("no option -no_such_option" in n for n in notes()), "the bad name said"
         )
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.screen is screen, "back on New run")
+        await wait_for_app(pilot, lambda: app.screen is screen, "back on New run")
         await wait_for_text(pilot, "1 config, 2 variants, 3 sims in total")
         assert [r.variant for r in screen.rows] == [
             "SM7_QV100",
@@ -354,7 +356,7 @@ async def test_new_run_adds_variants_of_a_config_offering_its_options_as_you_typ
         assert app.errors == []
 
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the new run")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, RunScreen), "the new run")
         async with sweep_srv.client() as http:
             [run] = (await http.get("/api/runs")).json()
             detail = (await http.get(f"/api/runs/{run['id']}")).json()
@@ -386,12 +388,12 @@ async def test_new_run_variant_keys_are_in_help_and_the_command_palette_and_x_dr
         assert any("new_run.remove_variant" in c for c in commands)
 
         await pilot.press("x")  # on a config: said, nothing removed
-        await wait_until(pilot, lambda: len(screen.rows) == 2, "the rows unchanged")
+        await wait_for_app(pilot, lambda: len(screen.rows) == 2, "the rows unchanged")
         await add_variant(pilot, "dram_lat", "400")
         await wait_for_text(pilot, "+ dram_latency=400")
         assert screen.rows[1].options == {"-dram_latency": "400"}
         await pilot.press("x")
-        await wait_until(pilot, lambda: len(screen.rows) == 2, "the variant dropped")
+        await wait_for_app(pilot, lambda: len(screen.rows) == 2, "the variant dropped")
         assert app.errors == []
 
 
@@ -408,7 +410,7 @@ async def test_the_servers_422_on_launch_is_a_notification_and_the_form_stays(ma
         # Said while the form is built, before any launch: the stand-in cannot run variants.
         await wait_for_text(pilot, "Variants need the real Accel-Sim")
         await pilot.press("enter")
-        await wait_until(
+        await wait_for_app(
             pilot, lambda: any("422" in e and "stand-in" in e for e in app.errors), "the 422 said"
         )
         assert app.screen is screen and not screen.launching
@@ -453,11 +455,11 @@ async def test_the_kernels_view_of_a_sweep_puts_variants_side_by_side_with_a_cha
     app = make_app(sweep_srv, tmp_path)
     async with app.run_test(size=size) as pilot:
         screen = await open_run_screen(pilot, run["id"])
-        await wait_until(pilot, lambda: screen.model.is_finished(), "the finished run")
+        await wait_for_app(pilot, lambda: screen.model.is_finished(), "the finished run")
         await pilot.press("k")
         await wait_for_text(pilot, "2.00x base")
         pane = screen.query_one(KernelsPane)
-        await wait_until(pilot, lambda: pane.series is not None, "the sweep chart")
+        await wait_for_app(pilot, lambda: pane.series is not None, "the sweep chart")
         assert pane.series is not None and pane.series.option == "-gpgpu_n_clusters"
         [line] = pane.series.lines
         assert [x for x, _ in line.points] == [20.0, 40.0, 160.0] and line.baseline_ns
@@ -490,11 +492,11 @@ async def test_the_sweep_chart_moves_beside_the_bars_when_the_terminal_widens_an
     app = make_app(sweep_srv, tmp_path)
     async with app.run_test(size=(100, 45)) as pilot:
         screen = await open_run_screen(pilot, run["id"])
-        await wait_until(pilot, lambda: screen.model.is_finished(), "the finished run")
+        await wait_for_app(pilot, lambda: screen.model.is_finished(), "the finished run")
         await pilot.press("k")
         pane = screen.query_one(KernelsPane)
         plot = pane.query_one("#sweep-plot")
-        await wait_until(pilot, lambda: pane.series is not None and plot.display, "the sweep chart")
+        await wait_for_app(pilot, lambda: pane.series is not None and plot.display, "the sweep chart")
         assert not pane.has_class("-side-plot")  # 100 columns: under the bars
         bars = pane.chart
 
@@ -502,18 +504,18 @@ async def test_the_sweep_chart_moves_beside_the_bars_when_the_terminal_widens_an
             width = bars.scrollable_content_region.width
             return bool(bars.lines) and all(sum(len(t) for t, _ in line) <= width for line in bars.lines)
 
-        await wait_until(pilot, bars_fit, "the bars built to their width")
+        await wait_for_app(pilot, bars_fit, "the bars built to their width")
         await pilot.resize_terminal(160, 45)
-        await wait_until(pilot, lambda: pane.has_class("-side-plot"), "the chart beside the bars")
-        await wait_until(pilot, lambda: plot.region.x > 0, "the chart laid out right of the bars")
-        await wait_until(pilot, bars_fit, "the bars built again to the narrower column")
+        await wait_for_app(pilot, lambda: pane.has_class("-side-plot"), "the chart beside the bars")
+        await wait_for_app(pilot, lambda: plot.region.x > 0, "the chart laid out right of the bars")
+        await wait_for_app(pilot, bars_fit, "the bars built again to the narrower column")
         # The bars narrow while the pane keeps its size (a layout change inside it, as when the
         # chart first moves beside them): they are built again all the same.
         wide = bars.scrollable_content_region.width
         pane.styles.grid_columns = "1fr 60%"
-        await wait_until(pilot, lambda: bars.scrollable_content_region.width < wide, "the bars narrowed")
-        await wait_until(pilot, bars_fit, "the bars built again to their own narrower width")
+        await wait_for_app(pilot, lambda: bars.scrollable_content_region.width < wide, "the bars narrowed")
+        await wait_for_app(pilot, bars_fit, "the bars built again to their own narrower width")
         await pilot.resize_terminal(100, 45)
-        await wait_until(pilot, lambda: not pane.has_class("-side-plot"), "the chart under the bars again")
+        await wait_for_app(pilot, lambda: not pane.has_class("-side-plot"), "the chart under the bars again")
         assert plot.display
-        await wait_until(pilot, bars_fit, "the bars built to the whole width again")
+        await wait_for_app(pilot, bars_fit, "the bars built to the whole width again")

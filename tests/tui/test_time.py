@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from .conftest import create_run, make_app, open_new_run, serve, tinyformer
-from .helpers import screen_text, wait_for_text, wait_until
+from .helpers import screen_text, wait_for_app, wait_for_text
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ async def test_new_run_says_how_many_start_now_as_counts_change_and_slots_free(
             await http.post(f"/api/runs/{busy['id']}/cancel")
             await wait_for_text(pilot, "2 start now, 2 wait for a slot (2 slots, 0 busy)", timeout=60)
             await pilot.press("space")  # unpick the only config
-            await wait_until(pilot, lambda: "start now" not in screen_text(app), "the line to go")
+            await wait_for_app(pilot, lambda: "start now" not in screen_text(app), "the line to go")
 
 
 async def test_new_run_on_the_manual_launcher_says_the_sims_wait_for_you(app):  # srv: the manual launcher

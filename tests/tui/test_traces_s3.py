@@ -9,10 +9,10 @@ from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.views.formatting import s3_problem
 from tests.conftest import ready_trace
-from tests.server.test_embedded_s3_restart import own_endpoint, s3_answers, start_rclone
+from tests.helpers import own_endpoint, s3_answers, start_rclone
 
 from .conftest import make_app, on_list, serve
-from .helpers import screen_text, wait_for_text, wait_until
+from .helpers import screen_text, wait_for_app, wait_for_text
 
 
 def test_s3_problem_names_the_endpoint_and_the_error_or_nothing():
@@ -39,7 +39,7 @@ async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_se
             await pilot.press("t")
             await on_list(pilot, TracesScreen, [])
             await wait_for_text(pilot, "tinyformer-step-sm70")
-            await wait_until(
+            await wait_for_app(
                 pilot,
                 lambda: (
                     s3_answers(info)
@@ -53,7 +53,7 @@ async def test_the_traces_screen_shows_a_failing_endpoint_while_it_fails(make_se
             text = await wait_for_text(pilot, "⚠ S3 endpoint failing")  # in the title
             assert f"⚠ S3 endpoint {info.endpoint} is failing" in text, text  # under the table
             rclone = start_rclone(port, tmp_path / "s3", info)
-            await wait_until(pilot, lambda: "S3 endpoint" not in screen_text(app), "the warning gone")
+            await wait_for_app(pilot, lambda: "S3 endpoint" not in screen_text(app), "the warning gone")
     finally:
         rclone.kill()
         rclone.wait()

@@ -12,6 +12,14 @@ from tests.conftest import TOKEN, LiveServer
 from tests.helpers import wait_until
 from tests.web.uiprocs import ui_processes
 
+# A websocket handshake as a plain GET: the refusal's status and JSON body can be read.
+UPGRADE = {
+    "Upgrade": "websocket",
+    "Connection": "Upgrade",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "x3JJHMbDL1EzLkh9GBhXDw==",
+}
+
 
 async def test_every_path_outside_api_serves_the_token_page_until_the_token_is_given(make_server):
     server: LiveServer = await make_server(web=True)
@@ -43,15 +51,7 @@ async def test_the_websocket_needs_the_cookie_and_the_same_origin(make_server):
     server: LiveServer = await make_server(web=True)
     ws_url = f"{server.url}/web-ui/ws"
     async with aiohttp.ClientSession() as session:
-        async with session.get(
-            ws_url,
-            headers={
-                "Upgrade": "websocket",
-                "Connection": "Upgrade",
-                "Sec-WebSocket-Version": "13",
-                "Sec-WebSocket-Key": "x3JJHMbDL1EzLkh9GBhXDw==",
-            },
-        ) as resp:
+        async with session.get(ws_url, headers=UPGRADE) as resp:
             assert resp.status == 401 and "token" in (await resp.json())["detail"]
         cookie = f"{COOKIE}={cookie_value(TOKEN)}"
         try:
@@ -104,16 +104,7 @@ async def test_browser_sessions_are_bounded_with_a_clear_503(make_server):
                 raise AssertionError("a session past the limit was accepted")
             except aiohttp.WSServerHandshakeError as exc:
                 assert exc.status == 503
-            async with session.get(
-                ws_url,
-                headers={
-                    **headers,
-                    "Upgrade": "websocket",
-                    "Connection": "Upgrade",
-                    "Sec-WebSocket-Version": "13",
-                    "Sec-WebSocket-Key": "x3JJHMbDL1EzLkh9GBhXDw==",
-                },
-            ) as resp:
+            async with session.get(ws_url, headers={**headers, **UPGRADE}) as resp:
                 assert resp.status == 503
                 assert "1 open sessions" in (await resp.json())["detail"]
             async with session.get(server.url + "/", headers=headers) as page:

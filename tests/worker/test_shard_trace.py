@@ -11,7 +11,7 @@ from cascade_worker import shard_trace
 from cascade_worker.kernel_list import TraceList, select_lines
 from cascade_worker.replay import read_lines
 from cascade_worker.replay_shard import select_kernels
-from tests.conftest import RECORDINGS
+from tests.helpers import RECORDINGS
 
 LIST = [
     "MemcpyHtoD,0x1,256",

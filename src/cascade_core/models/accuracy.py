@@ -36,6 +36,11 @@ class AccuracyRow(Model):
     )
     runs: list[str] = Field(default_factory=list, description="The runs they belong to.")
     kernels: int = Field(description="Kernel rows compared: both real and simulated time known.")
+    kernels_failed: int = Field(
+        default=0,
+        exclude_if=lambda v: v == 0,
+        description="Kernels left out because the simulator failed on them (no simulated time).",
+    )
     mape_pct: float | None = Field(description="Mean of |sim - real| / real * 100 over those rows.")
     mean_error_pct: float | None = Field(description="Mean of (sim - real) / real * 100: the bias.")
     pearson_r: float | None = Field(description="Correlation of log real time and log simulated time.")

@@ -30,6 +30,9 @@ class ComparisonRow(Model):
     kernel_name: str
     real_ns: float | None = None
     sim_ns: dict[str, float | None]
+    # Not in the spec (an addition): the configs whose sims the simulator failed on this kernel;
+    # their `sim_ns` leaves those sims out (null when no replica simulated it).
+    failed: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 class Comparison(Model):

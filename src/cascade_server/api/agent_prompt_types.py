@@ -143,7 +143,8 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
     },
     "SimMetrics": {"sim_rate_ips": "simulated instructions per second"},
     "KernelStat": {
-        "kernel_index": "0-based position in the trace",
+        "kernel_index": "0-based order of completion (a shard's, or after a restart past a failed "
+        "kernel: its position in the trace)",
         "kernel_name": "mangled",
         "sim_time_ns": "`gpu_sim_cycle / core_clock_mhz * 1000`, simulated time",
         "stats": "every `key = value` line of the block; empty in lists and events",

@@ -36,6 +36,7 @@ WORKER_SETTINGS = frozenset(
         "CASCADE_KILL_GRACE_S",
         "CASCADE_GIVE_UP_S",
         "CASCADE_SCRATCH_DIR",
+        "CASCADE_KERNEL_WALL_LIMIT_S",
     }
 )
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from cascade_core.models import LauncherStatus
 
 from .base import Launcher, LauncherEvents, SimSpec
+from .environment import WORKER_SETTINGS
 from .slurm_jobs import (
     ADOPT_FORMAT,
     SACCT_FIELDS,
@@ -50,14 +51,9 @@ from .slurm_shards import array_label
 log = logging.getLogger(__name__)
 
 COMMAND_TIMEOUT_S = 60.0
-# The worker's own settings, passed on to the jobs when the server was started with them (a
-# local worker inherits the server's whole environment; a job gets only what it is given).
-FORWARDED_WORKER_SETTINGS = (
-    "CASCADE_HEARTBEAT_INTERVAL_S",
-    "CASCADE_KILL_GRACE_S",
-    "CASCADE_GIVE_UP_S",
-    "CASCADE_SCRATCH_DIR",
-)
+# The worker's own settings (environment.WORKER_SETTINGS, as a local worker gets them), passed on
+# to the jobs when the server was started with them: a job gets only what it is given.
+FORWARDED_WORKER_SETTINGS = tuple(sorted(WORKER_SETTINGS))
 CANCEL_BATCH_S = 0.05  # cancels of one run arrive as one task each: gather them into one scancel
 
 

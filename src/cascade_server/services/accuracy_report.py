@@ -2,7 +2,7 @@
 sims are from it, over every run on that trace. The rows are built from the same comparison rows
 as `/comparison` (kernels matched by position, a row's simulated time the median over replicas,
 here over every replica of the variant in every run on the trace); the statistics are in
-shared/accuracy.py. Sims of the stand-in (replayed runs) and of sample runs never count, nor sims
+cascade_core/accuracy.py. Sims of the stand-in (replayed runs) and of sample runs never count, nor sims
 that did not succeed.
 """
 
@@ -107,6 +107,7 @@ async def _trace_rows(
                 sims=len({(sim.run_id, sim.replica) for sim in group}),  # a sharded replica once
                 runs=runs_of[key],
                 kernels=stats.kernels,
+                kernels_failed=sum(1 for row in compared if names[key] in row.failed),
                 mape_pct=stats.mape_pct,
                 mean_error_pct=stats.mean_error_pct,
                 pearson_r=stats.pearson_r,

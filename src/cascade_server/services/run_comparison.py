@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cascade_core.comparison import config_order, kernel_rows
-from cascade_core.models import Comparison, KernelStat, RunDetail, SimStepTimeline
+from cascade_core.models import Comparison, KernelStat, RunDetail, SimStepTimeline, SimSummary
 from cascade_core.step_upload import shape_problem
 
 STAND_IN_NOTE = (
@@ -60,6 +60,9 @@ def perfetto_trace(
     clock_us: dict[tuple[str, int], float] = {}  # per replica: its shards' kernels end to end
     for stat in kernels:
         kernel_sim = sims.get(stat.sim_id)
+        if kernel_sim is not None and stat.failed is not None:
+            events.append(_failed_mark(stat, kernel_sim, pid_of, clock_us, demangle))
+            continue
         if kernel_sim is None or stat.sim_time_ns is None:
             continue
         replica = (kernel_sim.label, kernel_sim.replica)
@@ -91,6 +94,21 @@ def perfetto_trace(
     if run.replay or run.sample:
         other["note"] = STAND_IN_NOTE
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
+
+
+def _failed_mark(stat: KernelStat, sim: SimSummary, pid_of, clock_us, demangle) -> dict[str, Any]:
+    """A kernel the simulator failed on: no slice (it has no time), an instant mark where it
+    would have started, with the simulator's reason."""
+    return {
+        "ph": "i",
+        "s": "t",
+        "cat": "failed",
+        "name": f"failed in the simulator: {demangle(stat.kernel_name) or f'kernel {stat.kernel_index + 1}'}",
+        "pid": pid_of.get(sim.label, 0),
+        "tid": sim.replica + 1,
+        "ts": clock_us.get((sim.label, sim.replica), 0.0),
+        "args": {"kernel_index": stat.kernel_index, "kernel_name": stat.kernel_name, "reason": stat.failed},
+    }
 
 
 # Predicted steps go on their own thread of the replica's process, after the kernel threads.

@@ -16,7 +16,7 @@ _KERNEL_ID = re.compile(r"kernel-(\d+)\.")
 
 def kernel_files(kernelslist: Path) -> list[str]:
     """The kernel trace files a `kernelslist.g` names, in the order Accel-Sim launches them (the
-    one rule of shared/trace_inputs: only lines starting with `kernel`). Raises ShardPlanError
+    one rule of cascade_core/trace_inputs: only lines starting with `kernel`). Raises ShardPlanError
     for a kernel line that is not a file name beside the list."""
     text = kernelslist.read_bytes().decode("utf-8", errors="replace")
     try:

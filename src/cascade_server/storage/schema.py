@@ -125,7 +125,7 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sims ADD COLUMN retry_of TEXT;
     ALTER TABLE sims ADD COLUMN retried_by TEXT;
     """,
-    # 7: config variants (shared/variants.py): a sim's simulator options as JSON and its label;
+    # 7: config variants (cascade_core/variants.py): a sim's simulator options as JSON and its label;
     # NULL for sims without options (their label is their gpu_config).
     """
     ALTER TABLE sims ADD COLUMN options TEXT;

@@ -1,6 +1,6 @@
 """Trace ingestion: traces arrive as objects under `accelsim-traces/<trace_id>/` in an S3 bucket
-(`shared.trace_layout` names the keys; the bucket client, the uploader, the upload rules and the
-kernel list are in the shared room too, since `cascade upload` and `cascade timeline import` use them).
+(`cascade_core.trace_layout` names the keys; the bucket client, the uploader, the upload rules and
+the kernel list are in the core too, since `cascade upload` and `cascade timeline import` use them).
 
 - `embedded_s3`: the default S3 endpoint, `rclone serve s3` over the data dir.
 - `metadata`, `completeness`, `grouping`: pure logic (no I/O).

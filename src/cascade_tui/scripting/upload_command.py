@@ -5,7 +5,7 @@ written last. The server registers, mirrors and processes it; this prints the id
 The endpoint comes from CASCADE_S3_ENDPOINT / CASCADE_S3_BUCKET and the usual AWS_* credentials,
 or else from the embedded endpoint `cascade serve` recorded in the data dir (CASCADE_DATA_DIR).
 
-A client-side command: it uses the server's rules from the shared room only (the upload rules, the
+A client-side command: it uses the rules of the core (cascade_core) only (the upload rules, the
 trace layout, the bucket client), and boto3, which it alone of this package imports.
 """
 

@@ -107,13 +107,16 @@ def chart_lines(
     finished: bool = True,
     order: str = "trace",
     sweep: SweepView | None = None,
+    failures: Mapping[int, str] | None = None,
 ) -> list[Line]:
     """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
     multiples are shown: they would compare placeholders; the screen's banner gives the reason,
     so it is not repeated here); `finished`: the run is over (else the totals are said to be so
     far); `sweep`: the run has variants (then each is named by what differs, and is a multiple of
-    its unmodified config when the run has it)."""
+    its unmodified config when the run has it); `failures`: kernel position -> the simulator's
+    reason, for kernels it failed on (their rows say so instead of a bar)."""
     names = sweep.names if sweep else {}
+    failures = failures or {}
 
     def shown(cfg: str) -> str:
         return names.get(cfg, cfg)
@@ -162,6 +165,11 @@ def chart_lines(
                 sweep_sentence(ranking, names, sweep.multiples, finished), max(20, width - 1)
             ):
                 lines.append([(text, style)])
+    for total in totals:  # never presented as the whole trace
+        if coverage := total.coverage_note():
+            text = f"{shown(total.config)}: {coverage}; its total leaves them out."
+            for part in textwrap.wrap(text, max(20, width - 1)):
+                lines.append([(part, "warn")])
     if sweep is not None and (note := baseline_note(sweep.variants, names)):
         for text in textwrap.wrap(note, max(20, width - 1)):
             lines.append([(text, "dim")])
@@ -201,8 +209,20 @@ def chart_lines(
         group_scale = max(values, default=0.0)
         if has_real_timing:
             lines.append(_bar_line("real", label_w, row.real_ns, group_scale, bar_w, "real"))
+        if row.failed and value_count(row) == 0:
+            reason = failures.get(row.kernel_index, "")
+            text = f"  failed in the simulator on {', '.join(shown(c) for c in row.failed)}" + (
+                f": {reason}" if reason else ""
+            )
+            for part in textwrap.wrap(text, max(20, width - 1), subsequent_indent="    "):
+                lines.append([(part, "warn")])
+            continue
         for cfg in configs:
             value = row.sim_ns.get(cfg)
+            if value is None and cfg in row.failed:  # in place of its bar: it has no time
+                label = "  " + ellipsize(shown(cfg), label_w).ljust(label_w) + " "
+                lines.append([(label, style_of[cfg]), ("failed in the simulator", "warn")])
+                continue
             suffix = []
             if has_real_timing and value is not None and row.real_ns:
                 suffix.append((f"  {(value - row.real_ns) / row.real_ns * 100:+.1f}%", "dim"))
@@ -211,6 +231,11 @@ def chart_lines(
                 suffix.append((f"  {mult:.2f}x", ""))
             lines.append(_bar_line(shown(cfg), label_w, value, group_scale, bar_w, style_of[cfg], suffix))
     return [_fit(line, width) for line in lines]
+
+
+def value_count(row: ComparisonRow) -> int:
+    """How many configs have a simulated time for the kernel."""
+    return sum(1 for v in row.sim_ns.values() if v is not None)
 
 
 def _title(title: str, note: str, width: int) -> list[Line]:

@@ -35,6 +35,19 @@ class ConfigTotal:
     partial: bool = False
     kernels_done: int = 0  # partial: the most kernels a replica finished
     kernels_total: int = 0
+    # Kernels the simulator failed on (the most over the replicas that count): the total is
+    # over the other kernels only, never the whole trace's.
+    kernels_failed: int = 0
+
+    def coverage_note(self) -> str | None:
+        """`16 of 20 kernels, 4 failed in the simulator`, when some did."""
+        if not self.kernels_failed:
+            return None
+        total = self.kernels_total or self.kernels_failed
+        return (
+            f"{total - self.kernels_failed} of {plural(total, 'kernel')}, "
+            f"{self.kernels_failed} failed in the simulator"
+        )
 
 
 @dataclass(frozen=True)
@@ -105,12 +118,16 @@ def config_totals(
     kernels = list(kernels)
     sims, owner = replica_sims(sims, kernels)
     per_sim = sim_totals(k.model_copy(update={"sim_id": owner.get(k.sim_id, k.sim_id)}) for k in kernels)
+    failed: dict[str, int] = {}
+    for k in kernels:
+        if k.failed is not None:
+            failed[owner.get(k.sim_id, k.sim_id)] = failed.get(owner.get(k.sim_id, k.sim_id), 0) + 1
     out = []
     for cfg in configs:
         replicas = [s for s in sims.values() if s.label == cfg]
         ok = [s for s in replicas if s.state == "succeeded"]
         if not ok:
-            out.append(_partial_total(cfg, replicas, per_sim))
+            out.append(_partial_total(cfg, replicas, per_sim, failed))
             continue
         totals = sorted(per_sim.get(s.id, 0.0) for s in ok)
         cycles = [s.latest.gpu_tot_sim_cycle for s in ok if s.latest.gpu_tot_sim_cycle is not None]
@@ -125,12 +142,16 @@ def config_totals(
                 replicas=len(replicas),
                 cycles=_median(cycles),
                 ipc=_median(ipcs),
+                kernels_total=max((s.kernels_total for s in replicas), default=0),
+                kernels_failed=max((failed.get(s.id, 0) for s in ok), default=0),
             )
         )
     return out
 
 
-def _partial_total(cfg: str, replicas: Sequence[SimSummary], per_sim: Mapping[str, float]) -> ConfigTotal:
+def _partial_total(
+    cfg: str, replicas: Sequence[SimSummary], per_sim: Mapping[str, float], failed: Mapping[str, int]
+) -> ConfigTotal:
     started = [s for s in replicas if s.id in per_sim]
     totals = sorted(per_sim[s.id] for s in started)
     return ConfigTotal(
@@ -143,6 +164,7 @@ def _partial_total(cfg: str, replicas: Sequence[SimSummary], per_sim: Mapping[st
         partial=bool(started),
         kernels_done=max((s.kernels_done for s in started), default=0),
         kernels_total=max((s.kernels_total for s in replicas), default=0),
+        kernels_failed=max((failed.get(s.id, 0) for s in started), default=0),
     )
 
 

@@ -29,6 +29,7 @@ class Column:
     text: Callable[[Any], str] = str  # how the table shows a value (None is always "-")
     right: bool = False  # numbers align right
     in_table: bool = True  # False: JSON and CSV only (ids and raw names a person need not read)
+    when_any: bool = False  # True: in the table only when some record has a value (a rare note)
 
 
 def cell(column: Column, value: Any) -> str:
@@ -38,7 +39,7 @@ def cell(column: Column, value: Any) -> str:
 def render_table(columns: Sequence[Column], records: Sequence[Record]) -> str:
     """Columns two spaces apart, each as wide as its widest cell, headers first; no trailing
     spaces, so the output diffs and greps cleanly."""
-    columns = [c for c in columns if c.in_table]
+    columns = [c for c in columns if c.in_table and (not c.when_any or any(r.get(c.key) for r in records))]
     rows = [[c.header for c in columns]] + [[cell(c, r.get(c.key)) for c in columns] for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     lines = []
@@ -68,13 +69,20 @@ def render_json(records: Any) -> str:
 
 
 def render_csv(fields: Sequence[str], records: Sequence[Record]) -> str:
-    """A header row, then one row per record; None is an empty field."""
+    """A header row, then one row per record; None is an empty field, a list its items joined
+    with `;`."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for record in records:
-        writer.writerow({k: ("" if v is None else v) for k, v in record.items()})
+        writer.writerow({k: _csv_field(v) for k, v in record.items()})
     return buffer.getvalue().rstrip("\n")
+
+
+def _csv_field(value: Any) -> Any:
+    if value is None:
+        return ""
+    return ";".join(map(str, value)) if isinstance(value, list) else value
 
 
 def render(fmt: str, columns: Sequence[Column], records: Sequence[Record]) -> str:

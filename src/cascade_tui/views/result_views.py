@@ -45,10 +45,16 @@ TOTAL_COLUMNS = (
 
 
 def _partial_note(total: ConfigTotal) -> str | None:
-    """What the UI's kernels view says of a config with no succeeded replica but finished kernels."""
-    if not total.partial or total.median_ns is None:
-        return None
-    return f"partial: {total.kernels_done}/{total.kernels_total} kernels, {time_ns(total.median_ns)} so far"
+    """What the UI's kernels view says of a config with no succeeded replica but finished
+    kernels, and of one whose total leaves out kernels the simulator failed on."""
+    notes = []
+    if total.partial and total.median_ns is not None:
+        notes.append(
+            f"partial: {total.kernels_done}/{total.kernels_total} kernels, {time_ns(total.median_ns)} so far"
+        )
+    if coverage := total.coverage_note():
+        notes.append(coverage)
+    return "; ".join(notes) or None
 
 
 def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]:
@@ -108,6 +114,7 @@ KERNEL_COLUMNS = (
     Column("gpu_sim_cycle", "cycles", si_number, right=True),
     Column("gpu_sim_insn", "instructions", si_number, right=True),
     Column("gpu_ipc", "IPC", fixed, right=True),
+    Column("failed", "failed in the simulator", when_any=True),
 )
 
 
@@ -130,6 +137,7 @@ def kernel_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record
                 "gpu_sim_cycle": stat.gpu_sim_cycle,
                 "gpu_sim_insn": stat.gpu_sim_insn,
                 "gpu_ipc": stat.gpu_ipc,
+                "failed": stat.failed,  # the simulator's reason; such a kernel has no results
             }
         )
     return records
@@ -173,6 +181,7 @@ def comparison_columns(comparison: Comparison) -> tuple[Column, ...]:
         Column("kernel_name", "mangled", in_table=False),
         Column("real_ns", "real", time_ns, right=True),
         *(Column(config, config, time_ns, right=True) for config in comparison.configs),
+        Column("failed", "failed in the simulator", ", ".join, when_any=True),
     )
 
 
@@ -185,6 +194,7 @@ def comparison_records(comparison: Comparison) -> list[Record]:
             "kernel_name": row.kernel_name,
             "real_ns": row.real_ns,
             **{config: row.sim_ns.get(config) for config in comparison.configs},
+            "failed": row.failed,  # configs whose sims the simulator failed on this kernel
         }
         for row in comparison.rows
     ]

@@ -306,11 +306,13 @@ def sim_details(sim: SimSummary, log_tail: Sequence[str], now: datetime) -> str:
         *([f"retries {sim.retry_of}"] if sim.retry_of else []),
         f"exit code: {'-' if sim.exit_code is None else sim.exit_code}"
         f"   ran: {human_duration(elapsed_seconds(sim, now))}"
-        f"   kernels: {sim.kernels_done}/{sim.kernels_total}",
+        f"   kernels: {sim.kernels_done}/{sim.kernels_total}"
+        + (f" ({sim.kernels_failed} failed in the simulator)" if sim.kernels_failed else ""),
     ]
     if sim.launcher_ref or sim.launcher_state:
         out.append(f"launcher: {queued_text(sim)}")
-    out.append(f"error: {sim.error}" if sim.error else "error: none")
+    label = "warning" if sim.state == "succeeded" else "error"  # a success names its failed kernels
+    out.append(f"{label}: {sim.error}" if sim.error else "error: none")
     tail = list(log_tail)[-DETAILS_TAIL_LINES:]
     out += [
         "",

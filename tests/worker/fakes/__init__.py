@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 import sys
 from pathlib import Path
+from typing import Any
+
+from cascade_core import simulator_layout as layout
 
 FAKE = Path(__file__).with_name("accel_sim_fake.py")
 BINARY = Path("gpu-simulator/bin/release/accel-sim.out")
@@ -55,3 +59,22 @@ def write_opcode_headers(root: Path, versions: dict[str, int]) -> Path:
     driven.parent.mkdir(parents=True, exist_ok=True)
     driven.write_text("\n".join(dispatch) + '\nelse { printf("unsupported binary version: %d\\n"); }\n')
     return root
+
+
+_MANIFEST = layout.Manifest(
+    key="",
+    framework_commit="73f9",
+    gpgpu_sim_commit="6678",
+    framework_source="f",
+    gpgpu_sim_source="g",
+    built_at="2026-11-30T19:48:46+00:00",
+    build_seconds=1.0,
+    smoke_passed=True,
+    smoke_detail="2 kernels",
+)
+
+
+def build_manifest(key: str, **fields: Any) -> layout.Manifest:
+    """The manifest `cascade simulator install` writes for build `key` (made-up sources, commits
+    and times; `fields` say otherwise)."""
+    return dataclasses.replace(_MANIFEST, key=key, **fields)

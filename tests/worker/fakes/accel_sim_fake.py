@@ -38,6 +38,42 @@ def kernel_block(uid: int) -> list[str]:
     ]
 
 
+def run_list(kernelslist: Path, fail_on: list[str], seconds: float) -> int:
+    """Each kernel of the list in order, as the real one prints them; a kernel whose file is in
+    `fail_on` (or any, with `all`; `hang:<file>` hangs there) aborts with Accel-Sim's assertion."""
+    uid = 0
+    for line in kernelslist.read_text().split("\n"):
+        if line.startswith("MemcpyHtoD"):
+            say(f"launching memcpy command : {line}")
+        if not line.startswith("kernel"):
+            continue
+        uid += 1
+        say(
+            f"Processing kernel {kernelslist.parent / line}",
+            f"Header info loaded for kernel command : {line}",
+        )
+        time.sleep(seconds)
+        if f"hang:{line}" in fail_on:
+            say(f"launching kernel name: _Z6kernel{uid}v uid: {uid} cuda_stream_id: 0")
+            while True:
+                time.sleep(1)
+        if line in fail_on or "all" in fail_on:
+            say(f"launching kernel name: _Z6reducev uid: {uid} cuda_stream_id: 0", "thread block = 0,0,0")
+            say(
+                "accel-sim.out: shader.cc:3812: void barrier_set_t::deallocate_barrier(unsigned int): "
+                "Assertion `active.any() == false' failed.",
+                stream=sys.stderr,
+            )
+            os.abort()
+        block = kernel_block(uid)
+        # the kernel's own cycles, by its trace file, so a test tells the kernels apart
+        number = int("".join(c for c in line if c.isdigit()) or 0)
+        block = [x.replace(f"_Z6kernel{uid}v", f"_Z6kernel{number}v") for x in block]
+        say(*[f"gpu_sim_cycle = {1000 + number}" if x.startswith("gpu_sim_cycle") else x for x in block])
+    say(*EXIT_LINES)
+    return 0
+
+
 def say(*lines: str, stream=sys.stdout) -> None:
     for line in lines:
         print(line, file=stream)
@@ -89,6 +125,10 @@ def main(argv: list[str]) -> int:
         say(*kernel_block(1))
         while True:
             time.sleep(1)
+    if "fake_fail_on" in options:  # the list's kernels, failing on the named ones (issue 30)
+        return run_list(
+            Path(argv[1]), options["fake_fail_on"].split(","), float(options.get("fake_kernel_s", "0"))
+        )
     for uid in range(1, kernels + 1):
         say(*kernel_block(uid))
     Path("gpgpu_inst_stats.txt").write_text("kernel line : count latency dram_traffic\n")

@@ -53,10 +53,8 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from cascade_core import log_notes
-from cascade_core.models import INT64_MAX, INT64_MIN, KernelStat
 
 from .accelsim_stats import (
     FIRST_LINE,
@@ -67,6 +65,9 @@ from .accelsim_stats import (
     parse_value,
     read_block_lines,
 )
+from .kernel import ParsedKernel, as_int, finite
+from .restarts import Restarts
+from .saved_state import STATE_VERSION, read_state
 
 __all__ = [
     "LogParser",
@@ -81,9 +82,6 @@ __all__ = [
     "parse_value",
 ]
 
-# 3: with the restart the log is in and the counts of dropped and failed kernels (2, still read:
-# none); 2: the open block is its (key, value) pairs in log order; 1 (still read): its stats map.
-STATE_VERSION = 3
 TAIL_LINES = 20
 # A line of the tail is cut to this many characters (the whole line stays in the log): the tail
 # travels in every sim summary.
@@ -122,75 +120,6 @@ def _tail_line(line: str) -> str:
     return line[: TAIL_LINE_MAX - len(said)] + said
 
 
-def _is_block(block: object) -> bool:
-    """Whether a saved open block is (key, value) pairs, the first the kernel's name."""
-    return (
-        isinstance(block, list)
-        and bool(block)
-        and all(
-            isinstance(pair, (list, tuple))
-            and len(pair) == 2
-            and isinstance(pair[0], str)
-            and isinstance(pair[1], (int, float, str))
-            for pair in block
-        )
-        and block[0][0] == "kernel_name"
-        and isinstance(block[0][1], str)
-    )
-
-
-def _finite(value: float | str | None) -> float | None:
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    return None
-
-
-def _as_int(value: float | str | None) -> int | None:
-    """A count from the stats map: a finite float, or the first token of a string ("3 4"); None
-    past a 64-bit integer (SQLite's INTEGER), which no real count reaches: a log saying
-    `gpu_sim_cycle = 1e300` must still store (the value itself stays in `stats`)."""
-    if isinstance(value, str):
-        tokens = value.split(maxsplit=1)
-        token = tokens[0] if tokens else ""
-        number = int(token) if token.isascii() and token.isdigit() else None
-    else:
-        f = _finite(value)
-        number = int(f) if f is not None else None
-    return number if number is not None and INT64_MIN <= number <= INT64_MAX else None
-
-
-@dataclass(slots=True)
-class ParsedKernel:
-    """One finished stats block."""
-
-    kernel_index: int  # 0-based completion order within the sim
-    kernel_name: str  # the block's first kernel name (concurrent kernels list several)
-    kernel_launch_uid: int | None  # the block's first uid
-    gpu_sim_cycle: int | None
-    gpu_sim_insn: int | None
-    gpu_ipc: float | None  # None when missing or not finite
-    sim_time_ns: float | None  # gpu_sim_cycle / core_clock_mhz * 1000
-    stats: dict[str, float | str] = field(default_factory=dict)
-    # After a restart (or for a failed kernel) the parser knows the kernel's trace position
-    # itself: `kernel_index` is that position, and the sim's shard placement does not apply.
-    placed: bool = False
-    failed: str | None = None  # a kernel the simulator failed on: the reason, and no results
-
-    def to_stat(self, sim_id: str) -> KernelStat:
-        return KernelStat(
-            sim_id=sim_id,
-            kernel_index=self.kernel_index,
-            kernel_name=self.kernel_name,
-            kernel_launch_uid=self.kernel_launch_uid,
-            gpu_sim_cycle=self.gpu_sim_cycle,
-            gpu_sim_insn=self.gpu_sim_insn,
-            gpu_ipc=self.gpu_ipc,
-            sim_time_ns=self.sim_time_ns,
-            stats=self.stats,
-            failed=self.failed,
-        )
-
-
 class LogParser:
     """Feeds on the log chunks of one sim; see the module docstring for what it recognises."""
 
@@ -204,11 +133,7 @@ class LogParser:
         "_block",
         "_block_ended",
         "_block_bytes",
-        "_restart",
-        "_restart_at",
-        "_dropped",
-        "_placed_blocks",
-        "_failed",
+        "_restarts",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None):
@@ -231,13 +156,7 @@ class LogParser:
         # The block's last line arrived as the chunk's last line but does not look complete
         # (see _SLOWDOWN_LINE_RE); the next line proves it was, so the block is reported then.
         self._block_ended = False
-        # The restart the log is in (first, last, warmup of log_notes.Restart), None before any;
-        # and `_kernels_done` when it began (its kernels count from there).
-        self._restart: tuple[int, int, int] | None = None
-        self._restart_at = 0
-        self._dropped = 0  # blocks of a restart's warm-up kernels: not the sim's, not stored
-        self._placed_blocks = 0  # blocks of a restart's own kernels (placed here)
-        self._failed = 0  # kernels the simulator failed on (a failure note each)
+        self._restarts = Restarts()  # past kernels the simulator failed on (restarts.py)
         if state is not None:
             self._restore(state)
 
@@ -259,17 +178,17 @@ class LogParser:
     @property
     def kernels_dropped(self) -> int:
         """Of kernels_done, the restarts' warm-up kernels: never returned."""
-        return self._dropped
+        return self._restarts.dropped
 
     @property
     def kernels_placed(self) -> int:
         """Of kernels_done, the restarts' own kernels (returned `placed`)."""
-        return self._placed_blocks
+        return self._restarts.placed
 
     @property
     def kernels_failed(self) -> int:
         """Kernels the simulator failed on (returned as `failed` kernels, with no block)."""
-        return self._failed
+        return self._restarts.failed
 
     @property
     def log_tail(self) -> list[str]:
@@ -298,66 +217,20 @@ class LogParser:
             "exit_detected": self._exit_detected,
             "block": None if self._block is None else list(self._block),
             "block_ended": self._block_ended,
-            "restart": None if self._restart is None else list(self._restart),
-            "restart_at": self._restart_at,
-            "dropped": self._dropped,
-            "placed": self._placed_blocks,
-            "failed": self._failed,
+            **self._restarts.state(),
         }
 
     def _restore(self, state: dict) -> None:
-        if not isinstance(state, dict):
-            kind = type(state).__name__
-            raise ValueError(f"invalid LogParser state: expected an object, got {kind}")
-        try:
-            version = state.get("version")
-            if version not in (1, 2, STATE_VERSION):
-                raise ValueError(f"unsupported version {version!r} (expected {STATE_VERSION})")
-            kernels_done = state["kernels_done"]
-            current = state["current_kernel"]
-            latest = state["latest"]
-            tail = state["log_tail"]
-            exit_detected = state["exit_detected"]
-            block = state["block"]
-            block_ended = state["block_ended"]
-            restart = state.get("restart")
-            counts = [state.get(key, 0) for key in ("restart_at", "dropped", "placed", "failed")]
-            if restart is not None and not (
-                isinstance(restart, list) and len(restart) == 3 and all(isinstance(x, int) for x in restart)
-            ):
-                raise ValueError("restart must be null or three integers")
-            if not all(isinstance(x, int) and x >= 0 for x in counts):
-                raise ValueError("restart_at, dropped, placed and failed must be non-negative integers")
-            if not isinstance(kernels_done, int) or kernels_done < 0:
-                raise ValueError("kernels_done must be a non-negative integer")
-            if current is not None and not isinstance(current, str):
-                raise ValueError("current_kernel must be a string or null")
-            if not isinstance(latest, dict) or set(latest) != set(self._latest):
-                raise ValueError(f"latest must have exactly the keys {sorted(self._latest)}")
-            if not all(v is None or isinstance(v, (int, float)) for v in latest.values()):
-                raise ValueError("latest values must be numbers or null")
-            if not isinstance(tail, list) or not all(isinstance(x, str) for x in tail):
-                raise ValueError("log_tail must be a list of strings")
-            if not isinstance(exit_detected, bool) or not isinstance(block_ended, bool):
-                raise ValueError("exit_detected and block_ended must be booleans")
-            if version == 1 and isinstance(block, dict):
-                block = list(block.items())  # its keys numbered already: numbered again, they stay
-            if block is not None and not _is_block(block):
-                raise ValueError("block must be null or (key, value) pairs, the first a string kernel_name")
-        except KeyError as exc:
-            raise ValueError(f"invalid LogParser state: missing {exc}") from None
-        except ValueError as exc:
-            raise ValueError(f"invalid LogParser state: {exc}") from None
-        self._kernels_done = kernels_done
-        self._current_kernel = current
-        self._latest = {k: (None if v is None else float(v)) for k, v in latest.items()}
-        self._tail = [_tail_line(x) for x in tail[-TAIL_LINES:]]
-        self._exit_detected = exit_detected
-        self._block = None if block is None else [(key, value) for key, value in block]
+        saved = read_state(state, set(self._latest))
+        self._kernels_done = saved.kernels_done
+        self._current_kernel = saved.current_kernel
+        self._latest = saved.latest
+        self._tail = [_tail_line(x) for x in saved.log_tail[-TAIL_LINES:]]
+        self._exit_detected = saved.exit_detected
+        self._block = saved.block
         self._block_bytes = None
-        self._block_ended = block_ended and block is not None
-        self._restart = None if restart is None else (restart[0], restart[1], restart[2])
-        self._restart_at, self._dropped, self._placed_blocks, self._failed = counts
+        self._block_ended = saved.block_ended and saved.block is not None
+        self._restarts = saved.restarts
 
     # ---- parsing -------------------------------------------------------------------------
 
@@ -413,30 +286,13 @@ class LogParser:
     def _apply(self, note: log_notes.KernelFailure | log_notes.Restart) -> list[ParsedKernel]:
         """A simulator ended: a block it was printing is whole if its last line came (that line
         may be cut), else cut off. Then a failed kernel, or the next simulator's kernels."""
-        done = [self._finish_block()] if self._block_ended else []
-        if self._restart is not None:
-            done = self._placed(done)
+        done = self._restarts.place([self._finish_block()] if self._block_ended else [])
         self._block, self._block_bytes, self._block_ended = None, None, False
         if isinstance(note, log_notes.Restart):
-            self._restart = (note.first, note.last, note.warmup)
-            self._restart_at = self._kernels_done
+            self._restarts.begin(note, self._kernels_done)
             self._current_kernel = None
             return done
-        self._failed += 1
-        done.append(
-            ParsedKernel(
-                kernel_index=note.kernel_index,
-                kernel_name=note.kernel_name,
-                kernel_launch_uid=None,
-                gpu_sim_cycle=None,
-                gpu_sim_insn=None,
-                gpu_ipc=None,
-                sim_time_ns=None,
-                placed=True,
-                failed=note.reason,
-            )
-        )
-        return done
+        return [*done, self._restarts.failed_kernel(note)]
 
     def _feed_output(self, lines: Sequence[str], text: str) -> list[ParsedKernel]:
         """Simulator output: `lines`, and their text with a newline before each line."""
@@ -482,28 +338,7 @@ class LogParser:
                 self._block_ended = True
                 break
             done.append(self._finish_block())
-        if self._restart is not None:
-            return self._placed(done)
-        return done
-
-    def _placed(self, done: list[ParsedKernel]) -> list[ParsedKernel]:
-        """A restarted simulator's kernels at their trace positions; its warm-up kernels (whose
-        results the sim has from an earlier simulator) dropped."""
-        assert self._restart is not None
-        first, _, warmup = self._restart
-        kept = []
-        for kernel in done:
-            if kernel.placed:
-                kept.append(kernel)
-                continue
-            local = kernel.kernel_index - self._restart_at
-            if local < warmup:
-                self._dropped += 1
-                continue
-            kernel.kernel_index, kernel.placed = first + local - warmup, True
-            self._placed_blocks += 1
-            kept.append(kernel)
-        return kept
+        return self._restarts.place(done)
 
     def _scan_launch(self, text: str) -> None:
         i = text.rfind(_LAUNCH)
@@ -529,15 +364,15 @@ class LogParser:
         self._block, self._block_bytes = None, None
         self._block_ended = False
         names = str(stats["kernel_name"]).split(maxsplit=1)
-        cycle = _as_int(stats.get("gpu_sim_cycle"))
+        cycle = as_int(stats.get("gpu_sim_cycle"))
         clock = self._clock_mhz
         kernel = ParsedKernel(
             kernel_index=self._kernels_done,
             kernel_name=names[0] if names else "",
-            kernel_launch_uid=_as_int(stats.get("kernel_launch_uid")),
+            kernel_launch_uid=as_int(stats.get("kernel_launch_uid")),
             gpu_sim_cycle=cycle,
-            gpu_sim_insn=_as_int(stats.get("gpu_sim_insn")),
-            gpu_ipc=_finite(stats.get("gpu_ipc")),
+            gpu_sim_insn=as_int(stats.get("gpu_sim_insn")),
+            gpu_ipc=finite(stats.get("gpu_ipc")),
             sim_time_ns=(
                 cycle / clock * 1000.0 if cycle is not None and clock > 0 and math.isfinite(clock) else None
             ),
@@ -547,5 +382,5 @@ class LogParser:
         latest = self._latest
         for key in _HEAD_KEYS:
             if key in stats:
-                latest[key] = _finite(stats[key])
+                latest[key] = finite(stats[key])
         return kernel

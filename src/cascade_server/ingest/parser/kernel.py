@@ -1,0 +1,61 @@
+"""One kernel the log parser found: a finished stats block, or a kernel the simulator failed on.
+Pure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from cascade_core.models import INT64_MAX, INT64_MIN, KernelStat
+
+
+def finite(value: float | str | None) -> float | None:
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
+
+
+def as_int(value: float | str | None) -> int | None:
+    """A count from the stats map: a finite float, or the first token of a string ("3 4"); None
+    past a 64-bit integer (SQLite's INTEGER), which no real count reaches: a log saying
+    `gpu_sim_cycle = 1e300` must still store (the value itself stays in `stats`)."""
+    if isinstance(value, str):
+        tokens = value.split(maxsplit=1)
+        token = tokens[0] if tokens else ""
+        number = int(token) if token.isascii() and token.isdigit() else None
+    else:
+        f = finite(value)
+        number = int(f) if f is not None else None
+    return number if number is not None and INT64_MIN <= number <= INT64_MAX else None
+
+
+@dataclass(slots=True)
+class ParsedKernel:
+    """One finished stats block."""
+
+    kernel_index: int  # 0-based completion order within the sim
+    kernel_name: str  # the block's first kernel name (concurrent kernels list several)
+    kernel_launch_uid: int | None  # the block's first uid
+    gpu_sim_cycle: int | None
+    gpu_sim_insn: int | None
+    gpu_ipc: float | None  # None when missing or not finite
+    sim_time_ns: float | None  # gpu_sim_cycle / core_clock_mhz * 1000
+    stats: dict[str, float | str] = field(default_factory=dict)
+    # After a restart (or for a failed kernel) the parser knows the kernel's trace position
+    # itself: `kernel_index` is that position, and the sim's shard placement does not apply.
+    placed: bool = False
+    failed: str | None = None  # a kernel the simulator failed on: the reason, and no results
+
+    def to_stat(self, sim_id: str) -> KernelStat:
+        return KernelStat(
+            sim_id=sim_id,
+            kernel_index=self.kernel_index,
+            kernel_name=self.kernel_name,
+            kernel_launch_uid=self.kernel_launch_uid,
+            gpu_sim_cycle=self.gpu_sim_cycle,
+            gpu_sim_insn=self.gpu_sim_insn,
+            gpu_ipc=self.gpu_ipc,
+            sim_time_ns=self.sim_time_ns,
+            stats=self.stats,
+            failed=self.failed,
+        )
