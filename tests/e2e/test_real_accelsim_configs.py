@@ -8,12 +8,10 @@ the straight answer. Two real sims of about 30 s each, at once."""
 
 from __future__ import annotations
 
+import asyncio
 import lzma
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -27,11 +25,10 @@ from tests.accelsim_build import (
     cascade,
     copied_prefix,
     install_into,
+    installed_serve,
     plain_env,
 )
-from tests.e2e.test_real_accelsim import get, wait_for
-from tests.e2e.test_real_accelsim_shards import post
-from tests.helpers import free_port
+from tests.e2e.test_real_accelsim import get, post, wait_for
 
 pytestmark = [pytest.mark.accelsim, pytest.mark.timeout(900)]
 
@@ -70,31 +67,15 @@ def served(tmp_path_factory):
     build = layout.installed_build(data)
     assert build is not None and layout.read_manifest(build).extra == {"added_configs": ["SM80_A100"]}
 
-    port, s3_port = free_port(), free_port()
-    serve_env = {
-        **env,
-        "CASCADE_DATA_DIR": str(data),
-        "CASCADE_PORT": str(port),
-        "CASCADE_S3_PORT": str(s3_port),
-        "CASCADE_SCAN_INTERVAL_S": "0.5",
-    }
-    log = tmp / "serve.log"
-    with open(log, "wb") as out:
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "cascade_tui.cli", "serve"],
-            env=serve_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    serve = installed_serve(tmp, env)
+    asyncio.run(serve.start())
+    log = serve.log
     try:
-        base = f"http://127.0.0.1:{port}"
-        token = wait_for(
-            lambda: (data / "token").exists() and (data / "token").read_text().strip(), 60, "token", log
-        )
-        wait_for(lambda: get(base, "/api/launcher", token), 60, "the server", log)
+        base, token = serve.url, (data / "token").read_text().strip()
+        upload_env = {**serve.env, "CASCADE_DATA_DIR": str(data)}  # the embedded S3 endpoint's
         uploaded = [
-            cascade("upload", PUBLIC_TRACES / TRACE, "--trace-id", TRACE, env=serve_env),
-            cascade("upload", h100_trace(tmp / "h100"), "--trace-id", "h100-one-kernel", env=serve_env),
+            cascade("upload", PUBLIC_TRACES / TRACE, "--trace-id", TRACE, env=upload_env),
+            cascade("upload", h100_trace(tmp / "h100"), "--trace-id", "h100-one-kernel", env=upload_env),
         ]
         assert all(u.returncode == 0 for u in uploaded), [u.stderr for u in uploaded]
 
@@ -126,8 +107,7 @@ def served(tmp_path_factory):
             "build": build,
         }
     finally:
-        serve.send_signal(signal.SIGTERM)
-        serve.wait(timeout=60)
+        asyncio.run(serve.stop())
 
 
 def finished(served, run_id: str) -> dict:

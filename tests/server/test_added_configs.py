@@ -9,11 +9,8 @@ import pytest
 
 from cascade_core.models import SimSummary
 from cascade_server.appkeys import RUNS_KEY
-from cascade_worker import config_fetch
-from cascade_worker.settings import Options
-from tests.conftest import TOKEN, ready_trace
-from tests.e2e.test_local_runs import create_run, finished_run
-from tests.e2e.test_worker_by_hand import start_worker, wait_exit
+from tests.conftest import ready_trace
+from tests.helpers import create_run, finished_run
 from tests.worker.fakes import install_fake_accelsim, make_trace_dir, write_opcode_headers
 
 A100 = (
@@ -230,34 +227,3 @@ async def test_a_local_worker_runs_an_added_config_from_the_data_directory(make_
         assert (sim["state"], run["replay"]) == ("succeeded", False), sim
         log = (await http.get(f"/api/sims/{sim['id']}/log")).text
     assert "-gpgpu_n_clusters 54" in log  # the simulator read the added config's files
-
-
-async def test_a_worker_that_cannot_see_an_added_config_fetches_it_by_name(
-    configs_server, fake_simulator, tmp_path
-):
-    """A Slurm node without the server's data directory: the worker is told a folder it does not
-    have, asks for the config's files over the API and simulates with them."""
-    server = configs_server
-    async with server.client() as http:
-        assert (await http.post("/api/gpu-configs", json=body())).status_code == 201
-        run = await create_run(http, [("LAB_A100", 1)], trace_id="a100-trace")
-        sim = run["sims"][0]
-        worker = start_worker(
-            *("--url", server.url, "--token", TOKEN, "--sim-id", sim["id"], "--gpu-config", "LAB_A100"),
-            *("--accelsim-dir", str(fake_simulator), "--gpu-config-dir", str(tmp_path / "not-on-this-node")),
-            *("--trace-dir", str(server.settings.traces_dir / "a100-trace")),
-        )
-        assert await wait_exit(worker) == 0, worker.stdout.read().decode() if worker.stdout else ""
-        assert (await finished_run(http, run["id"]))["sims"][0]["state"] == "succeeded"
-        log = (await http.get(f"/api/sims/{sim['id']}/log")).text
-        assert "-gpgpu_n_clusters 54" in log
-        assert (await http.delete("/api/gpu-configs/LAB_A100")).status_code == 204
-    # any config's files can be fetched; one removed since is an error saying so (the sim's error)
-    fetched = await config_fetch.fetch(
-        Options(url=server.url, token=TOKEN, sim_id="x", gpu_config="SM7_QV100"), tmp_path / "qv100"
-    )
-    assert (fetched / "gpgpusim.config").read_text().startswith("-gpgpu_compute_capability_major 7")
-    with pytest.raises(config_fetch.ConfigFetchError, match="HTTP 404 gpu_config 'LAB_A100' not found"):
-        await config_fetch.fetch(
-            Options(url=server.url, token=TOKEN, sim_id="x", gpu_config="LAB_A100"), tmp_path / "gone"
-        )

@@ -6,13 +6,9 @@ through a real `rclone serve s3` and the real scanner."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.accelsim_build import PUBLIC_TRACES
-
-from .test_trace_ingest import Harness
 
 A100_TRACE = PUBLIC_TRACES / "flashinfer-gemm-sm80" / "traces"
 
@@ -21,13 +17,6 @@ def a100_files() -> dict[str, bytes]:
     if not (A100_TRACE / "kernelslist.g").is_file():
         pytest.skip(f"no public A100 trace in {A100_TRACE}")
     return {f"traces/{p.name}": p.read_bytes() for p in sorted(A100_TRACE.iterdir()) if p.is_file()}
-
-
-@pytest.fixture
-async def harness(rclone_s3, tmp_path: Path):
-    h = await Harness(rclone_s3, tmp_path).start()
-    yield h
-    await h.stop()
 
 
 async def test_the_kernel_count_is_what_kernelslist_names_not_every_file(harness):
