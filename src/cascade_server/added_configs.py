@@ -21,6 +21,8 @@ from cascade_core.config_probe import ConfigFiles
 from cascade_core.gpu_config_text import parse_gpgpusim_config
 from cascade_core.models import GpuConfig, GpuConfigAdd, utcnow
 
+from .datadir import PRIVATE_DIR, private_dir
+
 log = logging.getLogger(__name__)
 
 FOLDER = "gpu-configs"
@@ -65,8 +67,8 @@ class AddedConfigs:
     def stage(self, body: GpuConfigAdd, config: GpuConfig) -> Path:
         """The config's files in a hidden folder beside their final place (same file system, so
         `commit` is one rename)."""
-        staging = self.root / f".staging-{body.name}-{uuid.uuid4().hex[:8]}"
-        staging.mkdir(parents=True)
+        staging = private_dir(self.root) / f".staging-{body.name}-{uuid.uuid4().hex[:8]}"
+        staging.mkdir(mode=PRIVATE_DIR)  # private, as everything in the data directory
         try:
             for name, text in body.files.items():
                 # bytes as given: AccelWattch files keep their CRLF line ends
