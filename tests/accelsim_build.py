@@ -24,6 +24,9 @@ SOURCES = SHARED / "accelsim-src"
 FRAMEWORK_TARBALL = SOURCES / sources.FRAMEWORK.filename
 GPGPU_SIM_TARBALL = SOURCES / sources.GPGPU_SIM.filename
 SAMPLES_REAL = SHARED / "samples-real"
+# Accel-Sim's own config files for GPUs the pinned commits ship none of (`--configs`: offline).
+EXTRA_CONFIGS = SHARED / "accelsim-configs"
+PUBLIC_TRACES = SHARED / "traces-public"
 PREFIX_VARIABLE = "CASCADE_TEST_ACCELSIM_PREFIX"
 # Read when the tests are collected: the autouse clean_env fixture removes CASCADE_* variables.
 PREFIX = os.environ.get(PREFIX_VARIABLE)
@@ -37,6 +40,13 @@ def source_tarballs() -> tuple[Path, Path]:
     if not (FRAMEWORK_TARBALL.is_file() and GPGPU_SIM_TARBALL.is_file()):
         pytest.skip(f"no pinned Accel-Sim tarballs in {SOURCES} for `cascade simulator install`")
     return FRAMEWORK_TARBALL, GPGPU_SIM_TARBALL
+
+
+def extra_configs_dir() -> Path:
+    """The folder `cascade simulator install --configs` reads offline; skips without it."""
+    if not (EXTRA_CONFIGS / "SM80_A100" / "gpgpusim.config").is_file():
+        pytest.skip(f"no Accel-Sim config files in {EXTRA_CONFIGS} for `cascade simulator install --configs`")
+    return EXTRA_CONFIGS
 
 
 def require_build_packages() -> None:
@@ -68,8 +78,11 @@ def cascade(*args: str | Path, env: dict[str, str], timeout: float = 600) -> sub
     )
 
 
-def install_into(data_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """`cascade simulator install` for `data_dir`, reusing the prefix's finished build."""
+def install_into(
+    data_dir: Path, env: dict[str, str], prefix: Path | None = None
+) -> subprocess.CompletedProcess:
+    """`cascade simulator install` for `data_dir`, reusing the finished build in `prefix` (default:
+    the CI build's prefix, which then gains the configs it lacks, as the next .ci/run adds them)."""
     framework, gpgpu_sim = source_tarballs()
     return cascade(
         "simulator",
@@ -77,13 +90,25 @@ def install_into(data_dir: Path, env: dict[str, str]) -> subprocess.CompletedPro
         "--data-dir",
         data_dir,
         "--prefix",
-        finished_prefix(),
+        prefix or finished_prefix(),
         "--framework",
         framework,
         "--gpgpu-sim",
         gpgpu_sim,
+        "--configs",
+        extra_configs_dir(),
         env=env,
     )
+
+
+def copied_prefix(into: Path) -> Path:
+    """A copy of the CI build's prefix (its finished build, ~100 MB): a test that changes a build
+    (adds a config to it) works on its own copy, never on the build other checkouts share."""
+    source = finished_prefix()
+    for build in (source / "builds").iterdir():
+        if layout.is_complete(build):
+            shutil.copytree(build, into / "builds" / build.name, symlinks=True)
+    return into
 
 
 def installed_serve(tmp: Path, env: dict[str, str]) -> ServeProcess:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cascade_core.models import SimulatorInfo
+from cascade_core.simulator_archs import trace_archs
 
 SIMULATOR_DIR = "simulator"
 CURRENT = "current"
@@ -232,6 +233,7 @@ def _info(kind, accelsim: Path, manifest: Manifest | None) -> SimulatorInfo:
         kind=kind,
         path=str(accelsim),
         configs=count_configs(accelsim),
+        archs=trace_archs(accelsim),
         framework_commit=manifest.framework_commit if manifest else None,
         gpgpu_sim_commit=manifest.gpgpu_sim_commit if manifest else None,
         built_at=manifest.built_at if manifest else None,

@@ -139,10 +139,40 @@ def _launch_from_header(path: Path, source: str) -> KernelLaunch | None:
     return launch
 
 
+def listed_kernels(trace_dir: Path) -> list[str] | None:
+    """The kernel trace files `traces/kernelslist.g` names, in launch order (`traces/...`): what
+    the simulator runs. None when there is no list to read."""
+    kernelslist = trace_dir / "traces" / "kernelslist.g"
+    if not kernelslist.is_file():
+        return None
+    try:
+        listing = read_bounded(kernelslist, KERNELSLIST_MAX_BYTES, "traces/kernelslist.g")
+        return kernel_files(listing.decode("utf-8", errors="replace"))
+    except TooLargeError as exc:
+        raise KernelStatsError(str(exc)) from None
+    except TraceFormatError:
+        return []  # such a trace never becomes ready (check_kernelslist_g)
+
+
+def listed_ids(names: list[str]) -> set[int] | None:
+    """The kernel ids of the listed files (`traces/kernel-12.traceg.xz` -> 12); None when a name
+    carries none, so a stats file cannot be matched to the list."""
+    ids = set()
+    for name in names:
+        match = _KERNEL_ID.match(name.rsplit("/", 1)[-1])
+        if match is None:
+            return None
+        ids.add(int(match[1]))
+    return ids
+
+
 def read_kernels(trace_dir: Path) -> list[KernelLaunch]:
-    """Every kernel launch of a processed trace, by kernel_id (stable for repeated ids)."""
+    """Every kernel launch of a processed trace that its kernelslist.g names, by kernel_id
+    (stable for repeated ids). A tracer's stats file may list kernels whose traces the list does
+    not name (a trace cut to some kernels): the simulator never runs those, so they are left out."""
     files = stats_files(trace_dir)
     kernels: list[KernelLaunch] = []
+    listed = listed_kernels(trace_dir)
     if files:
         for path in files:
             source = str(path.relative_to(trace_dir))
@@ -151,18 +181,12 @@ def read_kernels(trace_dir: Path) -> list[KernelLaunch]:
             except TooLargeError as exc:
                 raise KernelStatsError(str(exc)) from None
             kernels += parse_stats(text, source)
+        ids = listed_ids(listed) if listed is not None else None
+        if ids is not None:
+            kernels = [k for k in kernels if k.kernel_id in ids]
     else:
-        kernelslist = trace_dir / "traces" / "kernelslist.g"
-        if kernelslist.is_file():
-            try:
-                listing = read_bounded(kernelslist, KERNELSLIST_MAX_BYTES, "traces/kernelslist.g")
-                names = kernel_files(listing.decode("utf-8", errors="replace"))
-            except TooLargeError as exc:
-                raise KernelStatsError(str(exc)) from None
-            except TraceFormatError:
-                names = []  # such a trace never becomes ready (check_kernelslist_g)
-            for name in names:
-                path = trace_dir / name
-                if path.is_file() and (launch := _launch_from_header(path, name)):
-                    kernels.append(launch)
+        for name in listed or []:
+            path = trace_dir / name
+            if path.is_file() and (launch := _launch_from_header(path, name)):
+                kernels.append(launch)
     return sorted(kernels, key=lambda k: k.kernel_id)

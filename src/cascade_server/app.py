@@ -11,7 +11,16 @@ from aiohttp import web
 from .api import agent_routes
 from .api.middlewares import auth_middleware, errors_middleware
 from .api.route_tables import API_ROUTE_TABLES
-from .appkeys import BROKER_KEY, CLOCK_KEY, GPU_CONFIGS_KEY, INGEST_KEY, RUNS_KEY, SETTINGS_KEY, STORE_KEY
+from .appkeys import (
+    BROKER_KEY,
+    CLOCK_KEY,
+    CONFIGS_KEY,
+    GPU_CONFIGS_KEY,
+    INGEST_KEY,
+    RUNS_KEY,
+    SETTINGS_KEY,
+    STORE_KEY,
+)
 from .clock import Clock, SystemClock
 from .datadir import prepare_data_dir
 from .events import Broker
@@ -21,6 +30,7 @@ from .ingest.log_ingest import LogIngest
 from .ingest.parse_pool import ParsePool
 from .launchers.base import Launcher, LauncherEvents
 from .monitor import heartbeat_monitor_ctx
+from .services.config_service import ConfigService
 from .services.run_service import RunService, StoreLauncherEvents
 from .settings import Settings, load_or_create_token
 from .storage import Store
@@ -77,13 +87,14 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
         app[INGEST_KEY] = ingest = LogIngest(store, parse_pool)
         started.callback(ingest.close)
         await ingest.watch_stored_gaps()
-        configs = scan_gpu_configs(settings.configs_root)
+        configs = scan_gpu_configs(settings.configs_root)  # with the added ones: runs.simulator
         log.info("%d GPU configs under %s", len(configs), settings.configs_root)
         launcher = make_launcher(settings, StoreLauncherEvents(store))
         started.push_async_callback(launcher.close)
         app[STORE_KEY], app[GPU_CONFIGS_KEY] = store, configs
         app[RUNS_KEY] = runs = RunService(store, settings, configs, launcher)
         started.push_async_callback(runs.close)
+        app[CONFIGS_KEY] = ConfigService(runs)  # configs added with `cascade configs add`
         if settings.samples:  # before resume: an interrupted seed must not reach the launcher
             from .samples import SampleError, seed_samples
 

@@ -1,12 +1,15 @@
-"""The GPU configs a run can use: Accel-Sim's tested configs, read once at startup."""
+"""The GPU configs of an Accel-Sim tree: its tested configs (`simulator_watch.py` reads them again
+when the simulator changes; configs added with `cascade configs add` are `added_configs.py`)."""
 
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 
+from cascade_core.gpu_config_text import arch_from_name, parse_gpgpusim_config
 from cascade_core.models import GpuConfig
+
+__all__ = ["arch_from_name", "parse_gpgpusim_config", "scan_gpu_configs"]
 
 log = logging.getLogger(__name__)
 
@@ -18,43 +21,6 @@ ACCELSIM_BINARY = Path("gpu-simulator/bin/release/accel-sim.out")
 def accelsim_installed(accelsim_dir: Path | None) -> bool:
     """Whether workers here run the real simulator (else the stand-in replays a recording)."""
     return accelsim_dir is not None and (accelsim_dir / ACCELSIM_BINARY).is_file()
-
-
-_OPTION = re.compile(r"^\s*-(\S+)\s+(\S+)", re.MULTILINE)
-_DIR_ARCH = re.compile(r"^SM(\d+)_")
-
-
-def arch_from_name(name: str) -> str | None:
-    """`SM90_H100` -> sm_90, `SM7_QV100` -> sm_70, `SM100_X` -> sm_100 (the name can mislead;
-    the compute capability in the config wins when present)."""
-    match = _DIR_ARCH.match(name)
-    if not match:
-        return None
-    digits = match.group(1)
-    return f"sm_{digits}0" if len(digits) == 1 else f"sm_{digits}"
-
-
-def parse_gpgpusim_config(text: str, name: str) -> GpuConfig | None:
-    """Read one gpgpusim.config; None when its clock or arch cannot be read."""
-    options: dict[str, str] = {}
-    for key, value in _OPTION.findall(text):
-        options[key] = value  # later options override earlier ones, as in Accel-Sim
-    try:
-        clock = float(options["gpgpu_clock_domains"].split(":")[0])
-    except (KeyError, ValueError):
-        return None
-    major, minor = (
-        options.get("gpgpu_compute_capability_major"),
-        options.get("gpgpu_compute_capability_minor"),
-    )
-    arch: str | None
-    if major is not None and minor is not None and major.isdigit() and minor.isdigit():
-        arch = f"sm_{major}{minor}"
-    else:
-        arch = arch_from_name(name)
-    if arch is None or clock <= 0:
-        return None
-    return GpuConfig(name=name, arch=arch, core_clock_mhz=clock)
 
 
 def scan_gpu_configs(root: Path) -> dict[str, GpuConfig]:

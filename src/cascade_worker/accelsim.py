@@ -39,12 +39,17 @@ def prepare(
     trace_dir: Path | None,
     run_dir: Path,
     options: Mapping[str, str] | None = None,
+    config_dir: Path | None = None,
 ) -> list[str]:
     """Copy the config into `run_dir` and return the argv to run there: the configs, then the
-    variant's `options` (later options override the configs', as in Accel-Sim)."""
-    config_dir = accelsim_dir / TESTED_CFGS / gpu_config
+    variant's `options` (later options override the configs', as in Accel-Sim). `config_dir`: a
+    config that is not the simulator's own (`cascade configs add`), all its files in one folder."""
+    trace_config = accelsim_dir / TRACE_CFGS / gpu_config / "trace.config"
+    if config_dir is not None:
+        trace_config = config_dir / "trace.config"
+    config_dir = config_dir or accelsim_dir / TESTED_CFGS / gpu_config
     if not (config_dir / "gpgpusim.config").is_file():
-        raise SetupError(f"no GPU config {gpu_config} in {accelsim_dir / TESTED_CFGS}")
+        raise SetupError(f"no GPU config {gpu_config} in {config_dir.parent}")
     if trace_dir is None:
         raise SetupError("no trace directory (set CASCADE_TRACE_DIR or --trace-dir)")
     commands = kernelslist(trace_dir)
@@ -56,7 +61,6 @@ def prepare(
         for extra in config_dir.glob(pattern):
             shutil.copyfile(extra, run_dir / extra.name)
     argv = [str(binary(accelsim_dir)), "-trace", str(commands), "-config", "./gpgpusim.config"]
-    trace_config = accelsim_dir / TRACE_CFGS / gpu_config / "trace.config"
     if trace_config.is_file():  # older configs (SM2_GTX480) have none
         shutil.copyfile(trace_config, run_dir / "trace.config")
         argv += ["-config", "./trace.config"]

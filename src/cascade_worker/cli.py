@@ -22,7 +22,7 @@ from cascade_core.log_notes import parse_ranges
 from cascade_core.simulator_layout import lib_dir_of
 from cascade_core.variants import VariantError, parse_assignment
 
-from . import accelsim, replay, shard_trace
+from . import accelsim, config_fetch, replay, shard_trace
 from .client import SimClient
 from .kernel_list import TraceList
 from .segments import SegmentPlan
@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="an Accel-Sim checkout with a built accel-sim.out " + env % "CASCADE_ACCELSIM_DIR",
     )
     parser.add_argument(
+        "--gpu-config-dir",
+        type=Path,
+        help="the GPU config's files when it is not one of the simulator's own (added with "
+        "`cascade configs add`) " + env % "CASCADE_GPU_CONFIG_DIR",
+    )
+    parser.add_argument(
         "--samples-dir", type=Path, help="where the recordings are " + env % "CASCADE_SAMPLES_DIR"
     )
     parser.add_argument(
@@ -107,6 +113,7 @@ def resolve_options(args: argparse.Namespace) -> Options:
         "trace_dir": args.trace_dir,
         "trace_id": args.trace_id,
         "accelsim_dir": args.accelsim_dir,
+        "gpu_config_dir": args.gpu_config_dir,
         "samples_dir": args.samples_dir,
         "replay": args.replay,
         "wall_seconds": args.wall_seconds,
@@ -145,7 +152,12 @@ def simulation_for(options: Options, run_dir: Path) -> Simulation:
             raise accelsim.SetupError("no GPU config (set CASCADE_GPU_CONFIG or --gpu-config)")
         assert options.accelsim_dir is not None
         argv = accelsim.prepare(
-            options.accelsim_dir, options.gpu_config, options.trace_dir, run_dir, options.sim_options
+            options.accelsim_dir,
+            options.gpu_config,
+            options.trace_dir,
+            run_dir,
+            options.sim_options,
+            config_dir=options.gpu_config_dir,
         )
         assert options.trace_dir is not None
         try:  # the sim's own kernelslist.g, next to the run directory
@@ -249,11 +261,19 @@ async def run(options: Options) -> int:
                     )
                     options = options.model_copy(update={"trace_dir": local})
                     plan.trace_dir = local  # with the step-timeline files, when the trace has them
+                if config_fetch.needed(options):  # an added config this host cannot see
+                    fetched = await config_fetch.fetch(options, scratch / "gpu-config")
+                    options = options.model_copy(update={"gpu_config_dir": fetched})
                 plan.simulation = simulation_for(options, plan.run_dir)
                 if options.replay is None and accelsim.is_installed(options.accelsim_dir):
                     assert options.accelsim_dir is not None
                     plan.library_dir = lib_dir_of(options.accelsim_dir)
-            except (accelsim.SetupError, replay.RecordingError, FetchError) as exc:
+            except (
+                accelsim.SetupError,
+                replay.RecordingError,
+                FetchError,
+                config_fetch.ConfigFetchError,
+            ) as exc:
                 code = await worker.report_setup_failure(str(exc))
                 if not options.keep_scratch:
                     shutil.rmtree(scratch, ignore_errors=True)

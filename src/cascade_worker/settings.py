@@ -43,6 +43,14 @@ class Options(BaseSettings):
     accelsim_dir: Path | None = Field(
         default=None, description="an Accel-Sim checkout with a built `accel-sim.out`"
     )
+    # A config added with `cascade configs add` lives in the server's data directory, not in the
+    # simulator's tree; a node that cannot see this folder fetches the files (config_fetch.py).
+    gpu_config_dir: Path | None = Field(
+        default=None,
+        description="the folder holding the GPU config's files (`gpgpusim.config`, `trace.config`, ...) "
+        "when it is not one of the simulator's own: a config added with `cascade configs add`; fetched "
+        "over the API when this host cannot see it",
+    )
     shard: ShardInfo | None = Field(
         default=None,
         description="a shard's part of the trace, as JSON (`ShardInfo`): its kernel range and warm-up "
@@ -169,6 +177,7 @@ NAMES = {
     "trace_dir": "--trace-dir/CASCADE_TRACE_DIR",
     "trace_id": "--trace-id/CASCADE_TRACE_ID",
     "accelsim_dir": "--accelsim-dir/CASCADE_ACCELSIM_DIR",
+    "gpu_config_dir": "--gpu-config-dir/CASCADE_GPU_CONFIG_DIR",
     "samples_dir": "--samples-dir/CASCADE_SAMPLES_DIR",
     "speed": "--speed/CASCADE_REPLAY_SPEED",
     "CASCADE_REPLAY_SPEED": "--speed/CASCADE_REPLAY_SPEED",

@@ -169,7 +169,12 @@ async def test_results_downloads_and_perfetto(ingest):
         assert one.headers["Content-Disposition"] == f'attachment; filename="{sim_id}-results.json"'
         body = one.json()
         assert body["sim"]["id"] == sim_id and body["trace_id"] == "tinyformer-step-sm70"
-        assert body["gpu_config"] == {"name": "SM7_QV100", "arch": "sm_70", "core_clock_mhz": 1132.0}
+        assert body["gpu_config"] == {
+            "name": "SM7_QV100",
+            "arch": "sm_70",
+            "core_clock_mhz": 1132.0,
+            "added": False,
+        }
         assert len(body["kernels"]) == 15 and len(body["kernels"][0]["stats"]) > 400
         assert body["kernels"][0]["stats"]["gpu_sim_cycle"] == 6146
         assert body["kernels"][0]["stats"]["gpu_occupancy"] == "NaN"  # -nan% in the log

@@ -50,6 +50,7 @@ async def test_an_install_while_the_server_runs_is_used_from_the_next_run(make_s
             "gpgpu_sim_commit": "6678",
             "built_at": "2026-11-30T19:48:46+00:00",
             "configs": 1,
+            "archs": None,  # the fake has no opcode headers: nothing is claimed about what it runs
             "smoke_passed": True,
             "smoke_detail": "2 kernels on SM7_QV100",
             "problem": None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from cascade_core.trace_layout import load_real_timing, locate
-from cascade_server.traces.scanner import describe_processed
+from cascade_server.traces.ready_fields import describe_processed
 
 
 def _metadata(trace_id: str, *rels: str) -> dict:

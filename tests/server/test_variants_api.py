@@ -452,6 +452,7 @@ def test_an_automatic_label_is_printable_for_every_accepted_value():
 
 
 async def test_the_options_list_leaves_out_every_option_a_run_refuses(variants, monkeypatch, tmp_path):
+    from cascade_core.config_probe import ConfigFiles
     from cascade_core.variants import RESERVED_OPTIONS, OptionInfo
     from cascade_server.services import variant_check
 
@@ -478,7 +479,8 @@ async def test_the_options_list_leaves_out_every_option_a_run_refuses(variants, 
     binary = tmp_path / "sim" / variant_check.ACCELSIM_BINARY
     binary.parent.mkdir(parents=True)
     binary.write_text("")
-    listed = await catalog.options(variants.settings.configs_root, tmp_path / "sim", "SM7_QV100")
+    config = ConfigFiles.in_simulator(variants.settings.configs_root, "SM7_QV100")
+    listed = await catalog.options(config, tmp_path / "sim")
     assert [o.name for o in listed] == ["-gpgpu_n_clusters"]
 
 

@@ -17,7 +17,14 @@ import pytest
 
 from cascade_core import simulator_layout as layout
 from cascade_worker.simulator import deps, sources
-from tests.accelsim_build import PREFIX, cascade, plain_env, require_build_packages, source_tarballs
+from tests.accelsim_build import (
+    PREFIX,
+    cascade,
+    extra_configs_dir,
+    plain_env,
+    require_build_packages,
+    source_tarballs,
+)
 from tests.helpers import small_tmpfs
 
 # Each test runs the real installer (some a real build of a minute or more): not the fast lane.
@@ -59,6 +66,8 @@ def install_args(data: Path, prefix: Path, framework: Path, gpgpu_sim: Path, *ex
         framework,
         "--gpgpu-sim",
         gpgpu_sim,
+        "--configs",
+        extra_configs_dir(),
         *extra,
     ]
 

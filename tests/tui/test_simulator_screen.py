@@ -9,7 +9,7 @@ import re
 import pytest
 
 from cascade_tui.screens.simulator import SimulatorScreen
-from tests.accelsim_build import finished_prefix, source_tarballs
+from tests.accelsim_build import extra_configs_dir, finished_prefix, source_tarballs
 
 from .conftest import make_app
 from .helpers import screen_text, wait_for_app, wait_for_text
@@ -48,6 +48,7 @@ async def test_i_installs_the_real_simulator_for_the_servers_data_dir(make_serve
     monkeypatch.setenv("CASCADE_SIMULATOR_PREFIX", str(prefix))
     monkeypatch.setenv("CASCADE_SIMULATOR_FRAMEWORK", str(framework))
     monkeypatch.setenv("CASCADE_SIMULATOR_GPGPU_SIM", str(gpgpu_sim))
+    monkeypatch.setenv("CASCADE_SIMULATOR_CONFIGS", str(extra_configs_dir()))  # the A100's, offline
     app = make_app(server, tmp_path)
     async with app.run_test(size=(110, 30)) as pilot:
         await open_simulator_screen(pilot)

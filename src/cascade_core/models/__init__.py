@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .accuracy import AccuracyKernel, AccuracyPoint, AccuracyQuery, AccuracyRow
 from .common import INT64_MAX, INT64_MIN, ListQuery, Model, utcnow
-from .configs import ConfigOption, GpuConfig, LauncherStatus, SimulatorInfo
+from .configs import ConfigOption, GpuConfig, GpuConfigAdd, GpuConfigFiles, LauncherStatus, SimulatorInfo
 from .events import KernelEvent, LogEvent, RunEvent, SimEvent, SnapshotEvent
 from .kernels import Comparison, ComparisonRow, KernelStat
 from .results import RunResults, SimResults
@@ -70,6 +70,8 @@ __all__ = [
     "ComparisonRow",
     "ConfigOption",
     "GpuConfig",
+    "GpuConfigAdd",
+    "GpuConfigFiles",
     "Heartbeat",
     "HeartbeatAck",
     "KernelEvent",

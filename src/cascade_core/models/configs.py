@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from .common import Model
 
@@ -14,6 +14,40 @@ class GpuConfig(Model):
     name: str = Field(description='Accel-Sim tested-cfgs directory name, e.g. "SM90_H100".')
     arch: str = Field(description='For example, "sm_90".')
     core_clock_mhz: float = Field(description="First value of -gpgpu_clock_domains in gpgpusim.config.")
+    added: bool = Field(
+        default=False,
+        description="Added with `cascade configs add` (`POST /api/gpu-configs`): kept in the data "
+        "directory, not one of the simulator's own. Only these can be removed.",
+    )
+
+
+class GpuConfigAdd(Model):
+    """`POST /api/gpu-configs` (an addition to the spec): a GPU config of your own, its files as
+    text. The installed simulator must take every option in them."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is refused, not ignored
+
+    name: str = Field(
+        description="The config's name: letters, digits, `_`, `-` and `.`, 1 to 64 characters, such as "
+        "`SM80_A100_LAB`. An `SM<N>_` prefix gives its arch when the config sets no compute capability."
+    )
+    arch: str | None = Field(
+        default=None,
+        description='The arch of traces it runs, such as "sm_80", when neither the config\'s '
+        "-gpgpu_compute_capability_major/minor nor its name says (the compute capability wins).",
+    )
+    files: dict[str, str] = Field(
+        description="File name -> contents: `gpgpusim.config` (required), `trace.config`, and the "
+        "`*.icnt` / AccelWattch `*.xml` / `*.csv` files gpgpusim.config names."
+    )
+
+
+class GpuConfigFiles(Model):
+    """`GET /api/gpu-configs/{name}/files`: a config's files as text, for a worker on a node that
+    cannot see where the server keeps them."""
+
+    name: str
+    files: dict[str, str] = Field(description="File name -> contents, as the simulator reads them.")
 
 
 class SimulatorInfo(Model):
@@ -28,6 +62,11 @@ class SimulatorInfo(Model):
     gpgpu_sim_commit: str | None = None
     built_at: str | None = Field(default=None, description="installed: when it was built (ISO 8601, UTC).")
     configs: int = Field(default=0, description="GPU configs this simulator has.")
+    archs: list[str] | None = Field(
+        default=None,
+        description="The trace archs its trace parser has opcodes for (the `*_BINART_VERSION`s of its "
+        "sources), such as sm_70 and sm_80; null when unknown (the stand-in runs any trace).",
+    )
     smoke_passed: bool | None = Field(
         default=None, description="installed: its smoke run passed; null when unknown."
     )

@@ -22,6 +22,7 @@ TYPES: tuple[type[BaseModel], ...] = (
     models.TraceDetail,
     models.KernelLaunch,
     models.GpuConfig,
+    models.GpuConfigAdd,
     models.LauncherStatus,
     models.SimulatorInfo,
     models.RunEntry,
@@ -54,6 +55,7 @@ SIMULATOR_TYPES: tuple[type[BaseModel], ...] = (
     models.HeartbeatAck,
     models.LogChunk,
     models.StepTimelineUpload,
+    models.GpuConfigFiles,
 )
 NAMED_LITERALS = {"TraceState": TraceState, "SimState": SimState, "RunState": RunState}
 
@@ -92,7 +94,7 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "source_gpu": "the GPU it was traced on",
         "trace_gpu_arch": "the arch its configs must have, e.g. `sm_70`",
         "suggested_sim_config": "the config to use when the user names none",
-        "kernel_count": "kernels in the trace",
+        "kernel_count": "kernels its `kernelslist.g` names: what a sim simulates",
         "bytes": "bytes on disk",
         "has_real_timing": "real per-kernel times exist: the comparison has `real_ns`, MAPE can be computed",
         "has_step_timeline": "succeeded sims send step timing (`/step-timelines`)",

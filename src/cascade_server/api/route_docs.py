@@ -8,63 +8,19 @@ that the route's handler does not read or send is an error."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from pydantic import BaseModel
-
 from cascade_core import models
-from cascade_core.models import FILE_NAME_PATTERN, MAX_ENTRY_COUNT, MAX_RUN_ENTRIES, MAX_RUN_SIMS
+from cascade_core.models import MAX_ENTRY_COUNT, MAX_RUN_ENTRIES, MAX_RUN_SIMS
 
+from .config_route_docs import CONFIG_ROUTE_DOCS
+from .route_doc import BAD_FILE_NAME, PATH_PARAMS, SIMULATOR_ONLY, RouteDoc
 from .trace_input_routes import NoQuery
 
-SIMULATOR_ONLY = "For simulators only: never call it."
-
-
-@dataclass(frozen=True)
-class RouteDoc:
-    summary: str
-    """What the route does, in one line: the agent prompt's row and the reference's."""
-    response: Any = None
-    """The JSON body's type (a model, or `list[Model]`); None for another body (`returns`)."""
-    returns: str = ""
-    """A body that is no model (text, a file, events, a JSON object of its own), in words."""
-    status: int = 200
-    query: type[BaseModel] | None = None
-    body: type[BaseModel] | str | None = None
-    """The JSON body's model, or a body that is no JSON, in words."""
-    errors: tuple[tuple[int, str], ...] = ()
-    """The route's own errors; those every route shares are the reference's preamble."""
-    details: str = ""
-    """More than one line can say, for the reference only."""
-    simulator_only: bool = False
-    """Called by simulators (`cascade worker`): the agent prompt tells agents never to."""
-    agent_note: str = ""
-    """For a simulator-only route: what the agent prompt adds to SIMULATOR_ONLY."""
-
-    @property
-    def prompt_note(self) -> str:
-        """The agent prompt's "what it does"."""
-        return f"{SIMULATOR_ONLY} {self.agent_note}".rstrip() if self.simulator_only else self.summary
-
-
-# Every path parameter any route takes, once: by name, or where a name means two things, by the
-# path segment before it and its name.
-PATH_PARAMS: dict[str, str] = {
-    "trace_id": "The trace's `id`, the name it was uploaded under.",
-    "run_id": "The run's `id`, such as `run-9f56e171af08`.",
-    "sim_id": "The sim's `id`, such as `sim-6b4c91e71437`; find it in `RunDetail.sims`.",
-    "gpu-configs/{name}": "A GPU config's `name`, as `GET /api/gpu-configs` lists them.",
-    "files/{name}": "The file's name, such as `kernel-stats.csv`: letters, digits, `.`, `_` and `-`, "
-    f"1 to 128 characters, not `.` or `..` (`{FILE_NAME_PATTERN}`).",
-    "inputs/{path}": "A path `/inputs` lists, relative to the trace's directory.",
-}
+__all__ = ["PATH_PARAMS", "ROUTE_DOCS", "SIMULATOR_ONLY", "RouteDoc"]
 
 NO_TRACE = (404, "No trace has this id.")
 NO_RUN = (404, "No run has this id.")
 NO_SIM = (404, "No sim has this id.")
 NO_RUN_OR_TRACE = (404, "No run has this id, or its trace was deleted.")
-BAD_FILE_NAME = (422, "`name` is not a file name a sim may use (a trailing newline included).")
 TRACE_GONE = (
     409,
     "The run's trace was deleted and another trace was uploaded under its id since: start a new run on it.",
@@ -78,7 +34,9 @@ RUN_CREATE_ERRORS = (
     ),
     (
         422,
-        f"An entry names an unknown `gpu_config` or one whose `arch` is not the trace's `trace_gpu_arch`; "
+        "The installed simulator cannot simulate the trace's arch at all (sm_90 on the pinned Accel-Sim: "
+        "`detail` names the GPUs and says to install a newer Accel-Sim); "
+        f"an entry names an unknown `gpu_config` or one whose `arch` is not the trace's `trace_gpu_arch`; "
         f"`count` is outside 1..{MAX_ENTRY_COUNT}; options the config or simulator do not know, or two "
         f"entries with the same variant or label; or the run is too large: more than "
         f"{MAX_RUN_ENTRIES:,} entries, or more than {MAX_RUN_SIMS:,} sims in all (the sum of `count` x "
@@ -120,7 +78,12 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
     ("GET", "/api/gpu-configs"): RouteDoc(
         "The GPU configs a run can use.",
         response=list[models.GpuConfig],
+        details="The installed simulator's tested configs (`cascade simulator install` adds "
+        "`SM80_A100`, which the pinned Accel-Sim does not ship) and the configs added with `POST "
+        "/api/gpu-configs` (`added` true), sorted by name. Without a real simulator, the stand-in's "
+        "sample configs.",
     ),
+    **CONFIG_ROUTE_DOCS,  # adding and removing configs: config_route_docs.py
     ("POST", "/api/runs"): RouteDoc(
         "Launch sims for a ready trace (body: `RunCreate`): `201` with the `RunDetail`.",
         response=models.RunDetail,

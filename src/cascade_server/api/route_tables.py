@@ -10,6 +10,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from . import (
+    config_routes,
     core_routes,
     event_routes,
     manage_routes,
@@ -29,5 +30,6 @@ API_ROUTE_TABLES: tuple[web.RouteTableDef, ...] = tuple(
         event_routes,
         trace_input_routes,
         variant_routes,
+        config_routes,
     )
 )

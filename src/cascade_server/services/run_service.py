@@ -8,7 +8,15 @@ import logging
 import shutil
 from collections import Counter
 
-from cascade_core.models import ConfigOption, GpuConfig, RunCreate, RunDetail, SimSummary, run_size_problem
+from cascade_core.models import (
+    ConfigOption,
+    GpuConfig,
+    RunCreate,
+    RunDetail,
+    SimSummary,
+    TraceDetail,
+    run_size_problem,
+)
 from cascade_core.quoting import quoted
 from cascade_core.shard_plan import SHARD_VARIABLE, ShardPlanError
 
@@ -53,6 +61,9 @@ class RunService:
         self._tasks: set[asyncio.Task] = set()
         self.simulator = SimulatorWatch(settings, configs)
         self.options = OptionCatalog()
+        # Held from a run's config check to its sims being stored, and by adding or removing a
+        # config (config_service.py): a config is never removed under a run being created.
+        self.configs_lock = asyncio.Lock()
 
     def sim_spec(self, sim: SimSummary, trace_id: str) -> SimSpec:
         settings = self.settings
@@ -69,6 +80,10 @@ class RunService:
         accelsim = self.simulator.accelsim_dir()
         if accelsim is not None:
             env["CASCADE_ACCELSIM_DIR"] = str(accelsim)
+        if (added := self.simulator.added_dir(sim.gpu_config)) is not None:
+            # a config added with `cascade configs add`: its files are in the data directory (a
+            # node that cannot see it fetches them: GET /api/gpu-configs/{name}/files)
+            env["CASCADE_GPU_CONFIG_DIR"] = str(added)
         if settings.replay_speed is not None:
             env["CASCADE_REPLAY_SPEED"] = str(settings.replay_speed)
         if sim.shard is not None:  # the part of the trace this sim simulates
@@ -97,9 +112,17 @@ class RunService:
             raise Conflict(f"trace {trace.id} is a sample, which has no instruction traces to simulate")
         if trace.state != "ready":
             raise Conflict(f"trace {trace.id} is {trace.state}, not ready")
+        async with self.configs_lock:  # no config is removed until the run's sims are stored
+            run = await self._create_checked(body, trace)
+        await self._hand_over([self.sim_spec(sim, trace.id) for sim in run.sims])
+        return run
+
+    async def _create_checked(self, body: RunCreate, trace: TraceDetail) -> RunDetail:
         self.simulator.refresh()  # an install since the last run brings its configs
         if problem := self.simulator.slurm_problem():
             raise Conflict(problem)
+        if problem := self.simulator.arch_problem(trace.trace_gpu_arch, trace.id):
+            raise Invalid(problem)  # the straight answer: no config of any name can run it here
         for entry in body.entries:
             config = self.configs.get(entry.gpu_config)
             if config is None:
@@ -117,7 +140,7 @@ class RunService:
         accelsim = self.simulator.accelsim_dir()
         entries = await self.options.check_entries(
             body.entries,
-            root=accelsim or self.settings.configs_root,
+            locate=self.simulator.locate,
             accelsim=accelsim if self.simulator.real() else None,
             stand_in=stand_in,
         )
@@ -125,11 +148,9 @@ class RunService:
             plans = await shard_plans(trace, self.settings.traces_dir / trace.id, entries)
         except ShardPlanError as exc:
             raise Invalid(str(exc)) from None
-        run = await self.store.runs.create_run(
+        return await self.store.runs.create_run(
             trace, entries, self.configs, replay=stand_in, shard_plans=plans
         )
-        await self._hand_over([self.sim_spec(sim, trace.id) for sim in run.sims])
-        return run
 
     async def _hand_over(self, specs: list[SimSpec]) -> None:
         """Give new sims to the launcher: now when it submits at once, else in the background."""
@@ -142,10 +163,10 @@ class RunService:
         """The simulator options GPU config `name` takes (`GET /api/gpu-configs/{name}/options`):
         the simulator's, with the config's values, or only its config files' without a simulator."""
         accelsim = self.simulator.refresh()  # an install since the last look brings its configs
-        if name not in self.configs:
+        config = self.simulator.locate(name)
+        if config is None:
             raise NotFound(f"gpu_config {name} not found; GET /api/gpu-configs lists them")
-        real = accelsim if self.simulator.real() else None
-        return await self.options.options(accelsim or self.settings.configs_root, real, name)
+        return await self.options.options(config, accelsim if self.simulator.real() else None)
 
     async def _submit(self, specs: list[SimSpec]) -> None:
         try:
@@ -191,7 +212,12 @@ class RunService:
         if any(entry.shards > 1 for entry in run.entries):
             # A sharded run: each failed shard again, alone, in this run, so its merged result is
             # whole again without simulating the shards that succeeded (store.runs.retry_in_place).
-            run, created = await self.store.runs.retry_in_place(run_id)
+            async with self.configs_lock:  # its configs stay until the new shards are stored
+                if gone := sorted({e.gpu_config for e in run.entries} - set(self.configs)):
+                    raise Invalid(
+                        f"run {run_id}'s config {gone[0]} was removed; GET /api/gpu-configs lists them"
+                    )
+                run, created = await self.store.runs.retry_in_place(run_id)
             await self._hand_over([self.sim_spec(sim, run.trace_id) for sim in created])
             return run
         failed = Counter(sim.label for sim in run.sims if sim.state == "failed")

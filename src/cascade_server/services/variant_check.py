@@ -2,26 +2,23 @@
 
 The options a config knows are the `-name value` lines of its `gpgpusim.config` and
 `trace.config`; the options the simulator knows are the ones `accel-sim.out` prints in its config
-echo. The echo is read once per simulator build and config: `accel-sim.out` is started on the
-config with a trace that does not exist, prints every option it registers with the config's
-value and a description, and exits (about 0.3 s). Without a runnable simulator only the config
-files' options are known. The rules (names, values, labels) are in cascade_core/variants.py; what
-cannot run is refused with Invalid.
+echo. The echo is read once per simulator build and config files (`cascade_core/config_probe.py`:
+`accel-sim.out` on the config with a trace that does not exist, about 0.3 s). Without a runnable
+simulator only the config files' options are known. The rules (names, values, labels) are in
+cascade_core/variants.py; what cannot run is refused with Invalid.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import shutil
-import subprocess
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+from cascade_core import config_probe
+from cascade_core.config_probe import ConfigFiles
 from cascade_core.models import ConfigOption, RunEntry
 from cascade_core.quoting import quoted
-from cascade_core.simulator_layout import lib_dir_of
 from cascade_core.variants import (
     OptionInfo,
     VariantError,
@@ -31,43 +28,43 @@ from cascade_core.variants import (
     name_problem,
     normalize_options,
     options_key,
-    parse_option_echo,
 )
 
 from ..domain_errors import Invalid
-from ..gpu_configs import ACCELSIM_BINARY, TESTED_CFGS, TRACE_CFGS
+from ..gpu_configs import ACCELSIM_BINARY
 
 log = logging.getLogger(__name__)
-
-PROBE_TIMEOUT_S = 30.0
-COPIED_PATTERNS = ("*.icnt", "*.xml", "*.csv")
 
 STAND_IN_REFUSES = (
     "the stand-in cannot honour simulator options (entry {n}, {config}): it replays a "
     "recorded log. Install the real simulator (`cascade simulator install`) to run variants"
 )
 
+# Where a config's files are, by name (None: no such config).
+Locate = Callable[[str], ConfigFiles | None]
+
 
 class OptionCatalog:
     """The options of each config, per Accel-Sim tree; the simulator's echo cached per build."""
 
     def __init__(self) -> None:
-        self._echo: dict[tuple[str, str, float], dict[str, OptionInfo] | None] = {}
+        self._echo: dict[tuple[str, float, str, float], dict[str, OptionInfo] | None] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def config_files(self, root: Path, config: str) -> dict[str, str]:
+    def config_files(self, config: ConfigFiles) -> dict[str, str]:
         options: dict[str, str] = {}
-        for path in (
-            root / TESTED_CFGS / config / "gpgpusim.config",
-            root / TRACE_CFGS / config / "trace.config",
-        ):
+        for path in (config.gpgpusim_config, config.trace_config):
+            if path is None:
+                continue
             try:
                 options.update(config_file_options(path.read_text(errors="replace")))
             except OSError:
                 continue
         return options
 
-    async def simulator_echo(self, accelsim: Path | None, config: str) -> dict[str, OptionInfo] | None:
+    async def simulator_echo(
+        self, accelsim: Path | None, config: ConfigFiles
+    ) -> dict[str, OptionInfo] | None:
         """Every option the simulator registers, with this config's values; None without a simulator
         that runs here."""
         if accelsim is None:
@@ -75,21 +72,23 @@ class OptionCatalog:
         binary = accelsim / ACCELSIM_BINARY
         try:
             mtime = binary.stat().st_mtime
+            config_mtime = config.gpgpusim_config.stat().st_mtime
         except OSError:
             return None
-        key = (str(binary), config, mtime)
+        # per build and per config files: a config added again under its name is another config
+        key = (str(binary), mtime, str(config.directory), config_mtime)
         if key not in self._echo:
-            async with self._locks.setdefault(config, asyncio.Lock()):
+            async with self._locks.setdefault(config.name, asyncio.Lock()):
                 if key not in self._echo:
                     self._echo[key] = await asyncio.to_thread(probe, accelsim, config)
         return self._echo[key]
 
-    async def options(self, root: Path, accelsim: Path | None, config: str) -> list[ConfigOption]:
+    async def options(self, config: ConfigFiles, accelsim: Path | None) -> list[ConfigOption]:
         """What `GET /api/gpu-configs/{name}/options` lists: the simulator's options with the
         config's values (or only the config files' options without a simulator), by name. Only
         options an entry may give: never one POST /api/runs refuses (name_problem: `-config` and
         `-trace`, which Cascade sets itself, and names that are no option name)."""
-        files = self.config_files(root, config)
+        files = self.config_files(config)
         echo = await self.simulator_echo(accelsim, config)
         if echo:
             return [
@@ -104,7 +103,7 @@ class OptionCatalog:
         ]
 
     async def check_entries(
-        self, entries: list[RunEntry], *, root: Path, accelsim: Path | None, stand_in: bool
+        self, entries: list[RunEntry], *, locate: Locate, accelsim: Path | None, stand_in: bool
     ) -> list[RunEntry]:
         """The entries with canonical options and a label where they have options or one was
         given; raises Invalid naming the entry and option for anything that cannot run."""
@@ -120,7 +119,7 @@ class OptionCatalog:
             if options and stand_in:
                 raise Invalid(STAND_IN_REFUSES.format(n=n, config=entry.gpu_config))
             if options:
-                known = await self._known(root, accelsim, entry.gpu_config)
+                known = await self._known(locate, accelsim, entry.gpu_config)
                 for name in options:
                     if name not in known:
                         raise Invalid(
@@ -152,48 +151,23 @@ class OptionCatalog:
             out.append(entry.model_copy(update={"options": options, "label": label}))  # shards kept
         return out
 
-    async def _known(self, root: Path, accelsim: Path | None, config: str) -> set[str]:
-        known = set(self.config_files(root, config))
+    async def _known(self, locate: Locate, accelsim: Path | None, name: str) -> set[str]:
+        config = locate(name)
+        if config is None:
+            return set()
+        known = set(self.config_files(config))
         echo = await self.simulator_echo(accelsim, config)
         if echo:
             known |= set(echo)
         return known
 
 
-def probe(accelsim: Path, config: str) -> dict[str, OptionInfo] | None:
-    """Run `accel-sim.out` on `config` with a trace that does not exist and read its option echo."""
-    config_dir = accelsim / TESTED_CFGS / config
-    if not (config_dir / "gpgpusim.config").is_file():
+def probe(accelsim: Path, config: ConfigFiles) -> dict[str, OptionInfo] | None:
+    """The simulator's option echo on `config` (None when it printed none)."""
+    result = config_probe.probe(accelsim, config)
+    if not result.options:
+        log.warning(
+            "accel-sim.out printed no options for %s: %s", config.name, result.complaint or "no output"
+        )
         return None
-    with tempfile.TemporaryDirectory(prefix="cascade-options-") as scratch:
-        work = Path(scratch)
-        argv = [str(accelsim / ACCELSIM_BINARY), "-config", "./gpgpusim.config"]
-        shutil.copyfile(config_dir / "gpgpusim.config", work / "gpgpusim.config")
-        for pattern in COPIED_PATTERNS:
-            for extra in config_dir.glob(pattern):
-                shutil.copyfile(extra, work / extra.name)
-        trace_config = accelsim / TRACE_CFGS / config / "trace.config"
-        if trace_config.is_file():
-            shutil.copyfile(trace_config, work / "trace.config")
-            argv += ["-config", "./trace.config"]
-        argv += ["-trace", str(work / "no-such-trace" / "kernelslist.g")]
-        env = dict(os.environ)
-        if (libs := lib_dir_of(accelsim)) is not None:
-            env["LD_LIBRARY_PATH"] = os.pathsep.join([str(libs), *filter(None, [env.get("LD_LIBRARY_PATH")])])
-        try:
-            done = subprocess.run(
-                argv,
-                cwd=work,
-                env=env,
-                capture_output=True,
-                timeout=PROBE_TIMEOUT_S,
-                stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            log.warning("reading the options of %s from %s failed: %s", config, accelsim, exc)
-            return None
-    options = parse_option_echo(done.stdout.decode(errors="replace"))
-    if not options:
-        log.warning("accel-sim.out printed no options for %s (exit %s)", config, done.returncode)
-        return None
-    return options
+    return result.options

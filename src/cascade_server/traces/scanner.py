@@ -16,13 +16,12 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cascade_core.models import TraceDetail, utcnow
 from cascade_core.s3_endpoint import S3Info, make_client
-from cascade_core.trace_kernels import KernelStatsError, read_kernels
-from cascade_core.trace_layout import METADATA_NAME, TRACES_PREFIX, has_real_timing, has_step_timeline
+from cascade_core.trace_kernels import KernelStatsError
+from cascade_core.trace_layout import METADATA_NAME, TRACES_PREFIX
 from cascade_core.upload_rules import trace_id_problem
 
 from .completeness import (
@@ -39,8 +38,8 @@ from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, re
 from .mirror import Listing, TraceMirror
 from .postprocess import NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
+from .ready_fields import describe_processed
 from .scan_errors import TraceReadError, TraceRetryLater, one_line
-from .trace_arch import arch_fields
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -53,22 +52,6 @@ TERMINAL_STATES = ("ready", "failed")
 # is reported as the endpoint's problem while it lasts: a stopped or wedged endpoint accepts the
 # connection and never answers, and the client's own timeouts and retries take minutes.
 STALLED_AFTER_S = 10.0
-
-
-def _dir_bytes(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
-
-
-def describe_processed(trace_dir: Path, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The fields a trace gets when it becomes ready (blocking: run in a thread). The timing
-    files are found where metadata.json lists them, as `/comparison` and the worker find them."""
-    return {
-        "kernels": read_kernels(trace_dir),
-        "has_real_timing": has_real_timing(trace_dir, metadata),
-        "has_step_timeline": has_step_timeline(trace_dir, metadata),
-        "bytes": _dir_bytes(trace_dir),
-        **arch_fields(trace_dir, metadata),  # the trace's own headers decide its arch
-    }
 
 
 class TraceScanner:

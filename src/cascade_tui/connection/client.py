@@ -11,12 +11,11 @@ import asyncio
 import json
 import os
 import random
-import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
@@ -24,11 +23,11 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from cascade_core.error_detail import error_detail
 from cascade_core.models import (
-    FILE_NAME_PATTERN,
     AccuracyRow,
     Comparison,
     ConfigOption,
     GpuConfig,
+    GpuConfigAdd,
     KernelStat,
     LauncherStatus,
     RunCreate,
@@ -45,6 +44,7 @@ from cascade_core.models import (
 
 from .client_errors import ApiError, NotCascade, Unauthorized, Unreachable
 from .local_server import default_data_dir
+from .paths import attachment_name, list_path, path_segment, safe_file_name
 
 T = TypeVar("T")
 
@@ -58,18 +58,10 @@ MAX_BACKOFF_S = 10.0
 LONG_TOKEN = 1000
 
 _EVENT = TypeAdapter(RunEvent)
-_FILE_NAME = re.compile(FILE_NAME_PATTERN)
 
 
 def parse_event(data: str) -> RunEvent:
     return _EVENT.validate_json(data)
-
-
-def _segment(trace_id: str) -> str:
-    """A trace id as one path segment: the bucket's prefixes may hold any character (a refused id
-    such as `x\n` is still a failed trace to show and delete), and an unquoted control character
-    is not a URL at all."""
-    return quote(trace_id, safe="")
 
 
 class CascadeClient:
@@ -142,6 +134,10 @@ class CascadeClient:
             )
         raise ApiError(message, status=resp.status_code)
 
+    async def _post_json(self, path: str, body: BaseModel) -> httpx.Response:
+        headers = {"Content-Type": "application/json"}
+        return await self._request("POST", path, content=body.model_dump_json(), headers=headers)
+
     async def _get_model(self, path: str, adapter: TypeAdapter[T]) -> T:
         resp = await self._request("GET", path)
         try:
@@ -207,29 +203,33 @@ class CascadeClient:
     # --- resources ----------------------------------------------------------------------------
 
     async def traces(self, states: Sequence[str] = (), limit: int | None = None) -> list[TraceSummary]:
-        return await self._get_model(_listing("/api/traces", states, limit), TypeAdapter(list[TraceSummary]))
+        return await self._get_model(list_path("/api/traces", states, limit), TypeAdapter(list[TraceSummary]))
 
     async def trace(self, trace_id: str) -> TraceDetail:
-        return await self._get_model(f"/api/traces/{_segment(trace_id)}", TypeAdapter(TraceDetail))
+        return await self._get_model(f"/api/traces/{path_segment(trace_id)}", TypeAdapter(TraceDetail))
 
     async def gpu_configs(self) -> list[GpuConfig]:
         return await self._get_model("/api/gpu-configs", TypeAdapter(list[GpuConfig]))
+
+    async def add_gpu_config(self, body: GpuConfigAdd) -> GpuConfig:
+        """Add a GPU config of your own (`POST /api/gpu-configs`, an addition to the spec)."""
+        return GpuConfig.model_validate_json((await self._post_json("/api/gpu-configs", body)).content)
+
+    async def remove_gpu_config(self, name: str) -> None:
+        await self._request("DELETE", f"/api/gpu-configs/{path_segment(name)}")
 
     async def launcher(self) -> LauncherStatus:
         """Where new sims go and how busy that is (`GET /api/launcher`, an addition to the spec)."""
         return await self._get_model("/api/launcher", TypeAdapter(LauncherStatus))
 
     async def runs(self, states: Sequence[str] = (), limit: int | None = None) -> list[RunSummary]:
-        return await self._get_model(_listing("/api/runs", states, limit), TypeAdapter(list[RunSummary]))
+        return await self._get_model(list_path("/api/runs", states, limit), TypeAdapter(list[RunSummary]))
 
     async def run(self, run_id: str) -> RunDetail:
         return await self._get_model(f"/api/runs/{run_id}", TypeAdapter(RunDetail))
 
     async def create_run(self, body: RunCreate) -> RunDetail:
-        resp = await self._request(
-            "POST", "/api/runs", content=body.model_dump_json(), headers={"Content-Type": "application/json"}
-        )
-        return RunDetail.model_validate_json(resp.content)
+        return RunDetail.model_validate_json((await self._post_json("/api/runs", body)).content)
 
     async def cancel_run(self, run_id: str) -> RunDetail:
         resp = await self._request("POST", f"/api/runs/{run_id}/cancel")
@@ -249,7 +249,7 @@ class CascadeClient:
         await self._request("DELETE", f"/api/runs/{run_id}")
 
     async def delete_trace(self, trace_id: str) -> None:
-        await self._request("DELETE", f"/api/traces/{_segment(trace_id)}")
+        await self._request("DELETE", f"/api/traces/{path_segment(trace_id)}")
 
     async def kernels(self, run_id: str) -> list[KernelStat]:
         return await self._get_model(f"/api/runs/{run_id}/kernels", TypeAdapter(list[KernelStat]))
@@ -273,7 +273,7 @@ class CascadeClient:
     async def config_options(self, name: str) -> list[ConfigOption]:
         """The simulator options a config takes (`GET /api/gpu-configs/{name}/options`)."""
         return await self._get_model(
-            f"/api/gpu-configs/{_segment(name)}/options", TypeAdapter(list[ConfigOption])
+            f"/api/gpu-configs/{path_segment(name)}/options", TypeAdapter(list[ConfigOption])
         )
 
     async def comparison(self, run_id: str) -> Comparison:
@@ -316,7 +316,7 @@ class CascadeClient:
                 if resp.status_code >= 400:
                     await resp.aread()
                     self._raise_for_status(resp)
-                name = _safe_name(filename or _attachment_name(resp) or path.rsplit("/", 1)[-1])
+                name = safe_file_name(filename or attachment_name(resp) or path.rsplit("/", 1)[-1])
                 final = dest_dir / name
                 part = dest_dir / f".{name}.part"
                 with open(part, "wb") as fh:
@@ -374,26 +374,3 @@ class CascadeClient:
             delay = min(max_backoff, 0.25 * 2 ** min(attempt, 8)) * random.uniform(0.7, 1.0)
             on_state("reconnecting", attempt, delay)
             await asyncio.sleep(delay)
-
-
-def _listing(path: str, states: Sequence[str], limit: int | None) -> str:
-    """A list route with its `state` and `limit` filters as a query string."""
-    params = {k: v for k, v in (("state", ",".join(states)), ("limit", limit)) if v}
-    return f"{path}?{urlencode(params)}" if params else path
-
-
-def _attachment_name(resp: httpx.Response) -> str | None:
-    disposition = resp.headers.get("content-disposition", "")
-    match = re.search(r'filename="?([^";]+)"?', disposition)
-    return match.group(1) if match else None
-
-
-def _safe_name(name: str) -> str:
-    name = name.rsplit("/", 1)[-1]
-    if not _FILE_NAME.fullmatch(name):
-        name = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:128].strip(".") or "download"
-    return name
-
-
-def model_json(model: BaseModel) -> str:
-    return model.model_dump_json()

@@ -18,8 +18,10 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 
+from cascade_core.arch_support import unsupported_arch_problem
 from cascade_core.models import TraceSummary
 
+from ..connection.client_errors import ApiError
 from ..messages import ReportsWorkerErrors
 from ..services import Services
 from ..views.formatting import human_bytes, plural
@@ -127,6 +129,10 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
     async def _load(self) -> None:
         traces = launchable(await self.services.client.traces())
         self.all_configs = await self.services.client.gpu_configs()
+        try:  # which trace archs the simulator runs, known before a trace is shown
+            self.launcher = await self.services.client.launcher()
+        except ApiError:
+            self.launcher = None
         if self.trace is not None and self.trace.id not in {t.id for t in traces}:
             traces.insert(0, self.trace)
         self.traces = traces
@@ -160,10 +166,17 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
                 if trace.sample
                 else f": it is {trace.state}, not ready.[/]"
             )
+        elif problem := unsupported_arch_problem(
+            trace.trace_gpu_arch,
+            self.launcher.simulator.archs if self.launcher and self.launcher.simulator else None,
+        ):
+            info += f"\n[yellow]{escape(problem)}[/]"
         elif not self.configs:
             info += (
                 f"\n[red]No GPU config has arch {trace.trace_gpu_arch}; "
-                "the server knows: " + ", ".join(sorted({c.arch for c in self.all_configs})) + "[/]"
+                "the server knows: "
+                + ", ".join(sorted({c.arch for c in self.all_configs}))
+                + ". `cascade configs add DIR` adds a config of your own.[/]"
             )
         self.query_one("#new-run-trace", Static).update(info)
         first = next((row.key for row in self.rows if row.count), None)

@@ -11,8 +11,10 @@ from textual import on
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
+from cascade_core.arch_support import unsupported_arch_problem
 from cascade_core.models import TraceSummary
 
+from ..connection.client_errors import ApiError
 from ..messages import DeleteTrace, OpenNewRun
 from ..views.columns import ColumnSpec
 from ..views.formatting import (
@@ -56,11 +58,24 @@ class TracesScreen(PolledTable):
     EMPTY = "No traces yet. Upload one with `cascade upload DIR` (see docs/guides/traces.md)."
 
     s3_problem: str | None = None  # the server's S3 endpoint failing (its health says why)
+    # The trace archs the server's simulator can run (None: unknown, or the stand-in: any).
+    simulator_archs: list[str] | None = None
 
     async def fetch(self) -> list[TraceSummary]:
         traces = await self.services.client.traces()
         self.s3_problem = s3_problem(await self.services.client.health())
+        try:
+            simulator = (await self.services.client.launcher()).simulator
+        except ApiError:
+            simulator = None  # an older server without the route: say nothing of archs
+        self.simulator_archs = simulator.archs if simulator else None
         return traces
+
+    def arch_problem(self, t: TraceSummary) -> str | None:
+        """The straight answer for a ready trace the simulator cannot run (sm_90 on the pinned one)."""
+        if t.state != "ready" or t.sample:
+            return None
+        return unsupported_arch_problem(t.trace_gpu_arch, self.simulator_archs)
 
     def title_notes(self) -> list[str]:
         return ["⚠ S3 endpoint failing"] if self.s3_problem else []
@@ -76,6 +91,8 @@ class TracesScreen(PolledTable):
         elif t.sample:
             # Short, so a narrow note column keeps it whole (the line under the table says more).
             note = ("sample: no instruction traces to run", "dim")
+        elif self.arch_problem(t):
+            note = (f"{t.trace_gpu_arch}: this Accel-Sim cannot simulate it (a newer one can)", "yellow")
         elif t.state == "ready":
             note = (
                 f"n: run on {t.suggested_sim_config}"
@@ -134,6 +151,8 @@ class TracesScreen(PolledTable):
         s3 = f"[b red]{escape(self.s3_problem)}[/]\n" if self.s3_problem else ""
         if t.state == "failed":
             return f"{s3}[b red]{escape(t.error or 'failed, no reason given')}[/] [dim](Enter: all of it)[/]\n{escape(head)}"
+        if problem := self.arch_problem(t):
+            return f"{s3}[b yellow]{escape(problem)}[/]\n{escape(head)}"
         note = self.row_cells(t, self.services.now())[-1][0]
         return f"{s3}{escape(note)}\n{escape(head)}"
 

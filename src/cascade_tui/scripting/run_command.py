@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 
+from cascade_core.arch_support import unsupported_arch_problem
 from cascade_core.models import RunCreate, RunDetail
 from cascade_core.run_actions import active_refusal
 from cascade_core.shard_plan import MAX_SHARDS, MAX_WARMUP_KERNELS
@@ -128,15 +129,21 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
         entries = parse_entries(args.config)
     except EntryError as exc:
         raise CommandError(str(exc)) from None
-    suggested = None
+    suggested, why = None, ""
     if not entries:
         trace = await client.trace(segment(args.trace))
-        if not trace.suggested_sim_config:
-            raise CommandError(
-                f"trace {trace.id} suggests no config: give --config NAME[xN] "
-                f"({await arch_configs(client, trace.trace_gpu_arch)})"
-            )
+        if problem := await arch_problem(client, trace.trace_gpu_arch, trace.id):
+            raise CommandError(problem, EXIT_SERVER)  # no config of any name would run it
         suggested = trace.suggested_sim_config
+        why = "the trace's suggested config"
+        if not suggested:  # as the UI's New run: a single config of the trace's arch is picked
+            only = [c.name for c in await client.gpu_configs() if c.arch == trace.trace_gpu_arch]
+            if len(only) != 1:
+                raise CommandError(
+                    f"trace {trace.id} suggests no config: give --config NAME[xN] "
+                    f"({await arch_configs(client, trace.trace_gpu_arch)})"
+                )
+            suggested, why = only[0], f"the only {trace.trace_gpu_arch} config"
         entries = parse_entries([suggested])
     try:
         entries = variant_entries(entries, args.sweep, args.option, args.baseline)
@@ -161,14 +168,25 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
             EXIT_SERVER,
         ) from None
     if suggested:  # said once the server took it: a refused run used no config
-        print(f"config: {suggested} (the trace's suggested config; --config to choose)", file=sys.stderr)
+        print(f"config: {suggested} ({why}; --config to choose)", file=sys.stderr)
     return run
 
 
 async def arch_configs(client: CascadeClient, arch: str) -> str:
     """`sm_70: SM7_GV100, SM7_QV100`: the configs a trace of `arch` can run on."""
     names = [c.name for c in await client.gpu_configs() if c.arch == arch]
-    return f"{arch}: {', '.join(names) or 'no config of this arch'}"
+    if not names and (problem := await arch_problem(client, arch)):
+        return problem
+    return f"{arch}: {', '.join(names) or 'no config of this arch (`cascade configs add DIR` adds one)'}"
+
+
+async def arch_problem(client: CascadeClient, arch: str, trace_id: str | None = None) -> str | None:
+    """The straight answer when the server's simulator cannot run traces of `arch` at all."""
+    try:
+        simulator = (await client.launcher()).simulator
+    except ApiError:
+        return None  # the run's 422 says it anyway
+    return unsupported_arch_problem(arch, simulator.archs if simulator else None, trace_id)
 
 
 async def wait(client: CascadeClient, run_id: str) -> int:

@@ -173,11 +173,21 @@ CONFIG_COLUMNS = (
     Column("name", "config"),
     Column("arch", "arch"),
     Column("core_clock_mhz", "clock", lambda mhz: f"{mhz:g} MHz", right=True),
+    Column("source", "source"),
 )
 
 
 def config_records(configs: Sequence[GpuConfig]) -> list[Record]:
-    return [{"name": c.name, "arch": c.arch, "core_clock_mhz": c.core_clock_mhz} for c in configs]
+    """`source`: the simulator's own config, or one added with `cascade configs add`."""
+    return [
+        {
+            "name": c.name,
+            "arch": c.arch,
+            "core_clock_mhz": c.core_clock_mhz,
+            "source": "added" if c.added else "simulator",
+        }
+        for c in configs
+    ]
 
 
 # --- one run ------------------------------------------------------------------------------------

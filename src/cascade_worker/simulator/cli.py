@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="build Accel-Sim (no CUDA toolkit needed; about 5 minutes on 2 cores)",
         description="Build Accel-Sim's trace-driven simulator from pinned public commits (or local "
         "tarballs/checkouts) with CUDA 11.8 headers from PyPI wheels, smoke-run it, and make it the "
-        "simulator of the server on this data directory. A second install of the same sources reuses the build.",
+        "simulator of the server on this data directory, with Accel-Sim's configs for GPUs its commits have none "
+        "of (the A100). A second install of the same sources reuses the build and adds any config it lacks.",
     )
     install.add_argument("--data-dir", type=Path, help="Cascade's data directory (env CASCADE_DATA_DIR)")
     install.add_argument(
@@ -64,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="gpgpu-sim_distribution as a .tar.gz or checkout (default: the pinned commit from GitHub; "
         "env CASCADE_SIMULATOR_GPGPU_SIM)",
+    )
+    install.add_argument(
+        "--configs",
+        type=Path,
+        metavar="DIR",
+        help="Accel-Sim's config files for the GPUs the simulator has no config of (the A100: "
+        "DIR/SM80_A100/gpgpusim.config and trace.config), checked by sha256 (default: the pinned "
+        "commits' files from GitHub; env CASCADE_SIMULATOR_CONFIGS)",
     )
     install.add_argument(
         "--cuda-wheels",
@@ -99,6 +108,7 @@ def run_install(args: argparse.Namespace) -> int:
         install_deps=args.install_deps,
         jobs=args.jobs,
         rebuild=args.rebuild,
+        configs=args.configs or _env_path("CASCADE_SIMULATOR_CONFIGS"),
     )
     try:
         build = install(request, report)
@@ -160,6 +170,8 @@ def status_text(info, data_dir: Path) -> str:
         if info.built_at:
             lines.append(f"built:     {info.built_at}")
         lines.append(f"configs:   {info.configs}")
+        if info.archs:  # what its trace parser has opcodes for (a trace of another arch cannot run)
+            lines.append(f"traces:    {', '.join(info.archs)}")
         smoke = {True: "passed", False: "FAILED", None: "not run (not built by Cascade)"}[info.smoke_passed]
         lines.append(f"smoke run: {smoke}" + (f" ({info.smoke_detail})" if info.smoke_detail else ""))
     if info.problem:

@@ -1,6 +1,8 @@
 """`cascade simulator install`, the steps: reuse a finished build of the same sources, or check
 the build packages, fetch and unpack the sources, make the private CUDA folder, make, smoke-run,
-and only then rename the staging folder into place and point the data directory at it.
+and only then rename the staging folder into place and point the data directory at it. Either
+way the GPU configs the simulator lacks (extra_configs.py: the A100) are added, checked by the
+simulator itself: a finished build gets the missing ones without a rebuild.
 
 Anything that stops the build (an error, a full disk, Ctrl+C) removes the staging folder, so the
 server never sees a half-built simulator: it only follows `simulator/current`, which moves last.
@@ -22,7 +24,7 @@ from pathlib import Path
 from cascade_core import simulator_layout as layout
 
 from . import build as make
-from . import cuda_wheels, deps, smoke, sources
+from . import cuda_wheels, deps, extra_configs, smoke, sources
 from .report import Reporter
 
 INTERMEDIATES = (Path("gpu-simulator/gpgpu-sim/build"), Path("gpu-simulator/build"))
@@ -46,6 +48,7 @@ class Request:
     install_deps: bool = False
     jobs: int = os.cpu_count() or 1
     rebuild: bool = False
+    configs: Path | None = None  # Accel-Sim's extra config files, offline (default: downloaded)
 
     @property
     def root(self) -> layout.InstallRoot:
@@ -92,6 +95,10 @@ def _install(request: Request, report: Reporter) -> Path:
         result = smoke.run_smoke(layout.accelsim_dir(final), env)
         if result.passed:
             report.step(f"smoke run passed ({result.detail}, {result.seconds:.1f} s)")
+            accelsim = layout.accelsim_dir(final)
+            if names := extra_configs.missing(accelsim):
+                added = _add_configs(accelsim, _fetch_configs(request, names, report), report)
+                _record_configs(final, added)
             layout.point_current(request.data_dir, final)
             return final
         report.step(f"the finished build fails its smoke run now ({result.detail}): building it again")
@@ -139,6 +146,8 @@ def _build(
         sources.unpack(gpgpu_sim, sources.local_path(gpgpu_sim, downloads), simulator)
         # An empty pybind11 folder stops setup_environment.sh cloning it (not needed to build).
         (accelsim / "gpu-simulator" / "extern" / "pybind11").mkdir(parents=True, exist_ok=True)
+        # before the 5-minute compile: a config that cannot be fetched stops the install now
+        fetched = _fetch_configs(request, extra_configs.missing(accelsim), report)
         report.step("CUDA 11.8 headers and ptxas from PyPI wheels (no system CUDA is used)")
         wheels = cuda_wheels.reuse_or_download(request.root.path / "wheels", request.cuda_wheels)
         cuda_wheels.make_cuda_dir(wheels, staging / "cuda")
@@ -173,6 +182,7 @@ def _build(
             f"the smoke run failed: {result.detail}; nothing was installed", [f"full log: {log_path}"]
         )
     report.step(f"smoke run passed ({result.detail}, {result.seconds:.1f} s)")
+    added = _add_configs(accelsim, fetched, report)
     manifest = layout.Manifest(
         key=key,
         framework_commit=framework.commit,
@@ -184,9 +194,52 @@ def _build(
         smoke_passed=True,
         smoke_detail=result.detail,
         compiler=f"{platform.system()} {platform.machine()}",
+        extra={ADDED_CONFIGS: added} if added else {},
     )
     (staging / layout.MANIFEST).write_text(manifest.to_json())
     return staging
+
+
+ADDED_CONFIGS = "added_configs"  # the manifest's `extra` key: configs Cascade added to the tree
+
+
+def _fetch_configs(request: Request, names: list[str], report: Reporter) -> dict:
+    """The pinned files of the configs the tree lacks (none: nothing is fetched)."""
+    if not names:
+        return {}
+    source = f"--configs {request.configs}" if request.configs else "GitHub"
+    report.step(f"GPU configs the simulator lacks: {', '.join(names)} (Accel-Sim's own files, from {source})")
+    try:
+        return extra_configs.fetch(names, request.configs, request.root.path / "downloads")
+    except sources.SourceError as exc:
+        raise InstallError(str(exc)) from None
+
+
+def _add_configs(accelsim: Path, fetched: dict, report: Reporter) -> list[str]:
+    """Place the fetched configs the simulator takes; one it refuses is left out, said, not fatal
+    (the simulator itself works)."""
+    if not fetched:
+        return []
+    added, refused = extra_configs.add_checked(accelsim, fetched)
+    for name in added:
+        report.step(f"added GPU config {name} (the simulator takes every option)")
+    for name, why in refused.items():
+        report.step(f"warning: GPU config {name} not added: this simulator refuses it: {why}")
+    return added
+
+
+def _record_configs(build: Path, added: list[str]) -> None:
+    """A finished build's manifest names the configs added to it since (written whole: a rename)."""
+    manifest = layout.read_manifest(build)
+    if manifest is None or not added:
+        return
+    manifest.extra = {
+        **manifest.extra,
+        ADDED_CONFIGS: sorted({*manifest.extra.get(ADDED_CONFIGS, []), *added}),
+    }
+    partial = build / f".{layout.MANIFEST}.{os.getpid()}"
+    partial.write_text(manifest.to_json())
+    os.replace(partial, build / layout.MANIFEST)
 
 
 def _move_into_place(staging: Path, final: Path) -> None:

@@ -44,6 +44,23 @@ def make_trace_dir(trace_dir: Path) -> Path:
     return trace_dir
 
 
+def write_opcode_headers(root: Path, versions: dict[str, int]) -> Path:
+    """Accel-Sim's opcode headers as its sources have them (`#define VOLTA_BINART_VERSION 70` in
+    `ISA_Def/volta_opcode.h`) and the trace parser's dispatch naming each: what tells which trace
+    archs a simulator runs."""
+    isa = root / "gpu-simulator" / "ISA_Def"
+    isa.mkdir(parents=True, exist_ok=True)
+    dispatch = []
+    for family, version in versions.items():
+        macro = f"{family.upper()}_BINART_VERSION"
+        (isa / f"{family}_opcode.h").write_text(f"#ifndef X\n#define {macro} {version}\n#endif\n")
+        dispatch.append(f"if (kernel_trace_info->binary_verion == {macro}) OpcodeMap = &{family}_OpcodeMap;")
+    driven = root / "gpu-simulator" / "trace-driven" / "trace_driven.cc"
+    driven.parent.mkdir(parents=True, exist_ok=True)
+    driven.write_text("\n".join(dispatch) + '\nelse { printf("unsupported binary version: %d\\n"); }\n')
+    return root
+
+
 _MANIFEST = layout.Manifest(
     key="",
     framework_commit="73f9",

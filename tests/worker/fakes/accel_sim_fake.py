@@ -3,7 +3,8 @@
 Installed by `install_fake_accelsim()` as `gpu-simulator/bin/release/accel-sim.out` of a fake
 Accel-Sim directory. What it does comes from `-fake_behaviour <name>` in the `./gpgpusim.config`
 the worker copied into its working directory (so every tested config dir picks a behaviour);
-the messages are the real ones from reference/accelsim-formats.md section 1.5.
+the messages are the real ones from reference/accelsim-formats.md section 1.5. An option named
+`-unknown_...` is refused as the real one refuses an option it does not know.
 """
 
 import json
@@ -80,12 +81,10 @@ def say(*lines: str, stream=sys.stdout) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] != ["-trace"] or "-config" not in argv:
+    if "-trace" not in argv[:-1] or "-config" not in argv:
         say("usage: accel-sim.out -trace <kernelslist.g> -config <file> ...", stream=sys.stderr)
         return 1
-    if not Path(argv[1]).is_file():
-        say(f"Unable to open file: {argv[1]}")
-        return 1
+    trace = argv[argv.index("-trace") + 1]
     configs = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-config"]
     for config in configs:
         if not Path(config).is_file():
@@ -96,6 +95,10 @@ def main(argv: list[str]) -> int:
         parts = line.split()
         if len(parts) >= 2 and parts[0].startswith("-"):
             options[parts[0][1:]] = parts[1]
+    # An option the real simulator does not register is refused before anything else, in its words.
+    if unknown := [name for name in options if name.startswith("unknown_")]:
+        say("", "", f"GPGPU-Sim ** ERROR: Unknown Option: '-{unknown[0]}' ")
+        return 1
     behaviour = options.get("fake_behaviour", "ok")
     kernels = int(options.get("fake_kernels", "2"))
     say(
@@ -106,6 +109,9 @@ def main(argv: list[str]) -> int:
         *[f"-{k} {v}" for k, v in options.items()],
         "GPGPU-Sim uArch: performance model initialization complete.",
     )
+    if not Path(trace).is_file():  # as the real one: after its option echo (the options probe)
+        say(f"Unable to open file: {trace}")
+        return 1
     if behaviour == "unsupported":
         say("unsupported binary version: 95")
         return 0
