@@ -27,11 +27,15 @@ than on the kernel's shape (see the docs).
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from cascade_core.models import KernelLaunch, SamplingInfo
+from cascade_core.trace_kernels import kernel_id_of
 
 Method = Literal["none", "identical", "stratified"]
 METHODS: tuple[Method, ...] = ("none", "identical", "stratified")
@@ -218,3 +222,99 @@ def stated_error_pct(method: Method, found: Sequence[Group], facts: Sequence[Ker
         total += sum(counts)
         weighted += sum(counts) * cov(counts)
     return 100.0 * weighted / total if total else 0.0
+
+
+def facts_of(
+    names: Sequence[str],
+    kernels: Iterable[KernelLaunch],
+    real: Sequence[tuple[str | None, float | None]] | None = None,
+) -> list[KernelFacts]:
+    """The facts of the kernels a trace's `kernelslist.g` names (`names`, in its order), from the
+    trace's kernel records (by the id in each file name: `kernel-12.traceg.xz` is 12) and its real
+    kernel times (by position), where it has them."""
+    by_id = {k.kernel_id: k for k in kernels}
+    facts = []
+    for position, name in enumerate(names):
+        kernel = by_id.get(kernel_id_of(name) or -1)
+        real_ns = real[position][1] if real is not None and position < len(real) else None
+        facts.append(
+            KernelFacts(
+                position,
+                kernel.name if kernel else name,
+                kernel.grid if kernel else (0, 0, 0),
+                kernel.block if kernel else (0, 0, 0),
+                kernel.instructions if kernel else None,
+                real_ns if real_ns is not None and math.isfinite(real_ns) and real_ns > 0 else None,
+            )
+        )
+    return facts
+
+
+@dataclass(frozen=True)
+class SimSample:
+    """What one sampled sim simulates (`representatives`, in trace order) and whose numbers each
+    other kernel of its part of the trace takes (`estimates`: representative -> (kernel, scale))."""
+
+    method: Method
+    representatives: tuple[int, ...]
+    estimates: dict[int, tuple[tuple[int, float], ...]]
+    info: SamplingInfo
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "method": self.method,
+                "representatives": list(self.representatives),
+                "estimates": {
+                    str(rep): [list(m) for m in members] for rep, members in self.estimates.items()
+                },
+                "info": self.info.model_dump(),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> SimSample:
+        doc = json.loads(text)
+        return cls(
+            doc["method"],
+            tuple(doc["representatives"]),
+            {
+                int(rep): tuple((int(m), float(s)) for m, s in members)
+                for rep, members in doc["estimates"].items()
+            },
+            SamplingInfo.model_validate(doc["info"]),
+        )
+
+
+def sim_sample(method: Method, facts: Sequence[KernelFacts]) -> SimSample:
+    """The sample of `facts` (a whole trace, or a shard's range of it) by `method`."""
+    found = groups(method, facts)
+    by_position = {f.position: f for f in facts}
+    estimates = {
+        g.representative: tuple(
+            (m, round(g.scale(by_position, m), 9)) for m in g.members if m != g.representative
+        )
+        for g in found
+    }
+    saved = reduction(found, facts)
+    assert method != "none"
+    return SimSample(
+        method,
+        tuple(g.representative for g in found),
+        {rep: members for rep, members in estimates.items() if members},
+        SamplingInfo(
+            method=method,
+            kernels=saved.kernels,
+            kernels_simulated=saved.kernels_simulated,
+            instructions=saved.instructions,
+            instructions_simulated=saved.instructions_simulated,
+            error_pct=round(stated_error_pct(method, found, facts), 4),
+        ),
+    )
+
+
+def sample_costs(method: Method, facts: Sequence[KernelFacts]) -> list[int | None]:
+    """What each kernel costs a sampled run (for splitting it into shards): a representative's
+    instructions (unknown: None), next to nothing (1) for a kernel that is estimated."""
+    chosen = {g.representative for g in groups(method, facts)}
+    return [(f.instructions or None) if f.position in chosen else 1 for f in facts]

@@ -11,6 +11,7 @@ from pathlib import Path
 from cascade_core.bounded_read import (
     DECOMPRESS_ERRORS,
     MAX_LINE_BYTES,
+    MiB,
     TooLargeError,
     bounded_text_lines,
     open_bounded,
@@ -139,6 +140,26 @@ def _launch_from_header(path: Path, source: str) -> KernelLaunch | None:
     return launch
 
 
+_INSTS = re.compile(rb"\ninsts = (\d+)")
+_READ = 4 * MiB
+# Counting reads the whole kernel trace, streaming: bounded in time by the file, not in memory.
+KERNEL_TRACE_MAX_BYTES = 1024 * 1024 * MiB
+
+
+def count_instructions(path: Path, source: str) -> int:
+    """A kernel trace's warp instructions: the sum of its warps' `insts = N` lines (what a
+    tracer's stats.csv gives as total_insts)."""
+    total, tail = 0, b"\n"
+    with open_bounded(path, KERNEL_TRACE_MAX_BYTES, source) as stream:
+        while block := stream.read(_READ):
+            data = tail + block
+            cut = data.rfind(b"\n")  # a line cut at the block's end is read with the next block
+            total += sum(int(m) for m in _INSTS.findall(data, 0, cut + 1 if cut > 0 else 0))
+            tail = data[cut:] if cut >= 0 else data
+        total += sum(int(m) for m in _INSTS.findall(tail + b"\n"))
+    return total
+
+
 def listed_kernels(trace_dir: Path) -> list[str] | None:
     """The kernel trace files `traces/kernelslist.g` names, in launch order (`traces/...`): what
     the simulator runs. None when there is no list to read."""
@@ -152,6 +173,12 @@ def listed_kernels(trace_dir: Path) -> list[str] | None:
         raise KernelStatsError(str(exc)) from None
     except TraceFormatError:
         return []  # such a trace never becomes ready (check_kernelslist_g)
+
+
+def kernel_id_of(name: str) -> int | None:
+    """The kernel id in a kernel trace's file name (`traces/kernel-12.traceg.xz` -> 12), or None."""
+    match = _KERNEL_ID.match(name.rsplit("/", 1)[-1])
+    return int(match[1]) if match else None
 
 
 def listed_ids(names: list[str]) -> set[int] | None:
@@ -188,5 +215,12 @@ def read_kernels(trace_dir: Path) -> list[KernelLaunch]:
         for name in listed or []:
             path = trace_dir / name
             if path.is_file() and (launch := _launch_from_header(path, name)):
-                kernels.append(launch)
+                # no stats file: the instructions counted from the trace (sampling needs them)
+                try:
+                    counted = count_instructions(path, name)
+                except DECOMPRESS_ERRORS as exc:
+                    raise KernelStatsError(
+                        f"{name}: corrupt compressed data ({exc or type(exc).__name__})"
+                    ) from None
+                kernels.append(launch.model_copy(update={"instructions": counted}))
     return sorted(kernels, key=lambda k: k.kernel_id)

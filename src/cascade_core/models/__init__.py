@@ -28,6 +28,7 @@ from .runs import (
     RunSummary,
     run_size_problem,
 )
+from .sampling import SamplingInfo
 from .sims import (
     FILE_NAME_PATTERN,
     Heartbeat,
@@ -87,6 +88,7 @@ __all__ = [
     "RunEntry",
     "RunEvent",
     "RunFile",
+    "SamplingInfo",
     "RunListQuery",
     "RunResults",
     "RunState",

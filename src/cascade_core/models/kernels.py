@@ -23,6 +23,10 @@ class KernelStat(Model):
     # Not in the spec (an addition): a kernel the simulator failed on (the sim went on past it),
     # with the simulator's own reason; it has no results.
     failed: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Not in the spec (an addition): a kernel of a sampled sim that was not simulated takes the
+    # numbers of its representative, the kernel at this trace position (scaled by their
+    # instruction counts for `stratified`); null for a simulated kernel.
+    estimated_from: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ComparisonRow(Model):

@@ -85,6 +85,17 @@ class RunEntry(Model):
         ),
     )
 
+    sampling: Literal["none", "identical", "stratified"] = Field(
+        default="none",
+        description=(
+            "Simulate only representative kernels and estimate the rest from them: `identical` takes one "
+            "kernel per set of kernels identical in the trace (name, grid, block, instruction count); "
+            "`stratified` groups each kernel name by instruction count (and by real time, where the trace "
+            "has it). Every kernel still gets a row; an estimated one names its representative "
+            "(`estimated_from`). Real Accel-Sim only."
+        ),
+    )
+
     # Not in the spec (additions, optional, left out of responses when unset, so a spec client
     # sees no change): a config variant. See cascade_core/variants.py and POST /api/runs.
     options: dict[str, str] = Field(
@@ -119,6 +130,8 @@ class RunEntry(Model):
             data.pop("warmup_kernels", None)
         if self.on_kernel_failure == "continue":
             data.pop("on_kernel_failure", None)
+        if self.sampling == "none":
+            data.pop("sampling", None)
         if not data.get("options"):
             data.pop("options", None)
         if data.get("label") is None:

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .common import INT64_MAX, INT64_MIN, Model
+from .sampling import SamplingInfo
 from .states import SimState
 
 # A file a sim uploads: letters, digits, '.', '_' and '-', 1..128 characters, not '.' or '..'.
@@ -59,9 +60,12 @@ class SimSummary(Model):
     # Not in the spec (an addition): of kernels_done, those the simulator failed on (the sim went
     # on past them, on_kernel_failure "continue"); they have no results.
     kernels_failed: int = Field(default=0, exclude_if=lambda v: v == 0)
+    # Not in the spec (an addition): a sampled sim's sample (issue 33); absent otherwise.
+    sampling: SamplingInfo | None = Field(default=None, exclude_if=lambda v: v is None)
     # The run entry's choices its launch needs (server-side only: never sent, never read).
     on_kernel_failure: Literal["continue", "stop"] = Field(default="continue", exclude=True)
     warmup_kernels: int = Field(default=1, exclude=True)
+    sample: str | None = Field(default=None, exclude=True)  # a sampled sim's kernels, as ranges
     current_kernel: str | None = None
     latest: SimMetrics = Field(default_factory=SimMetrics)
     log_tail: list[str] = Field(default_factory=list)

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from .common import ListQuery, Model
+from .sampling import SamplingInfo
 from .states import TraceState
 
 
@@ -43,9 +44,12 @@ class TraceSummary(Model):
 class TraceDetail(TraceSummary):
     metadata: dict[str, Any] | None = None
     kernels: list[KernelLaunch] = Field(default_factory=list)
+    # Not in the spec (an addition): what each sampling method would simulate of this trace
+    # (issue 33), found when it became ready; empty before, or when its kernels are unknown.
+    sampling: list[SamplingInfo] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     def summary(self) -> TraceSummary:
-        return TraceSummary.model_validate(self.model_dump(exclude={"metadata", "kernels"}))
+        return TraceSummary.model_validate(self.model_dump(exclude={"metadata", "kernels", "sampling"}))
 
 
 class TraceListQuery(ListQuery):

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
+
+from cascade_core.sampling import SimSample
 
 from ..storage import Store, Transaction
 from ..storage.codecs import chunk_text
@@ -105,6 +107,7 @@ class LogIngest:
             ShardPlacement(row["shard_first"], row["shard_warmup"]),
             row["parser_state_seq"],
             pack=pack,
+            estimates=_estimates(row["sampling"]) if row["sampling"] else None,
         )
 
     async def _save(
@@ -181,3 +184,9 @@ class LogIngest:
                 "sim %s: could not close the gaps in its log; trying again in %g s", sim_id, gaps.GAP_WAIT_S
             )
             self._gap_timers.watch(sim_id, retry_at)
+
+
+@lru_cache(maxsize=256)
+def _estimates(sampling: str) -> dict[int, tuple[tuple[int, float], ...]]:
+    """A sampled sim's estimates, read once per sample (every group of its chunks needs them)."""
+    return SimSample.from_json(sampling).estimates

@@ -25,6 +25,7 @@ from cascade_core.models import KernelStat, SimMetrics
 from ..storage.codecs import unpack_state
 from ..storage.logs import ChunkRow, KernelRow, ProgressRow, chunk_row, kernel_row, progress_row
 from .parser.accelsim_log import LogParser
+from .parser.kernel import estimated
 from .shard_placement import WHOLE_TRACE, ShardPlacement
 
 # Parsers kept per process, most recently used last; a sim whose run was deleted, or that
@@ -55,6 +56,8 @@ class ParseJob:
     # Make the chunks' rows for storage too (ParseResult.stored: compressing them is the workers'
     # work, beside the parse, off the event loop). Not for chunks read back from storage.
     pack: bool = False
+    # A sampled sim: representative -> the kernels that take its numbers, with their scale.
+    estimates: dict[int, tuple[tuple[int, float], ...]] | None = None
 
     @property
     def state_at(self) -> int:
@@ -159,6 +162,10 @@ class Parsers:
                         own.append(k)
                     k.kernel_index = placement.placed_index(k.kernel_index)
                 rows.append(kernel_row(sim_id, k))
+                for position, scale in (job.estimates or {}).get(k.kernel_index, ()):
+                    guess = estimated(k, position, scale)  # sampling: every kernel gets a row
+                    rows.append(kernel_row(sim_id, guess))
+                    own.append(guess)
             if job.watched:
                 chunks.append(ChunkParsed([k.to_stat(sim_id) for k in own], progress_of(parser, placement)))
         next_seq = job.next_seq + len(job.chunks)

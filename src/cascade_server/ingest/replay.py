@@ -72,7 +72,15 @@ class ReplayingParser:
             end = min(start + REPLAY_BATCH, job.next_seq)
             chunks = await self._logs.stored_texts(tx, job.sim_id, start, end)
             batch = ParseJob(
-                job.sim_id, start, job.core_clock_mhz, state, chunks, False, job.placement, save_state=True
+                job.sim_id,
+                start,
+                job.core_clock_mhz,
+                state,
+                chunks,
+                False,
+                job.placement,
+                save_state=True,
+                estimates=job.estimates,
             )
             [result] = await self.parse(tx, [batch])
             assert result.progress.parser_state is not None, "a batch saves its state"

@@ -25,6 +25,7 @@ from ..launchers.base import Launcher, SimSpec
 from ..settings import Settings
 from ..simulator_watch import SimulatorWatch
 from ..storage import Store
+from .sampling_plans import sample_plans
 from .shard_planning import shard_plans
 from .variant_check import OptionCatalog
 
@@ -93,6 +94,8 @@ class RunService:
         # going on past a kernel the simulator fails on (the worker's defaults: continue, 1)
         env["CASCADE_ON_KERNEL_FAILURE"] = sim.on_kernel_failure
         env["CASCADE_WARMUP_KERNELS"] = str(sim.warmup_kernels)
+        if sim.sample is not None:  # a sampled sim: the kernels it simulates
+            env["CASCADE_SAMPLE"] = sim.sample
         return SimSpec(
             sim_id=sim.id,
             run_id=sim.run_id,
@@ -144,12 +147,20 @@ class RunService:
             accelsim=accelsim if self.simulator.real() else None,
             stand_in=stand_in,
         )
+        if stand_in and (sampled := next((e for e in entries if e.sampling != "none"), None)):
+            raise Invalid(
+                f"sampling ({sampled.sampling}) needs the real simulator: the stand-in replays a recorded "
+                "log, so it cannot simulate some kernels and estimate the rest; install it with "
+                "`cascade simulator install`"
+            )
+        trace_dir = self.settings.traces_dir / trace.id
         try:
-            plans = await shard_plans(trace, self.settings.traces_dir / trace.id, entries)
+            plans = await shard_plans(trace, trace_dir, entries)
+            samples = await sample_plans(trace, trace_dir, entries)
         except ShardPlanError as exc:
             raise Invalid(str(exc)) from None
         return await self.store.runs.create_run(
-            trace, entries, self.configs, replay=stand_in, shard_plans=plans
+            trace, entries, self.configs, replay=stand_in, shard_plans=plans, samples=samples
         )
 
     async def _hand_over(self, specs: list[SimSpec]) -> None:

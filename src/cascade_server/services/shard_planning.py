@@ -17,7 +17,7 @@ async def shard_plans(
     """An entry's variant (its label, else its gpu_config) -> its shards, for every entry with `shards` above 1 (the same costs for every
     config: what a kernel costs to simulate is the trace's, not the config's). Raises
     ShardPlanError with a sentence naming the trace when it cannot be split as asked."""
-    sharded = [e for e in entries if e.shards > 1]
+    sharded = [e for e in entries if e.shards > 1 and e.sampling == "none"]  # a sample splits itself
     if not sharded:
         return {}
     try:

@@ -13,7 +13,9 @@ from typing import Any
 import aiosqlite
 import zstandard
 
+from cascade_core.log_notes import ranges_text
 from cascade_core.models import KernelStat, SimMetrics, SimSummary
+from cascade_core.sampling import SimSample
 
 from .shard_columns import shard_from_row
 
@@ -184,10 +186,14 @@ def _variant(row: aiosqlite.Row) -> dict[str, Any]:
     keys = row.keys()
     options = row["options"] if "options" in keys else None
     label = row["label"] if "label" in keys else None
-    policy = {}
+    policy: dict[str, Any] = {}
     if "on_kernel_failure" in keys:  # migration 9; NULL: the defaults
         policy["on_kernel_failure"] = row["on_kernel_failure"] or "continue"
         policy["warmup_kernels"] = 1 if row["warmup_kernels"] is None else row["warmup_kernels"]
+    if "sampling" in keys and row["sampling"]:  # migration 10: a sampled sim
+        sample = SimSample.from_json(row["sampling"])
+        policy["sampling"] = sample.info
+        policy["sample"] = ranges_text(sample.representatives)
     return {"options": json.loads(options) if options else {}, "label": label or "", **policy}
 
 
@@ -203,4 +209,5 @@ def kernel_from_row(row: aiosqlite.Row, with_stats: bool) -> KernelStat:
         sim_time_ns=row["sim_time_ns"],
         stats=unpack_stats(row["stats"]) if with_stats else {},
         failed=row["failed"],
+        estimated_from=row["estimated_from"],
     )

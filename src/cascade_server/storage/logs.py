@@ -61,6 +61,7 @@ class KernelRow:
     sim_time_ns: float | None
     stats: bytes  # pack_stats(stats)
     failed: str | None = None  # the simulator's reason, for a kernel it failed on (no results)
+    estimated_from: int | None = None  # a sampled sim's kernel not simulated: its representative
 
     def __reduce__(self) -> tuple[type[KernelRow], tuple[Any, ...]]:
         return KernelRow, _KERNEL_VALUES(self)
@@ -131,6 +132,8 @@ class KernelValues(Protocol):
     def stats(self) -> dict[str, float | str]: ...
     @property
     def failed(self) -> str | None: ...
+    @property
+    def estimated_from(self) -> int | None: ...
 
 
 def chunk_row(sim_id: str, seq: int, text: str) -> ChunkRow:
@@ -150,6 +153,7 @@ def kernel_row(sim_id: str, kernel: KernelValues) -> KernelRow:
         kernel.sim_time_ns,
         pack_stats(kernel.stats),
         kernel.failed,
+        kernel.estimated_from,
     )
 
 

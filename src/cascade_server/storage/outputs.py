@@ -33,7 +33,7 @@ class OutputRepository:
             if with_stats
             else (
                 "kernels.sim_id, kernel_index, kernel_name, kernel_launch_uid, gpu_sim_cycle,"
-                " gpu_sim_insn, gpu_ipc, sim_time_ns, NULL AS stats, failed"
+                " gpu_sim_insn, gpu_ipc, sim_time_ns, NULL AS stats, failed, estimated_from"
             )
         )
         async with self.db.r.execute(

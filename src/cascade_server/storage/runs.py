@@ -19,6 +19,7 @@ from cascade_core.models import (
     run_state,
     utcnow,
 )
+from cascade_core.sampling import SimSample
 from cascade_core.shard_plan import ShardRange
 from cascade_core.variants import core_clock_mhz
 
@@ -44,6 +45,7 @@ class RunRepository:
         sample: bool = False,
         replay: bool = False,
         shard_plans: dict[str, list[ShardRange]] | None = None,
+        samples: dict[str, list[tuple[ShardRange | None, SimSample]]] | None = None,
     ) -> RunDetail:
         """A run and its sims, every sim `pending`; one sim per replica of each entry (one per
         shard of each replica for an entry in `shard_plans`, by its variant)."""
@@ -63,8 +65,8 @@ class RunRepository:
             )
             await tx.conn.executemany(
                 "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
-                " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels,"
-                f" {', '.join(INSERT_COLUMNS)}) VALUES (?,?,?,?,'pending',?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels, sampling,"
+                f" {', '.join(INSERT_COLUMNS)}) VALUES (?,?,?,?,'pending',?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         new_id("sim"),
@@ -73,17 +75,18 @@ class RunRepository:
                         replica,
                         now,
                         now,
-                        shard.kernels if shard else kernels_total,
+                        len(sample.representatives) if sample else shard.kernels if shard else kernels_total,
                         core_clock_mhz(e.options, configs[e.gpu_config].core_clock_mhz),
                         json.dumps(e.options) if e.options else None,
                         e.label,
                         None if e.on_kernel_failure == "continue" else e.on_kernel_failure,
                         None if e.warmup_kernels == 1 else e.warmup_kernels,
+                        sample.to_json() if sample else None,
                         *insert_values(shard),
                     )
                     for e in entries
                     for replica in range(e.count)
-                    for shard in _shards_of(shard_plans, e.variant)
+                    for shard, sample in _sims_of(shard_plans, samples, e.variant)
                 ],
             )
         detail = await self.get_run(run_id)
@@ -176,10 +179,10 @@ class RunRepository:
                 new = new_id("sim")
                 await tx.conn.execute(
                     "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
-                    " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels,"
+                    " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels, sampling,"
                     f" {', '.join(INSERT_COLUMNS)}, retry_of)"
                     " SELECT ?, run_id, gpu_config, replica, 'pending', ?, ?, kernels_total, core_clock_mhz,"
-                    " options, label, on_kernel_failure, warmup_kernels,"
+                    " options, label, on_kernel_failure, warmup_kernels, sampling,"
                     f" {', '.join(INSERT_COLUMNS)}, id FROM sims WHERE id=?",
                     (new, now, now, old_id),
                 )
@@ -220,10 +223,17 @@ class RunRepository:
             return [(sim_from_row(row), row["trace_id"]) for row in await cur.fetchall()]
 
 
-def _shards_of(plans: dict[str, list[ShardRange]] | None, config: str) -> list[ShardRange | None]:
-    """A replica's shards (one None: a sim of the whole trace)."""
-    shards: list[ShardRange | None] = list((plans or {}).get(config) or [])
-    return shards or [None]
+def _sims_of(
+    plans: dict[str, list[ShardRange]] | None,
+    samples: dict[str, list[tuple[ShardRange | None, SimSample]]] | None,
+    variant: str,
+) -> list[tuple[ShardRange | None, SimSample | None]]:
+    """A replica's sims: its shards (one None: a sim of the whole trace), each with its sample
+    when the entry samples."""
+    if samples and variant in samples:
+        return list(samples[variant])
+    shards: list[ShardRange | None] = list((plans or {}).get(variant) or [])
+    return [(shard, None) for shard in shards or [None]]
 
 
 # A sim's state, started_at and finished_at as stored (ISO text, which sorts as time): what a

@@ -146,6 +146,13 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sims ADD COLUMN kernels_failed INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE kernels ADD COLUMN failed TEXT;
     """,
+    # 10: kernel sampling (issue 33). A sampled sim's sample (cascade_core/sampling.SimSample as
+    # JSON: its representatives, whose numbers each other kernel takes, and its figures); a
+    # kernel row estimated from a representative names its trace position.
+    """
+    ALTER TABLE sims ADD COLUMN sampling TEXT;
+    ALTER TABLE kernels ADD COLUMN estimated_from INTEGER;
+    """,
 ]
 
 

@@ -45,6 +45,7 @@ class ParsedKernel:
     # itself: `kernel_index` is that position, and the sim's shard placement does not apply.
     placed: bool = False
     failed: str | None = None  # a kernel the simulator failed on: the reason, and no results
+    estimated_from: int | None = None  # a sampled sim's kernel taking a representative's numbers
 
     def to_stat(self, sim_id: str) -> KernelStat:
         return KernelStat(
@@ -58,4 +59,29 @@ class ParsedKernel:
             sim_time_ns=self.sim_time_ns,
             stats=self.stats,
             failed=self.failed,
+            estimated_from=self.estimated_from,
         )
+
+
+def estimated(kernel: ParsedKernel, position: int, scale: float) -> ParsedKernel:
+    """The row of a sampled sim's kernel that was not simulated: its representative `kernel`'s
+    numbers, times `scale` (the ratio of their instruction counts; IPC unchanged), at `position`;
+    a failed representative's failure, with whose it is."""
+
+    def scaled(value: int | None) -> int | None:
+        return None if value is None else round(value * scale)
+
+    return ParsedKernel(
+        kernel_index=position,
+        kernel_name=kernel.kernel_name,
+        kernel_launch_uid=position + 1,
+        gpu_sim_cycle=scaled(kernel.gpu_sim_cycle),
+        gpu_sim_insn=scaled(kernel.gpu_sim_insn),
+        gpu_ipc=kernel.gpu_ipc,
+        sim_time_ns=None if kernel.sim_time_ns is None else kernel.sim_time_ns * scale,
+        placed=True,
+        failed=None
+        if kernel.failed is None
+        else f"estimated from kernel {kernel.kernel_index + 1}, which failed in the simulator: {kernel.failed}",
+        estimated_from=kernel.kernel_index,
+    )
