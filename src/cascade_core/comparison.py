@@ -33,6 +33,7 @@ def kernel_rows(
     on has no time: the row names the configs it failed on (`failed`), and leaves it out."""
     by_position: dict[int, dict[str, list[float]]] = {}
     failed: dict[int, list[str]] = {}
+    estimated: dict[int, list[str]] = {}
     first_name: dict[int, str] = {}
     for stat in kernels:
         config = config_of.get(stat.sim_id)
@@ -42,6 +43,8 @@ def kernel_rows(
             first_name.setdefault(stat.kernel_index, stat.kernel_name)
         if stat.failed is not None and config not in failed.setdefault(stat.kernel_index, []):
             failed[stat.kernel_index].append(config)
+        if stat.estimated_from is not None and config not in estimated.setdefault(stat.kernel_index, []):
+            estimated[stat.kernel_index].append(config)
         if stat.sim_time_ns is not None:
             by_position.setdefault(stat.kernel_index, {}).setdefault(config, []).append(stat.sim_time_ns)
     real = real or ()
@@ -57,6 +60,7 @@ def kernel_rows(
                 real_ns=real_ns,
                 sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
                 failed=[c for c in configs if c in failed.get(index, ())],
+                estimated=[c for c in configs if c in estimated.get(index, ())],
             )
         )
     return rows

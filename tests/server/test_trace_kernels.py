@@ -47,6 +47,14 @@ def test_a_garbled_stats_row_is_a_one_line_error():
         parse_stats(HEADER + "\nkernel-1.trace, name, x, 1\n", "traces/stats.csv")
 
 
+def sample_instructions(kernel: int) -> int:
+    """The warp instructions of a demo kernel, as its tracer's stats.csv counts them
+    (total_insts), which a count of the trace's `insts = N` lines must match."""
+    stats = (SM70 / "traces" / "stats.csv").read_text().splitlines()
+    row = next(line for line in stats if line.startswith(f"kernel-{kernel}.trace,"))
+    return int(row.split(",")[10])
+
+
 def test_read_kernels_prefers_stats_files_and_falls_back_to_trace_headers(tmp_path):
     traces = tmp_path / "traces"
     traces.mkdir()
@@ -64,7 +72,7 @@ def test_read_kernels_prefers_stats_files_and_falls_back_to_trace_headers(tmp_pa
             name="_Z18attn_scores_kernelPKfPfiif",
             grid=(2, 2, 4),
             block=(32, 8, 1),
-            instructions=None,
+            instructions=sample_instructions(5),
         )
     ]
 

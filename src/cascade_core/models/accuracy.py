@@ -41,6 +41,11 @@ class AccuracyRow(Model):
         exclude_if=lambda v: v == 0,
         description="Kernels left out because the simulator failed on them (no simulated time).",
     )
+    kernels_estimated: int = Field(
+        default=0,
+        exclude_if=lambda v: v == 0,
+        description="Of `kernels`, those whose simulated time is estimated from a representative (sampling).",
+    )
     mape_pct: float | None = Field(description="Mean of |sim - real| / real * 100 over those rows.")
     mean_error_pct: float | None = Field(description="Mean of (sim - real) / real * 100: the bias.")
     pearson_r: float | None = Field(description="Correlation of log real time and log simulated time.")

@@ -37,6 +37,9 @@ class ComparisonRow(Model):
     # Not in the spec (an addition): the configs whose sims the simulator failed on this kernel;
     # their `sim_ns` leaves those sims out (null when no replica simulated it).
     failed: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # Not in the spec (an addition): the configs whose time for this kernel is estimated from a
+    # representative kernel (a sampled run), not simulated.
+    estimated: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 class Comparison(Model):

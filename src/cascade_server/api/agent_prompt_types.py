@@ -31,6 +31,7 @@ TYPES: tuple[type[BaseModel], ...] = (
     models.RunDetail,
     models.SimSummary,
     models.ShardInfo,
+    models.SamplingInfo,
     models.SimMetrics,
     models.KernelStat,
     models.Comparison,

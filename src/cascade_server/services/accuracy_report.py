@@ -108,6 +108,7 @@ async def _trace_rows(
                 runs=runs_of[key],
                 kernels=stats.kernels,
                 kernels_failed=sum(1 for row in compared if names[key] in row.failed),
+                kernels_estimated=sum(1 for row in compared if names[key] in row.estimated and row.real_ns),
                 mape_pct=stats.mape_pct,
                 mean_error_pct=stats.mean_error_pct,
                 pearson_r=stats.pearson_r,

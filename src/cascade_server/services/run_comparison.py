@@ -72,7 +72,8 @@ def perfetto_trace(
         events.append(
             {
                 "ph": "X",
-                "cat": "kernel",
+                # a sampled sim's kernel not simulated takes its representative's time: marked
+                "cat": "kernel" if stat.estimated_from is None else "estimated",
                 "name": demangle(stat.kernel_name),
                 "pid": pid_of.get(kernel_sim.label, 0),
                 "tid": kernel_sim.replica + 1,
@@ -86,6 +87,7 @@ def perfetto_trace(
                     "gpu_sim_insn": stat.gpu_sim_insn,
                     "gpu_ipc": stat.gpu_ipc,
                     "sim_time_ns": stat.sim_time_ns,
+                    **({"estimated_from": stat.estimated_from} if stat.estimated_from is not None else {}),
                 },
             }
         )

@@ -15,6 +15,7 @@ from ..connection.client import CascadeClient
 from ..connection.client_errors import ApiError
 from ..views.output import printable, render_table
 from ..views.run_rows import sims_text
+from ..views.sampling import estimate_note, sampling_text
 from ..views.script_views import (
     EntryError,
     parse_entries,
@@ -109,6 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="W",
         help="with --shards: kernels each shard first simulates and drops, to warm its caches (default 1)",
     )
+    start.add_argument(
+        "--sampling",
+        choices=("none", "identical", "stratified"),
+        default="none",
+        help="simulate only representative kernels and estimate the rest: identical (one per set of "
+        "identical kernels) or stratified (by name and instruction count); says what it saves first "
+        "(default none)",
+    )
     show = command("show", "the run and its sims as a plain-text table")
     show.add_argument("--json", action="store_true", help="print the API's JSON instead")
     command("wait", "follow a run to its end (progress on stderr); exit 1 unless it succeeded")
@@ -154,6 +163,11 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
             e.model_copy(update={"shards": args.shards, "warmup_kernels": args.warmup_kernels})
             for e in entries
         ]
+    if args.sampling != "none":
+        entries = [e.model_copy(update={"sampling": args.sampling}) for e in entries]
+        trace = await client.trace(segment(args.trace))
+        if figures := next((f for f in trace.sampling if f.method == args.sampling), None):
+            print(printable(sampling_text(figures)), file=sys.stderr)
     try:
         run = await client.create_run(RunCreate(trace_id=args.trace, entries=entries))
     except ApiError as exc:
@@ -212,8 +226,12 @@ def show(run: RunDetail, as_json: bool) -> None:
         emit(run.model_dump_json(indent=2))  # as the API sends it
         return
     moment = now()
+    # a sampled sim's totals are estimates: what of the trace each was simulated from
+    sampled = [
+        f"{sim.label} #{sim.replica}: {estimate_note(sim.sampling)}" for sim in run.sims if sim.sampling
+    ]
     emit(
-        "\n".join(run_header(run, moment))
+        "\n".join([*run_header(run, moment), *sampled])
         + "\n\n"
         + render_table(sim_columns(run.sims), sim_records(run.sims, moment))
     )

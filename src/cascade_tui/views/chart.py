@@ -170,6 +170,9 @@ def chart_lines(
             text = f"{shown(total.config)}: {coverage}; its total leaves them out."
             for part in textwrap.wrap(text, max(20, width - 1)):
                 lines.append([(part, "warn")])
+        if total.estimate:  # a sampled config's totals are estimates
+            for part in textwrap.wrap(f"{shown(total.config)}: {total.estimate}.", max(20, width - 1)):
+                lines.append([(part, "dim")])
     if sweep is not None and (note := baseline_note(sweep.variants, names)):
         for text in textwrap.wrap(note, max(20, width - 1)):
             lines.append([(text, "dim")])

@@ -16,6 +16,7 @@ from cascade_core.models import ComparisonRow, KernelStat, RunDetail, RunSummary
 from cascade_core.shard_merge import replica_sims
 
 from .formatting import plural
+from .sampling import estimate_note
 
 TIE_TOLERANCE = 0.01  # configs within 1% of the fastest tie with it
 
@@ -38,6 +39,8 @@ class ConfigTotal:
     # Kernels the simulator failed on (the most over the replicas that count): the total is
     # over the other kernels only, never the whole trace's.
     kernels_failed: int = 0
+    # A sampled config: what its totals are estimated from (views/sampling.estimate_note).
+    estimate: str | None = None
 
     def coverage_note(self) -> str | None:
         """`16 of 20 kernels, 4 failed in the simulator`, when some did."""
@@ -116,6 +119,7 @@ def config_totals(
     no succeeded replica gets the running total of its finished kernels, marked `partial`. A
     sharded replica counts as one sim of the whole trace (its shards' kernels together)."""
     kernels = list(kernels)
+    estimates = {cfg: sampled_estimate(cfg, sims.values()) for cfg in configs}
     sims, owner = replica_sims(sims, kernels)
     per_sim = sim_totals(k.model_copy(update={"sim_id": owner.get(k.sim_id, k.sim_id)}) for k in kernels)
     failed: dict[str, int] = {}
@@ -144,9 +148,26 @@ def config_totals(
                 ipc=_median(ipcs),
                 kernels_total=max((s.kernels_total for s in replicas), default=0),
                 kernels_failed=max((failed.get(s.id, 0) for s in ok), default=0),
+                estimate=estimates.get(cfg),
             )
         )
     return out
+
+
+def sampled_estimate(config: str, sims: Iterable[SimSummary]) -> str | None:
+    """What a sampled config's totals are estimated from: one replica's sims (its shards)."""
+    mine = [s for s in sims if s.label == config and s.sampling is not None and s.replica == 0]
+    if not mine:
+        return None
+    infos = [s.sampling for s in mine if s.sampling is not None]
+    combined = infos[0].model_copy(
+        update={
+            "kernels": sum(i.kernels for i in infos),
+            "kernels_simulated": sum(i.kernels_simulated for i in infos),
+            "error_pct": max(i.error_pct for i in infos),
+        }
+    )
+    return estimate_note(combined)
 
 
 def _partial_total(

@@ -54,6 +54,8 @@ def _partial_note(total: ConfigTotal) -> str | None:
         )
     if coverage := total.coverage_note():
         notes.append(coverage)
+    if total.estimate:
+        notes.append(total.estimate)
     return "; ".join(notes) or None
 
 
@@ -115,6 +117,7 @@ KERNEL_COLUMNS = (
     Column("gpu_sim_insn", "instructions", si_number, right=True),
     Column("gpu_ipc", "IPC", fixed, right=True),
     Column("failed", "failed in the simulator", when_any=True),
+    Column("estimated_from", "estimated from", lambda v: f"#{v}", right=True, when_any=True),
 )
 
 
@@ -138,6 +141,8 @@ def kernel_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record
                 "gpu_sim_insn": stat.gpu_sim_insn,
                 "gpu_ipc": stat.gpu_ipc,
                 "failed": stat.failed,  # the simulator's reason; such a kernel has no results
+                # a sampled sim's kernel not simulated: the representative whose numbers it takes
+                "estimated_from": stat.estimated_from,
             }
         )
     return records
