@@ -8,16 +8,16 @@ notes are the log's own record of what happened, so the server places every kern
 failure from the log alone (after a restart of the server too, or a replay of stored chunks), and
 nothing is counted twice:
 
-    [cascade] kernel 7 failed in the simulator: shader.cc:3812: ... Assertion `...' failed.; kernel name: _ZN2at6native13reduce_kernel...
-    [cascade] restart 1: kernels 8-9 of the trace, after 1 warm-up kernel (6)
+    [cascade] kernel #6 failed in the simulator: shader.cc:3812: ... Assertion `...' failed.; kernel name: _ZN2at6native13reduce_kernel...
+    [cascade] restart 1: kernels #7-8 of the trace, after 1 warm-up kernel (#5)
 
 A sampled sim (issue 33) simulates kernels here and there, each after its own warm-up kernels;
 its log starts with the same note for its first simulator:
 
-    [cascade] simulator 1: kernels 1, 5, 9-10 of the trace, after 2 warm-up kernels (4, 8)
+    [cascade] simulator 1: kernels #0, #4, #8-9 of the trace, after 2 warm-up kernels (#3, #7)
 
-Kernel numbers in the notes are 1-based trace positions, as people count them; the parsed values
-are 0-based, as the API's `kernel_index`. Pure: text in, values out.
+Kernels are numbered as the kernels view, `cascade results` and the API number them: `#N`, the
+0-based position in the trace's `kernelslist.g` (`kernel_index`). Pure: text in, values out.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ _NAME_SEPARATOR = "; kernel name: "
 # A reason is one line of at most this many characters (the simulator's own words, shortened).
 MAX_REASON_CHARS = 400
 
-_FAILED = re.compile(r"^\[cascade\] kernel (\d+) failed in the simulator: ")
+_FAILED = re.compile(r"^\[cascade\] kernel #(\d+) failed in the simulator: ")
 _RESTART = re.compile(
-    r"^\[cascade\] (restart|simulator) (\d+): kernels? ([\d, -]+) of the trace, "
-    r"after (\d+) warm-up kernels?(?: \(([\d, -]+)\))?$"
+    r"^\[cascade\] (restart|simulator) (\d+): kernels? ([#\d, -]+) of the trace, "
+    r"after (\d+) warm-up kernels?(?: \(([#\d, -]+)\))?$"
 )
 
 
@@ -62,7 +62,8 @@ class Restart:
 
 
 def ranges_text(positions: tuple[int, ...] | list[int]) -> str:
-    """0-based positions as 1-based ranges: (3, 4, 5, 9) -> "4-6, 10"."""
+    """Positions as the kernels view numbers them (`#N`, 0-based, the API's kernel_index), in
+    ranges: (3, 4, 5, 9) -> "#3-5, #9"."""
     parts: list[str] = []
     ordered = sorted(set(positions))
     i = 0
@@ -70,18 +71,21 @@ def ranges_text(positions: tuple[int, ...] | list[int]) -> str:
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
-        first, last = ordered[i] + 1, ordered[j] + 1
-        parts.append(str(first) if first == last else f"{first}-{last}")
+        first, last = ordered[i], ordered[j]
+        parts.append(f"#{first}" if first == last else f"#{first}-{last}")
         i = j + 1
     return ", ".join(parts)
 
 
 def parse_ranges(text: str) -> tuple[int, ...]:
-    """ranges_text read back (0-based); ValueError for what it never writes."""
+    """ranges_text read back; ValueError for what it never writes."""
     out: list[int] = []
     for part in text.split(","):
-        first, _, last = part.strip().partition("-")
-        low, high = int(first) - 1, int(last or first) - 1
+        part = part.strip()
+        if not part.startswith("#"):
+            raise ValueError(f"not a range of kernels: {part!r}")
+        first, _, last = part[1:].partition("-")
+        low, high = int(first), int(last or first)
         if low < 0 or high < low:
             raise ValueError(f"not a range of kernels: {part!r}")
         out.extend(range(low, high + 1))
@@ -97,7 +101,7 @@ def one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
 def failure_line(failure: KernelFailure) -> str:
     # The reason never holds the separator, so the name after it may hold anything.
     reason = one_line(failure.reason).replace(_NAME_SEPARATOR.rstrip(), ", kernel name:")
-    line = f"{PREFIX}kernel {failure.kernel_index + 1} failed in the simulator: {reason}"
+    line = f"{PREFIX}kernel #{failure.kernel_index} failed in the simulator: {reason}"
     if failure.kernel_name:
         line += _NAME_SEPARATOR + one_line(failure.kernel_name, 4_000)
     return line
@@ -120,7 +124,7 @@ def parse_failure(line: str) -> KernelFailure | None:
         return None
     rest = line[match.end() :]
     reason, _, name = rest.partition(_NAME_SEPARATOR)
-    return KernelFailure(kernel_index=int(match.group(1)) - 1, reason=reason, kernel_name=name)
+    return KernelFailure(kernel_index=int(match.group(1)), reason=reason, kernel_name=name)
 
 
 def parse_restart(line: str) -> Restart | None:

@@ -121,4 +121,4 @@ class SegmentPlan:
 
 def _named(failed: Failed) -> str:
     why = failed.short or failed.reason
-    return f"#{failed.position + 1} ({why})" if len(why) <= 80 else f"#{failed.position + 1}"
+    return f"#{failed.position} ({why})" if len(why) <= 80 else f"#{failed.position}"

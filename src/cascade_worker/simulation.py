@@ -95,8 +95,8 @@ class Simulation:
         if segment.owns(position):
             note = log_notes.failure_line(log_notes.KernelFailure(position, failed.reason, failed.name))
         else:
-            note = f"[cascade] warm-up kernel {position + 1} failed in the simulator: {failed.reason}"
-        log.warning("kernel %d failed in the simulator: %s", position + 1, failed.reason)
+            note = f"[cascade] warm-up kernel #{position} failed in the simulator: {failed.reason}"
+        log.warning("kernel #%d failed in the simulator: %s", position, failed.reason)
         following = plan.after_failure(segment, failed, owned_done)
         if following is None:  # it was the sim's last kernel
             return Next([note], Outcome("succeeded", plan.error()))

@@ -62,8 +62,8 @@ async def test_a_sim_goes_on_past_the_kernels_the_simulator_fails_on(make_server
         assert went_on["state"] == "succeeded" and went_on["exit_code"] == 0
         assert (went_on["kernels_done"], went_on["kernels_failed"], went_on["kernels_total"]) == (6, 2, 6)
         assert went_on["error"] == (
-            "2 of 6 kernels failed in the simulator: #3 (assertion failed: active.any() == false), "
-            "#5 (assertion failed: active.any() == false)"
+            "2 of 6 kernels failed in the simulator: #2 (assertion failed: active.any() == false), "
+            "#4 (assertion failed: active.any() == false)"
         )
         stopped = sims["SM7_STOPS"]  # today's behaviour
         assert stopped["state"] == "failed" and stopped["error"] == "assertion failed: active.any() == false"
@@ -88,10 +88,10 @@ async def test_a_sim_goes_on_past_the_kernels_the_simulator_fails_on(make_server
         log = (await http.get(f"/api/sims/{went_on['id']}/log")).text
         notes = [line for line in log.splitlines() if line.startswith("[cascade]")]
         assert notes == [
-            f"[cascade] kernel 3 failed in the simulator: {REASON}; kernel name: _Z6reducev",
-            "[cascade] restart 1: kernels 4-6 of the trace, after 1 warm-up kernel (2)",
-            f"[cascade] kernel 5 failed in the simulator: {REASON}; kernel name: _Z6reducev",
-            "[cascade] restart 2: kernel 6 of the trace, after 1 warm-up kernel (4)",
+            f"[cascade] kernel #2 failed in the simulator: {REASON}; kernel name: _Z6reducev",
+            "[cascade] restart 1: kernels #3-5 of the trace, after 1 warm-up kernel (#1)",
+            f"[cascade] kernel #4 failed in the simulator: {REASON}; kernel name: _Z6reducev",
+            "[cascade] restart 2: kernel #5 of the trace, after 1 warm-up kernel (#3)",
         ]
         assert log.count("GPGPU-Sim: Configuration options:") == 3  # each simulator's log, in order
         comparison = (await http.get(f"/api/runs/{run['id']}/comparison")).json()
@@ -117,7 +117,7 @@ async def test_a_config_on_which_every_kernel_fails_stops_quickly_with_its_reaso
         assert sim["error"].startswith(
             "stopped: the simulator failed on the first kernel it ran 3 times in a row"
         )
-        assert "; 3 of 40 kernels failed in the simulator: #1 (assertion failed: " in sim["error"]
+        assert "; 3 of 40 kernels failed in the simulator: #0 (assertion failed: " in sim["error"]
         assert (sim["kernels_done"], sim["kernels_failed"]) == (3, 3)  # never the same kernel twice
 
 

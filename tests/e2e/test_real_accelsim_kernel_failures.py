@@ -108,8 +108,8 @@ def test_the_reduce_kernels_fail_with_the_assertion_and_every_other_kernel_has_r
     sim = run["sims"][0]
     assert (sim["kernels_done"], sim["kernels_failed"], sim["kernels_total"]) == (9, 2, 9)
     assert sim["error"] == (
-        "2 of 9 kernels failed in the simulator: #3 (assertion failed: active.any() == false), "
-        "#8 (assertion failed: active.any() == false)"
+        "2 of 9 kernels failed in the simulator: #2 (assertion failed: active.any() == false), "
+        "#7 (assertion failed: active.any() == false)"
     )
     kernels = get(base, f"/api/sims/{sim['id']}/results", token)["kernels"]
     assert [k["kernel_index"] for k in kernels] == list(range(9))
@@ -140,8 +140,8 @@ def test_each_simulators_kernels_equal_a_direct_run_of_its_kernel_list(served, t
         .decode()
     )
     assert [line for line in log.splitlines() if line.startswith("[cascade] restart")] == [
-        "[cascade] restart 1: kernels 4-9 of the trace, after 1 warm-up kernel (2)",
-        "[cascade] restart 2: kernel 9 of the trace, after 1 warm-up kernel (7)",
+        "[cascade] restart 1: kernels #3-8 of the trace, after 1 warm-up kernel (#1)",
+        "[cascade] restart 2: kernel #8 of the trace, after 1 warm-up kernel (#6)",
     ]
     trace_dir = served["data"] / "traces" / TRACE
     accelsim_dir = layout.accelsim_dir(

@@ -68,7 +68,7 @@ async def test_identical_kernels_are_simulated_once_and_every_kernel_gets_a_row(
             (5, 1006, None),
         ]
         log = (await http.get(f"/api/sims/{sim['id']}/log")).text
-        assert "[cascade] simulator 1: kernels 1-2, 6 of the trace, after 1 warm-up kernel (5)" in log
+        assert "[cascade] simulator 1: kernels #0-1, #5 of the trace, after 1 warm-up kernel (#4)" in log
         comparison = (await http.get(f"/api/runs/{run['id']}/comparison")).json()
         assert [r["sim_ns"]["SM7_OK"] is not None for r in comparison["rows"]] == [True] * 6
 
@@ -135,6 +135,6 @@ async def test_a_failed_representative_fails_the_kernels_it_stands_for(make_serv
         }
         assert kernels[0]["failed"].startswith("shader.cc:3812")
         assert kernels[2]["failed"].startswith(
-            "estimated from kernel 1, which failed in the simulator: shader.cc"
+            "estimated from kernel #0, which failed in the simulator: shader.cc"
         )
         assert kernels[2]["estimated_from"] == 0 and kernels[1]["gpu_sim_cycle"] == 1002

@@ -101,6 +101,10 @@ def test_each_kernel_at_its_position_the_failed_one_with_its_reason():
         1,
     )
     assert not parser.in_block
+    # the sim's totals are its own kernels', every simulator's, the restart's warm-up left out
+    own = [k for k in kernels if k.failed is None]
+    assert parser.latest["gpu_tot_sim_cycle"] == sum(k.gpu_sim_cycle or 0 for k in own)
+    assert parser.latest["gpu_tot_sim_insn"] == sum(k.gpu_sim_insn or 0 for k in own)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

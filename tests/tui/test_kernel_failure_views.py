@@ -23,7 +23,7 @@ from cascade_tui.views.result_views import (
 from .factories import kstat, run, sim
 
 REASON = "shader.cc:3812: void barrier_set_t::deallocate_barrier(unsigned int): Assertion `x' failed."
-ERROR = f"1 of 3 kernels failed in the simulator: #2 ({REASON[:20]})"
+ERROR = f"1 of 3 kernels failed in the simulator: #1 ({REASON[:20]})"
 
 
 def scene():

@@ -106,7 +106,7 @@ def test_a_failed_kernel_is_skipped_and_the_rest_runs_after_warm_up_kernels_that
     assert [f.position for f in plan.failed] == [2, 3, 8]
     assert (
         plan.error()
-        == "3 of 9 kernels failed in the simulator: #3 (assertion), #4 (assertion), #9 (deadlock)"
+        == "3 of 9 kernels failed in the simulator: #2 (assertion), #3 (assertion), #8 (deadlock)"
     )
 
 
@@ -167,7 +167,7 @@ def test_no_kernel_is_ever_tried_twice():
 def test_the_notes_read_back_as_written():
     failure = log_notes.KernelFailure(6, ASSERTION + "\n  and more", "_ZN2at6native13reduce_kernelILi512E")
     line = log_notes.failure_line(failure)
-    assert line.startswith("[cascade] kernel 7 failed in the simulator: accel-sim.out: shader.cc:3812")
+    assert line.startswith("[cascade] kernel #6 failed in the simulator: accel-sim.out: shader.cc:3812")
     back = log_notes.parse_failure(line)
     assert back == log_notes.KernelFailure(6, ASSERTION + " and more", failure.kernel_name)
     odd = log_notes.KernelFailure(0, "a; kernel name: b", "operator()(int): x; kernel name: y")
@@ -176,25 +176,28 @@ def test_the_notes_read_back_as_written():
     )
     restart = log_notes.Restart(2, tuple(range(7, 131)), (5,))
     line = log_notes.restart_line(restart)
-    assert line == "[cascade] restart 2: kernels 8-131 of the trace, after 1 warm-up kernel (6)"
+    assert line == "[cascade] restart 2: kernels #7-130 of the trace, after 1 warm-up kernel (#5)"
     assert log_notes.parse_restart(line) == restart
-    assert log_notes.parse_restart("[cascade] restart 1: kernel 9 of the trace, after 0 warm-up kernels") == (
-        log_notes.Restart(1, (8,))
-    )
+    assert log_notes.parse_restart(
+        "[cascade] restart 1: kernel #8 of the trace, after 0 warm-up kernels"
+    ) == (log_notes.Restart(1, (8,)))
     sampled = log_notes.Restart(0, (0, 4, 8, 9), (3, 7))
     line = log_notes.restart_line(sampled)
-    assert line == "[cascade] simulator 1: kernels 1, 5, 9-10 of the trace, after 2 warm-up kernels (4, 8)"
+    assert (
+        line == "[cascade] simulator 1: kernels #0, #4, #8-9 of the trace, after 2 warm-up kernels (#3, #7)"
+    )
     assert log_notes.parse_restart(line) == sampled and sampled.positions == [0, 3, 4, 7, 8, 9]
     # what the worker never writes is no note
     assert (
-        log_notes.parse_restart("[cascade] restart 1: kernels 9-3 of the trace, after 0 warm-up kernels")
+        log_notes.parse_restart("[cascade] restart 1: kernels #9-3 of the trace, after 0 warm-up kernels")
         is None
     )
     assert (
-        log_notes.parse_restart("[cascade] restart 1: kernels 1 of the trace, after 2 warm-up kernels (1)")
+        log_notes.parse_restart("[cascade] restart 1: kernels #1 of the trace, after 2 warm-up kernels (#1)")
         is None
     )
     assert log_notes.parse_failure("[cascade] shard 1 of 2: kernels 1-5 of the trace") is None
+    assert log_notes.parse_failure("[cascade] kernel 7 failed in the simulator: x") is None  # no #
     assert log_notes.parse_restart("kernel 7 failed in the simulator: x") is None
 
 
@@ -223,7 +226,9 @@ def test_a_sampled_sims_log_says_where_its_kernels_go_from_the_start(tmp_path):
         ["sim", "-trace", "x"], TraceList(traces / "kernelslist.g"), plan, tmp_path / "lists"
     )
     [note] = simulation.first_notes()
-    assert note == "[cascade] simulator 1: kernels 1, 5, 9-10 of the trace, after 2 warm-up kernels (4, 8)"
+    assert (
+        note == "[cascade] simulator 1: kernels #0, #4, #8-9 of the trace, after 2 warm-up kernels (#3, #7)"
+    )
     written = (tmp_path / "lists" / "kernelslist.g").read_text().split()
     assert written == [
         "kernel-1.traceg",

@@ -286,10 +286,10 @@ class LogParser:
     def _apply(self, note: log_notes.KernelFailure | log_notes.Restart) -> list[ParsedKernel]:
         """A simulator ended: a block it was printing is whole if its last line came (that line
         may be cut), else cut off. Then a failed kernel, or the next simulator's kernels."""
-        done = self._restarts.place([self._finish_block()] if self._block_ended else [])
+        done = self._place([self._finish_block()] if self._block_ended else [])
         self._block, self._block_bytes, self._block_ended = None, None, False
         if isinstance(note, log_notes.Restart):
-            self._restarts.begin(note, self._kernels_done)
+            self._restarts.begin(note, self._kernels_done, self._latest)
             self._current_kernel = None
             return done
         return [*done, self._restarts.failed_kernel(note)]
@@ -338,7 +338,18 @@ class LogParser:
                 self._block_ended = True
                 break
             done.append(self._finish_block())
-        return self._restarts.place(done)
+        return self._place(done)
+
+    def _place(self, done: list[ParsedKernel]) -> list[ParsedKernel]:
+        """Kernels of a simulator a note describes, at their trace positions (restarts.py), and
+        the sim's totals over its own kernels: the simulator's own gpu_tot_* count from its
+        start, warm-up kernels included."""
+        if self._restarts.positions is None:
+            return done
+        placed = self._restarts.place(done)
+        if done:
+            self._latest.update(self._restarts.totals())
+        return placed
 
     def _scan_launch(self, text: str) -> None:
         i = text.rfind(_LAUNCH)

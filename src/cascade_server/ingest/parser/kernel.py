@@ -82,6 +82,6 @@ def estimated(kernel: ParsedKernel, position: int, scale: float) -> ParsedKernel
         placed=True,
         failed=None
         if kernel.failed is None
-        else f"estimated from kernel {kernel.kernel_index + 1}, which failed in the simulator: {kernel.failed}",
+        else f"estimated from kernel #{kernel.kernel_index}, which failed in the simulator: {kernel.failed}",
         estimated_from=kernel.kernel_index,
     )

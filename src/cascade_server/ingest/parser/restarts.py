@@ -27,11 +27,25 @@ class Restarts:
     dropped: int = 0  # blocks of a restart's warm-up kernels: not the sim's, not returned
     placed: int = 0  # blocks of a restart's own kernels (placed here)
     failed: int = 0  # kernels the simulator failed on (a failure note each)
+    # The sim's totals (gpu_tot_sim_cycle, gpu_tot_sim_insn) when the current simulator began, and
+    # its own kernels' since: a new simulator counts from 0, and counts its warm-up kernels.
+    base_cycle: float = 0.0
+    base_insn: float = 0.0
+    cycles: float = 0.0
+    insns: float = 0.0
 
-    def begin(self, note: log_notes.Restart, blocks_done: int) -> None:
+    def begin(self, note: log_notes.Restart, blocks_done: int, latest: dict[str, float | None]) -> None:
         self.positions = tuple(note.positions)
         self.warmup = frozenset(note.warmup)
         self.restart_at = blocks_done
+        self.base_cycle = latest.get("gpu_tot_sim_cycle") or 0.0
+        self.base_insn = latest.get("gpu_tot_sim_insn") or 0.0
+        self.cycles = self.insns = 0.0
+
+    def totals(self) -> dict[str, float | None]:
+        """The sim's totals over its own kernels, every simulator's (warm-up kernels left out)."""
+        cycle, insn = self.base_cycle + self.cycles, self.base_insn + self.insns
+        return {"gpu_tot_sim_cycle": cycle, "gpu_tot_sim_insn": insn, "gpu_tot_ipc": insn / cycle if cycle else None}
 
     def failed_kernel(self, note: log_notes.KernelFailure) -> ParsedKernel:
         self.failed += 1
@@ -70,6 +84,8 @@ class Restarts:
             kernel.kernel_index, kernel.placed = self.positions[index], True
             kernel.kernel_launch_uid = kernel.kernel_index + 1
             self.placed += 1
+            self.cycles += kernel.gpu_sim_cycle or 0
+            self.insns += kernel.gpu_sim_insn or 0
             kept.append(kernel)
         return kept
 
@@ -81,6 +97,7 @@ class Restarts:
             "dropped": self.dropped,
             "placed": self.placed,
             "failed": self.failed,
+            "totals": [self.base_cycle, self.base_insn, self.cycles, self.insns],
         }
 
     @classmethod
@@ -93,8 +110,12 @@ class Restarts:
             raise ValueError("positions and warmup must be kernel ranges")
         if not all(isinstance(x, int) and x >= 0 for x in counts):
             raise ValueError("restart_at, dropped, placed and failed must be non-negative integers")
+        totals = state.get("totals", [0.0] * 4)
+        if not (isinstance(totals, list) and len(totals) == 4 and all(isinstance(x, (int, float)) for x in totals)):
+            raise ValueError("totals must be four numbers")
         return cls(
             None if positions is None else log_notes.parse_ranges(positions),
             frozenset(log_notes.parse_ranges(warmup)) if warmup else frozenset(),
             *counts,
+            *(float(x) for x in totals),
         )
