@@ -83,3 +83,18 @@ def test_up_refuses_a_data_dir_that_is_a_file_before_starting_a_server(tmp_path:
     done = cascade("up", "--data-dir", str(a_file))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"cascade up: argument --data-dir: {a_file} is not a directory (--help for usage)\n"
+
+
+def test_a_closed_pipe_ends_any_command_quietly(tmp_path):
+    """`cascade simulator status | head -1`: no traceback, exit 0, whichever command printed."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CASCADE_DATA_DIR": str(tmp_path)}
+    for command in ("simulator status", "--help"):
+        shell = f"{sys.executable} -m cascade_tui.cli {command} | head -c 1"
+        out = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", shell], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr

@@ -89,6 +89,14 @@ def add_problem(body: GpuConfigAdd) -> str | None:
         total += size
     if total > MAX_TOTAL_BYTES:
         return f"the config's files have {total:,} bytes; at most {MAX_TOTAL_BYTES:,} in all"
+    if TRACE_CONFIG not in body.files:
+        # Without it the trace-driven simulator lacks its opcode latencies and units, and fails
+        # every kernel (an assertion on spec_id): refused here, not discovered after a run.
+        return (
+            f"a config needs a {TRACE_CONFIG} beside its {GPGPUSIM_CONFIG} (the trace-driven simulator's "
+            "opcode latencies and units): Accel-Sim keeps them in gpu-simulator/configs/tested-cfgs/<NAME>/, "
+            "apart from gpgpu-sim's configs: copy the one of the config you started from into the folder"
+        )
     return options_problem(body.files)
 
 
@@ -105,9 +113,11 @@ def options_problem(files: Mapping[str, str]) -> str | None:
                     "folder only (no '/' or '\\')"
                 )
             options[option] = value
-    if core_clock(options) is None:
+    clocks = options.get("gpgpu_clock_domains", "").split(":")
+    if core_clock(options) is None or len(clocks) != 4:
         return (
-            f"{GPGPUSIM_CONFIG} sets no core clock: it needs -gpgpu_clock_domains <core>:<icnt>:<l2>:<dram>"
+            f"{GPGPUSIM_CONFIG} sets no core clock: -gpgpu_clock_domains must give four clocks in MHz, "
+            f"<core>:<icnt>:<l2>:<dram> (it gives {quoted(options.get('gpgpu_clock_domains', ''))})"
         )
     for option, (switch, on) in NAMED_FILES.items():
         named = options.get(option)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import os
 import sys
 
 from cascade_core.cli_usage import EXIT_USAGE, not_utf8_problem
@@ -62,7 +63,17 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        # `cascade ... | head`: the reader has what it wanted. Every command ends quietly then,
+        # without the interpreter's traceback (stdout goes to /dev/null so its final flush cannot
+        # fail again).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def run(args: list[str]) -> int:
     if not args:  # a usage error like any other: on stderr, so `cascade | ...` pipes nothing
         print(usage(), file=sys.stderr)
         return EXIT_USAGE

@@ -39,6 +39,8 @@ async def configs_server(make_server, fake_simulator):
 
 def body(name: str = "LAB_A100", arch: str | None = None, **files: str) -> dict:
     given = files or {"gpgpusim.config": A100, "trace.config": TRACE_CONFIG, "accelwattch_sass_sim.xml": XML}
+    if "gpgpusim__config" in given and "trace__config" not in given:  # a config needs both
+        given = {**given, "trace__config": TRACE_CONFIG}
     return {"name": name, "arch": arch, "files": {k.replace("__", "."): v for k, v in given.items()}}
 
 

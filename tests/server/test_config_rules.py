@@ -111,16 +111,31 @@ def test_an_added_config_takes_its_config_files_and_leaves_the_rest():
     assert left == [".hidden.icnt", "README.md", "run.sh"]
 
 
+TRACE = "-trace_opcode_latency_initiation_int 4,2\n"
+
+
 def test_an_added_config_that_names_its_interconnect_file_must_bring_it():
     text = "-gpgpu_clock_domains 1:1:1:1\n-network_mode 1\n-inter_config_file config_x.icnt\n"
-    lacking = GpuConfigAdd(name="SM80_X", files={"gpgpusim.config": text})
+    lacking = GpuConfigAdd(name="SM80_X", files={"gpgpusim.config": text, "trace.config": TRACE})
     assert add_problem(lacking) == (
         "gpgpusim.config names 'config_x.icnt' (-inter_config_file), which is not among the config's files"
     )
-    brought = GpuConfigAdd(name="SM80_X", files={"gpgpusim.config": text, "config_x.icnt": "x\n"})
+    brought = GpuConfigAdd(
+        name="SM80_X", files={"gpgpusim.config": text, "config_x.icnt": "x\n", "trace.config": TRACE}
+    )
     assert add_problem(brought) is None
     # the local crossbar (network mode 2) reads no file: the name in a comment-like leftover is fine
-    local = GpuConfigAdd(name="SM80_X", files={"gpgpusim.config": text.replace("mode 1", "mode 2")})
+    local = GpuConfigAdd(
+        name="SM80_X", files={"gpgpusim.config": text.replace("mode 1", "mode 2"), "trace.config": TRACE}
+    )
+    # without trace.config the trace-driven simulator fails every kernel: refused, saying where it is
+    alone = GpuConfigAdd(name="SM80_X", files={"gpgpusim.config": text.replace("mode 1", "mode 2")})
+    assert "a config needs a trace.config beside its gpgpusim.config" in (add_problem(alone) or "")
+    # three clocks (no DRAM clock) deadlock every kernel: refused
+    three = local.model_copy(
+        update={"files": {**local.files, "gpgpusim.config": "-gpgpu_clock_domains 1:1:1\n"}}
+    )
+    assert "must give four clocks" in (add_problem(three) or "")
     assert add_problem(local) is None
     assert describe(brought) == GpuConfig(name="SM80_X", arch="sm_80", core_clock_mhz=1.0, added=True)
 

@@ -106,7 +106,7 @@ def test_the_kernels_view_shows_the_reason_and_the_partial_coverage():
         {},
         False,
         100,
-        failures={k.kernel_index: k.failed for k in kernels if k.failed},
+        failures=compare.failure_reasons(kernels, sims),
     )
     text = chart.plain(lines)
     assert "A: 2 of 3 kernels, 1 failed in the simulator; its total leaves them out." in text
@@ -117,7 +117,7 @@ def test_the_kernels_view_shows_the_reason_and_the_partial_coverage():
     ]
     text = chart.plain(
         chart.chart_lines(
-            ["A", "B"], only_failed, totals, compare.rank(totals), {}, False, 100, failures={1: REASON}
+            ["A", "B"], only_failed, totals, compare.rank(totals), {}, False, 100, failures={1: {"A": REASON}}
         )
     )
     assert f"failed in the simulator on A: {REASON[:40]}" in text
@@ -130,3 +130,23 @@ def test_perfetto_marks_the_failed_kernel_and_stays_valid_json():
     assert len(marks) == 1 and marks[0]["ph"] == "i" and marks[0]["args"]["reason"] == REASON
     assert marks[0]["ts"] == 0.1  # where the kernel would have started: after kernel 1's 100 ns
     json.loads(json.dumps(trace, allow_nan=False))
+
+
+def test_each_config_gets_its_own_reason_when_they_differ():
+    """A config with its own changes can fail a kernel for another reason than the stock one."""
+    the_run, kernels = scene()
+    kernels = [
+        k.model_copy(update={"failed": "x", "sim_time_ns": None})
+        if k.sim_id == "sim-b" and k.kernel_index == 1
+        else k
+        for k in kernels
+    ]
+    sims = {s.id: s for s in the_run.sims}
+    reasons = compare.failure_reasons(kernels, sims)
+    assert reasons == {1: {"A": REASON, "B": "x"}}
+    rows = compare.kernel_rows(["A", "B"], sims, kernels)
+    totals = compare.config_totals(["A", "B"], sims, kernels)
+    text = chart.plain(
+        chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {}, False, 200, failures=reasons)
+    )
+    assert "failed in the simulator on A: " + REASON in text and "failed in the simulator on B: x" in text

@@ -122,7 +122,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
                 finished=model.is_finished(),
                 order=self.order,
                 sweep=view,
-                failures={k.kernel_index: k.failed for k in kernels if k.failed is not None},
+                failures=compare.failure_reasons(kernels, model.sims),
             )
         )
         series = sweep.sweep_series(view.variants, totals) if view and not stand_in else None

@@ -118,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         "identical kernels) or stratified (by name and instruction count); says what it saves first "
         "(default none)",
     )
+    start.add_argument(
+        "--on-kernel-failure",
+        choices=("continue", "stop"),
+        default="continue",
+        help="when real Accel-Sim stops on a kernel: continue (record it as failed and simulate the "
+        "kernels after it) or stop (end the sim there, failed) (default continue)",
+    )
     show = command("show", "the run and its sims as a plain-text table")
     show.add_argument("--json", action="store_true", help="print the API's JSON instead")
     command("wait", "follow a run to its end (progress on stderr); exit 1 unless it succeeded")
@@ -163,6 +170,8 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
             e.model_copy(update={"shards": args.shards, "warmup_kernels": args.warmup_kernels})
             for e in entries
         ]
+    if args.on_kernel_failure != "continue":
+        entries = [e.model_copy(update={"on_kernel_failure": args.on_kernel_failure}) for e in entries]
     if args.sampling != "none":
         entries = [e.model_copy(update={"sampling": args.sampling}) for e in entries]
         trace = await client.trace(segment(args.trace))

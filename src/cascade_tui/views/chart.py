@@ -107,14 +107,14 @@ def chart_lines(
     finished: bool = True,
     order: str = "trace",
     sweep: SweepView | None = None,
-    failures: Mapping[int, str] | None = None,
+    failures: Mapping[int, Mapping[str, str]] | None = None,
 ) -> list[Line]:
     """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
     multiples are shown: they would compare placeholders; the screen's banner gives the reason,
     so it is not repeated here); `finished`: the run is over (else the totals are said to be so
     far); `sweep`: the run has variants (then each is named by what differs, and is a multiple of
-    its unmodified config when the run has it); `failures`: kernel position -> the simulator's
-    reason, for kernels it failed on (their rows say so instead of a bar)."""
+    its unmodified config when the run has it); `failures`: kernel position -> config -> the
+    simulator's reason, for kernels it failed on (their rows say so instead of a bar)."""
     names = sweep.names if sweep else {}
     failures = failures or {}
 
@@ -213,12 +213,14 @@ def chart_lines(
         if has_real_timing:
             lines.append(_bar_line("real", label_w, row.real_ns, group_scale, bar_w, "real"))
         if row.failed and value_count(row) == 0:
-            reason = failures.get(row.kernel_index, "")
-            text = f"  failed in the simulator on {', '.join(shown(c) for c in row.failed)}" + (
-                f": {reason}" if reason else ""
-            )
-            for part in textwrap.wrap(text, max(20, width - 1), subsequent_indent="    "):
-                lines.append([(part, "warn")])
+            reasons = failures.get(row.kernel_index, {})
+            by_reason: dict[str, list[str]] = {}  # configs that failed it for the same reason, together
+            for cfg in row.failed:
+                by_reason.setdefault(reasons.get(cfg, ""), []).append(shown(cfg))
+            for reason, cfgs in by_reason.items():
+                text = f"  failed in the simulator on {', '.join(cfgs)}" + (f": {reason}" if reason else "")
+                for part in textwrap.wrap(text, max(20, width - 1), subsequent_indent="    "):
+                    lines.append([(part, "warn")])
             continue
         for cfg in configs:
             value = row.sim_ns.get(cfg)

@@ -290,3 +290,15 @@ def order_kernel_rows(rows: Sequence[ComparisonRow], order: str) -> list[Compari
     if order == "spread":
         return sorted(rows, key=lambda r: -(kernel_spread(r) or 0.0))
     return list(rows)
+
+
+def failure_reasons(
+    kernels: Iterable[KernelStat], sims: Mapping[str, SimSummary]
+) -> dict[int, dict[str, str]]:
+    """Kernel position -> config -> the simulator's reason, for the kernels it failed on."""
+    out: dict[int, dict[str, str]] = {}
+    for k in kernels:
+        sim = sims.get(k.sim_id)
+        if k.failed is not None and sim is not None:
+            out.setdefault(k.kernel_index, {}).setdefault(sim.label, k.failed)
+    return out

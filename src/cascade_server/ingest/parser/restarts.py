@@ -45,7 +45,11 @@ class Restarts:
     def totals(self) -> dict[str, float | None]:
         """The sim's totals over its own kernels, every simulator's (warm-up kernels left out)."""
         cycle, insn = self.base_cycle + self.cycles, self.base_insn + self.insns
-        return {"gpu_tot_sim_cycle": cycle, "gpu_tot_sim_insn": insn, "gpu_tot_ipc": insn / cycle if cycle else None}
+        return {
+            "gpu_tot_sim_cycle": cycle,
+            "gpu_tot_sim_insn": insn,
+            "gpu_tot_ipc": insn / cycle if cycle else None,
+        }
 
     def failed_kernel(self, note: log_notes.KernelFailure) -> ParsedKernel:
         self.failed += 1
@@ -111,7 +115,9 @@ class Restarts:
         if not all(isinstance(x, int) and x >= 0 for x in counts):
             raise ValueError("restart_at, dropped, placed and failed must be non-negative integers")
         totals = state.get("totals", [0.0] * 4)
-        if not (isinstance(totals, list) and len(totals) == 4 and all(isinstance(x, (int, float)) for x in totals)):
+        if not (
+            isinstance(totals, list) and len(totals) == 4 and all(isinstance(x, (int, float)) for x in totals)
+        ):
             raise ValueError("totals must be four numbers")
         return cls(
             None if positions is None else log_notes.parse_ranges(positions),
