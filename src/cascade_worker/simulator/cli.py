@@ -91,6 +91,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def previous_sources(data_dir: Path) -> tuple[Path, Path, Path] | None:
+    """(framework, gpgpu-sim, install root) of the build the data directory's server uses, when
+    it was built from local sources that are still there; None otherwise."""
+    link = layout.current_link(data_dir)
+    try:
+        build = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    manifest = layout.read_manifest(build)
+    if manifest is None:
+        return None
+    framework, gpgpu_sim = Path(manifest.framework_source), Path(manifest.gpgpu_sim_source)
+    if not (framework.is_absolute() and framework.exists() and gpgpu_sim.is_absolute() and gpgpu_sim.exists()):
+        return None  # the pinned commits (a URL), or local copies moved away
+    return framework, gpgpu_sim, build.parent.parent
+
+
 def run_install(args: argparse.Namespace) -> int:
     from .install import InstallError, Request, install
     from .report import Reporter
@@ -99,11 +116,21 @@ def run_install(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         print(f"{PROG} install: --jobs must be 1 or more (got {args.jobs})", file=sys.stderr)
         return EXIT_USAGE
+    data_dir = (args.data_dir or default_data_dir()).absolute()
+    framework = args.framework or _env_path("CASCADE_SIMULATOR_FRAMEWORK")
+    gpgpu_sim = args.gpgpu_sim or _env_path("CASCADE_SIMULATOR_GPGPU_SIM")
+    prefix = args.prefix or _env_path("CASCADE_SIMULATOR_PREFIX")
+    if framework is None and gpgpu_sim is None and (previous := previous_sources(data_dir)):
+        # Installing again (the UI's `i` passes no flags): the sources and place of the build the
+        # server uses, not a download a machine without GitHub access cannot make.
+        framework, gpgpu_sim, root = previous
+        prefix = prefix or (root if root != layout.simulator_root(data_dir) else None)
+        print(f"{PROG} install: from the sources of the current build ({framework}, {gpgpu_sim})")
     request = Request(
-        data_dir=(args.data_dir or default_data_dir()).absolute(),
-        prefix=args.prefix or _env_path("CASCADE_SIMULATOR_PREFIX"),
-        framework=args.framework or _env_path("CASCADE_SIMULATOR_FRAMEWORK"),
-        gpgpu_sim=args.gpgpu_sim or _env_path("CASCADE_SIMULATOR_GPGPU_SIM"),
+        data_dir=data_dir,
+        prefix=prefix,
+        framework=framework,
+        gpgpu_sim=gpgpu_sim,
         cuda_wheels=args.cuda_wheels,
         install_deps=args.install_deps,
         jobs=args.jobs,
