@@ -100,8 +100,27 @@ def add_problem(body: GpuConfigAdd) -> str | None:
     return options_problem(body.files)
 
 
+def interconnect_problem(name: str, text: str) -> str | None:
+    """An interconnect file's value that names a file outside the config's folder: BookSim opens
+    some of its options as files to write (`watch_out`, `stats_out`, ...), as the simulator that
+    checks the config builds its network, so a path there would let a config write anywhere."""
+    for line in text.splitlines():
+        setting = line.split("//", 1)[0]  # BookSim's comments
+        for statement in setting.split(";"):
+            key, equals, value = statement.partition("=")
+            if equals and any(sep in value for sep in PATH_SEPARATORS):
+                return (
+                    f"{name}: {key.strip()} = {quoted(value.strip()[:60])}: a config names files in its own "
+                    "folder only (no '/' or '\\')"
+                )
+    return None
+
+
 def options_problem(files: Mapping[str, str]) -> str | None:
     """A value that reaches outside the config's folder, or a file it names but does not bring."""
+    for name, text in files.items():
+        if name.endswith(".icnt") and (problem := interconnect_problem(name, text)):
+            return problem
     options: dict[str, str] = {}
     for name in (GPGPUSIM_CONFIG, TRACE_CONFIG):
         if name not in files:

@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .childproc import die_with_parent
 from .simulator_layout import BINARY, lib_dir_of, with_library_dir
 from .variants import OptionInfo, parse_option_echo
 
@@ -33,7 +34,10 @@ TRACE_CONFIG = "trace.config"
 COPIED_PATTERNS = ("*.icnt", "*.xml", "*.csv")
 PROBE_TIMEOUT_S = 30.0
 # Printed once the model is built (the options were all taken), then the trace is opened.
-_MODEL_BUILT = ("performance model initialization complete", "Unable to open file")
+# How the simulator says it built its model from the config: the line it prints then, or its
+# complaint that the probe's trace (which does not exist) cannot be opened, after the model.
+_MODEL_BUILT = "GPGPU-Sim uArch: performance model initialization complete."
+_NO_TRACE = "Unable to open file: "
 MAX_COMPLAINT_LINES = 3
 
 
@@ -82,10 +86,13 @@ class ProbeResult:
     options: dict[str, OptionInfo] = field(default_factory=dict)
 
 
-def verdict(returncode: int | None, output: str) -> tuple[bool, str]:
-    """Pure: did the simulator take the config (it built its model), and if not, its complaint:
-    its ERROR lines, else its last lines."""
-    if any(mark in output for mark in _MODEL_BUILT):
+def verdict(returncode: int | None, output: str, trace: str | None = None) -> tuple[bool, str]:
+    """Pure: did the simulator take the config (it built its model: its own line says so, whole,
+    or it went on to open the probe's `trace`), and if not, its complaint: its ERROR lines, else
+    its last lines. A config's values are echoed in the output too, so a marker must be a whole
+    line of the simulator's, never text a value could hold."""
+    lines_seen = output.splitlines()
+    if _MODEL_BUILT in lines_seen or (trace is not None and f"{_NO_TRACE}{trace}" in lines_seen):
         return True, ""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [
@@ -109,14 +116,23 @@ def probe(accelsim: Path, config: ConfigFiles, timeout: float = PROBE_TIMEOUT_S)
             return ProbeResult(
                 ran=True, accepted=False, complaint=f"cannot read {config.name}: {exc.strerror or exc}"
             )
-        argv += ["-trace", str(work / "no-such-trace" / "kernelslist.g")]
+        trace = str(work / "no-such-trace" / "kernelslist.g")
+        argv += ["-trace", trace]
         env = with_library_dir(dict(os.environ), lib_dir_of(accelsim))
         try:
             done = subprocess.run(
-                argv, cwd=work, env=env, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL
+                argv,
+                cwd=work,
+                env=env,
+                capture_output=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent(),  # a server killed mid-check takes its check with it
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return ProbeResult(ran=False, accepted=False, complaint=f"cannot run the simulator: {exc}")
     stdout = done.stdout.decode(errors="replace")
-    accepted, complaint = verdict(done.returncode, stdout + "\n" + done.stderr.decode(errors="replace"))
+    accepted, complaint = verdict(
+        done.returncode, stdout + "\n" + done.stderr.decode(errors="replace"), trace
+    )
     return ProbeResult(ran=True, accepted=accepted, complaint=complaint, options=parse_option_echo(stdout))

@@ -29,6 +29,7 @@ PREFIX = "[cascade] "
 _NAME_SEPARATOR = "; kernel name: "
 # A reason is one line of at most this many characters (the simulator's own words, shortened).
 MAX_REASON_CHARS = 400
+MAX_NAME_CHARS = 4_000
 
 _FAILED = re.compile(r"^\[cascade\] kernel #(\d+) failed in the simulator: ")
 _RESTART = re.compile(
@@ -77,19 +78,31 @@ def ranges_text(positions: tuple[int, ...] | list[int]) -> str:
     return ", ".join(parts)
 
 
-def parse_ranges(text: str) -> tuple[int, ...]:
-    """ranges_text read back; ValueError for what it never writes."""
-    out: list[int] = []
+# Positions a note may name when the reader gives no bound of its own: more kernels than any trace.
+MAX_POSITIONS = 10_000_000
+
+
+def parse_ranges(text: str, limit: int = MAX_POSITIONS) -> tuple[int, ...]:
+    """ranges_text read back, every position below `limit` (a sim's kernels) and no more of them
+    than that: checked before anything is built, so a forged note costs nothing. ValueError for
+    what the worker never writes."""
+    bounds: list[tuple[int, int]] = []
+    count = 0
     for part in text.split(","):
         part = part.strip()
-        if not part.startswith("#"):
-            raise ValueError(f"not a range of kernels: {part!r}")
         first, _, last = part[1:].partition("-")
+        if not part.startswith("#") or not first.isdigit() or not (last or first).isdigit():
+            raise ValueError(f"not a range of kernels: {part[:40]!r}")
+        if len(first) > 12 or len(last) > 12:
+            raise ValueError(f"kernel {part[:40]!r} is past the sim's {limit:,} kernels")
         low, high = int(first), int(last or first)
-        if low < 0 or high < low:
+        if high < low:
             raise ValueError(f"not a range of kernels: {part!r}")
-        out.extend(range(low, high + 1))
-    return tuple(out)
+        count += high - low + 1
+        if high >= limit or count > limit:
+            raise ValueError(f"kernel {part[:40]!r} is past the sim's {limit:,} kernels")
+        bounds.append((low, high))
+    return tuple(p for low, high in bounds for p in range(low, high + 1))
 
 
 def one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -103,7 +116,7 @@ def failure_line(failure: KernelFailure) -> str:
     reason = one_line(failure.reason).replace(_NAME_SEPARATOR.rstrip(), ", kernel name:")
     line = f"{PREFIX}kernel #{failure.kernel_index} failed in the simulator: {reason}"
     if failure.kernel_name:
-        line += _NAME_SEPARATOR + one_line(failure.kernel_name, 4_000)
+        line += _NAME_SEPARATOR + one_line(failure.kernel_name, MAX_NAME_CHARS)
     return line
 
 
@@ -118,26 +131,33 @@ def restart_line(restart: Restart) -> str:
     )
 
 
-def parse_failure(line: str) -> KernelFailure | None:
+def parse_failure(line: str, limit: int = MAX_POSITIONS) -> KernelFailure | None:
+    """A failure note read back; None for a line that is none, or that names a kernel at or past
+    `limit` (the sim's kernels): the worker never writes one. Its reason and name are cut to the
+    lengths the worker writes."""
     match = _FAILED.match(line)
-    if match is None:
+    if match is None or len(match.group(1)) > 12 or int(match.group(1)) >= limit:
         return None
     rest = line[match.end() :]
     reason, _, name = rest.partition(_NAME_SEPARATOR)
-    return KernelFailure(kernel_index=int(match.group(1)), reason=reason, kernel_name=name)
+    return KernelFailure(
+        kernel_index=int(match.group(1)), reason=reason[:MAX_REASON_CHARS], kernel_name=name[:MAX_NAME_CHARS]
+    )
 
 
-def parse_restart(line: str) -> Restart | None:
+def parse_restart(line: str, limit: int = MAX_POSITIONS) -> Restart | None:
+    """A restart note read back; None for a line that is none, or one the worker never writes
+    (kernels at or past `limit`, the sim's kernels; a warm-up count that does not match)."""
     match = _RESTART.match(line)
     if match is None:
         return None
     what, number, owned, count, warmup = match.groups()
     try:
         restart = Restart(
-            number=0 if what == "simulator" else int(number),
-            owned=parse_ranges(owned),
-            warmup=parse_ranges(warmup) if warmup else (),
+            number=0 if what == "simulator" else int(number[:12]),
+            owned=parse_ranges(owned, limit),
+            warmup=parse_ranges(warmup, limit) if warmup else (),
         )
     except ValueError:
         return None
-    return restart if len(restart.warmup) == int(count) else None
+    return restart if str(len(restart.warmup)) == count else None

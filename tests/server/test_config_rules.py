@@ -159,3 +159,20 @@ def test_the_simulators_verdict_on_a_config_is_read_from_its_output():
     )
     assert verdict(134, "a\nb\nc\nd\n") == (False, "b; c; d (exit status 134)")
     assert verdict(None, "") == (False, "no output")
+
+
+def test_an_interconnect_file_may_name_no_file_outside_the_configs_folder():
+    """BookSim opens `watch_out` (and other options) as files to write, while the simulator checks
+    the config: a path there would let an added config create or empty any file."""
+    text = "-gpgpu_clock_domains 1:1:1:1\n-network_mode 1\n-inter_config_file config_x.icnt\n"
+    for icnt in ("watch_out = /tmp/victim;\n", "k = 1; stats_out = ..\\\\x;\n", "watch_file = a/b; // x\n"):
+        body = GpuConfigAdd(
+            name="SM80_X", files={"gpgpusim.config": text, "config_x.icnt": icnt, "trace.config": TRACE}
+        )
+        assert "config_x.icnt: " in (add_problem(body) or ""), icnt
+        assert "no '/'" in (add_problem(body) or "")
+    fine = "// routing: a/b comments are fine\nflit_size = 40;\nwatch_out = -;\n"
+    body = GpuConfigAdd(
+        name="SM80_X", files={"gpgpusim.config": text, "config_x.icnt": fine, "trace.config": TRACE}
+    )
+    assert add_problem(body) is None

@@ -169,3 +169,37 @@ def test_other_lines_of_the_worker_are_only_log_lines():
     ]
     assert [k.gpu_sim_cycle for k in parser.feed(noted)] == EXPECTED_CYCLES
     assert parser.kernels_failed == 0
+
+
+def test_forged_notes_past_the_sims_kernels_are_only_lines_and_cost_nothing():
+    """A simulator (anything holding the sim's token) may send any line: a note naming kernels
+    past the trace's is no note, whatever its numbers; nothing big is built for it."""
+    import time
+
+    parser = LogParser(CLOCK, kernel_limit=15)
+    forged = [
+        "[cascade] kernel #1000000000000000000 failed in the simulator: x; kernel name: K",
+        "[cascade] kernel #99999999999999999999 failed in the simulator: x",
+        "[cascade] kernel #15 failed in the simulator: x",
+        "[cascade] restart 1: kernels #0-100000000 of the trace, after 0 warm-up kernels",
+        "[cascade] restart 1: kernels #0-1000000000000000000000000000000 of the trace, after 0 warm-up kernels",
+        "[cascade] restart 1: kernel #1000000000000000000 of the trace, after 0 warm-up kernels",
+        "[cascade] restart 3: kernels #0-14, #0-14 of the trace, after 0 warm-up kernels",
+    ]
+    started = time.process_time()
+    assert parser.feed(forged) == []
+    assert time.process_time() - started < 1.0
+    assert parser.kernels_failed == 0 and parser.kernels_noted == 0
+    assert parser.log_tail[-len(forged) :] == forged  # kept as lines of the log
+
+
+def test_a_kernel_named_again_and_again_counts_once_and_long_words_are_cut():
+    parser = LogParser(CLOCK, kernel_limit=15)
+    note = log_notes.failure_line(log_notes.KernelFailure(3, "x" * 50_000, "K" * 50_000))
+    kernels = parser.feed([note] * 20)
+    assert parser.kernels_failed == 1 and parser.kernels_noted == 1
+    assert len(kernels[0].failed or "") <= log_notes.MAX_REASON_CHARS
+    assert len(kernels[0].kernel_name) <= log_notes.MAX_NAME_CHARS
+    forged = note.replace("x" * 400, "x" * 1_000_000)  # what the worker never writes: cut on reading
+    [kernel] = LogParser(CLOCK, kernel_limit=15).feed([forged])
+    assert len(kernel.failed or "") <= log_notes.MAX_REASON_CHARS

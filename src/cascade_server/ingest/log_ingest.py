@@ -108,6 +108,7 @@ class LogIngest:
             row["parser_state_seq"],
             pack=pack,
             estimates=_estimates(row["sampling"]) if row["sampling"] else None,
+            kernel_limit=row["trace_kernels"],
         )
 
     async def _save(

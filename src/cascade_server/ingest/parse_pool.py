@@ -29,7 +29,8 @@ import zlib
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 
-from ..childproc import die_with_parent
+from cascade_core.childproc import die_with_parent
+
 from ..domain_errors import Unavailable
 from .parsing import ParseJob, ParseResult, parse_in_this_process
 

@@ -20,6 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from cascade_core.log_notes import MAX_POSITIONS
 from cascade_core.models import KernelStat, SimMetrics
 
 from ..storage.codecs import unpack_state
@@ -58,6 +59,8 @@ class ParseJob:
     pack: bool = False
     # A sampled sim: representative -> the kernels that take its numbers, with their scale.
     estimates: dict[int, tuple[tuple[int, float], ...]] | None = None
+    # The trace's kernels: the positions the worker's notes may name (None: unknown, no bound).
+    kernel_limit: int | None = None
 
     @property
     def state_at(self) -> int:
@@ -107,8 +110,7 @@ def progress_of(parser: LogParser, placement: ShardPlacement = WHOLE_TRACE) -> d
         "kernels_done": placement.owned_done(
             parser.kernels_done - parser.kernels_dropped - parser.kernels_placed
         )
-        + parser.kernels_placed
-        + parser.kernels_failed,
+        + parser.kernels_noted,
         "kernels_failed": parser.kernels_failed,
         "current_kernel": parser.current_kernel,
         "latest": SimMetrics(**parser.latest),
@@ -140,7 +142,11 @@ class Parsers:
         if job.state_at != job.next_seq:
             return None
         try:
-            return LogParser(job.core_clock_mhz, state=unpack_state(job.saved_state))
+            return LogParser(
+                job.core_clock_mhz,
+                state=unpack_state(job.saved_state),
+                kernel_limit=job.kernel_limit or MAX_POSITIONS,
+            )
         except Exception as exc:  # whatever a damaged blob makes decompress or unpickle raise
             return f"{type(exc).__name__}: {exc}"
 

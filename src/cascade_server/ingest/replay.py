@@ -81,6 +81,7 @@ class ReplayingParser:
                 job.placement,
                 save_state=True,
                 estimates=job.estimates,
+                kernel_limit=job.kernel_limit,
             )
             [result] = await self.parse(tx, [batch])
             assert result.progress.parser_state is not None, "a batch saves its state"

@@ -66,7 +66,8 @@ class RunRepository:
             await tx.conn.executemany(
                 "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
                 " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels, sampling,"
-                f" {', '.join(INSERT_COLUMNS)}) VALUES (?,?,?,?,'pending',?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f" trace_kernels, {', '.join(INSERT_COLUMNS)})"
+                " VALUES (?,?,?,?,'pending',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         new_id("sim"),
@@ -82,6 +83,7 @@ class RunRepository:
                         None if e.on_kernel_failure == "continue" else e.on_kernel_failure,
                         None if e.warmup_kernels == 1 else e.warmup_kernels,
                         sample.to_json() if sample else None,
+                        kernels_total,
                         *insert_values(shard),
                     )
                     for e in entries
@@ -180,9 +182,9 @@ class RunRepository:
                 await tx.conn.execute(
                     "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
                     " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels, sampling,"
-                    f" {', '.join(INSERT_COLUMNS)}, retry_of)"
+                    f" trace_kernels, {', '.join(INSERT_COLUMNS)}, retry_of)"
                     " SELECT ?, run_id, gpu_config, replica, 'pending', ?, ?, kernels_total, core_clock_mhz,"
-                    " options, label, on_kernel_failure, warmup_kernels, sampling,"
+                    " options, label, on_kernel_failure, warmup_kernels, sampling, trace_kernels,"
                     f" {', '.join(INSERT_COLUMNS)}, id FROM sims WHERE id=?",
                     (new, now, now, old_id),
                 )

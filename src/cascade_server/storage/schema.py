@@ -148,9 +148,11 @@ MIGRATIONS: list[str] = [
     """,
     # 10: kernel sampling (issue 33). A sampled sim's sample (cascade_core/sampling.SimSample as
     # JSON: its representatives, whose numbers each other kernel takes, and its figures); a
-    # kernel row estimated from a representative names its trace position.
+    # kernel row estimated from a representative names its trace position. And the kernels of the
+    # sim's trace, which bound the positions its log may name (NULL for older sims: no bound).
     """
     ALTER TABLE sims ADD COLUMN sampling TEXT;
+    ALTER TABLE sims ADD COLUMN trace_kernels INTEGER;
     ALTER TABLE kernels ADD COLUMN estimated_from INTEGER;
     """,
 ]

@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cascade_core.childproc import die_with_parent
 from cascade_core.s3_endpoint import (
     S3Info,
     credentials_path,
@@ -32,8 +33,6 @@ from cascade_core.s3_endpoint import (
 )
 from cascade_core.trace_layout import TRACES_PREFIX
 from cascade_core.trace_upload import build_metadata, collect_files, read_metadata_fields, upload_trace
-
-from ..childproc import die_with_parent
 
 if TYPE_CHECKING:
     from ..settings import Settings

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..childproc import die_with_parent
+from cascade_core.childproc import die_with_parent
+
 from .postprocess import EXIT_NO_SPACE, remove_stale_temporaries
 
 if TYPE_CHECKING:

@@ -103,7 +103,9 @@ def previous_sources(data_dir: Path) -> tuple[Path, Path, Path] | None:
     if manifest is None:
         return None
     framework, gpgpu_sim = Path(manifest.framework_source), Path(manifest.gpgpu_sim_source)
-    if not (framework.is_absolute() and framework.exists() and gpgpu_sim.is_absolute() and gpgpu_sim.exists()):
+    if not (
+        framework.is_absolute() and framework.exists() and gpgpu_sim.is_absolute() and gpgpu_sim.exists()
+    ):
         return None  # the pinned commits (a URL), or local copies moved away
     return framework, gpgpu_sim, build.parent.parent
 

@@ -55,6 +55,7 @@ import re
 from collections.abc import Sequence
 
 from cascade_core import log_notes
+from cascade_core.log_notes import MAX_POSITIONS
 
 from .accelsim_stats import (
     FIRST_LINE,
@@ -134,10 +135,14 @@ class LogParser:
         "_block_ended",
         "_block_bytes",
         "_restarts",
+        "_limit",
     )
 
-    def __init__(self, core_clock_mhz: float, state: dict | None = None):
+    def __init__(self, core_clock_mhz: float, state: dict | None = None, kernel_limit: int = MAX_POSITIONS):
+        """`kernel_limit`: the trace positions the worker's notes may name (the trace's kernels): a
+        note past them is no note, only a line of the log."""
         self._clock_mhz = float(core_clock_mhz)
+        self._limit = kernel_limit
         self._kernels_done = 0
         self._current_kernel: str | None = None
         self._latest: dict[str, float | None] = {
@@ -184,6 +189,11 @@ class LogParser:
     def kernels_placed(self) -> int:
         """Of kernels_done, the restarts' own kernels (returned `placed`)."""
         return self._restarts.placed
+
+    @property
+    def kernels_noted(self) -> int:
+        """The sim's own kernels the worker's notes account for (placed or failed), each once."""
+        return self._restarts.done
 
     @property
     def kernels_failed(self) -> int:
@@ -269,7 +279,7 @@ class LogParser:
         for i, line in enumerate(lines):
             if not line.startswith(log_notes.PREFIX):
                 continue
-            note = log_notes.parse_failure(line) or log_notes.parse_restart(line)
+            note = log_notes.parse_failure(line, self._limit) or log_notes.parse_restart(line, self._limit)
             if note is None:
                 continue
             if i > start:

@@ -10,7 +10,7 @@ and a failed kernel is a row of its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cascade_core import log_notes
 
@@ -26,7 +26,10 @@ class Restarts:
     restart_at: int = 0  # the parser's blocks finished when it began (its kernels count from there)
     dropped: int = 0  # blocks of a restart's warm-up kernels: not the sim's, not returned
     placed: int = 0  # blocks of a restart's own kernels (placed here)
-    failed: int = 0  # kernels the simulator failed on (a failure note each)
+    # The sim's own kernels done through notes, each counted once however often a log names it:
+    # placed by a note, and failed in the simulator.
+    placed_at: set[int] = field(default_factory=set)
+    failed_at: set[int] = field(default_factory=set)
     # The sim's totals (gpu_tot_sim_cycle, gpu_tot_sim_insn) when the current simulator began, and
     # its own kernels' since: a new simulator counts from 0, and counts its warm-up kernels.
     base_cycle: float = 0.0
@@ -51,8 +54,17 @@ class Restarts:
             "gpu_tot_ipc": insn / cycle if cycle else None,
         }
 
+    @property
+    def failed(self) -> int:
+        return len(self.failed_at)
+
+    @property
+    def done(self) -> int:
+        """The sim's own kernels these notes account for (placed or failed), each once."""
+        return len(self.placed_at | self.failed_at)
+
     def failed_kernel(self, note: log_notes.KernelFailure) -> ParsedKernel:
-        self.failed += 1
+        self.failed_at.add(note.kernel_index)
         return ParsedKernel(
             kernel_index=note.kernel_index,
             kernel_name=note.kernel_name,
@@ -88,6 +100,7 @@ class Restarts:
             kernel.kernel_index, kernel.placed = self.positions[index], True
             kernel.kernel_launch_uid = kernel.kernel_index + 1
             self.placed += 1
+            self.placed_at.add(kernel.kernel_index)
             self.cycles += kernel.gpu_sim_cycle or 0
             self.insns += kernel.gpu_sim_insn or 0
             kept.append(kernel)
@@ -100,7 +113,8 @@ class Restarts:
             "restart_at": self.restart_at,
             "dropped": self.dropped,
             "placed": self.placed,
-            "failed": self.failed,
+            "placed_at": log_notes.ranges_text(sorted(self.placed_at)),
+            "failed_at": log_notes.ranges_text(sorted(self.failed_at)),
             "totals": [self.base_cycle, self.base_insn, self.cycles, self.insns],
         }
 
@@ -109,11 +123,14 @@ class Restarts:
         """From a saved parser state (one saved before restarts existed has none); raises
         ValueError for values that cannot be."""
         positions, warmup = state.get("positions"), state.get("warmup") or ""
-        counts = [state.get(key, 0) for key in ("restart_at", "dropped", "placed", "failed")]
+        counts = [state.get(key, 0) for key in ("restart_at", "dropped", "placed")]
+        sets = [state.get(key) or "" for key in ("placed_at", "failed_at")]
         if not (positions is None or isinstance(positions, str)) or not isinstance(warmup, str):
             raise ValueError("positions and warmup must be kernel ranges")
         if not all(isinstance(x, int) and x >= 0 for x in counts):
-            raise ValueError("restart_at, dropped, placed and failed must be non-negative integers")
+            raise ValueError("restart_at, dropped and placed must be non-negative integers")
+        if not all(isinstance(x, str) for x in sets):
+            raise ValueError("placed_at and failed_at must be kernel ranges")
         totals = state.get("totals", [0.0] * 4)
         if not (
             isinstance(totals, list) and len(totals) == 4 and all(isinstance(x, (int, float)) for x in totals)
@@ -123,5 +140,6 @@ class Restarts:
             None if positions is None else log_notes.parse_ranges(positions),
             frozenset(log_notes.parse_ranges(warmup)) if warmup else frozenset(),
             *counts,
+            *(set(log_notes.parse_ranges(x)) if x else set() for x in sets),
             *(float(x) for x in totals),
         )
