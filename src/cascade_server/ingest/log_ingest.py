@@ -102,7 +102,7 @@ class LogIngest:
             row["parser_state"],
             texts,
             self.store.db.broker.has_subscribers(row["run_id"]),
-            ShardPlacement(row["shard_first"], row["shard_warmup"]),
+            ShardPlacement(row["shard_first"], row["shard_warmup"], row["shard_last"]),
             row["parser_state_seq"],
             pack=pack,
         )
