@@ -174,10 +174,15 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
         "A new run with one sim per failed sim: `201` with it.",
         response=models.RunDetail,
         status=201,
-        errors=(NO_RUN_OR_TRACE, (409, "No sim of the run failed."), TRACE_GONE, *RUN_CREATE_ERRORS[1:]),
+        errors=(
+            NO_RUN_OR_TRACE,
+            (409, "No sim of the run failed (and, in a sharded run, no shard was cancelled)."),
+            TRACE_GONE,
+            *RUN_CREATE_ERRORS[1:],
+        ),
         details="On the same configs and variants; cancelled sims are not retried. A sharded run is "
-        "retried in place instead: each failed shard again, in the same run (the new sim's `retry_of` "
-        "names the one it replaces), and the answer is that run.",
+        "retried in place instead: each failed or cancelled shard again, in the same run (the new "
+        "sim's `retry_of` names the one it replaces), and the answer is that run.",
     ),
     ("DELETE", "/api/traces/{trace_id}"): RouteDoc(
         "Delete a ready or failed trace no active run uses: `204`.",

@@ -186,7 +186,9 @@ class RunService:
     async def retry(self, run_id: str) -> RunDetail:
         """A new run of the same trace with one sim for each sim of this run that `failed`, on the
         same configs, in entry order. Sims stay terminal (SIM_TRANSITIONS), so a failed sim is
-        never restarted in place; cancelled sims were stopped on purpose and are not retried."""
+        never restarted in place; cancelled sims were stopped on purpose and are not retried,
+        except a sharded replica's cancelled shards (retried in place: the replica's merged result
+        needs each of its shards)."""
         run = await self._require_run_with_its_trace(run_id)
         if any(entry.shards > 1 for entry in run.entries):
             # A sharded run: each failed shard again, alone, in this run, so its merged result is
