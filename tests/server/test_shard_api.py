@@ -94,6 +94,16 @@ async def test_more_shards_than_kernels_and_a_one_kernel_trace_are_refused_with_
     assert "only one kernel" in one["detail"] and "use shards: 1" in one["detail"]
 
 
+async def test_a_warm_up_that_leaves_no_speed_up_is_refused_with_a_sentence(sharding):
+    async with sharding.client() as http:
+        entry = {"gpu_config": "SM7_QV100", "count": 1, "shards": 3, "warmup_kernels": 14}
+        refused = await create(http, [entry], status=422)
+        assert (await http.get("/api/runs")).json() == []
+    assert refused["detail"].startswith(
+        "trace tinyformer-step-sm70 cannot run in 3 shards on SM7_QV100: 14 warm-up kernels leave no speed-up"
+    )
+
+
 async def test_an_unsharded_run_reads_exactly_as_before(sharding):
     async with sharding.client() as http:
         run = await create(http, [{"gpu_config": "SM7_QV100", "count": 1}])
