@@ -92,7 +92,7 @@ def _install(request: Request, report: Reporter) -> Path:
         result = smoke.run_smoke(layout.accelsim_dir(final), env)
         if result.passed:
             report.step(f"smoke run passed ({result.detail}, {result.seconds:.1f} s)")
-            layout.point_current(request.data_dir, final)
+            _point_current(request, final)
             return final
         report.step(f"the finished build fails its smoke run now ({result.detail}): building it again")
     missing = deps.missing()
@@ -115,8 +115,15 @@ def _install(request: Request, report: Reporter) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         _remove_if_empty(root.staging)
-    layout.point_current(request.data_dir, final)
+    _point_current(request, final)
     return final
+
+
+def _point_current(request: Request, final: Path) -> None:
+    try:
+        layout.point_current(request.data_dir, final)
+    except layout.CurrentLinkError as exc:
+        raise InstallError(str(exc)) from None
 
 
 def _build(
