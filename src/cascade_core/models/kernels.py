@@ -33,6 +33,10 @@ class ComparisonRow(Model):
     # Not in the spec (an addition): the configs whose sims the simulator failed on this kernel;
     # their `sim_ns` leaves those sims out (null when no replica simulated it).
     failed: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # Not in the spec (an addition): the kernel the sims ran at this position, when real timing
+    # names another one here (or none). `real_ns` is then not this kernel's real time: no
+    # accuracy figure pairs it with `sim_ns`.
+    sim_kernel_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Comparison(Model):

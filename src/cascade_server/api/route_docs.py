@@ -295,6 +295,10 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
         "Per-kernel real time against simulated time per config (a `Comparison`).",
         response=models.Comparison,
         errors=(NO_RUN,),
+        details="Real times come from the trace's real_timing.json as the server stored it when the "
+        "trace became ready. Row *i* pairs the *i*-th real kernel with the *i*-th kernel the sims "
+        "finished; a row whose real kernel is another (by name, mangled or not) keeps `real_ns` and "
+        "names the sims' kernel in `sim_kernel_name`: no accuracy figure pairs it.",
     ),
     ("GET", "/api/sims/{sim_id}/results"): RouteDoc(
         "One sim's config, per-kernel stats and totals (a `SimResults`).",
@@ -356,7 +360,9 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
         "`?trace=`, `?config=` filter.",
         response=list[models.AccuracyRow],
         query=models.AccuracyQuery,
-        details="Over every finished real (not replayed) sim; `?points=true` adds every compared kernel.",
+        details="Over every finished real (not replayed) sim; `?points=true` adds every compared kernel. "
+        "Only kernels real timing names as the sims do are compared (the others: `kernels_unmatched`), "
+        "and a kernel's error counts at most ±1,000,000%.",
     ),
     ("GET", "/agent-prompt.md"): RouteDoc(
         "The agent prompt, with this server's URL (never its token).",
