@@ -239,7 +239,18 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
         "The simulator stores its sim's predicted step timeline and its comparison.",
         status=204,
         body=models.StepTimelineUpload,
-        errors=(NO_SIM, (422, "The timeline is not one the readers can draw; `detail` says why.")),
+        errors=(
+            NO_SIM,
+            (413, "The body passes `CASCADE_MAX_JSON_BYTES` (32 MiB by default)."),
+            (
+                422,
+                "`simulated` lacks a `steps` list or a `summary` object, or `compare` is neither an "
+                "object nor null.",
+            ),
+        ),
+        details="Both objects are stored as they are, whatever else they hold: every reader (the "
+        "step-timelines list, the Perfetto trace, the terminal UI, `/api/accuracy`) uses what it can "
+        "of them (a step time is drawn when it is a number from 0 to a day) and leaves the rest.",
         simulator_only=True,
     ),
     ("PUT", "/api/sims/{sim_id}/files/{name}"): RouteDoc(

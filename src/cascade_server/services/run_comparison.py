@@ -7,7 +7,7 @@ from typing import Any
 
 from cascade_core.comparison import RealTiming, compare_rows, config_order, kernel_rows, row_doc
 from cascade_core.models import Comparison, KernelStat, RunDetail, SimStepTimeline, SimSummary
-from cascade_core.step_upload import shape_problem
+from cascade_core.timeline import stored
 
 STAND_IN_NOTE = (
     "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe this trace."
@@ -146,11 +146,11 @@ STEP_TID_OFFSET = 1000
 
 def step_slices(pid_of: dict[str, int], timelines: list[SimStepTimeline]) -> list[dict[str, Any]]:
     """Each sim's predicted steps laid end to end (a slice per step, its real wall and error in
-    the args when the timeline has a comparison)."""
+    the args when the timeline has a comparison). A timeline is stored as the simulator sent it
+    (any shape): a step without a drawable wall is left out, and every arg is a finite number or
+    null, so the trace stays strict JSON."""
     events: list[dict[str, Any]] = []
     for timeline in timelines:
-        if shape_problem(timeline.simulated, timeline.compare) is not None:
-            continue  # stored before uploads were checked, in a shape no reader can draw
         pid, tid = (
             pid_of.get(timeline.label or timeline.gpu_config, 0),
             STEP_TID_OFFSET + timeline.replica + 1,
@@ -164,32 +164,32 @@ def step_slices(pid_of: dict[str, int], timelines: list[SimStepTimeline]) -> lis
                 "args": {"name": f"replica {timeline.replica} predicted steps ({timeline.sim_id})"},
             }
         )
-        compared = {
-            row.get("index"): row
-            for row in (timeline.compare or {}).get("steps", [])
-            if isinstance(row, dict)
-        }
+        compared: dict[int, dict[str, Any]] = {}
+        for row in stored.items(timeline.compare, "steps"):
+            if (at := stored.index(row)) is not None:
+                compared.setdefault(at, row)
         clock_us = 0.0
-        for step in timeline.simulated.get("steps", []):
-            wall = step.get("wall_ns") if isinstance(step, dict) else None
-            if not isinstance(wall, (int, float)):
+        for step in stored.items(timeline.simulated, "steps"):
+            wall = stored.duration(step.get("wall_ns"))
+            if wall is None:
                 continue
-            row = compared.get(step.get("index"), {})
+            at = stored.index(step)
+            row = compared.get(at, {}) if at is not None else {}
             events.append(
                 {
                     "ph": "X",
                     "cat": "step",
-                    "name": f"{step.get('name', 'step')} ({step.get('kind', 'step')})",
+                    "name": f"{stored.text(step.get('name'), 'step')} ({stored.text(step.get('kind'), 'step')})",
                     "pid": pid,
                     "tid": tid,
                     "ts": clock_us,
                     "dur": wall / 1000.0,
                     "args": {
-                        "index": step.get("index"),
+                        "index": at,
                         "wall_ns": wall,
-                        "gpu_busy_ns": step.get("gpu_busy_ns"),
-                        "real_wall_ns": row.get("real_wall_ns"),
-                        "wall_error_pct": row.get("wall_error_pct"),
+                        "gpu_busy_ns": stored.duration(step.get("gpu_busy_ns")),
+                        "real_wall_ns": stored.duration(row.get("real_wall_ns")),
+                        "wall_error_pct": stored.error_pct(row.get("wall_error_pct")),
                     },
                 }
             )
