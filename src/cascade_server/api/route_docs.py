@@ -226,14 +226,19 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
             NO_SIM,
             (
                 409,
-                "The sim is still `pending` (send a `running` heartbeat first), or the chunk is 1,000 or "
-                "more past the one the sim's log waits for; `detail` says what to do.",
+                "The chunk's `seq` is 1,000 or more past the one the sim's log waits for: nothing is "
+                "stored; send the chunks before it first (`detail` names the one it waits for). A chunk "
+                "past a gap is held until the gap fills, and every held chunk is looked up with each "
+                "chunk of the sim, so the server holds at most 999 (a sender that sends in order, as "
+                "`cascade worker` does, never meets this).",
             ),
         ),
         simulator_only=True,
-        details="The first chunk per `seq` wins; a repeat is ignored, so a retry is safe. A gap that "
-        "has not filled by the sim's final heartbeat, or 30 s after it opened, is closed with a line "
-        "`[cascade] log chunks N to M never arrived: lines are missing here`.",
+        details="The first chunk per `seq` wins; a repeat is ignored, so a retry is safe. A sim still "
+        "`pending` takes its chunks too (its simulator may start before its launcher records it). A "
+        "gap that has not filled by the sim's final heartbeat, or 30 s after it opened, is closed: the "
+        "log goes on without the missing chunks, exactly as the simulator sent the rest, and the sim "
+        "lists them in `missing_log_chunks` (`[first, last]` per run of them).",
     ),
     ("POST", "/api/sims/{sim_id}/step-timeline"): RouteDoc(
         "The simulator stores its sim's predicted step timeline and its comparison.",

@@ -161,6 +161,10 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (trace_id, position)
     ) WITHOUT ROWID;
     """,
+    # 11: the runs of log chunks that never arrived (issue 32), as JSON [[first, last], ...]; NULL
+    # none. The log keeps exactly what the simulator sent: a closed gap's chunks are stored empty
+    # and the sim says which they were (ingest/gaps.py), no longer a line of the server's in the log.
+    "ALTER TABLE sims ADD COLUMN missing_log_chunks TEXT",
 ]
 
 
