@@ -30,7 +30,7 @@ async def test_a_real_timing_that_is_not_json_gives_none_and_says_why(harness: H
     harness.put_trace("broken", {**sample_files(), "real_timing.json": b"kernel,ns\ngemm,7000\n"})
     ready = await harness.recorder.wait_state("broken", "ready", "failed")
     assert (ready.state, ready.has_real_timing) == ("ready", False)
-    assert ready.real_timing_error.startswith("real_timing.json is not JSON: ")
+    assert (ready.real_timing_error or "").startswith("real_timing.json is not JSON: ")
     assert await harness.store.traces.real_timing("broken") == []
 
 
@@ -47,4 +47,5 @@ async def test_a_trace_ready_before_rows_were_kept_gets_them_at_startup(harness:
 
     await wait_until(refilled, 60, what="the real timing read again")
     assert len(await harness.store.traces.real_timing("older")) == 15
-    assert (await harness.store.traces.get_trace("older")).has_real_timing
+    refilled_trace = await harness.store.traces.get_trace("older")
+    assert refilled_trace is not None and refilled_trace.has_real_timing

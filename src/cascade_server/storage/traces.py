@@ -38,7 +38,13 @@ def deleted_trace_record(trace: TraceSummary, trace_id: str, deleted_at: datetim
         "a trace uploaded since under this id is another trace"
     )
     return trace.model_copy(
-        update={"state": "failed", "error": error, "updated_at": deleted_at, "has_real_timing": False}
+        update={
+            "state": "failed",
+            "error": error,
+            "updated_at": deleted_at,
+            "has_real_timing": False,
+            "real_timing_error": None,
+        }
     )
 
 
