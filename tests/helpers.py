@@ -187,6 +187,14 @@ def recorded_log(config: str = "SM7_QV100") -> list[str]:
     return recording(config).decode().splitlines()
 
 
+def recorded_kernel_names(config: str = "SM7_QV100") -> list[str]:
+    """The kernels of `recorded_log(config)` as its stats blocks name them, in order: a trace's
+    real timing that names these times the kernels those sims ran."""
+    return [
+        line.split("=", 1)[1].strip() for line in recorded_log(config) if line.startswith("kernel_name = ")
+    ]
+
+
 # --- processes ------------------------------------------------------------------------------------
 
 
@@ -502,3 +510,19 @@ async def sim_states(http: httpx.AsyncClient, run_id: str) -> AsyncIterator[dict
         yield states
     finally:
         watcher.cancel()
+
+
+async def store_real_timing(store: Any, trace: Any, doc: Any) -> Any:
+    """Give a ready trace of `store` the real timing `doc` (a parsed real_timing.json) as the
+    scanner does when the trace becomes ready: its rows, named after the trace's kernels where
+    `doc` names none, stored with the trace, and `has_real_timing` only when they are usable.
+    Returns the trace as stored."""
+    from cascade_core.real_timing import named_rows, parse_real_timing, timing_problem
+
+    names = {kernel.kernel_id: kernel.name for kernel in trace.kernels}
+    rows = named_rows(parse_real_timing(doc), names)
+    problem = timing_problem(rows, names)
+    rows = [] if problem else rows
+    stored = trace.model_copy(update={"has_real_timing": bool(rows), "real_timing_error": problem})
+    await store.traces.put_trace(stored, real_timing=rows)
+    return stored

@@ -174,3 +174,42 @@ def test_the_screenshot_script_saves_every_screen_of_the_guide(tmp_path: Path) -
     shown = sorted(re.findall(r"\(\.\./images/([\w-]+\.svg)\)", guide))
     assert shown and sorted(p.name for p in tmp_path.glob("*.svg")) == shown
     assert all((DOCS / "images" / name).exists() for name in shown)
+
+
+def test_the_api_references_limits_are_the_codes() -> None:
+    """Issue 32: the docs list each limit a user can meet with its default; these are the code's."""
+    from cascade_core.accuracy import ERROR_PCT_BOUND
+    from cascade_core.bounded_read import TIMING_FILE_MAX_BYTES, MiB
+    from cascade_core.models.runs import MAX_ENTRY_COUNT, MAX_RUN_ENTRIES, MAX_RUN_SIMS
+    from cascade_core.real_timing import MAX_REAL_DURATION_NS, MIN_REAL_DURATION_NS
+    from cascade_core.shard_plan import MAX_SHARDS, MAX_WARMUP_KERNELS, MIN_SPEEDUP
+    from cascade_core.timeline.stored import MAX_ERROR_PCT, MAX_STEP_NS
+    from cascade_server.events import SUBSCRIBER_QUEUE_LIMIT
+    from cascade_server.ingest.chunk_order import MAX_AHEAD
+    from cascade_server.ingest.gaps import GAP_WAIT_S
+    from cascade_server.settings import Settings
+
+    limits = (DOCS / "reference" / "api.md").read_text().split("## Limits", 1)[1].split("\n## ", 1)[0]
+    defaults = Settings.model_fields
+    for text in (
+        f"`CASCADE_MAX_JSON_BYTES`, {defaults['max_json_bytes'].default // MiB} MiB",
+        f"`CASCADE_BODY_TIMEOUT_S`, {defaults['body_timeout_s'].default:g} s",
+        f"`CASCADE_MAX_FILE_BYTES`, {defaults['max_file_bytes'].default // MiB} MiB",
+        f"`CASCADE_MAX_SIM_FILES_BYTES`, {defaults['max_sim_files_bytes'].default // MiB} MiB",
+        f"`CASCADE_HEARTBEAT_TIMEOUT_S`, {defaults['heartbeat_timeout_s'].default:g} s",
+        f"`CASCADE_SSE_MAX_BUFFER_BYTES` ({defaults['sse_max_buffer_bytes'].default // MiB} MiB)",
+        f"`CASCADE_SSE_SEND_TIMEOUT_S`, {defaults['sse_send_timeout_s'].default:g} s",
+        f"`CASCADE_POSTPROCESS_TIMEOUT_S` ({defaults['postprocess_timeout_s'].default:,.0f} s)",
+        f"{MAX_RUN_ENTRIES} entries; `count` 1 to {MAX_ENTRY_COUNT}; `shards` 1 to {MAX_SHARDS}",
+        f"`warmup_kernels` 0 to {MAX_WARMUP_KERNELS:,}; {MAX_RUN_SIMS:,} sims in all",
+        f"at most 1/{MIN_SPEEDUP:g} of the trace's expected cost",
+        f"at most {MAX_AHEAD - 1} past the chunk",
+        f"filled within {GAP_WAIT_S:g} s",
+        f"at most {SUBSCRIBER_QUEUE_LIMIT:,} events",
+        f"{TIMING_FILE_MAX_BYTES // MiB} MiB, read within",
+        f"`duration_ns` from {MIN_REAL_DURATION_NS:g} ns to a day",
+        f"within ±{ERROR_PCT_BOUND:,.0f}%",
+        f"an error within ±{MAX_ERROR_PCT:,.0f}%",
+    ):
+        assert text in limits, text
+    assert MAX_REAL_DURATION_NS == MAX_STEP_NS == 86_400e9  # "a day"

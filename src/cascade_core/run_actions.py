@@ -25,14 +25,24 @@ def cancel_refusal(run_id: str, unfinished: int) -> str | None:
     return None if unfinished else f"run {run_id} has no unfinished sims: nothing to cancel"
 
 
+def retry_refusal(run: RunSummary) -> str | None:
+    """A sharded run retries its failed sims and its cancelled shards in place (a replica's merged
+    result needs every shard); any other run, its failed sims in a new run."""
+    if any(entry.shards > 1 for entry in run.entries):
+        if run.sim_counts.get("failed") or run.sim_counts.get("cancelled"):
+            return None
+        return f"run {run.id} has no failed sims or cancelled shards to retry"
+    return None if run.sim_counts.get("failed") else f"run {run.id} has no failed sims to retry"
+
+
 def refusal(action: RunAction | str, run: RunSummary) -> str | None:
     """Why `action` cannot be done to `run` (the server would answer 409), or None when it can."""
     if action == "cancel":
         return cancel_refusal(run.id, unfinished_sims(run))
     if action in ("rerun", "retry") and run.sample:
         return f"run {run.id} is a sample run: its results are recorded, it cannot be re-run"
-    if action == "retry" and not run.sim_counts.get("failed"):
-        return f"run {run.id} has no failed sims to retry"
+    if action == "retry":
+        return retry_refusal(run)
     if action == "delete" and run.state == "active":
         return active_refusal(run.id)
     return None

@@ -22,6 +22,11 @@ SHARD_VARIABLE = "CASCADE_SHARD"
 MAX_SHARDS = 64
 MAX_WARMUP_KERNELS = 1_000_000
 
+# A plan whose costliest shard (its warm-up included) costs more than 1 / MIN_SPEEDUP of the
+# whole trace gains almost nothing over one sim: when its warm-up is the reason (without it the
+# split would be faster), it is refused rather than run for nothing.
+MIN_SPEEDUP = 1.1
+
 # Measured with the real simulator (SM7_QV100, the demo trace `tinyformer-step-sm70`, 15 kernels
 # in 3 shards): what sharding costs in accuracy against one sim of the whole trace. The warm-up
 # row is tests/e2e/test_real_accelsim_shards.py's own figure (docs/guides/sharding.md).
@@ -138,10 +143,32 @@ def plan_shards(costs: Sequence[float | None], shards: int, warmup_kernels: int)
         )
         at = segments.index((a, b))
         segments[at : at + 1] = [(a, cut), (cut, b)]
-    return [
+    plan = [
         ShardRange(index=i, count=shards, first=a, last=b - 1, warmup=min(warmup_kernels, a))
         for i, (a, b) in enumerate(segments)
     ]
+    if warmup_kernels and shards > 1:
+        _refuse_warmup_without_speedup(costs, plan, warmup_kernels)
+    return plan
+
+
+def _refuse_warmup_without_speedup(
+    costs: Sequence[float | None], plan: Sequence[ShardRange], warmup_kernels: int
+) -> None:
+    """ShardPlanError when the warm-up leaves the plan no speed-up (below MIN_SPEEDUP) that the
+    same split without warm-up would have: each shard would simulate about the whole trace."""
+    speedup = expected_speedup(costs, plan)
+    if speedup >= MIN_SPEEDUP:
+        return
+    cold = expected_speedup(costs, plan_shards(costs, len(plan), 0))
+    if cold < MIN_SPEEDUP:
+        return  # the trace itself does not split well (one kernel costs about all): not the warm-up's doing
+    share = max(simulated_costs(costs, plan)) / sum(_costs(costs))
+    raise ShardPlanError(
+        f"{warmup_kernels} warm-up kernels leave no speed-up: the costliest shard would simulate "
+        f"{share:.0%} of the trace, warm-up included (expected speed-up ×{speedup:.2f}, "
+        f"×{cold:.1f} without warm-up); use fewer warm-up kernels or fewer shards"
+    )
 
 
 def simulated_costs(costs: Sequence[float | None], plan: Sequence[ShardRange]) -> list[int]:

@@ -169,14 +169,29 @@ def build_of(accelsim: Path) -> Path | None:
     return parent if accelsim.name == ACCELSIM and (parent / MANIFEST).is_file() else None
 
 
+class CurrentLinkError(Exception):
+    """`simulator/current` cannot be made to point at a build; the message is one line."""
+
+
 def point_current(data_dir: Path, build: Path) -> None:
-    """Make `simulator/current` point at `build`, atomically (a new link renamed over the old)."""
+    """Make `simulator/current` point at `build`, atomically (a new link renamed over the old).
+    CurrentLinkError when it cannot (a directory in its place, which is never removed: it is not
+    Cascade's); the new link is never left behind."""
     link = current_link(data_dir)
     link.parent.mkdir(parents=True, exist_ok=True)
     temporary = link.with_name(f".{CURRENT}-{os.getpid()}")
     temporary.unlink(missing_ok=True)
     temporary.symlink_to(build.resolve())
-    os.replace(temporary, link)
+    try:
+        os.replace(temporary, link)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        if link.is_dir() and not link.is_symlink():
+            raise CurrentLinkError(
+                f"{link} is a directory, not the link to the build Cascade keeps there: "
+                f"move it away, then install again (the build is ready in {build})"
+            ) from None
+        raise CurrentLinkError(f"cannot point {link} at {build}: {exc.strerror or exc}") from None
 
 
 _KEY = re.compile(r"^[0-9a-z-]{4,80}$")

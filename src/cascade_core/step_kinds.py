@@ -1,6 +1,6 @@
 """What a measured or simulated step is: a whole training `step`, or a serving `prefill` or
-`decode`. Its own leaf, so the upload's shape check (step_upload, which the models use) and the
-step-timeline files (timeline/formats, which use the models) share it without a cycle."""
+`decode`. Its own leaf, so the models and the step-timeline files (timeline/formats, which use
+the models) share it without a cycle."""
 
 from __future__ import annotations
 

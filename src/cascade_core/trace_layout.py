@@ -1,7 +1,7 @@
 """Where things are in a trace: its keys in the bucket and its timing files on disk.
 
-One rule for the server (the trace's `has_real_timing` / `has_step_timeline`, `/comparison`),
-the worker (step timelines) and `cascade timeline import`. The timing files (`real_timing.json`,
+One rule for the server (where it reads the trace's real timing once, `has_step_timeline`), the
+worker (step timelines) and `cascade timeline import`. The timing files (`real_timing.json`,
 `corrected_timeline.json`, `kernel_mapping.json`) are at the path `metadata.json` lists for that
 file name (the shallowest, when it lists several), else at the trace's root: `cascade timeline
 import` writes them next to metadata.json, and `cascade upload` of a tracer's `traces/` folder
@@ -11,11 +11,10 @@ keeps them under `traces/`.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cascade_core.bounded_read import METADATA_MAX_BYTES, TIMING_FILE_MAX_BYTES, read_bounded
+from cascade_core.bounded_read import METADATA_MAX_BYTES, read_bounded
 
 # Every trace lives under this prefix in the bucket: accelsim-traces/<trace_id>/<path>.
 TRACES_PREFIX = "accelsim-traces/"
@@ -24,9 +23,6 @@ METADATA_NAME = "metadata.json"
 CORRECTED_TIMELINE_NAME = "corrected_timeline.json"
 KERNEL_MAPPING_NAME = "kernel_mapping.json"
 REAL_TIMING_NAME = "real_timing.json"
-# The longest real kernel duration believed (ns): a day. Anything longer, and any value that is not
-# a finite number (Infinity, NaN, a bool, a 400-digit integer), is an unknown duration.
-MAX_REAL_DURATION_NS = 86_400e9
 
 
 class MetadataError(ValueError):
@@ -87,66 +83,8 @@ def locate(trace_dir: Path, name: str, metadata: dict[str, Any] | None = None) -
     return None
 
 
-def has_real_timing(trace_dir: Path, metadata: dict[str, Any] | None = None) -> bool:
-    return locate(trace_dir, REAL_TIMING_NAME, metadata) is not None
-
-
 def has_step_timeline(trace_dir: Path | None, metadata: dict[str, Any] | None = None) -> bool:
     return trace_dir is not None and all(
         locate(trace_dir, name, metadata) is not None
         for name in (CORRECTED_TIMELINE_NAME, KERNEL_MAPPING_NAME)
     )
-
-
-def real_duration(value: Any) -> float | None:
-    """A real kernel duration (ns) as `real_timing.json` gives it, or None when it is not a finite,
-    non-negative number up to MAX_REAL_DURATION_NS (Infinity, NaN, bools, text, huge integers)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        duration = float(value)
-    except OverflowError:  # an integer too large for a float
-        return None
-    return duration if math.isfinite(duration) and 0 <= duration <= MAX_REAL_DURATION_NS else None
-
-
-def parse_real_timing(doc: Any) -> list[tuple[str | None, float | None]]:
-    """`real_timing.json` -> [(kernel_name, duration_ns)] sorted by kernel id.
-
-    Accepts a list of kernel objects or an object holding one under `kernels`; each kernel has
-    `kernel_id` (or `id`), `duration_ns` and optionally `kernel_name`/`name`. A duration that is not
-    a sane number (real_duration) is unknown (None), like a missing one; a kernel id that is not a
-    finite number is the kernel's position.
-    """
-    items = doc.get("kernels", []) if isinstance(doc, dict) else doc
-    rows = []
-    for position, item in enumerate(items if isinstance(items, list) else []):
-        if not isinstance(item, dict):
-            continue
-        kernel_id = item.get("kernel_id", item.get("id", position))
-        name = item.get("kernel_name", item.get("name"))
-        rows.append(
-            (
-                kernel_id
-                if (isinstance(kernel_id, int) and not isinstance(kernel_id, bool))
-                or (isinstance(kernel_id, float) and math.isfinite(kernel_id))
-                else position,
-                name if isinstance(name, str) else None,
-                real_duration(item.get("duration_ns")),
-            )
-        )
-    rows.sort(key=lambda row: row[0])
-    return [(name, duration) for _, name, duration in rows]
-
-
-def load_real_timing(
-    trace_dir: Path, metadata: dict[str, Any] | None = None
-) -> list[tuple[str | None, float | None]] | None:
-    """The trace's real timing as `/comparison` lines it up, or None without (a readable) one."""
-    path = locate(trace_dir, REAL_TIMING_NAME, metadata)
-    if path is None:
-        return None
-    try:
-        return parse_real_timing(json.loads(read_bounded(path, TIMING_FILE_MAX_BYTES, decompress=False)))
-    except (OSError, ValueError, RecursionError):  # TooLargeError too; nesting too deep for json
-        return None

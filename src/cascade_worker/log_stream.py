@@ -10,10 +10,9 @@ Every chunk goes through the spool (spool.py), so a server outage of any length 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -25,10 +24,6 @@ from .spool import Spool
 
 log = logging.getLogger("cascade_worker")
 
-# A chunk the server refuses as for a sim not started (409) is sent again after a running
-# heartbeat this many times (about a minute) before the worker gives up.
-NOT_STARTED_RETRIES = 40
-
 
 class LogStream:
     def __init__(
@@ -36,14 +31,13 @@ class LogStream:
         scratch: Path,
         client: SimClient,
         give_up_after: float,
-        say_running: Callable[[], Awaitable[object]],
         fail: Callable[[str], None],
     ) -> None:
-        """`say_running` sends a running heartbeat (a chunk may overtake the first one);
-        `fail` stops the sim when the server refuses its log or stays unreachable."""
+        """`fail` stops the sim when the server refuses its log or stays unreachable. (A chunk
+        that overtakes the first running heartbeat is taken all the same: the server stores a
+        `pending` sim's chunks.)"""
         self.client = client
         self.give_up_after = give_up_after
-        self.say_running = say_running
         self.fail = fail
         self.chunker = Chunker()
         self.spool_dir = scratch / "spool"
@@ -92,7 +86,6 @@ class LogStream:
                 self._spool([chunk])
 
     async def sender(self) -> None:
-        refused = 0  # 409s in a row: the server has the sim as not started yet
         while True:
             chunk = self.spool.oldest()
             if chunk is None:
@@ -105,15 +98,6 @@ class LogStream:
                 # Never give up on a chunk while the sim runs; a long outage just grows the spool.
                 await self.client.send_chunk(chunk, give_up_after=self.give_up_after)
             except ApiRefused as exc:
-                if exc.status == 409 and refused < NOT_STARTED_RETRIES:
-                    # The server still has the sim `pending` (a chunk that overtook the first
-                    # running heartbeat, or a scheduler's sim it has not seen start): say it
-                    # runs, then send the chunk again.
-                    refused += 1
-                    await asyncio.sleep(min(0.2 * refused, 2.0))
-                    with contextlib.suppress(ApiRefused, ServerUnreachable):
-                        await self.say_running()
-                    continue
                 if exc.status == 422:  # cannot happen with our own chunks; do not block the rest
                     log.error("the server refused chunk %d: %s", chunk.seq, exc.detail)
                 else:
@@ -123,4 +107,3 @@ class LogStream:
                 self.fail(str(exc))
                 return
             self.spool.remove(chunk.seq)
-            refused = 0

@@ -84,9 +84,7 @@ class Worker:
     def __init__(self, plan: WorkerPlan, client: SimClient) -> None:
         self.plan = plan
         self.client = client
-        self.stream = LogStream(
-            plan.scratch, client, plan.give_up_after, self._say_running, self._log_refused
-        )
+        self.stream = LogStream(plan.scratch, client, plan.give_up_after, self._log_refused)
         self.markers = OutputMarkers()
         self.watch: KernelWatch | None = None
         self._stop = asyncio.Event()
@@ -112,9 +110,6 @@ class Worker:
 
     def _log_refused(self, reason: str) -> None:
         self.request_stop(reason, EXIT_SERVER)
-
-    async def _say_running(self) -> object:
-        return await self.client.heartbeat(Heartbeat(state="running", at=self._started_at), give_up_after=5)
 
     # --- main -------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import pytest
 
 from cascade_core.models import TraceState
 from tests.conftest import TOKEN, LiveServer, ready_trace
-from tests.helpers import wait_until
+from tests.helpers import store_real_timing, wait_until
 
 pytestmark = [
     pytest.mark.e2e,
@@ -66,16 +66,13 @@ async def seed_traces(server: LiveServer) -> None:
     pick (with real timing), and a newer upload still in progress."""
     await server.store.traces.put_trace(ready_trace("older-sm75", arch="sm_75"))
     await server.store.traces.put_trace(ready_trace("sample-trace", sample=True))
-    await server.store.traces.put_trace(ready_trace(TRACE, has_real_timing=True))
-    uploading: TraceState = "uploading"
-    await server.store.traces.put_trace(ready_trace("newest-upload", state=uploading, kernels=0))
     real = [
         {"kernel_id": i + 1, "kernel_name": f"_Z6kernel{i}v", "duration_ns": 2000.0 + 500 * i}
         for i in range(KERNELS)
     ]
-    trace_dir = server.settings.traces_dir / TRACE
-    trace_dir.mkdir(parents=True, exist_ok=True)
-    (trace_dir / "real_timing.json").write_text(json.dumps({"kernels": real}))
+    assert (await store_real_timing(server.store, ready_trace(TRACE), {"kernels": real})).has_real_timing
+    uploading: TraceState = "uploading"
+    await server.store.traces.put_trace(ready_trace("newest-upload", state=uploading, kernels=0))
 
 
 @pytest.fixture

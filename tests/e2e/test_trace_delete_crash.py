@@ -27,7 +27,9 @@ TRACE = SAMPLE.name
 PREFIX = f"accelsim-traces/{TRACE}/"
 REAL_TIMING = {
     "format": "cascade.real_timing/1",
-    "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}],
+    "kernels": [
+        {"kernel_id": 1, "kernel_name": "_Z16embedding_kernelPKiPK6float4S3_PS1_ii", "duration_ns": 7000.0}
+    ],
 }
 
 

@@ -1,4 +1,4 @@
-"""The gap timers and the lines for missing chunks (ingest/gaps.py), alone."""
+"""The gap timers and the runs of missing chunks (ingest/gaps.py), alone."""
 
 from __future__ import annotations
 
@@ -7,18 +7,14 @@ import asyncio
 import pytest
 
 from cascade_server.ingest import gaps
-from cascade_server.ingest.gaps import GapTimers, missing_chunks
+from cascade_server.ingest.gaps import GapTimers, missing_runs
 
 
-def line(which: str) -> str:
-    return f"[cascade] log {which} never arrived: lines are missing here\n"
-
-
-def test_each_run_of_missing_chunks_is_one_line_and_the_rest_of_it_empty() -> None:
-    assert missing_chunks(0, [2, 3, 6]) == {0: line("chunks 0 to 1"), 1: "", 4: line("chunks 4 to 5"), 5: ""}
-    assert missing_chunks(3, [4]) == {3: line("chunk 3")}
-    assert missing_chunks(2, [2, 3]) == {}  # nothing missing before the last parked chunk
-    assert missing_chunks(2, []) == {}
+def test_the_runs_of_missing_chunks() -> None:
+    assert missing_runs(0, [2, 3, 6]) == [(0, 1), (4, 5)]
+    assert missing_runs(3, [4]) == [(3, 3)]
+    assert missing_runs(2, [2, 3]) == []  # nothing missing before the last parked chunk
+    assert missing_runs(2, []) == []
 
 
 async def test_a_timer_closes_the_gap_it_was_set_for_and_only_the_latest_one_per_sim(monkeypatch) -> None:

@@ -14,7 +14,7 @@ from cascade_server.appkeys import BROKER_KEY
 from cascade_server.ingest.chunk_order import MAX_AHEAD
 from cascade_server.storage.codecs import unpack_state
 from tests.conftest import ready_trace
-from tests.helpers import RECORDED_RESULTS, create_run, recorded_log, recording, wait_until
+from tests.helpers import RECORDED_RESULTS, create_run, recorded_log, recording, store_real_timing, wait_until
 
 QV100_CYCLES = RECORDED_RESULTS["SM7_QV100"]["cycles"]
 TITANV_CYCLES = RECORDED_RESULTS["SM7_TITANV"]["cycles"]
@@ -147,17 +147,27 @@ async def test_comparison_medians_and_real_timing(ingest):
         assert row0["sim_ns"]["SM7_TITANV"] == pytest.approx(1230 / 1200.0 * 1000)
         assert comp["rows"][10]["sim_ns"]["SM7_QV100"] == pytest.approx(19658 / 1132.0 * 1000)
 
-        trace_dir = ingest.settings.traces_dir / "tinyformer-step-sm70"
-        trace_dir.mkdir(parents=True)
-        real = [
-            {"kernel_id": 16 - i, "kernel_name": f"k{16 - i}", "duration_ns": 1000.0 * (16 - i)}
+        names = [row["kernel_name"] for row in comp["rows"]]
+        trace = await ingest.store.traces.get_trace("tinyformer-step-sm70")
+        for kernel, name in zip(trace.kernels, names):
+            kernel.name = name
+        real = [  # in any order (sorted by kernel id); the 7th names another kernel
+            {
+                "kernel_id": 16 - i,
+                "kernel_name": "_Z7unknownv" if i == 9 else names[15 - i],
+                "duration_ns": 1000.0 * (16 - i),
+            }
             for i in range(1, 16)
         ]
-        (trace_dir / "real_timing.json").write_text(json.dumps(real))
+        await store_real_timing(ingest.store, trace, real)
         comp = (await http.get(f"/api/runs/{run_id}/comparison")).json()
         assert comp["has_real_timing"] is True
         assert [r["real_ns"] for r in comp["rows"]] == [1000.0 * (i + 1) for i in range(15)]
-        assert comp["rows"][0]["kernel_name"] == "k1"
+        assert comp["rows"][0]["kernel_name"] == names[0] and "sim_kernel_name" not in comp["rows"][0]
+        # Real timing names another kernel at position 6: kept, and the sims' kernel is named.
+        assert comp["rows"][6]["kernel_name"] == "_Z7unknownv"
+        assert comp["rows"][6]["sim_kernel_name"] == names[6]
+        assert [i for i, r in enumerate(comp["rows"]) if "sim_kernel_name" in r] == [6]
         assert (await http.get("/api/runs/run-000000000000/comparison")).status_code == 404
 
 

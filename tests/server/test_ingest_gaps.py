@@ -1,7 +1,8 @@
 """Issue 19: a chunk after a gap waits for the gap to fill, but not for ever: at the sim's final
-heartbeat, or GAP_WAIT_S after the gap opened, what arrived is parsed without the missing chunks
-and the log says which never arrived. A `pending` sim (no simulator started) refuses chunks, so
-none can take the place of its real chunk 0."""
+heartbeat, or GAP_WAIT_S after the gap opened, what arrived is parsed without the missing chunks.
+Issue 32: the log stays exactly what the simulator sent (no line of the server's for the missing
+chunks, in the log or its `log` events); the sim lists them (`missing_log_chunks`). A `pending`
+sim takes its chunks (the spec's 204): its simulator can start before its launcher records it."""
 
 from __future__ import annotations
 
@@ -21,23 +22,22 @@ def kernel(n: int) -> list[str]:
     return [f"output of kernel {n}", *stats_block(str(100 * n), str(n), "300")]
 
 
-async def test_a_pending_sim_refuses_chunks_until_a_launcher_takes_it(core) -> None:
+async def test_a_pending_sims_chunks_are_stored_as_for_any_sim(core) -> None:
+    """Issue 32: a chunk for a `pending` sim got a 409; the spec answers 204."""
     run = await core.store.runs.create_run(
         ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY]
     )
     sim_id = run.sims[0].id
     async with core.client() as http:
-        stray = await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": ["not the simulator"]})
-        assert stray.status_code == 409
-        assert stray.json()["detail"] == (
-            f"sim {sim_id} is pending: its simulator has not started, so it has no log yet; send a running "
-            f"heartbeat (POST /api/sims/{sim_id}/heartbeat), then the log"
-        )
+        early = await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": kernel(0)})
+        assert early.status_code == 204, early.text
+        sim = (await http.get(f"/api/runs/{run.id}")).json()["sims"][0]
+        assert (sim["state"], sim["kernels_done"]) == ("pending", 1)
         await core.store.sim_states.mark_launching(sim_id, None)
         assert (
-            await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 0, "lines": ["real"]})
+            await http.post(f"/api/sims/{sim_id}/logs", json={"seq": 1, "lines": ["real"]})
         ).status_code == 204
-        assert (await http.get(f"/api/sims/{sim_id}/log")).text == "real\n"
+        assert (await http.get(f"/api/sims/{sim_id}/log")).text.endswith("\nreal\n")
 
 
 async def test_the_final_heartbeat_parses_past_a_gap_and_says_lines_are_missing(core) -> None:
@@ -58,12 +58,11 @@ async def test_the_final_heartbeat_parses_past_a_gap_and_says_lines_are_missing(
         ).status_code == 200
         sim = (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]
         assert sim["kernels_done"] == 4
-        log = (await http.get(f"{url}/log")).text.splitlines()
-        assert log.count("[cascade] log chunk 1 never arrived: lines are missing here") == 1
-        assert log.count("[cascade] log chunk 4 never arrived: lines are missing here") == 1
-        assert log.index("[cascade] log chunk 4 never arrived: lines are missing here") < log.index(
-            "output of kernel 5"
-        )
+        assert sim["missing_log_chunks"] == [[1, 1], [4, 4]]
+        # The log is exactly what the simulator sent, in order: nothing stands for the missing.
+        log = (await http.get(f"{url}/log")).text
+        assert log == "".join(line + "\n" for seq in (0, 2, 3, 5) for line in kernel(seq))
+        assert "[cascade]" not in "".join(sim["log_tail"])
         # A missing chunk that turns up after all is a repeat: the log stays as it was said.
         assert (await http.post(f"{url}/logs", json={"seq": 1, "lines": ["late"]})).status_code == 204
         assert "late" not in (await http.get(f"{url}/log")).text
@@ -81,10 +80,9 @@ async def test_a_gap_that_stays_open_is_closed_after_a_bounded_wait(core, monkey
             ).status_code == 204
 
         assert await wait_until(lambda: kernels_done_is(http, run, 2))
-        assert (
-            "[cascade] log chunks 1 to 2 never arrived: lines are missing here\n"
-            in (await http.get(f"{url}/log")).text
-        )
+        assert "[cascade]" not in (await http.get(f"{url}/log")).text
+        sim = (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]
+        assert sim["missing_log_chunks"] == [[1, 2]]
         # The log goes on from there.
         assert (await http.post(f"{url}/logs", json={"seq": 4, "lines": kernel(4)})).status_code == 204
         assert await kernels_done(http, run) == 3
@@ -114,43 +112,29 @@ async def test_a_gap_left_open_by_a_stopped_server_is_closed_after_its_restart(c
     await core.restart()
     async with core.client() as http:
         assert await wait_until(lambda: kernels_done_is(http, run, 2))
-        assert (
-            "[cascade] log chunk 1 never arrived: lines are missing here\n"
-            in (await http.get(f"{url}/log")).text
-        )
+        assert "[cascade]" not in (await http.get(f"{url}/log")).text
+        assert (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["missing_log_chunks"] == [[1, 1]]
 
 
-async def test_the_worker_sends_a_refused_chunk_again_once_its_launcher_has_the_sim_started(
-    core, tmp_path
-) -> None:
+async def test_the_worker_sends_its_chunks_before_the_launcher_has_the_sim_started(core, tmp_path) -> None:
     """A chunk can reach the server before the launcher has recorded the sim's start (a Slurm job
-    that ran before `sbatch` answered): 409. The real worker's sender says the sim runs and
-    sends the chunk again, until the launcher's record lets it in."""
+    that ran before `sbatch` answered): the server takes it (it used to refuse it with a 409, and
+    the worker had to send it again after a running heartbeat)."""
     run = await core.store.runs.create_run(
         ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=1)], core.app[GPU_CONFIGS_KEY]
     )
     sim_id = run.sims[0].id
     plan = WorkerPlan(sim_id=sim_id, argv=["true"], run_dir=tmp_path / "run", scratch=tmp_path)
-    beats: list[str] = []
-
-    class RecordingClient(SimClient):
-        async def heartbeat(self, beat, **kw):
-            beats.append(beat.state)  # the sender's answer to a 409 (the launcher then records the start)
-            if len(beats) == 2:
-                await core.store.sim_states.mark_launching(sim_id, None)
-            return await super().heartbeat(beat, **kw)
-
-    async with RecordingClient(core.url, TOKEN, sim_id) as client:
+    async with SimClient(core.url, TOKEN, sim_id) as client:
         worker = Worker(plan, client)
         worker._started_at = utcnow()
         worker.stream.write(["first line of the simulator"])
         worker.stream.finish()
         await worker.stream.sender()  # returns once the spool is empty
     assert worker.stream.unsent() == 0 and worker._stop_reason is None
-    assert beats == ["running", "running"]  # refused twice: pending, then sent once it ran
     async with core.client() as http:
         assert (await http.get(f"/api/sims/{sim_id}/log")).text == "first line of the simulator\n"
-        assert (await http.get(f"/api/runs/{run.id}")).json()["sims"][0]["state"] == "running"
+        assert (await http.get(f"/api/runs/{run.id}")).json()["sims"][0]["state"] == "pending"
 
 
 async def test_a_gap_waits_from_when_it_opened_not_from_an_earlier_one(core, monkeypatch) -> None:
@@ -219,7 +203,8 @@ async def test_a_close_that_fails_at_the_final_heartbeat_is_tried_again(core, mo
         assert failures and ingest.gap_watched(sim_id) == 1
 
         async def log_closed() -> bool:
-            return "[cascade] log chunk 1 never arrived" in (await http.get(f"{url}/log")).text
+            sim = (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]
+            return sim.get("missing_log_chunks") == [[1, 1]]
 
         assert await wait_until(log_closed)
         assert (await http.get(f"/api/runs/{run['id']}")).json()["sims"][0]["kernels_done"] == 2

@@ -65,3 +65,21 @@ async def test_each_chunk_is_its_lines_its_kernels_and_the_progress_after_it(
         *["between kernels"] * 2,
     ]
     assert all(sim.id == sim_id and sim.run_id == run.id for sim in sims)
+
+
+async def test_chunks_that_never_arrived_have_no_log_event_and_the_sim_names_them(store: Store) -> None:
+    """Issue 32: a closed gap's chunks went out as a `log` event of a line the server wrote; a
+    log event is exactly what the simulator sent, so they have none, and the `sim` events say
+    which chunks never arrived."""
+    run = await store.runs.create_run(ready_trace(), [RunEntry(gpu_config="SM7_QV100", count=1)], QV100)
+    sim_id = run.sims[0].id
+    async with store.db.write() as tx:
+        rows, _ = await store.logs.sim_rows(tx, [sim_id])
+    chunks = [chunk_text(["sent 0"]), "", "", chunk_text(["sent 3"])]
+    job = ParseJob(sim_id, 0, 1132.0, None, chunks, True)
+    [result] = Parsers().parse([job])
+    events = chunk_events(rows[sim_id], job, result, {1, 2}, {"missing_log_chunks": [(1, 2)]})
+    assert [event.lines for event in events if isinstance(event, LogEvent)] == [["sent 0"], ["sent 3"]]
+    sims = [event.sim for event in events if isinstance(event, SimEvent)]
+    assert len(sims) == 4 and all(sim.missing_log_chunks == [(1, 2)] for sim in sims)
+    assert sims[-1].model_dump(mode="json")["missing_log_chunks"] == [[1, 2]]

@@ -94,6 +94,16 @@ async def test_more_shards_than_kernels_and_a_one_kernel_trace_are_refused_with_
     assert "only one kernel" in one["detail"] and "use shards: 1" in one["detail"]
 
 
+async def test_a_warm_up_that_leaves_no_speed_up_is_refused_with_a_sentence(sharding):
+    async with sharding.client() as http:
+        entry = {"gpu_config": "SM7_QV100", "count": 1, "shards": 3, "warmup_kernels": 14}
+        refused = await create(http, [entry], status=422)
+        assert (await http.get("/api/runs")).json() == []
+    assert refused["detail"].startswith(
+        "trace tinyformer-step-sm70 cannot run in 3 shards on SM7_QV100: 14 warm-up kernels leave no speed-up"
+    )
+
+
 async def test_an_unsharded_run_reads_exactly_as_before(sharding):
     async with sharding.client() as http:
         run = await create(http, [{"gpu_config": "SM7_QV100", "count": 1}])
@@ -175,9 +185,32 @@ async def test_a_failed_shard_is_retried_alone_in_its_run(sharding):
         kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
         assert [k["kernel_index"] for k in kernels] == list(range(15))
         nothing = await http.post(f"/api/runs/{run['id']}/retry")
-        assert nothing.status_code == 409 and "no failed sims" in nothing.json()["detail"]
+        assert nothing.status_code == 409 and "no failed sims or cancelled shards" in nothing.json()["detail"]
         assert (await http.delete(f"/api/runs/{run['id']}")).status_code == 204
         assert (await http.get(f"/api/sims/{second['id']}/results")).status_code == 404
+
+
+async def test_a_cancelled_shard_is_retried_in_place_and_its_run_can_succeed(sharding):
+    """Issue 32: a run cancelled while one shard still ran is `partial` (the others succeeded);
+    retry used to refuse it (409, no failed sims), so the run stayed partial for good."""
+    async with sharding.client() as http:
+        run = await create(http, [{"gpu_config": "SM7_QV100", "count": 1, "shards": 3}])
+        first, second, third = run["sims"]
+        await simulate(http, first)
+        await simulate(http, third)
+        run = (await http.post(f"/api/runs/{run['id']}/cancel")).json()
+        assert run["state"] == "partial" and run["sim_counts"] == {"succeeded": 2, "cancelled": 1}
+        retried = await http.post(f"/api/runs/{run['id']}/retry")
+        assert retried.status_code == 201, retried.text
+        [new] = [s for s in retried.json()["sims"] if s.get("retry_of") == second["id"]]
+        assert new["shard"] == second["shard"] and new["state"] == "pending"
+        await simulate(http, new)
+        run = (await http.get(f"/api/runs/{run['id']}")).json()
+        assert run["state"] == "succeeded" and run["sim_counts"] == {"succeeded": 3}
+        kernels = (await http.get(f"/api/runs/{run['id']}/kernels")).json()
+        assert [k["kernel_index"] for k in kernels] == list(range(15))
+        nothing = await http.post(f"/api/runs/{run['id']}/retry")
+        assert nothing.json()["detail"] == f"run {run['id']} has no failed sims or cancelled shards to retry"
 
 
 async def test_a_sweep_in_shards_splits_each_variant_and_merges_by_label(make_server, accelsim_dir):

@@ -56,3 +56,16 @@ async def test_the_parse_workers_place_a_shards_kernels_too() -> None:
         pool.close()
     for job, result, (first, last, warmup) in zip(jobs, results, [(0, 4, 0), (5, 9, 1), (10, 14, 1)]):
         check(job, result, first, last, warmup)
+
+
+def test_a_shard_whose_log_has_more_kernels_than_its_range_counts_only_its_range() -> None:
+    """Issue 32: a shard of kernels 5-9 whose log goes on to kernel 14 read "10 of 5": the kernels
+    past its range are stored at their positions, but they are not the shard's (no live event,
+    never counted done)."""
+    lines = select_kernels(RECORDED, 5, 14)
+    job = ParseJob("sim_over", 0, CLOCK, None, [chunk_text(lines)], True, ShardPlacement(5, 0, 9))
+    result = Parsers().parse([job])[0]
+    assert [row.kernel_index for row in result.kernels] == list(range(5, 15))  # the log's, all stored
+    assert [stat.kernel_index for chunk in result.chunks for stat in chunk.kernels] == list(range(5, 10))
+    assert result.progress.kernels_done == 5
+    assert max(chunk.progress["kernels_done"] for chunk in result.chunks) == 5

@@ -84,6 +84,23 @@ def test_impossible_plans_are_sentences(costs, shards, warmup, words):
         plan_shards(costs, shards, warmup)
 
 
+def test_a_warm_up_that_leaves_no_speed_up_is_refused_with_a_sentence():
+    """Issue 32: 3 shards of the demo trace each after 1,000,000 warm-up kernels simulate about
+    the whole trace each (expected speed-up about 1): refused, not run for nothing."""
+    with pytest.raises(ShardPlanError) as refused:
+        plan_shards(DEMO, 3, 1_000_000)
+    words = str(refused.value)
+    assert words.startswith("1000000 warm-up kernels leave no speed-up: the costliest shard")
+    assert "without warm-up" in words and words.endswith("use fewer warm-up kernels or fewer shards")
+    assert expected_speedup(DEMO, plan_shards(DEMO, 3, 2)) > 1.1  # a few warm-up kernels are fine
+
+
+def test_a_trace_that_does_not_split_well_is_not_the_warm_ups_fault():
+    costs = [1000, 1, 1, 1]  # one kernel costs about all: no split is faster, warm-up or not
+    assert len(plan_shards(costs, 2, 3)) == 2  # not refused
+    assert expected_speedup(costs, plan_shards(costs, 2, 0)) < 1.1
+
+
 def test_the_measured_error_figure():
     assert "1.99%" in measured_error(1) and "0.17%" in measured_error(4)
     assert "3.02%" in measured_error(0)

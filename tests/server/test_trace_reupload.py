@@ -13,26 +13,17 @@ from cascade_server.storage import Store
 from cascade_server.storage.codecs import iso
 from cascade_server.storage.schema import MIGRATIONS, migrate
 from tests.conftest import ready_trace
-from tests.helpers import create_run
+from tests.helpers import create_run, store_real_timing
 
 from .test_api_manage import finish
 
 TRACE = "tinyformer-step-sm70"
 
 
-def give_real_timing(settings, trace_id: str) -> dict:
-    """Write a real_timing.json into the trace's mirror; the metadata.json that lists it."""
-    doc = {
-        "format": "cascade.real_timing/1",
-        "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}],
-    }
-    path = settings.traces_dir / trace_id / "real_timing.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc))
-    return {
-        "status": "ok",
-        "files": [{"key": f"accelsim-traces/{trace_id}/real_timing.json", "bytes": path.stat().st_size}],
-    }
+REAL_TIMING = {
+    "format": "cascade.real_timing/1",
+    "kernels": [{"kernel_id": 1, "kernel_name": "_Z6kernel0v", "duration_ns": 7000.0}],
+}
 
 
 async def run_then_trace_deleted(core, http: httpx.AsyncClient) -> tuple[dict, dict]:
@@ -48,10 +39,8 @@ async def test_runs_of_a_deleted_trace_are_never_joined_to_a_new_trace_of_the_sa
         run, gone = await run_then_trace_deleted(core, http)
 
         # Another upload under the same id: another model, other kernels, real timing.
-        metadata = give_real_timing(core.settings, TRACE)
-        await core.store.traces.put_trace(
-            ready_trace(TRACE, kernels=4, model="someone/else", metadata=metadata, has_real_timing=True)
-        )
+        trace = ready_trace(TRACE, kernels=4, model="someone/else")
+        assert (await store_real_timing(core.store, trace, REAL_TIMING)).has_real_timing
         new_run = await create_run(http)
 
         old = (await http.get(f"/api/runs/{run['id']}")).json()

@@ -14,7 +14,7 @@ import pytest
 
 from cascade_tui.scripting import accuracy_command, run_command
 from tests.conftest import TOKEN, ready_trace, write_config
-from tests.helpers import post_run, recorded_log, wait_until
+from tests.helpers import post_run, recorded_log, store_real_timing, wait_until
 from tests.timeline.profiles import import_sampled_timing
 
 QV100 = (
@@ -226,10 +226,22 @@ def scaled(lines: list[str], factor: int) -> list[str]:
     return out
 
 
+def named_as(log: list[str], names: list[str]) -> list[str]:
+    """The log with its kernels' `kernel_name` lines naming `names`, in order."""
+    it = iter(names)
+    return [f"kernel_name = {next(it)}" if line.startswith("kernel_name = ") else line for line in log]
+
+
 async def test_accuracy_equals_a_hand_computation_from_the_comparison(variants, capsys):
     import_sampled_timing(variants.settings.traces_dir / "profiled")
-    await variants.store.traces.put_trace(ready_trace("profiled", has_real_timing=True, metadata=None))
-    log = recorded_log("SM7_QV100")
+    real = json.loads((variants.settings.traces_dir / "profiled" / "real_timing.json").read_text())
+    trace = ready_trace("profiled", metadata=None)
+    names = [kernel.name for kernel in trace.kernels]
+    for kernel, name in zip(real["kernels"], names):  # the trace's kernels as Accel-Sim names them
+        kernel["kernel_name"] = name
+    assert (await store_real_timing(variants.store, trace, real)).has_real_timing
+    # The sims ran the trace's kernels (accuracy pairs a kernel's times only under one name).
+    log = named_as(recorded_log("SM7_QV100"), names)
     async with variants.client() as http:
         run = (
             await post_run(http, [qv100(2), qv100(options={"-gpgpu_n_clusters": "40"})], "profiled")

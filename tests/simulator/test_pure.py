@@ -147,6 +147,25 @@ def test_a_build_whose_smoke_run_failed_is_not_used(tmp_path: Path) -> None:
     assert layout.describe(data, None).kind == "stand-in"
 
 
+def test_a_directory_where_the_current_link_goes_is_refused_and_no_link_is_left(tmp_path: Path) -> None:
+    """Issue 32: `simulator/current` as a directory failed the switch with a bare OSError and
+    left `.current-<pid>` behind; now a sentence, the directory untouched, nothing left over."""
+    data = tmp_path / "data"
+    current = layout.current_link(data)
+    current.mkdir(parents=True)
+    (current / "mine.txt").write_text("not Cascade's")
+    build_dir = fake_build(tmp_path / "prefix")
+    with pytest.raises(layout.CurrentLinkError, match="is a directory, not the link"):
+        layout.point_current(data, build_dir)
+    assert sorted(p.name for p in current.parent.iterdir()) == ["current"]
+    assert (current / "mine.txt").read_text() == "not Cascade's"
+    current.joinpath("mine.txt").unlink()
+    current.rmdir()
+    layout.point_current(data, build_dir)  # once it is moved away, the switch works
+    assert layout.installed_build(data) == build_dir.resolve()
+    assert sorted(p.name for p in current.parent.iterdir()) == ["current"]
+
+
 def test_wheel_members_map_to_the_cuda_folder() -> None:
     assert cuda_wheels.member_target("nvidia/cuda_runtime/include/cuda_runtime.h") == Path(
         "include/cuda_runtime.h"

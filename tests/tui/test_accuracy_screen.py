@@ -3,6 +3,7 @@ log-log scatter of the selected row and its worst kernels, at 80x24 and 160x45."
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ from textual.widgets import DataTable
 from cascade_tui.screens.accuracy import AccuracyScreen
 from cascade_tui.screens.traces_list import TracesScreen
 from tests.conftest import ready_trace
+from tests.helpers import recorded_kernel_names, store_real_timing
 from tests.timeline.profiles import SAMPLED, load, steps_by_correlation, write_trace_dir
 
 from .conftest import UPDATE, make_app, on_list, played_run, serve
@@ -22,12 +24,14 @@ TRACE = "profiled"
 
 @pytest.fixture
 def srv_traces():
-    return [ready_trace(TRACE, has_real_timing=True, metadata=None)]
+    return []
 
 
 @pytest.fixture
 async def srv(srv):
-    """The trace's real kernel times, imported from a sampled profile (`cascade timeline import`)."""
+    """The trace's real kernel times, imported from a sampled profile (`cascade timeline import`),
+    stored as the server stores them when the trace becomes ready. Its kernels are named as the
+    recorded logs the sims play name them (accuracy pairs only the times of one kernel)."""
     directory = srv.settings.traces_dir / TRACE
     write_trace_dir(directory, steps_by_correlation(load(SAMPLED))[0][:15])
     done = subprocess.run(
@@ -46,6 +50,11 @@ async def srv(srv):
         text=True,
     )
     assert done.returncode == 0, done.stderr
+    real = json.loads((directory / "real_timing.json").read_text())
+    trace = ready_trace(TRACE, metadata=None)
+    for kernel, row, name in zip(trace.kernels, real["kernels"], recorded_kernel_names()):
+        kernel.name = row["kernel_name"] = name
+    assert (await store_real_timing(srv.store, trace, real)).has_real_timing
     return srv
 
 

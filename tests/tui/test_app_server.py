@@ -18,6 +18,7 @@ from cascade_tui.screens.runs_list import RunsScreen
 from cascade_tui.screens.traces_list import TracesScreen
 from cascade_tui.widgets.log_view import LogView
 from tests.conftest import TOKEN, ready_trace
+from tests.helpers import recorded_kernel_names, store_real_timing
 
 from .conftest import (
     TRACE,
@@ -452,16 +453,14 @@ async def test_a_sim_failing_and_the_run_finishing_are_notified(app, http, run):
 
 @pytest.mark.slow
 async def test_kernels_view_shows_real_time_and_mape_when_the_trace_has_real_timing(make_server, tmp_path):
-    import json
-
     trace_id = "timed-trace"
-    server = await serve(make_server, [ready_trace(trace_id, has_real_timing=True)])
-    trace_dir = server.settings.traces_dir / trace_id
-    trace_dir.mkdir(parents=True, exist_ok=True)
+    server = await serve(make_server)
+    trace = ready_trace(trace_id)
+    for kernel, name in zip(trace.kernels, recorded_kernel_names()):  # the kernels the sims run
+        kernel.name = name
     # Real durations of 1 µs per kernel: every simulated time is measured against that.
-    (trace_dir / "real_timing.json").write_text(
-        json.dumps({"kernels": [{"kernel_id": i + 1, "duration_ns": 1000.0} for i in range(15)]})
-    )
+    real = {"kernels": [{"kernel_id": i + 1, "duration_ns": 1000.0} for i in range(15)]}
+    assert (await store_real_timing(server.store, trace, real)).has_real_timing
     async with server.client() as http:
         run = await create_run(http, [("SM7_QV100", 1)], trace_id)
         await play(http, run["sims"][0]["id"], recorded_log("SM7_QV100"))

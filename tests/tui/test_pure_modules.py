@@ -134,13 +134,21 @@ def test_configs_within_one_percent_tie():
 def test_kernel_rows_median_per_config_and_mape():
     sims = _sims_two_configs()
     kernels = kstats({"sim-a0": [100.0, 50.0], "sim-a1": [200.0], "sim-b0": [300.0]})
-    rows = compare.kernel_rows(["A", "B"], sims, kernels, real=[(None, 100.0), (None, 100.0)])
+    name = kernels[0].kernel_name
+    rows = compare.kernel_rows(["A", "B"], sims, kernels, real=[(name, 100.0), (name, 100.0)])
     assert rows[0].sim_ns == {"A": 150.0, "B": 300.0}
     assert rows[1].sim_ns == {"A": 50.0, "B": None}
     err = compare.mape(rows, ["A", "B"])
     assert err["A"] == pytest.approx((50.0 + 50.0) / 2)
     assert err["B"] == pytest.approx(200.0)
     assert compare.mape(compare.kernel_rows(["A"], sims, kernels), ["A"]) == {"A": None}
+    # Issue 32: a real time of another kernel, or of no named kernel, is never compared.
+    other = compare.kernel_rows(["A"], sims, kernels, real=[("_Z5otherv", 100.0), (None, 100.0)])
+    assert [r.sim_kernel_name for r in other] == [name, name]
+    assert compare.mape(other, ["A"]) == {"A": None}
+    # A real time 1e-9 of the simulated one: an error of at most 1,000,000%, not 10^11.
+    tiny = compare.kernel_rows(["A"], sims, kernels, real=[(name, 1e-9)])
+    assert compare.mape(tiny, ["A"]) == {"A": pytest.approx(1e6)}
 
 
 def test_stand_in_detection():

@@ -20,6 +20,9 @@ from cascade_tui.views.script_views import run_records
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
+SHARDED = [RunEntry(gpu_config="SM7_QV100", count=1, shards=3)]
+
+
 def summary(counts: dict[str, int], **kw) -> RunSummary:
     fields = dict(
         id="run-000000000001",
@@ -83,6 +86,16 @@ def test_entries_and_sims_read_one_way():
         ("retry", {"failed": 1, "succeeded": 1}, "partial", {}, None),
         ("retry", {"succeeded": 2}, "succeeded", {}, "has no failed sims to retry"),
         ("retry", {"failed": 2}, "failed", {"sample": True}, "is a sample run"),
+        ("retry", {"cancelled": 1, "succeeded": 1}, "partial", {}, "has no failed sims to retry"),
+        # a sharded run retries its cancelled shards too (issue 32)
+        ("retry", {"cancelled": 1, "succeeded": 2}, "partial", {"entries": SHARDED}, None),
+        (
+            "retry",
+            {"succeeded": 3},
+            "succeeded",
+            {"entries": SHARDED},
+            "has no failed sims or cancelled shards to retry",
+        ),
         ("delete", {"failed": 2}, "failed", {}, None),
         ("delete", {"running": 1, "failed": 1}, "active", {}, "is active: cancel it first"),
     ],

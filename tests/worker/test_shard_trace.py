@@ -164,3 +164,42 @@ def test_a_list_ends_at_its_last_kernel_and_skips_the_kernels_not_chosen():
         "kernel-4.traceg",
     ]
     assert select_lines(trailing, frozenset()) == []
+
+
+# Real lists hold memcpys before the first kernel, between kernels (one or several) and after the
+# last (these lines from the demo trace's real kernelslist.g).
+WITH_MEMCPYS = [
+    "MemcpyHtoD,0x00007f4c5e000000,256",
+    "MemcpyHtoD,0x00007f4c5e000200,2097152",
+    "kernel-1.traceg",
+    "MemcpyHtoD,0x00007f4c5e200200,32768",
+    "kernel-2.traceg",
+    "kernel-3.traceg",
+    "MemcpyHtoD,0x00007f4c5e208200,512",
+    "MemcpyHtoD,0x00007f4c5e208400,512",
+    "kernel-4.traceg",
+    "MemcpyHtoD,0x00007f4c5e208600,196608",
+    "kernel-5.traceg",
+    "MemcpyHtoD,0x00007f4c5e238600,1536",
+]
+
+
+def test_at_every_split_point_a_list_keeps_the_memcpys_before_its_last_kernel_and_none_after():
+    """Issue 32: a shard whose range ended just before a MemcpyHtoD line failed in Accel-Sim's
+    cleanup (`Assertion 'k' failed`). Every range, after 0 to 2 warm-up kernels: the list is the
+    trace's lines up to its last kernel, the kernels before its first left out, in order."""
+    kernels = [line for line in WITH_MEMCPYS if line.startswith("kernel")]
+    for first in range(len(kernels)):
+        for last in range(first, len(kernels)):
+            for warmup in range(3):
+                start = max(0, first - warmup)
+                chosen = select_lines(WITH_MEMCPYS, frozenset(range(start, last + 1)))
+                end = WITH_MEMCPYS.index(kernels[last])
+                expected = [
+                    line
+                    for line in WITH_MEMCPYS[: end + 1]
+                    if not line.startswith("kernel") or kernels.index(line) >= start
+                ]
+                assert chosen == expected, (first, last, warmup)
+                assert chosen[-1] == kernels[last]
+                assert [line for line in chosen if line.startswith("kernel")] == kernels[start : last + 1]

@@ -13,7 +13,7 @@ class AccuracyKernel(Model):
     kernel_name: str
     real_ns: float
     sim_ns: float
-    error_pct: float = Field(description="(sim_ns - real_ns) / real_ns * 100, signed.")
+    error_pct: float = Field(description="(sim_ns - real_ns) / real_ns * 100, signed, within ±1,000,000.")
 
 
 class AccuracyPoint(Model):
@@ -46,7 +46,15 @@ class AccuracyRow(Model):
         exclude_if=lambda v: v == 0,
         description="Of `kernels`, those whose simulated time is estimated from a representative (sampling).",
     )
-    mape_pct: float | None = Field(description="Mean of |sim - real| / real * 100 over those rows.")
+    kernels_unmatched: int = Field(
+        default=0,
+        exclude_if=lambda v: v == 0,
+        description="Kernels left out because real timing names another kernel at their position "
+        "(the comparison row's `sim_kernel_name`): their real time is not theirs.",
+    )
+    mape_pct: float | None = Field(
+        description="Mean of |sim - real| / real * 100 over those rows, each at most 1,000,000%."
+    )
     mean_error_pct: float | None = Field(description="Mean of (sim - real) / real * 100: the bias.")
     pearson_r: float | None = Field(description="Correlation of log real time and log simulated time.")
     worst: list[AccuracyKernel] = Field(

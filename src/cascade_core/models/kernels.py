@@ -40,6 +40,10 @@ class ComparisonRow(Model):
     # Not in the spec (an addition): the configs whose time for this kernel is estimated from a
     # representative kernel (a sampled run), not simulated.
     estimated: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # Not in the spec (an addition): the kernel the sims ran at this position, when real timing
+    # names another one here (or none). `real_ns` is then not this kernel's real time: no
+    # accuracy figure pairs it with `sim_ns`.
+    sim_kernel_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Comparison(Model):

@@ -73,6 +73,10 @@ class SimSummary(Model):
     # (null for a sim of the whole trace), and the failed sim this one retries in place.
     shard: ShardInfo | None = Field(default=None, exclude_if=lambda v: v is None)
     retry_of: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Not in the spec (an addition): the runs of log chunks (first and last seq) that never
+    # arrived, closed 30 s after the gap opened or at the final heartbeat; the log has no lines
+    # of them (it stays exactly what the simulator sent). Absent when none.
+    missing_log_chunks: list[tuple[int, int]] = Field(default_factory=list, exclude_if=lambda v: not v)
     # Not in the spec (additions clients may ignore): the variant the sim runs. `label` is the
     # config's name for a sim without options, so grouping by label groups by config.
     options: dict[str, str] = Field(default_factory=dict, description="Simulator options after the configs.")

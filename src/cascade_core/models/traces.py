@@ -37,6 +37,10 @@ class TraceSummary(Model):
     kernel_count: int = 0
     bytes: int = 0
     has_real_timing: bool = False
+    # Not in the spec (an addition): why the trace's real_timing.json gives no real timing (not
+    # JSON, no known duration, the kernels of another workload); absent when it has none or it
+    # is used.
+    real_timing_error: str | None = Field(default=None, exclude_if=lambda v: v is None)
     has_step_timeline: bool = False
     sample: bool = False
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cascade_core.timeline import stored
 from cascade_core.timeline.formats import CorrectedTimeline
 from cascade_core.timeline.replay import StepTimes, idle_before, measured_times, requests
 from cascade_core.timeline.stats import error_pct, error_summary
 
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+_number = stored.duration  # a simulated timeline is read as it is: any shape (timeline/stored.py)
 
 
 def _row(base: dict[str, Any], real: dict[str, Any] | None, sim: dict[str, Any] | None) -> dict[str, Any]:
@@ -45,9 +44,9 @@ def compare(timeline: CorrectedTimeline, simulated: dict[str, Any]) -> dict[str,
     and the summary leaves it out, so nothing compared gives null statistics, never 0%."""
     measured = [measured_times(step) for step in timeline.steps]
     sim_steps = {
-        s.get("index"): s
-        for s in simulated.get("steps", [])
-        if isinstance(s, dict) and _simulated_anything(s)
+        at: s
+        for s in stored.items(simulated, "steps")
+        if (at := stored.index(s)) is not None and _simulated_anything(s)
     }
     steps = []
     for step, real in zip(timeline.steps, _as_dicts(measured)):
@@ -56,9 +55,11 @@ def compare(timeline: CorrectedTimeline, simulated: dict[str, Any]) -> dict[str,
         )
     real_requests = requests(measured, idle_before(timeline))
     sim_requests = {
-        r.get("index"): r
-        for r in simulated.get("requests", [])
-        if isinstance(r, dict) and any(i in sim_steps for i in r.get("steps") or [])
+        at: r
+        for r in stored.items(simulated, "requests")
+        if (at := stored.index(r)) is not None
+        and isinstance(r.get("steps"), list)
+        and any(isinstance(i, int) and i in sim_steps for i in r["steps"])
     }
     request_rows = [
         _row({"index": r["index"], "steps": r["steps"]}, r, sim_requests.get(r["index"]))

@@ -4,6 +4,7 @@ streamed responses. Errors leave as `errors.ApiError`."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
@@ -161,7 +162,7 @@ async def read_model(request: web.Request, model: type[M]) -> M:
         raise ApiError(415, f"expected a JSON body (Content-Type: {JSON_TYPE}), got {request.content_type!r}")
     body = await read_body(request)
     try:
-        return model.model_validate_json(body)
+        parsed = model.model_validate_json(body)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         if errors and errors[0]["type"] == "json_invalid":
@@ -171,3 +172,34 @@ async def read_model(request: web.Request, model: type[M]) -> M:
                 422, [{"loc": ["body"], "msg": "body must be a JSON object", "type": "model_type"}]
             )
         raise ApiError(422, validation_detail(exc)) from None
+    if (key := duplicate_key(body)) is not None:
+        # The parser keeps the last of a repeated key and drops the rest without a word (a run
+        # entry's `options` given twice, the second empty, ran without them): refused instead.
+        msg = f"key {clipped(key)!r} appears twice in one object: send each key once"
+        raise ApiError(422, [{"loc": ["body"], "msg": msg, "type": "duplicate_key"}])
+    return parsed
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _refuse_repeats(pairs: list[tuple[str, Any]]) -> None:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen.add(key)
+
+
+def duplicate_key(body: bytes) -> str | None:
+    """The first key of `body` (JSON the model accepted) that an object of it repeats, or None.
+    A second parse: the model's parser has no such check. Each object is dropped as soon as its
+    keys are checked, so it costs little beyond the parse itself."""
+    try:
+        json.loads(body, object_pairs_hook=_refuse_repeats)
+    except _DuplicateKey as exc:
+        return str(exc.args[0])
+    except (ValueError, RecursionError):  # what the model's parser took and this one does not
+        return None
+    return None

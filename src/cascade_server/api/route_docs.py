@@ -137,10 +137,15 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
         "A new run with one sim per failed sim: `201` with it.",
         response=models.RunDetail,
         status=201,
-        errors=(NO_RUN_OR_TRACE, (409, "No sim of the run failed."), TRACE_GONE, *RUN_CREATE_ERRORS[1:]),
+        errors=(
+            NO_RUN_OR_TRACE,
+            (409, "No sim of the run failed (and, in a sharded run, no shard was cancelled)."),
+            TRACE_GONE,
+            *RUN_CREATE_ERRORS[1:],
+        ),
         details="On the same configs and variants; cancelled sims are not retried. A sharded run is "
-        "retried in place instead: each failed shard again, in the same run (the new sim's `retry_of` "
-        "names the one it replaces), and the answer is that run.",
+        "retried in place instead: each failed or cancelled shard again, in the same run (the new "
+        "sim's `retry_of` names the one it replaces), and the answer is that run.",
     ),
     ("DELETE", "/api/traces/{trace_id}"): RouteDoc(
         "Delete a ready or failed trace no active run uses: `204`.",
@@ -184,20 +189,36 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
             NO_SIM,
             (
                 409,
-                "The sim is still `pending` (send a `running` heartbeat first), or the chunk is 1,000 or "
-                "more past the one the sim's log waits for; `detail` says what to do.",
+                "The chunk's `seq` is 1,000 or more past the one the sim's log waits for: nothing is "
+                "stored; send the chunks before it first (`detail` names the one it waits for). A chunk "
+                "past a gap is held until the gap fills, and every held chunk is looked up with each "
+                "chunk of the sim, so the server holds at most 999 (a sender that sends in order, as "
+                "`cascade worker` does, never meets this).",
             ),
         ),
         simulator_only=True,
-        details="The first chunk per `seq` wins; a repeat is ignored, so a retry is safe. A gap that "
-        "has not filled by the sim's final heartbeat, or 30 s after it opened, is closed with a line "
-        "`[cascade] log chunks N to M never arrived: lines are missing here`.",
+        details="The first chunk per `seq` wins; a repeat is ignored, so a retry is safe. A sim still "
+        "`pending` takes its chunks too (its simulator may start before its launcher records it). A "
+        "gap that has not filled by the sim's final heartbeat, or 30 s after it opened, is closed: the "
+        "log goes on without the missing chunks, exactly as the simulator sent the rest, and the sim "
+        "lists them in `missing_log_chunks` (`[first, last]` per run of them).",
     ),
     ("POST", "/api/sims/{sim_id}/step-timeline"): RouteDoc(
         "The simulator stores its sim's predicted step timeline and its comparison.",
         status=204,
         body=models.StepTimelineUpload,
-        errors=(NO_SIM, (422, "The timeline is not one the readers can draw; `detail` says why.")),
+        errors=(
+            NO_SIM,
+            (413, "The body passes `CASCADE_MAX_JSON_BYTES` (32 MiB by default)."),
+            (
+                422,
+                "`simulated` lacks a `steps` list or a `summary` object, or `compare` is neither an "
+                "object nor null.",
+            ),
+        ),
+        details="Both objects are stored as they are, whatever else they hold: every reader (the "
+        "step-timelines list, the Perfetto trace, the terminal UI, `/api/accuracy`) uses what it can "
+        "of them (a step time is drawn when it is a number from 0 to a day) and leaves the rest.",
         simulator_only=True,
     ),
     ("PUT", "/api/sims/{sim_id}/files/{name}"): RouteDoc(
@@ -253,6 +274,10 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
         "Per-kernel real time against simulated time per config (a `Comparison`).",
         response=models.Comparison,
         errors=(NO_RUN,),
+        details="Real times come from the trace's real_timing.json as the server stored it when the "
+        "trace became ready. Row *i* pairs the *i*-th real kernel with the *i*-th kernel the sims "
+        "finished; a row whose real kernel is another (by name, mangled or not) keeps `real_ns` and "
+        "names the sims' kernel in `sim_kernel_name`: no accuracy figure pairs it.",
     ),
     ("GET", "/api/sims/{sim_id}/results"): RouteDoc(
         "One sim's config, per-kernel stats and totals (a `SimResults`).",
@@ -314,7 +339,9 @@ ROUTE_DOCS: dict[tuple[str, str], RouteDoc] = {
         "`?trace=`, `?config=` filter.",
         response=list[models.AccuracyRow],
         query=models.AccuracyQuery,
-        details="Over every finished real (not replayed) sim; `?points=true` adds every compared kernel.",
+        details="Over every finished real (not replayed) sim; `?points=true` adds every compared kernel. "
+        "Only kernels real timing names as the sims do are compared (the others: `kernels_unmatched`), "
+        "and a kernel's error counts at most ±1,000,000%.",
     ),
     ("GET", "/agent-prompt.md"): RouteDoc(
         "The agent prompt, with this server's URL (never its token).",

@@ -13,14 +13,14 @@ from aiohttp import web
 from cascade_core.demangle import demangle
 from cascade_core.models import GpuConfig, RunDetail, SimResults
 from cascade_core.shard_merge import mark_warmup, owned
-from cascade_core.trace_layout import load_real_timing
 
 from ..appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
 from ..content_types import content_type_for
 from ..domain_errors import NotFound
-from ..services.run_comparison import comparison, perfetto_trace
+from ..services.run_comparison import comparison_json, perfetto_trace
 from ..services.step_timelines import run_step_timelines as merged_step_timelines
 from .bodies import check_file_name, ok, stream_body
+from .errors import JSON_TYPE
 
 routes = web.RouteTableDef()
 
@@ -29,17 +29,14 @@ def attachment(filename: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{filename}"'}
 
 
-async def _comparison(request: web.Request, run: RunDetail):
+async def _comparison(request: web.Request, run: RunDetail) -> bytes:
+    """The run's Comparison as JSON, from the real timing stored with its trace (a deleted trace
+    has none, even if a trace of the same id was uploaded since), built in a thread."""
     store = request.app[STORE_KEY]
     kernels = await store.outputs.run_kernels(run.id)
-    # The same rule as the trace's has_real_timing: where its metadata.json lists the file. A
-    # deleted trace has none, even if a trace of the same id was uploaded since.
     trace = await store.traces.live_trace_of_run(run.id)
-    real = None
-    if trace is not None:
-        trace_dir = request.app[SETTINGS_KEY].traces_dir / run.trace_id
-        real = await asyncio.to_thread(load_real_timing, trace_dir, trace.metadata)
-    return comparison(run, kernels, real)
+    real = await store.traces.real_timing(trace.id) if trace is not None and trace.has_real_timing else []
+    return await asyncio.to_thread(comparison_json, run, kernels, real)
 
 
 def _config(request: web.Request, name: str) -> GpuConfig:
@@ -70,7 +67,7 @@ async def run_kernels(request: web.Request) -> web.Response:
 @routes.get("/api/runs/{run_id}/comparison")
 async def run_comparison(request: web.Request) -> web.Response:
     run = await request.app[STORE_KEY].runs.require_run(request.match_info["run_id"])
-    return ok(await _comparison(request, run))
+    return web.Response(body=await _comparison(request, run), content_type=JSON_TYPE)
 
 
 @routes.get("/api/sims/{sim_id}/results")
@@ -97,7 +94,7 @@ async def run_results(request: web.Request) -> web.StreamResponse:
     trace_json = trace.model_dump_json() if trace else run.trace.model_dump_json()
     # Everything but the sims' stats is small: built before the status goes out, so a failure
     # there (an unreadable real_timing.json, say) is a plain error response.
-    compared = (await _comparison(request, run)).model_dump_json()
+    compared = await _comparison(request, run)
 
     async def body() -> AsyncIterator[bytes]:
         yield (
@@ -116,7 +113,7 @@ async def run_results(request: web.Request) -> web.StreamResponse:
                 totals=sim.latest,
             )
             yield (b"," if number else b"") + results.model_dump_json().encode()
-        yield b'],"comparison":' + compared.encode() + b"}"
+        yield b'],"comparison":' + compared + b"}"
 
     response = web.StreamResponse(
         headers={

@@ -1,9 +1,10 @@
 """Which of a group's chunks are taken, and which of a sim's chunks are next to parse.
 
-A chunk is refused when its sim does not exist (404), is still `pending` (409: no simulator
-has started, so none may take the place of its real chunk 0), or when it is MAX_AHEAD chunks or
-more past the chunk the sim's log waits for (`next_seq`, 409). A repeated seq is ignored (the
-first chunk per seq wins). A chunk past a gap is parked (stored, not parsed) until the gap fills.
+A chunk is refused when its sim does not exist (404), or when it is MAX_AHEAD chunks or more past
+the chunk the sim's log waits for (`next_seq`, 409: see MAX_AHEAD). A sim still `pending` takes
+its chunks as any other (the spec's 204): its simulator can start before its launcher has
+recorded it (a Slurm job that runs before `sbatch` answers). A repeated seq is ignored (the first
+chunk per seq wins). A chunk past a gap is parked (stored, not parsed) until the gap fills.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from .group_writer import PendingChunk
 
 # How far past the chunk a sim's log waits for (`next_seq`) a chunk may be, to be parked until
 # the gap fills: parked chunks are looked up with every append of the sim, so they must be few
-# (20,000 made appends 75 times slower). A worker sends its chunks in order, a few at a time.
+# (20,000 made appends 75 times slower), and each is held until the gap before it fills or closes.
+# A worker sends its chunks in order, one at a time, so only a client that skips 1,000 chunks
+# meets it: refused (409, nothing stored), not taken and dropped, so it can send them again.
 MAX_AHEAD = 1_000
 
 # The stored text of a parked chunk: (sim_id, seq) -> its text.
@@ -30,21 +33,13 @@ def admit(
 ) -> dict[str, dict[int, PendingChunk]]:
     """The group's chunks to store, by sim and seq, in the order they came. Each refused chunk is
     answered here (its future's exception); a repeat is left to be answered with the group.
-    `rows`: the sims' rows by id (`next_seq`, `state`); `parked`: (sim_id, seq) of the chunks
+    `rows`: the sims' rows by id (`next_seq`); `parked`: (sim_id, seq) of the chunks
     stored earlier that wait for a gap to fill."""
     fresh: dict[str, dict[int, PendingChunk]] = {}
     for pending in group:
         row = rows.get(pending.sim_id)
         if row is None:
             pending.done.set_exception(NotFound(f"sim {pending.sim_id} not found"))
-            continue
-        if row["state"] == "pending":
-            pending.done.set_exception(
-                Conflict(
-                    f"sim {pending.sim_id} is pending: its simulator has not started, so it has no log yet; "
-                    f"send a running heartbeat (POST /api/sims/{pending.sim_id}/heartbeat), then the log"
-                )
-            )
             continue
         # (A seq past SQLite's integers never comes over HTTP, whose model refuses it; from a
         # direct caller it fails the write as any value SQLite cannot store does.)

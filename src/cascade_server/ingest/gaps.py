@@ -1,6 +1,8 @@
 """Gaps in a sim's chunks that never fill: a gap still open GAP_WAIT_S after it opened, or at
-the sim's final heartbeat, is closed: each run of chunks that never arrived becomes one line
-saying so, and what came after it is parsed (`LogIngest.close_gaps`, log_ingest.py).
+the sim's final heartbeat, is closed: the chunks that never arrived are stored empty, the sim
+names each run of them (`missing_log_chunks`), and what came after them is parsed
+(`LogIngest.close_gaps`, log_ingest.py). The log stays exactly what the simulator sent: no line
+of the server's stands in it for the missing ones.
 
 The timers live in the server's process: a restarted server finds the open gaps in the
 database and gives each its wait again (`LogIngest.watch_stored_gaps`).
@@ -10,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-
-from ..storage.codecs import chunk_text
 
 # How long a gap in a sim's chunks may stay open before what came after it is parsed without it.
 # A worker retries a chunk until the server has it, so a gap this old is lines that are lost.
@@ -66,17 +66,10 @@ class GapTimers:
         task.add_done_callback(self._closing.discard)
 
 
-def missing_chunks_line(first: int, last: int) -> str:
-    """The line that stands in a sim's log for chunks that never arrived."""
-    which = f"chunk {first}" if first == last else f"chunks {first} to {last}"
-    return f"[cascade] log {which} never arrived: lines are missing here"
-
-
-def missing_chunks(next_seq: int, parked: Sequence[int]) -> dict[int, str]:
-    """The texts (`chunk_text`) that stand for the chunks missing from `next_seq` to the last of
-    `parked` (the sim's parked chunks, in order), by seq: each run of chunks that never arrived
-    is one line saying so, as its first chunk; the others are empty."""
-    missing: dict[int, str] = {}
+def missing_runs(next_seq: int, parked: Sequence[int]) -> list[tuple[int, int]]:
+    """The runs (first, last) of chunks missing from `next_seq` to the last of `parked` (the
+    sim's parked chunks, in order)."""
+    runs: list[tuple[int, int]] = []
     present = set(parked)
     seq = next_seq
     while parked and seq <= parked[-1]:
@@ -86,6 +79,5 @@ def missing_chunks(next_seq: int, parked: Sequence[int]) -> dict[int, str]:
         first = seq
         while seq not in present:
             seq += 1
-        missing[first] = chunk_text([missing_chunks_line(first, seq - 1)])
-        missing.update((gap, "") for gap in range(first + 1, seq))
-    return missing
+        runs.append((first, seq - 1))
+    return runs

@@ -8,8 +8,9 @@ The service's steps, each a module of its own:
 - chunk_order.py: which of a group's chunks are taken (the 404 and 409 rules, repeats) and which
   are next; a chunk past a gap is parked (stored, not parsed) until the gap fills, at most
   MAX_AHEAD chunks ahead.
-- gaps.py: a gap still open GAP_WAIT_S later, or at the sim's final heartbeat, is closed with a
-  line saying which chunks never arrived, and what came after it is parsed (`close_gaps`).
+- gaps.py: a gap still open GAP_WAIT_S later, or at the sim's final heartbeat, is closed: its
+  chunks are stored empty, the sim names them (`missing_log_chunks`; the log stays what the
+  simulator sent), and what came after it is parsed (`close_gaps`).
 - replay.py: parsing, in the parse pool's worker process when there is one (parse_pool.py), so
   it never holds the event loop, yet inside the group's write; a parser that is not kept is
   rebuilt from its saved state and the stored chunks after it.
@@ -30,13 +31,13 @@ from typing import Any
 from cascade_core.sampling import SimSample
 
 from ..storage import Store, Transaction
-from ..storage.codecs import chunk_text
+from ..storage.codecs import chunk_text, sim_from_row
 from ..storage.logs import ChunkRow, chunk_row
 from . import gaps
 from .chunk_order import admit, next_in_order
-from .gaps import GapTimers, missing_chunks
+from .gaps import GapTimers, missing_runs
 from .group_writer import GroupWriter, PendingChunk
-from .live_events import chunk_events
+from .live_events import Gap, chunk_events
 from .parse_pool import ParsePool
 from .parsing import ParseJob, ParseResult
 from .replay import ReplayingParser
@@ -104,7 +105,7 @@ class LogIngest:
             row["parser_state"],
             texts,
             self.store.db.broker.has_subscribers(row["run_id"]),
-            ShardPlacement(row["shard_first"], row["shard_warmup"]),
+            ShardPlacement(row["shard_first"], row["shard_warmup"], row["shard_last"]),
             row["parser_state_seq"],
             pack=pack,
             estimates=_estimates(row["sampling"]) if row["sampling"] else None,
@@ -118,11 +119,16 @@ class LogIngest:
         jobs: list[ParseJob],
         results: list[ParseResult],
         chunks: list[ChunkRow],
+        gap: Gap | None = None,
     ) -> None:
         """Store the chunks and what their parse found, and commit: the write's last step (its
-        events are built first, so that nothing can fail once it is committed)."""
+        events are built first, so that nothing can fail once it is committed). `gap`: a closed
+        gap's chunks (no log event: the simulator never sent them) and what the sim now says."""
         events = [
-            (rows[job.sim_id]["run_id"], chunk_events(rows[job.sim_id], job, result) if job.watched else [])
+            (
+                rows[job.sim_id]["run_id"],
+                chunk_events(rows[job.sim_id], job, result, *(gap or ())) if job.watched else [],
+            )
             for job, result in zip(jobs, results)
         ]
         await self.store.logs.save_parsed(
@@ -147,12 +153,12 @@ class LogIngest:
         return self._gap_timers.watched(sim_id)
 
     async def close_gaps(self, sim_id: str, waiting_for: int | None = None) -> None:
-        """Parse what arrived after the sim's gaps without them: each run of chunks that never
-        arrived becomes one line saying so (stored as the first missing chunk; the others are
-        stored empty), so the log, its tail and the kernels after it show. A missing chunk that
-        arrives later is a repeat. Nothing to do for a sim without parked chunks. With
-        `waiting_for` (a gap's timer), only when the sim still waits for that chunk: a gap that
-        has opened since gets its own GAP_WAIT_S."""
+        """Parse what arrived after the sim's gaps without them: the chunks that never arrived
+        are stored empty and the sim names each run of them (`missing_log_chunks`, in its `sim`
+        event), so the kernels after them show and the log stays exactly what the simulator sent.
+        A missing chunk that arrives later is a repeat. Nothing to do for a sim without parked
+        chunks. With `waiting_for` (a gap's timer), only when the sim still waits for that chunk:
+        a gap that has opened since gets its own GAP_WAIT_S."""
         self._gap_timers.unwatch(sim_id)
         retry_at = waiting_for  # when this fails: the chunk the sim waits for, if known
         try:
@@ -166,9 +172,10 @@ class LogIngest:
                 if waiting_for is not None and next_seq != waiting_for:
                     self._gap_timers.watch(sim_id, next_seq)
                     return
-                missing = missing_chunks(next_seq, parked)
+                runs = missing_runs(next_seq, parked)
+                missing = {seq for first, last in runs for seq in range(first, last + 1)}
                 texts = [
-                    missing[seq] if seq in missing else await logs.stored_text(tx, sim_id, seq)
+                    "" if seq in missing else await logs.stored_text(tx, sim_id, seq)
                     for seq in range(next_seq, parked[-1] + 1)
                 ]
                 log.warning(
@@ -178,8 +185,13 @@ class LogIngest:
                     len(parked),
                 )
                 job = self._job(row, texts)
-                stored = [chunk_row(sim_id, seq, text) for seq, text in missing.items()]
-                await self._save(tx, {sim_id: row}, [job], await self.parser.parse(tx, [job]), stored)
+                stored = [chunk_row(sim_id, seq, "") for seq in sorted(missing)]
+                noted = [*sim_from_row(row).missing_log_chunks, *runs]
+                await logs.note_missing_chunks(tx, sim_id, noted)
+                results = await self.parser.parse(tx, [job])
+                await self._save(
+                    tx, {sim_id: row}, [job], results, stored, (missing, {"missing_log_chunks": noted})
+                )
         except Exception:  # nobody waits on it (a timer's task, or after a final heartbeat)
             log.exception(
                 "sim %s: could not close the gaps in its log; trying again in %g s", sim_id, gaps.GAP_WAIT_S

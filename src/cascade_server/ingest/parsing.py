@@ -107,10 +107,10 @@ def progress_of(parser: LogParser, placement: ShardPlacement = WHOLE_TRACE) -> d
     return {
         # the sim's own kernels done: simulated (a shard's first warm-up kernels and a restart's
         # not counted) or failed in the simulator
-        "kernels_done": placement.owned_done(
-            parser.kernels_done - parser.kernels_dropped - parser.kernels_placed
-        )
-        + parser.kernels_noted,
+        "kernels_done": placement.within_range(
+            placement.owned_done(parser.kernels_done - parser.kernels_dropped - parser.kernels_placed)
+            + parser.kernels_noted
+        ),
         "kernels_failed": parser.kernels_failed,
         "current_kernel": parser.current_kernel,
         "latest": SimMetrics(**parser.latest),
@@ -161,12 +161,12 @@ class Parsers:
             kernels = parser.feed_text(text)
             own = []
             for k in kernels:
-                if k.placed:  # after a restart, or a failed kernel: at its trace position already
-                    own.append(k)
-                else:
-                    if not placement.is_warmup(k.kernel_index):
-                        own.append(k)
+                # after a restart, or a failed kernel: at its trace position already
+                mine = k.placed or not placement.is_warmup(k.kernel_index)
+                if not k.placed:
                     k.kernel_index = placement.placed_index(k.kernel_index)
+                if mine and placement.owns(k.kernel_index):
+                    own.append(k)
                 rows.append(kernel_row(sim_id, k))
                 for position, scale in (job.estimates or {}).get(k.kernel_index, ()):
                     guess = estimated(k, position, scale)  # sampling: every kernel gets a row

@@ -1,9 +1,9 @@
 """`GET /api/accuracy`: for every trace with real timing, how far each variant's finished real
 sims are from it, over every run on that trace. The rows are built from the same comparison rows
-as `/comparison` (kernels matched by position, a row's simulated time the median over replicas,
-here over every replica of the variant in every run on the trace); the statistics are in
-cascade_core/accuracy.py. Sims of the stand-in (replayed runs) and of sample runs never count, nor sims
-that did not succeed.
+as `/comparison` (kernels matched by position and name, a row's simulated time the median over
+replicas, here over every replica of the variant in every run on the trace), from the real
+timing stored with the trace; the statistics are in cascade_core/accuracy.py. Sims of the
+stand-in (replayed runs) and of sample runs never count, nor sims that did not succeed.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import asyncio
 import logging
 from pathlib import Path
 
-from cascade_core.accuracy import accuracy, pairs_of, step_wall_error
-from cascade_core.comparison import kernel_rows
+from cascade_core.accuracy import accuracy, pairs_of, step_wall_error, unmatched
+from cascade_core.comparison import compare_rows
 from cascade_core.models import AccuracyRow, KernelStat, SimSummary
-from cascade_core.trace_layout import load_real_timing
 from cascade_core.variants import options_key
 
 from ..storage import Store
@@ -53,7 +52,7 @@ async def _trace_rows(
     detail = await store.traces.get_trace(trace_id)
     if detail is None:
         return []
-    real = await asyncio.to_thread(load_real_timing, traces_dir / detail.id, detail.metadata)
+    real = await store.traces.real_timing(detail.id)
     if not real:
         return []
     sims: dict[VariantKey, list[SimSummary]] = {}
@@ -91,13 +90,15 @@ async def _trace_rows(
         return []
     names = {key: f"v{n}" for n, key in enumerate(sims)}
     config_of = {sim.id: names[key] for key, group in sims.items() for sim in group}
-    compared = kernel_rows(list(names.values()), config_of, kernels, real)
+    compared = await asyncio.to_thread(
+        lambda: list(compare_rows(list(names.values()), config_of, kernels, real, simulated_only=True))
+    )
     for key, group in sorted(sims.items(), key=lambda kv: (kv[0][0], labels[kv[0]])):
         gpu_config, options = key
         label = labels[key]
         if config is not None and config not in (gpu_config, label):
             continue
-        stats = accuracy(pairs_of(compared, names[key]))
+        stats = await asyncio.to_thread(accuracy, pairs_of(compared, names[key]))
         rows.append(
             AccuracyRow(
                 trace_id=detail.id,
@@ -109,6 +110,7 @@ async def _trace_rows(
                 kernels=stats.kernels,
                 kernels_failed=sum(1 for row in compared if names[key] in row.failed),
                 kernels_estimated=sum(1 for row in compared if names[key] in row.estimated and row.real_ns),
+                kernels_unmatched=unmatched(compared, names[key]),
                 mape_pct=stats.mape_pct,
                 mean_error_pct=stats.mean_error_pct,
                 pearson_r=stats.pearson_r,

@@ -156,7 +156,8 @@ class RunService:
         trace_dir = self.settings.traces_dir / trace.id
         try:
             plans = await shard_plans(trace, trace_dir, entries)
-            samples = await sample_plans(trace, trace_dir, entries)
+            real = await self.store.traces.real_timing(trace.id) if trace.has_real_timing else None
+            samples = await sample_plans(trace, trace_dir, entries, real)
         except ShardPlanError as exc:
             raise Invalid(str(exc)) from None
         return await self.store.runs.create_run(
@@ -218,7 +219,9 @@ class RunService:
     async def retry(self, run_id: str) -> RunDetail:
         """A new run of the same trace with one sim for each sim of this run that `failed`, on the
         same configs, in entry order. Sims stay terminal (SIM_TRANSITIONS), so a failed sim is
-        never restarted in place; cancelled sims were stopped on purpose and are not retried."""
+        never restarted in place; cancelled sims were stopped on purpose and are not retried,
+        except a sharded replica's cancelled shards (retried in place: the replica's merged result
+        needs each of its shards)."""
         run = await self._require_run_with_its_trace(run_id)
         if any(entry.shards > 1 for entry in run.entries):
             # A sharded run: each failed shard again, alone, in this run, so its merged result is

@@ -10,32 +10,34 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from cascade_core.comparison import RealTiming
 from cascade_core.models import RunEntry, TraceDetail
 from cascade_core.sampling import KernelFacts, SimSample, facts_of, sample_costs, sim_sample
 from cascade_core.shard_plan import ShardPlanError, ShardRange, plan_shards
 from cascade_core.trace_kernels import KernelStatsError, listed_kernels
-from cascade_core.trace_layout import load_real_timing
 
 Samples = dict[str, list[tuple[ShardRange | None, SimSample]]]
 
 
-def trace_facts(trace: TraceDetail, trace_dir: Path) -> list[KernelFacts]:
-    """The facts of the kernels the trace's list runs (blocking: call it in a thread)."""
+def trace_facts(trace: TraceDetail, trace_dir: Path, real: RealTiming | None) -> list[KernelFacts]:
+    """The facts of the kernels the trace's list runs, with its real kernel times (blocking:
+    call it in a thread)."""
     try:
         names = listed_kernels(trace_dir) or []
     except KernelStatsError as exc:
         raise ShardPlanError(str(exc)) from None
-    real = load_real_timing(trace_dir, trace.metadata) if trace.has_real_timing else None
     return facts_of(names, trace.kernels, real)
 
 
-async def sample_plans(trace: TraceDetail, trace_dir: Path, entries: list[RunEntry]) -> Samples:
+async def sample_plans(
+    trace: TraceDetail, trace_dir: Path, entries: list[RunEntry], real: RealTiming | None = None
+) -> Samples:
     """An entry's variant -> its sims' samples (with their shard, when it has shards). Raises
     ShardPlanError with a sentence when it cannot be sampled as asked."""
     sampled = [e for e in entries if e.sampling != "none"]
     if not sampled:
         return {}
-    facts = await asyncio.to_thread(trace_facts, trace, trace_dir)
+    facts = await asyncio.to_thread(trace_facts, trace, trace_dir, real)
     if not facts:
         raise ShardPlanError(f"trace {trace.id} lists no kernel to sample")
     plans: Samples = {}

@@ -176,8 +176,15 @@ def sim_from_row(row: aiosqlite.Row) -> SimSummary:
         log_tail=json.loads(row["log_tail"]),
         shard=shard_from_row(row),
         retry_of=row["retry_of"],
+        missing_log_chunks=_missing_log_chunks(row),
         **_variant(row),
     )
+
+
+def _missing_log_chunks(row: aiosqlite.Row) -> list[tuple[int, int]]:
+    """Migration 11: the runs of chunks that never arrived; NULL none."""
+    value = row["missing_log_chunks"] if "missing_log_chunks" in row.keys() else None
+    return [(first, last) for first, last in json.loads(value)] if value else []
 
 
 def _variant(row: aiosqlite.Row) -> dict[str, Any]:

@@ -212,6 +212,11 @@ class Database:
         assert self._r is not None, "store is not open"
         return self._r
 
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn(connection)` on the reader's thread: a read of many rows that builds what it
+        returns there, a row at a time (each step lets the event loop run), not on the loop."""
+        return await self.r._execute(fn, self.r._conn)
+
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Transaction]:
         """`async with store.write() as tx: ...; tx.publish(run_id, events)`: the block runs

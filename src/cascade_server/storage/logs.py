@@ -230,6 +230,11 @@ class LogRepository:
         ) as cur:
             return [(row[0], row[1]) for row in await cur.fetchall()]
 
+    async def note_missing_chunks(self, tx: Transaction, sim_id: str, runs: list[tuple[int, int]]) -> None:
+        """Record the runs of the sim's chunks that never arrived (migration 11), after those
+        recorded before: the sim says so, not a line in its log."""
+        await tx.conn.execute("UPDATE sims SET missing_log_chunks=? WHERE id=?", (json.dumps(runs), sim_id))
+
     async def insert_chunks(self, tx: Transaction, chunks: Iterable[ChunkRow]) -> None:
         await tx.conn.executemany(_INSERT_CHUNK, [_CHUNK_VALUES(chunk) for chunk in chunks])
 

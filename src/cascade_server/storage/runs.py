@@ -163,18 +163,24 @@ class RunRepository:
         return run
 
     async def retry_in_place(self, run_id: str) -> tuple[RunDetail, list[SimSummary]]:
-        """A new pending sim for each of the run's failed sims, in the same run, for the same
-        config (variant), replica and shard (issue 23: a sharded run's retry). The failed sim names its
-        replacement (`retried_by`) and is no longer one of the run's sims (its log, files and
-        results stay reachable by its id); the new sim names it (`retry_of`). Returns the run
-        and the new sims. Raises NotFound, or Conflict when no sim failed."""
+        """A new pending sim for each of the run's failed sims and cancelled shards, in the same
+        run, for the same config (variant), replica and shard (issue 23: a sharded run's retry;
+        a replica's merged result needs every one of its shards, so a cancelled shard is retried
+        too, issue 32). The old sim names its replacement (`retried_by`) and is no longer one of
+        the run's sims (its log, files and results stay reachable by its id); the new sim names
+        it (`retry_of`). Returns the run and the new sims. Raises NotFound, or Conflict when
+        there is nothing to retry."""
         async with self.db.write() as tx:
             run = await self.get_run(run_id, tx.conn)
             if run is None:
                 raise NotFound(f"run {run_id} not found")
-            failed = [sim.id for sim in run.sims if sim.state == "failed"]
+            failed = [
+                sim.id
+                for sim in run.sims
+                if sim.state == "failed" or (sim.state == "cancelled" and sim.shard is not None)
+            ]
             if not failed:
-                raise Conflict(f"run {run_id} has no failed sims to retry")
+                raise Conflict(f"run {run_id} has no failed sims or cancelled shards to retry")
             now = iso(utcnow())
             created = []
             for old_id in failed:

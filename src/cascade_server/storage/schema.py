@@ -155,6 +155,25 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sims ADD COLUMN trace_kernels INTEGER;
     ALTER TABLE kernels ADD COLUMN estimated_from INTEGER;
     """,
+    # 11: a trace's real kernel times (issue 32), read from its real_timing.json once, when the
+    # trace becomes ready (traces/real_timing_file.py), not at every `/comparison`: row
+    # `position` of `/comparison` is the file's kernel at that place in kernel-id order. A
+    # trace whose has_real_timing is true and that has no rows here (ready before this version)
+    # gets them when the server starts (storage/real_timing.py, traces/scanner.py).
+    """
+    CREATE TABLE real_timing (
+        trace_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        kernel_id REAL NOT NULL,
+        kernel_name TEXT,
+        duration_ns REAL,
+        PRIMARY KEY (trace_id, position)
+    ) WITHOUT ROWID;
+    """,
+    # 12: the runs of log chunks that never arrived (issue 32), as JSON [[first, last], ...]; NULL
+    # none. The log keeps exactly what the simulator sent: a closed gap's chunks are stored empty
+    # and the sim says which they were (ingest/gaps.py), no longer a line of the server's in the log.
+    "ALTER TABLE sims ADD COLUMN missing_log_chunks TEXT",
 ]
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
 import aiosqlite
 
 from cascade_core.models import TERMINAL_SIM_STATES, RunEntry, RunSummary, TraceDetail, TraceSummary, utcnow
+from cascade_core.real_timing import RealRow
 
 from ..domain_errors import Conflict, NotFound
 from ..gpu_configs import arch_from_name
+from . import real_timing as real_rows
 from .codecs import iso
 from .database import Database
 
@@ -36,7 +38,13 @@ def deleted_trace_record(trace: TraceSummary, trace_id: str, deleted_at: datetim
         "a trace uploaded since under this id is another trace"
     )
     return trace.model_copy(
-        update={"state": "failed", "error": error, "updated_at": deleted_at, "has_real_timing": False}
+        update={
+            "state": "failed",
+            "error": error,
+            "updated_at": deleted_at,
+            "has_real_timing": False,
+            "real_timing_error": None,
+        }
     )
 
 
@@ -82,13 +90,31 @@ class TraceRepository:
         # `reserve_trace_delete` on, or by a resumption): no second one starts on them.
         self.deletes_under_way: set[str] = set()
 
-    async def put_trace(self, detail: TraceDetail) -> None:
-        """Insert or replace a trace (ingestion registers and updates traces through this)."""
+    async def put_trace(self, detail: TraceDetail, real_timing: Sequence[RealRow] | None = None) -> None:
+        """Insert or replace a trace (ingestion registers and updates traces through this). With
+        `real_timing`, the trace's real kernel times become those rows in the same write (a
+        trace is never ready with `has_real_timing` and no rows to answer from)."""
         async with self.db.write() as tx:
             await tx.conn.execute(
                 "INSERT OR REPLACE INTO traces(id, created_at, doc) VALUES (?, ?, ?)",
                 (detail.id, iso(detail.created_at), detail.model_dump_json()),
             )
+            if real_timing is not None:
+                await tx.run(lambda conn: real_rows.replace_rows(conn, detail.id, real_timing))
+
+    async def real_timing(self, trace_id: str) -> real_rows.StoredTiming:
+        """The trace's real kernel times as `/comparison` pairs them (empty without)."""
+        return await self.db.read(lambda conn: real_rows.read_rows(conn, trace_id))
+
+    async def traces_missing_real_timing(self) -> list[str]:
+        """Ready traces that say they have real timing and have no rows of it: ready before the
+        rows were kept (migration 10), to be read once more from their files."""
+        stored = await self.db.read(real_rows.traces_with_rows)
+        return [
+            t.id
+            for t in await self.list_traces(["ready"])
+            if t.has_real_timing and not t.sample and t.id not in stored
+        ]
 
     async def get_trace(self, trace_id: str) -> TraceDetail | None:
         async with self.db.r.execute("SELECT doc FROM traces WHERE id=?", (trace_id,)) as cur:
@@ -177,6 +203,7 @@ class TraceRepository:
                 (iso(now), record.model_dump_json(), trace_id),
             )
             await tx.conn.execute("DELETE FROM traces WHERE id=?", (trace_id,))
+            await tx.run(lambda conn: real_rows.delete_rows(conn, trace_id))
 
     async def active_runs_of(self, trace_id: str, conn: aiosqlite.Connection | None = None) -> list[str]:
         """The ids of the trace's runs that still have an unfinished sim."""

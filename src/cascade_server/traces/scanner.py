@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cascade_core.models import TraceDetail, utcnow
+from cascade_core.real_timing import RealRow
 from cascade_core.s3_endpoint import S3Info, make_client
 from cascade_core.trace_kernels import KernelStatsError
 from cascade_core.trace_layout import METADATA_NAME, TRACES_PREFIX
@@ -38,7 +39,7 @@ from .metadata import FAILED_STATUS_ERROR, MetadataError, metadata_from_dict, re
 from .mirror import Listing, TraceMirror
 from .postprocess import NO_SPACE_ERRNOS, NO_SPACE_REASON
 from .postprocess_runner import run_postprocessor
-from .ready_fields import describe_processed
+from .ready_fields import ready_fields, refill_real_timing
 from .scan_errors import TraceReadError, TraceRetryLater, one_line
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class TraceScanner:
         self._scan_cond = asyncio.Condition()
         self.last_error: str | None = None
         self._listing_since: float | None = None  # monotonic start of the listing in progress
+        self._refill: asyncio.Task[None] | None = None  # real timing of traces ready before it was stored
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -93,6 +95,9 @@ class TraceScanner:
                 self.traces[detail.id] = detail
         await asyncio.to_thread(self.mirror.remove_leftovers, set(self.traces))
         await asyncio.to_thread(clear_downloads, self.settings)
+        self._refill = asyncio.create_task(
+            refill_real_timing(self.store, self.traces, self.mirror.directory, self.settings, self._save)
+        )
         for detail in self.traces.values():
             if detail.state == "processing" and not detail.sample:
                 self._start_processing(detail.id)
@@ -115,7 +120,7 @@ class TraceScanner:
             await asyncio.sleep(self.settings.scan_interval_s)
 
     async def close(self) -> None:
-        tasks = list(self._processing.values())
+        tasks = [*self._processing.values(), *([self._refill] if self._refill else [])]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -320,6 +325,7 @@ class TraceScanner:
 
     async def _process(self, trace_id: str) -> None:
         free_then: int | None = None  # set when it failed for lack of disk space
+        rows: list[RealRow] = []  # the real timing stored with a ready trace
         try:
             async with self._process_slots:
                 error, no_space = await run_postprocessor(self.mirror.directory(trace_id), self.settings)
@@ -330,16 +336,16 @@ class TraceScanner:
                         free_then = self._free_bytes()
                 else:
                     try:
-                        fields = await asyncio.to_thread(
-                            describe_processed,
+                        fields, rows = await ready_fields(
                             self.mirror.directory(trace_id),
                             self.traces[trace_id].metadata,
+                            self.settings.postprocess_timeout_s,
                         )
                         fields["state"] = "ready"
                     except (KernelStatsError, OSError) as exc:
                         fields = {"state": "failed", "error": str(exc).splitlines()[0]}
             trace = self.traces[trace_id]
-            await self._save(trace.model_copy(update={**fields, "updated_at": utcnow()}))
+            await self._save(trace.model_copy(update={**fields, "updated_at": utcnow()}), rows)
         finally:
             self._processing.pop(trace_id, None)
         if free_then is not None:
@@ -372,8 +378,9 @@ class TraceScanner:
 
     # --- store -------------------------------------------------------------------------------
 
-    async def _save(self, trace: TraceDetail) -> None:
-        await self.store.traces.put_trace(trace)
+    async def _save(self, trace: TraceDetail, real_timing: list[RealRow] | None = None) -> None:
+        """Store the trace; with `real_timing` (a trace that became ready), its rows too."""
+        await self.store.traces.put_trace(trace, real_timing if trace.state == "ready" else None)
         before = self.traces.get(trace.id)
         if trace.state == "failed" and (before is None or before.state != "failed"):
             log.warning("trace %s failed: %s", trace.id, trace.error)

@@ -189,5 +189,10 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
             return
         self._last_comparison = now
         result = await self.services.client.comparison(self.run_id)
-        self._real = [(row.kernel_name, row.real_ns) for row in result.rows]
+        # The real timing's own name: a row whose real kernel has none names the sims' kernel in
+        # both fields (and is not compared, here as on the server).
+        self._real = [
+            (None if row.sim_kernel_name == row.kernel_name else row.kernel_name, row.real_ns)
+            for row in result.rows
+        ]
         self.dirty = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping, Sequence
 
+from cascade_core.accuracy import error_pct
 from cascade_core.models import ComparisonRow
 
 from .compare import ConfigTotal, Ranking, kernel_share, kernel_spread, order_kernel_rows
@@ -229,8 +230,8 @@ def chart_lines(
                 lines.append([(label, style_of[cfg]), ("failed in the simulator", "warn")])
                 continue
             suffix = []
-            if has_real_timing and value is not None and row.real_ns:
-                suffix.append((f"  {(value - row.real_ns) / row.real_ns * 100:+.1f}%", "dim"))
+            if has_real_timing and value is not None and row.real_ns and row.sim_kernel_name is None:
+                suffix.append((f"  {error_pct(row.real_ns, value):+.1f}%", "dim"))
             variant = sweep.variant(cfg) if sweep and not stand_in else None
             if variant is not None and (mult := kernel_multiple(variant, row.sim_ns)) is not None:
                 suffix.append((f"  {mult:.2f}x", ""))

@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cascade_core.accuracy import accuracy, pairs_of
 from cascade_core.comparison import RealTiming
 from cascade_core.comparison import config_order as ordered_configs
 from cascade_core.comparison import kernel_rows as comparison_rows
@@ -204,16 +205,10 @@ def rank(totals: Sequence[ConfigTotal], tolerance: float = TIE_TOLERANCE) -> Ran
 
 def mape(rows: Iterable[ComparisonRow], configs: Sequence[str]) -> dict[str, float | None]:
     """Mean absolute percentage error of each config's simulated time against real time, over the
-    kernels that have both; `None` for a config with no such kernel."""
-    errors: dict[str, list[float]] = {cfg: [] for cfg in configs}
-    for row in rows:
-        if row.real_ns is None or row.real_ns <= 0:
-            continue
-        for cfg in configs:
-            sim = row.sim_ns.get(cfg)
-            if sim is not None:
-                errors[cfg].append(abs(sim - row.real_ns) / row.real_ns * 100.0)
-    return {cfg: (sum(v) / len(v) if v else None) for cfg, v in errors.items()}
+    kernels that have both and that real timing names as the sims do (the accuracy report's
+    pairs, each error bounded); `None` for a config with no such kernel."""
+    rows = list(rows)
+    return {cfg: accuracy(pairs_of(rows, cfg)).mape_pct for cfg in configs}
 
 
 def stand_in_reason(run: RunSummary | None, sims: Iterable[SimSummary]) -> str | None:

@@ -3,7 +3,9 @@ predicted step wall against the real one per step (bars), per-kind means, covera
 summary, from `GET /api/runs/{id}/step-timelines`.
 
 Pure: the widget maps style names to colours; tests read the text. Replicas of a config are
-folded into their median per step (the simulator is deterministic: they usually agree).
+folded into their median per step (the simulator is deterministic: they usually agree). A timeline
+is stored as the simulator sent it, of any shape: what cannot be drawn is left out
+(`cascade_core.timeline.stored`), never an error.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cascade_core.models import SimStepTimeline
+from cascade_core.timeline import stored
 from cascade_core.timeline.stats import pct_text
 
 from .chart import Line, _bar_line
@@ -26,8 +29,13 @@ NO_TIMELINE = (
 NOT_YET = "No step timeline yet: each sim sends one when it succeeds."
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+_num = stored.number
+
+
+def _count(value: Any) -> int:
+    """A count from a stored summary: a whole number of at least 0, else 0."""
+    number = stored.number(value, 0, 1e15)
+    return int(number) if number is not None else 0
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -71,17 +79,17 @@ def step_lines(
     for config in shown:
         walls: dict[int, list[float | None]] = {}
         for timeline in by_config[config]:
-            for step in timeline.simulated.get("steps", []):
-                if isinstance(step, dict) and isinstance(step.get("index"), int):
-                    walls.setdefault(step["index"], []).append(_num(step.get("wall_ns")))
+            for step in stored.items(timeline.simulated, "steps"):
+                if (at := stored.index(step)) is not None:
+                    walls.setdefault(at, []).append(stored.duration(step.get("wall_ns")))
                     if step.get("simulated_kernels") != 0:
-                        simulated_steps.setdefault(config, set()).add(step["index"])
+                        simulated_steps.setdefault(config, set()).add(at)
                     names.setdefault(
-                        step["index"], (str(step.get("name", "step")), str(step.get("kind", "step")))
+                        at, (stored.text(step.get("name"), "step"), stored.text(step.get("kind"), "step"))
                     )
-            for row in (timeline.compare or {}).get("steps", []):
-                if isinstance(row, dict) and isinstance(row.get("index"), int):
-                    real.setdefault(row["index"], row)
+            for row in stored.items(timeline.compare, "steps"):
+                if (at := stored.index(row)) is not None:
+                    real.setdefault(at, row)
         predicted[config] = {index: _median(values) for index, values in walls.items()}
 
     lines.append(
@@ -92,14 +100,8 @@ def step_lines(
     )
     for config in shown:
         first = by_config[config][0]
-        summary = (
-            first.simulated.get("summary", {}) if isinstance(first.simulated.get("summary"), dict) else {}
-        )
-        coverage = (
-            summary.get("simulation", {}).get("coverage", {})
-            if isinstance(summary.get("simulation"), dict)
-            else {}
-        )
+        summary = stored.mapping(first.simulated, "summary")
+        coverage = stored.mapping(stored.mapping(summary, "simulation"), "coverage")
         replicas = len(by_config[config])
         head: Line = [
             (ellipsize(config, label_w), style_of.get(config, "name")),
@@ -108,43 +110,45 @@ def step_lines(
         if coverage:
             head.append(
                 (
-                    f"  {coverage.get('simulated_kernels', 0)}/{coverage.get('kernels', 0)} kernels simulated,"
-                    f" {(_num(coverage.get('gpu_time_fraction')) or 0) * 100:.0f}% of GPU time",
+                    f"  {_count(coverage.get('simulated_kernels'))}/{_count(coverage.get('kernels'))} kernels"
+                    f" simulated, {(_num(coverage.get('gpu_time_fraction'), 0, 1) or 0) * 100:.0f}% of GPU time",
                     "dim",
                 )
             )
         lines.append(head)
-        wall = ((first.compare or {}).get("summary") or {}).get("wall_ns") or {}
-        if wall.get("count"):
+        wall = stored.mapping(stored.mapping(first.compare, "summary"), "wall_ns")
+        if _count(wall.get("count")):
             lines.append(
                 [
                     ("  step wall error: mean ", ""),
-                    (pct_text(_num(wall.get("mean_error_pct")), signed=True, digits=1), ""),
+                    (pct_text(stored.error_pct(wall.get("mean_error_pct")), signed=True, digits=1), ""),
                     (
-                        f", mean |err| {pct_text(_num(wall.get('mean_abs_error_pct')), digits=1)}"
-                        f", p95 |err| {pct_text(_num(wall.get('p95_abs_error_pct')), digits=1)}",
+                        f", mean |err| {pct_text(stored.error_pct(wall.get('mean_abs_error_pct')), digits=1)}"
+                        f", p95 |err| {pct_text(stored.error_pct(wall.get('p95_abs_error_pct')), digits=1)}",
                         "",
                     ),
-                    (f" ({plural(int(wall['count']), 'step')})", "dim"),
+                    (f" ({plural(_count(wall.get('count')), 'step')})", "dim"),
                 ]
             )
         elif wall:
             lines.append(
                 [("  step wall error: n/a", ""), ("  (no step simulated a kernel: nothing compared)", "dim")]
             )
-        per_kind = summary.get("per_kind", {}) if isinstance(summary.get("per_kind"), dict) else {}
+        per_kind = stored.mapping(summary, "per_kind")
         for kind, means in per_kind.items():
+            if not isinstance(means, dict):
+                continue
             real_walls = [
                 w
                 for r in real.values()
-                if r.get("kind") == kind and (w := _num(r.get("real_wall_ns"))) is not None
+                if r.get("kind") == kind and (w := stored.duration(r.get("real_wall_ns"))) is not None
             ]
             real_mean = statistics.fmean(real_walls) if real_walls else None
             lines.append(
                 [
-                    (f"  {kind}: ", "dim"),
-                    (f"wall {time_ns(_num(means.get('wall_ns')))}", ""),
-                    (f", GPU busy {time_ns(_num(means.get('gpu_busy_ns')))}", "dim"),
+                    (f"  {stored.text(kind, 'step')}: ", "dim"),
+                    (f"wall {time_ns(stored.duration(means.get('wall_ns')))}", ""),
+                    (f", GPU busy {time_ns(stored.duration(means.get('gpu_busy_ns')))}", "dim"),
                     (f"  (real wall {time_ns(real_mean)})" if real_mean is not None else "", "dim"),
                 ]
             )
@@ -153,7 +157,7 @@ def step_lines(
     for index in sorted(names):
         name, kind = names[index]
         lines.append([(f"#{index} ", "dim"), (ellipsize(f"{name} ({kind})", max(10, width - 8)), "name")])
-        real_wall = _num(real.get(index, {}).get("real_wall_ns"))
+        real_wall = stored.duration(real.get(index, {}).get("real_wall_ns"))
         values = [v for c in shown if (v := predicted[c].get(index)) is not None]
         scale = max([*values, real_wall or 0.0], default=0.0)
         if real_wall is not None:
@@ -163,7 +167,7 @@ def step_lines(
             suffix: Line = []
             if real_wall and value is not None:
                 error = (
-                    (value - real_wall) / real_wall * 100
+                    stored.error_pct((value - real_wall) / real_wall * 100)
                     if index in simulated_steps.get(config, set())
                     else None
                 )

@@ -99,7 +99,7 @@ def _install(request: Request, report: Reporter) -> Path:
             if names := extra_configs.missing(accelsim):
                 added = _add_configs(accelsim, _fetch_configs(request, names, report), report)
                 _record_configs(final, added)
-            layout.point_current(request.data_dir, final)
+            _point_current(request, final)
             return final
         report.step(f"the finished build fails its smoke run now ({result.detail}): building it again")
     missing = deps.missing()
@@ -122,8 +122,15 @@ def _install(request: Request, report: Reporter) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         _remove_if_empty(root.staging)
-    layout.point_current(request.data_dir, final)
+    _point_current(request, final)
     return final
+
+
+def _point_current(request: Request, final: Path) -> None:
+    try:
+        layout.point_current(request.data_dir, final)
+    except layout.CurrentLinkError as exc:
+        raise InstallError(str(exc)) from None
 
 
 def _build(
