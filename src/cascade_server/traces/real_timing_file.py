@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from cascade_core.bounded_read import TIMING_FILE_MAX_BYTES, describe_bytes, read_bounded
+from cascade_core.childproc import die_with_parent
 from cascade_core.models import KernelLaunch
 from cascade_core.real_timing import RealRow, RealTimingError, named_rows, parse_real_timing, timing_problem
 from cascade_core.trace_layout import REAL_TIMING_NAME, locate
-
-from ..childproc import die_with_parent
 
 # Rows per frame: each unpacks in a few milliseconds, between which the event loop runs.
 FRAME_ROWS = 10_000
