@@ -189,6 +189,8 @@ def display_ranking(ranking: Ranking, names: Mapping[str, str], based: Collectio
         fastest=tuple(name(c) for c in ranking.fastest),
         multiples={name(c): m for c, m in ranking.multiples.items() if c not in based},
         missing=tuple(name(c) for c in ranking.missing),
+        waiting=tuple(name(c) for c in ranking.waiting),
+        held=tuple(name(c) for c in ranking.held),
     )
 
 
