@@ -88,7 +88,14 @@ def locate(trace_dir: Path, name: str, metadata: dict[str, Any] | None = None) -
 
 
 def has_real_timing(trace_dir: Path, metadata: dict[str, Any] | None = None) -> bool:
-    return locate(trace_dir, REAL_TIMING_NAME, metadata) is not None
+    """True when the trace's real timing times at least one kernel: a `real_timing.json` whose
+    kernels all lack a usable duration (or that cannot be read) times nothing (`times_a_kernel`)."""
+    return times_a_kernel(load_real_timing(trace_dir, metadata))
+
+
+def times_a_kernel(real: list[tuple[str | None, float | None]] | None) -> bool:
+    """Whether real timing (as `load_real_timing` reads it) has a duration for any kernel."""
+    return any(duration is not None for _, duration in real or ())
 
 
 def has_step_timeline(trace_dir: Path | None, metadata: dict[str, Any] | None = None) -> bool:

@@ -52,3 +52,34 @@ def test_an_unlisted_file_deep_in_the_trace_is_not_real_timing(tmp_path):
     (trace_dir / "real_timing.json").write_text(json.dumps([{"kernel_id": 1, "duration_ns": 2.0}]))
     assert describe_processed(trace_dir, metadata)["has_real_timing"]
     assert load_real_timing(trace_dir, metadata) == [(None, 2.0)]
+
+
+def test_real_timing_that_times_no_kernel_is_no_real_timing(tmp_path):
+    """Issue 32: a `real_timing.json` whose kernels have no usable duration (null, text, NaN) times
+    nothing: the trace has no real timing (its notes never offer accuracy), and `/comparison` says
+    so too, while still naming the kernels."""
+    from cascade_server.services.run_comparison import comparison
+    from tests.conftest import ready_trace
+    from tests.tui.factories import run as run_detail
+    from tests.tui.factories import sim
+
+    trace_dir = tmp_path / "t3"
+    trace_dir.mkdir()
+    untimed = [
+        {"kernel_id": 1, "kernel_name": "k1", "duration_ns": None},
+        {"kernel_id": 2, "kernel_name": "k2", "duration_ns": "fast"},
+        {"kernel_id": 3, "kernel_name": "k3"},
+    ]
+    (trace_dir / "real_timing.json").write_text(json.dumps(untimed))
+    metadata = _metadata("t3", "real_timing.json")
+    assert not describe_processed(trace_dir, metadata)["has_real_timing"]
+    real = load_real_timing(trace_dir, metadata)
+    assert real == [("k1", None), ("k2", None), ("k3", None)]
+    detail = run_detail([sim()]).model_copy(update={"trace": ready_trace().summary()})
+    compared = comparison(detail, [], real)
+    assert compared.has_real_timing is False and [r.kernel_name for r in compared.rows] == ["k1", "k2", "k3"]
+    # One timed kernel is real timing.
+    untimed[1]["duration_ns"] = 1500.0
+    (trace_dir / "real_timing.json").write_text(json.dumps(untimed))
+    assert describe_processed(trace_dir, metadata)["has_real_timing"]
+    assert comparison(detail, [], load_real_timing(trace_dir, metadata)).has_real_timing is True

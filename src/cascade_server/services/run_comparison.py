@@ -7,6 +7,7 @@ from typing import Any
 from cascade_core.comparison import config_order, kernel_rows
 from cascade_core.models import Comparison, KernelStat, RunDetail, SimStepTimeline, SimSummary
 from cascade_core.step_upload import shape_problem
+from cascade_core.trace_layout import times_a_kernel
 
 STAND_IN_NOTE = (
     "Sims that ran the stand-in replay a recorded Accel-Sim log: their numbers do not describe this trace."
@@ -22,10 +23,11 @@ def run_configs(run: RunDetail) -> list[str]:
 def comparison(
     run: RunDetail, kernels: list[KernelStat], real: list[tuple[str | None, float | None]] | None
 ) -> Comparison:
-    """The run's per-kernel comparison (see `comparison.kernel_rows`) with its configs."""
+    """The run's per-kernel comparison (see `comparison.kernel_rows`) with its configs; it has
+    real timing when the trace's times at least one kernel (as the trace's `has_real_timing`)."""
     configs = run_configs(run)
     rows = kernel_rows(configs, {sim.id: sim.label for sim in run.sims}, kernels, real)
-    return Comparison(has_real_timing=bool(real), configs=configs, rows=rows)
+    return Comparison(has_real_timing=times_a_kernel(real), configs=configs, rows=rows)
 
 
 def perfetto_trace(
