@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-from cascade_core.models import ComparisonRow, KernelStat
+from cascade_core.models import ComparisonRow, KernelLaunch, KernelStat
 
 # (kernel name, duration in ns) per real kernel, in kernel order; either may be unknown.
 RealTiming = Sequence[tuple[str | None, float | None]]
@@ -25,12 +25,15 @@ def kernel_rows(
     config_of: Mapping[str, str],
     kernels: Iterable[KernelStat],
     real: RealTiming | None = None,
+    names: Sequence[str] = (),
 ) -> list[ComparisonRow]:
     """Row i: the i-th kernel the sims finished against the i-th real kernel; per config the
     median `sim_time_ns` over the replicas that finished kernel i. `config_of` maps sim id to its
     config; kernels of other sims are left out. A kernel is named by its real name when known,
-    else by the name the first sim (in `kernels` order) reported. A kernel the simulator failed
-    on has no time: the row names the configs it failed on (`failed`), and leaves it out."""
+    else by the name the first sim (in `kernels` order) reported, else by `names` (the trace's
+    kernel names by position, `trace_kernel_names`): a position no sim has finished yet, such as
+    a shard's that is behind the shards after it. A kernel the simulator failed on has no time:
+    the row names the configs it failed on (`failed`), and leaves it out."""
     by_position: dict[int, dict[str, list[float]]] = {}
     failed: dict[int, list[str]] = {}
     first_name: dict[int, str] = {}
@@ -53,10 +56,17 @@ def kernel_rows(
         rows.append(
             ComparisonRow(
                 kernel_index=index,
-                kernel_name=real_name or first_name.get(index, ""),
+                kernel_name=real_name
+                or first_name.get(index)
+                or (names[index] if index < len(names) else ""),
                 real_ns=real_ns,
                 sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
                 failed=[c for c in configs if c in failed.get(index, ())],
             )
         )
     return rows
+
+
+def trace_kernel_names(launches: Iterable[KernelLaunch]) -> list[str]:
+    """The trace's kernel names in trace order (by `kernel_id`): position i is `kernel_index` i."""
+    return [launch.name for launch in sorted(launches, key=lambda launch: launch.kernel_id)]

@@ -52,7 +52,9 @@ def test_a_config_still_running_keeps_the_others_from_being_ranked():
     )
     # The kernels view of the sweep: the slow variant is neither fastest nor a multiple of it.
     view = sweep.sweep_view(detail.entries, totals)
-    text = chart.plain(chart.chart_lines([BASE, SLOW], [], totals, ranking, {}, False, 100, sweep=view, finished=False))
+    text = chart.plain(
+        chart.chart_lines([BASE, SLOW], [], totals, ranking, {}, False, 100, sweep=view, finished=False)
+    )
     assert "gpgpu_n_clusters=20 is fastest" not in text and not re.search(r"20 .*fastest", text)
     assert "Waiting for SM7_QV100" in text
     # `cascade results`: no multiple of a fastest that is not known yet, and the sentence says why.

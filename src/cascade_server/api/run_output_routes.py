@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 from aiohttp import web
 
+from cascade_core.comparison import trace_kernel_names
 from cascade_core.demangle import demangle
 from cascade_core.models import GpuConfig, RunDetail, SimResults
 from cascade_core.shard_merge import mark_warmup, owned
@@ -39,7 +40,8 @@ async def _comparison(request: web.Request, run: RunDetail):
     if trace is not None:
         trace_dir = request.app[SETTINGS_KEY].traces_dir / run.trace_id
         real = await asyncio.to_thread(load_real_timing, trace_dir, trace.metadata)
-    return comparison(run, kernels, real)
+    # A position no sim has finished yet (a shard behind the ones after it) has the trace's name.
+    return comparison(run, kernels, real, trace_kernel_names(trace.kernels) if trace is not None else ())
 
 
 def _config(request: web.Request, name: str) -> GpuConfig:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from cascade_core.comparison import config_order, kernel_rows
@@ -21,12 +22,16 @@ def run_configs(run: RunDetail) -> list[str]:
 
 
 def comparison(
-    run: RunDetail, kernels: list[KernelStat], real: list[tuple[str | None, float | None]] | None
+    run: RunDetail,
+    kernels: list[KernelStat],
+    real: list[tuple[str | None, float | None]] | None,
+    names: Sequence[str] = (),
 ) -> Comparison:
     """The run's per-kernel comparison (see `comparison.kernel_rows`) with its configs; it has
-    real timing when the trace's times at least one kernel (as the trace's `has_real_timing`)."""
+    real timing when the trace's times at least one kernel (as the trace's `has_real_timing`);
+    `names`: the trace's kernel names, for positions no sim has finished yet."""
     configs = run_configs(run)
-    rows = kernel_rows(configs, {sim.id: sim.label for sim in run.sims}, kernels, real)
+    rows = kernel_rows(configs, {sim.id: sim.label for sim in run.sims}, kernels, real, names)
     return Comparison(has_real_timing=times_a_kernel(real), configs=configs, rows=rows)
 
 

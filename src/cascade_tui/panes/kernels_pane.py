@@ -14,8 +14,9 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from cascade_core.comparison import RealTiming
+from cascade_core.comparison import RealTiming, trace_kernel_names
 
+from ..connection.client_errors import ApiError
 from ..messages import ReportsWorkerErrors
 from ..services import Services
 from ..views import chart, compare, sweep
@@ -38,6 +39,8 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
     KernelsPane.-side-plot #sweep-plot { height: 1fr; }
     """
 
+    ERROR_TITLES = {"trace-names": "Trace kernels failed", "comparison": "Comparison failed"}
+
     def __init__(self, run_id: str, model: RunModel, services: Services, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.run_id = run_id
@@ -45,6 +48,9 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self.services = services
         self.dirty = True  # kernels or sims changed since the chart was drawn
         self._real: RealTiming = ()  # the server's real timing, row by row
+        # The trace's kernel names by position: what a row no sim has finished yet is called
+        # (a sharded run's shard that is behind); fetched once, when such a row first shows.
+        self._trace_names: list[str] | None = None
         self._last_comparison = 0.0
         self.order = "trace"  # compare.KERNEL_ORDERS: how the per-kernel bars are sorted
         self.series: sweep.SweepSeries | None = None  # what the sweep chart draws, when it shows
@@ -104,7 +110,10 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self.dirty = False
         configs = compare.config_order((e.variant for e in model.run.entries), model.sims.values())
         kernels = model.all_kernels()
-        rows = compare.kernel_rows(configs, model.sims, kernels, self._real)
+        rows = compare.kernel_rows(configs, model.sims, kernels, self._real, self._trace_names or ())
+        if self._trace_names is None and any(not row.kernel_name for row in rows):
+            self._trace_names = []  # asked once
+            self.load_trace_names()
         totals = compare.config_totals(configs, model.sims, kernels)
         has_real = model.run.trace.has_real_timing
         stand_in = compare.stand_in_reason(model.summary(), model.sims.values())
@@ -180,6 +189,21 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
 
     def _room_for_plot(self) -> bool:
         return self.size.height >= (PLOT_ROWS_BESIDE if self.has_class("wide") else PLOT_ROWS_UNDER)
+
+    @work(exclusive=True, group="trace-names", exit_on_error=False)
+    async def load_trace_names(self) -> None:
+        """The names of the trace's kernels (`TraceDetail.kernels`), for rows no sim reached."""
+        if self.model.run is None:
+            return
+        try:
+            detail = await self.services.client.trace(self.model.run.trace_id)
+        except ApiError as exc:
+            if exc.status == 404:
+                return  # the trace was deleted since: its rows keep what the sims said
+            raise
+        self._trace_names = trace_kernel_names(detail.kernels)
+        self.dirty = True
+        self.draw()
 
     @work(exclusive=True, group="comparison", exit_on_error=False)
     async def load_comparison(self) -> None:

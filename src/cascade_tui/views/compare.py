@@ -113,9 +113,11 @@ def kernel_rows(
     sims: Mapping[str, SimSummary],
     kernels: Iterable[KernelStat],
     real: RealTiming | None = None,
+    names: Sequence[str] = (),
 ) -> list[ComparisonRow]:
-    """The server's per-kernel comparison (`cascade_core.comparison`) over the sims the UI has."""
-    return comparison_rows(configs, {sim_id: sim.label for sim_id, sim in sims.items()}, kernels, real)
+    """The server's per-kernel comparison (`cascade_core.comparison`) over the sims the UI has;
+    `names`: the trace's kernel names (`comparison.trace_kernel_names`), for positions no sim reached yet."""
+    return comparison_rows(configs, {sim_id: sim.label for sim_id, sim in sims.items()}, kernels, real, names)
 
 
 def sim_totals(kernels: Iterable[KernelStat]) -> dict[str, float]:
