@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from cascade_tui.views.formatting import human_duration
+from cascade_tui.views.stat_fields import stat_fields
 from tests.conftest import TOKEN, free_port, ready_trace
 from tests.helpers import Result, run_cascade
 
@@ -63,6 +64,13 @@ def samples_with_a_truncated_recording(root: Path) -> Path:
     lines = gzip.decompress((recordings / "SM7_TITANV.log.gz").read_bytes()).split(b"\n")
     (recordings / "SM7_TITANV.log.gz").write_bytes(gzip.compress(b"\n".join(lines[: len(lines) // 2])))
     return root
+
+
+def csv_text(value: object) -> str:
+    """A JSON value as the CSV writes it: None empty, a list its items joined with `;`."""
+    if value is None:
+        return ""
+    return ";".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 @pytest.fixture
@@ -118,7 +126,7 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
         as_csv = await cascade("results", run_id, *view, "--format", "csv", url=url, home=tmp_path)
         records = json.loads(as_json.out)
         read_back = list(csv.DictReader(io.StringIO(as_csv.out)))
-        assert [{k: "" if v is None else str(v) for k, v in r.items()} for r in records] == read_back, view
+        assert [{k: csv_text(v) for k, v in r.items()} for r in records] == read_back, view
     comparison_rows = json.loads(
         (await cascade("results", run_id, "--comparison", "--format", "json", url=url, home=tmp_path)).out
     )
@@ -131,7 +139,17 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
     stats = json.loads(
         (await cascade("results", run_id, "--stats", "--format", "json", url=url, home=tmp_path)).out
     )
-    assert len(stats) == sum(len(k["stats"]) for sim in results["sims"] for k in sim["kernels"])
+    # ... each line of several numbers as one record per number (`stat_fields`, issue 32)
+    assert len(stats) == sum(
+        len(stat_fields(key, value))
+        for sim in results["sims"]
+        for k in sim["kernels"]
+        for key, value in k["stats"].items()
+    )
+    not_a_number = {r["key"] for r in stats if isinstance(r["value"], str)} - {
+        r["key"] for r in stats if r["value"] in ("NaN", "Infinity", "-Infinity")  # JSON's spelling
+    }
+    assert not_a_number == {"kernel_name"}
     blp = await cascade(
         "results",
         run_id,
