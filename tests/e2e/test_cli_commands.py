@@ -147,7 +147,9 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
         for key, value in k["stats"].items()
     )
     not_a_number = {r["key"] for r in stats if isinstance(r["value"], str)} - {
-        r["key"] for r in stats if r["value"] in ("NaN", "Infinity", "-Infinity")  # JSON's spelling
+        r["key"]
+        for r in stats
+        if r["value"] in ("NaN", "Infinity", "-Infinity")  # JSON's spelling
     }
     assert not_a_number == {"kernel_name"}
     blp = await cascade(
