@@ -42,6 +42,7 @@ from .sims import (
 from .states import (
     SIM_STATES,
     SIM_TRANSITIONS,
+    TRACE_TRANSITIONS,
     TERMINAL_SIM_STATES,
     RunState,
     SimState,
@@ -61,6 +62,7 @@ __all__ = [
     "MAX_RUN_SIMS",
     "SIM_STATES",
     "SIM_TRANSITIONS",
+    "TRACE_TRANSITIONS",
     "TERMINAL_SIM_STATES",
     "AccuracyKernel",
     "AccuracyPoint",
