@@ -300,7 +300,8 @@ async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
             await on_list(pilot, RunsScreen, [])
             await wait_for_text(pilot, sample["id"])
             await pilot.press("enter")
-            await wait_for_text(pilot, "LIVE")
+            # A finished run says no `● LIVE` (issue 32); its stream is live all the same.
+            await wait_for_app(pilot, lambda: getattr(app.screen, "connection", "") == "live", "live")
             # The table is refreshed on its own timer, a moment after the header goes live.
             await wait_for_app(
                 pilot, lambda: len(table_rows(app, "✔ succeeded")) == 3, "the sims table filled"
@@ -310,7 +311,8 @@ async def test_survives_a_server_restart_reconnecting_then_live(tmp_path):
             assert len(table_rows(app, "✔ succeeded")) == 3, text  # last data stays visible
             snapshots = app.screen.model.snapshots
             await serve.start()
-            await wait_for_text(pilot, "● LIVE", timeout=60)
+            await wait_for_app(pilot, lambda: app.screen.connection == "live", "live again", timeout=60)
+            assert "RECONNECTING" not in screen_text(app)
             assert app.screen.model.snapshots == snapshots + 1  # started again from a snapshot
             assert len(table_rows(app, "✔ succeeded")) == 3
     finally:

@@ -42,8 +42,8 @@ from .sims import (
 from .states import (
     SIM_STATES,
     SIM_TRANSITIONS,
-    TRACE_TRANSITIONS,
     TERMINAL_SIM_STATES,
+    TRACE_TRANSITIONS,
     RunState,
     SimState,
     TraceState,

@@ -12,7 +12,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from cascade_core.comparison import RealTiming, trace_kernel_names
 
@@ -22,6 +21,7 @@ from ..services import Services
 from ..views import chart, compare, sweep
 from ..views.reducer import RunModel
 from ..widgets.kernel_chart import KernelChart
+from ..widgets.sweep_plot import SweepPlot
 
 COMPARISON_REFRESH_S = 5.0
 WIDE_FOR_SIDE_PLOT = 120  # columns from which the sweep chart sits beside the bars, not under them
@@ -58,7 +58,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="kernels-title")
         yield KernelChart(id="kernel-chart")
-        yield PlotextPlot(id="sweep-plot")
+        yield SweepPlot(id="sweep-plot")
 
     def on_mount(self) -> None:
         self.query_one("#sweep-plot").display = False
@@ -142,7 +142,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
     def draw_series(self, series: sweep.SweepSeries | None) -> None:
         """The sweep chart: total simulated time per swept value, a line per config, and the
         unmodified config's total as a flat line; hidden when the run is no such sweep."""
-        plot = self.query_one("#sweep-plot", PlotextPlot)
+        plot = self.query_one("#sweep-plot", SweepPlot)
         show = series is not None and self._room_for_plot()
         # Beside the bars or under them follows the pane's width on every draw, not only when
         # the series changes: a pane first drawn narrow (or before its first resize) that is
@@ -159,33 +159,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self.refresh_title()
         if series is None or not show:
             return
-        plt = plot.plt
-        plt.clear_data()
-        plt.clear_figure()
-        divisor, unit = sweep.time_scale(series.max_ns)
-        plt.title(f"total simulated time ({unit}) vs {series.option}")
-        plt.xlabel(series.option.lstrip("-"))
-        colors = ("cyan", "magenta", "green", "yellow", "blue", "red")
-        xs_all = [x for line in series.lines for x, _ in line.points]
-        for i, line in enumerate(series.lines):
-            name = line.gpu_config if len(series.lines) > 1 else "variants"
-            if line.points:
-                plt.plot(
-                    [x for x, _ in line.points],
-                    [ns / divisor for _, ns in line.points],
-                    marker="dot",
-                    color=colors[i % len(colors)],
-                    label=name,
-                )
-            if line.baseline_ns and xs_all:
-                low, high = min(xs_all), max(xs_all)
-                plt.plot(
-                    [low, high] if high > low else [low - 1, low + 1],
-                    [line.baseline_ns / divisor] * 2,
-                    color="gray",
-                    label=f"{line.gpu_config} base",
-                )
-        plot.refresh()
+        plot.show(series)
 
     def _room_for_plot(self) -> bool:
         return self.size.height >= (PLOT_ROWS_BESIDE if self.has_class("wide") else PLOT_ROWS_UNDER)
