@@ -474,7 +474,7 @@ async def test_commands_find_the_server_cascade_up_started_on_another_port(live,
     (data / "token").write_text(TOKEN + "\n")
     found = await cascade("runs", url=None, token=None, home=tmp_path)
     assert (found.code, found.err) == (0, "no runs\n"), found
-    # A URL given explicitly wins (and its server gets no token from a file meant for another).
+    # A URL given explicitly wins (a program there that is no Cascade server gets no token).
     given = await cascade("runs", url=not_cascade, token=None, home=tmp_path)
     assert given.code == 3 and "is not a Cascade server" in given.err
     # A record left by a server that is gone is passed over for the default URL.
