@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.comparison:
             comparison = await client.comparison(run.id)
-            columns = comparison_columns(comparison, run.entries)
-            emit(render(args.format, columns, comparison_records(comparison, run.entries)))
+            compared = comparison_columns(comparison, run.entries)
+            emit(render(args.format, compared, comparison_records(comparison, run.entries)))
             return 0
         kernels = await client.kernels(run.id)
         if args.kernels:

@@ -6,7 +6,7 @@ notifications show."""
 
 from __future__ import annotations
 
-from rich.console import RenderableType
+from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
 from ..views.sweep import SweepSeries, time_scale, y_limits
@@ -33,7 +33,7 @@ class SweepPlot(PlotextPlot):
             bool(line.baseline_ns) for line in series.lines
         )
 
-    def render(self) -> RenderableType:
+    def render(self) -> RenderResult:
         self._draw()
         return super().render()
 
