@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
-from cascade_core.models import ComparisonRow, KernelStat
+from cascade_core.models import ComparisonRow, KernelLaunch, KernelStat
 from cascade_core.real_timing import same_kernel
 
 # (kernel name, duration in ns) per real kernel, in kernel order; either may be unknown.
@@ -54,6 +54,7 @@ def compare_rows(
     config_of: Mapping[str, str],
     kernels: Iterable[KernelStat],
     real: RealTiming | None = None,
+    names: Sequence[str] = (),
     *,
     simulated_only: bool = False,
 ) -> Iterator[RowValues]:
@@ -94,7 +95,9 @@ def compare_rows(
         times = by_position.get(index, {})
         yield RowValues(
             kernel_index=index,
-            kernel_name=real_name or sim_name or "",
+            # a position no sim has finished yet (a shard behind the shards after it): the trace's
+            # own name for it (`names`, trace_kernel_names)
+            kernel_name=real_name or sim_name or (names[index] if index < len(names) else ""),
             real_ns=real_ns,
             sim_ns={c: statistics.median(times[c]) if times.get(c) else None for c in configs},
             failed=[c for c in configs if c in failed.get(index, ())],
@@ -108,9 +111,10 @@ def kernel_rows(
     config_of: Mapping[str, str],
     kernels: Iterable[KernelStat],
     real: RealTiming | None = None,
+    names: Sequence[str] = (),
 ) -> list[ComparisonRow]:
     """`compare_rows` as models."""
-    return [values.model() for values in compare_rows(configs, config_of, kernels, real)]
+    return [values.model() for values in compare_rows(configs, config_of, kernels, real, names)]
 
 
 def row_doc(values: RowValues) -> dict[str, object]:
@@ -129,3 +133,8 @@ def row_doc(values: RowValues) -> dict[str, object]:
     if values.estimated:
         doc["estimated"] = values.estimated
     return doc
+
+
+def trace_kernel_names(launches: Iterable[KernelLaunch]) -> list[str]:
+    """The trace's kernel names in trace order (by `kernel_id`): position i is `kernel_index` i."""
+    return [launch.name for launch in sorted(launches, key=lambda launch: launch.kernel_id)]

@@ -23,7 +23,7 @@ from .appkeys import SETTINGS_KEY
 from .datadir import PRIVATE_UMASK
 from .dbfile import corrupt_database_message, database_problem
 from .faults import is_corrupt_database
-from .settings import Settings, TokenError, settings_problem, stored_token
+from .settings import Settings, TokenError, settings_problem, stored_token, token_hint
 from .storage.schema import DatabaseUnusable
 from .traces.embedded_s3 import EmbeddedS3Error, embedded_s3, upload_demo_traces
 
@@ -142,7 +142,11 @@ async def serve_app(settings: Settings, stop: asyncio.Event, s3_lines: list[str]
         )
         print(f"data: {settings.data_dir}", flush=True)
         if settings.web:
-            print(f"web: {settings.base_url}/ (the terminal UI in a browser)", flush=True)
+            # The browser's page asks for the token: say where it is, as the page does.
+            print(
+                f"web: {settings.base_url}/ (the UI in a browser; its token: {token_hint(settings)})",
+                flush=True,
+            )
         for line in s3_lines:
             print(line, flush=True)
         await stop.wait()

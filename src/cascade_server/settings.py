@@ -39,8 +39,16 @@ class Settings(BaseSettings):
         json_schema_extra={"doc_default": "`$XDG_DATA_HOME/cascade`"},
         description="database (`cascade.db`), uploaded files, trace mirror, token",
     )
-    host: str = Field(default="127.0.0.1", description="where `cascade serve` listens")
-    port: int = Field(default=8000, ge=1, le=65535, description="where `cascade serve` listens")
+    host: str = Field(
+        default="127.0.0.1",
+        description="where `cascade serve` listens (and `cascade up` starts it, without CASCADE_URL)",
+    )
+    port: int = Field(
+        default=8000,
+        ge=1,
+        le=65535,
+        description="where `cascade serve` listens (and `cascade up` starts it, without CASCADE_URL)",
+    )
     # The token every client sends; generated and stored in data_dir/token when unset.
     token: str | None = Field(
         default=None,
@@ -349,6 +357,22 @@ def stored_token(data_dir: Path) -> str | None:
     if token and (problem := token_problem(token)):
         raise TokenError(f"the token in {path}: {problem}")
     return token or None
+
+
+def token_hint(settings: Settings) -> str:
+    """Where this server's token is, in words: its data directory's token file (`~` for the home
+    directory), or CASCADE_TOKEN when the server was started with another token."""
+    path = settings.data_dir / "token"
+    try:
+        stored = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        stored = None
+    if not settings.token or stored != settings.token:
+        return "the CASCADE_TOKEN the server was started with"
+    try:
+        return "cat ~/" + shlex.quote(str(path.resolve().relative_to(Path.home().resolve())))
+    except (ValueError, RuntimeError, OSError):
+        return f"cat {shlex.quote(str(path))}"
 
 
 def load_or_create_token(data_dir: Path) -> str:

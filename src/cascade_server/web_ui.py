@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import shlex
 import sys
+from html import escape
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,7 +24,7 @@ from .api.bodies import read_body
 from .api.errors import ApiError
 from .api.middlewares import AUTHENTICATED
 from .appkeys import SETTINGS_KEY
-from .settings import Settings
+from .settings import Settings, token_hint
 from .web_input import MAX_FORM_BYTES, FormError, bounded_int, login_token, terminal_size, websocket_message
 
 PAGES = Path(__file__).resolve().parent / "web"
@@ -78,7 +79,7 @@ def html(text: str, status: int = 200) -> web.Response:
 
 async def index(request: web.Request) -> web.Response:
     if not authorized(request):
-        return html(page("token.html", message=""))
+        return html(page("token.html", message="", where=escape(token_hint(request.app[SETTINGS_KEY]))))
     if (full := sessions_full(request)) is not None:
         return html(f"<!DOCTYPE html><title>Cascade</title><p>{full}</p>", status=503)
     size = bounded_int(request.query.get("fontsize"), 8, 48, 16)  # ?fontsize=N, as textual-serve's page takes
@@ -93,7 +94,8 @@ async def login(request: web.Request) -> web.Response:
     except FormError as exc:
         raise ApiError(400, str(exc)) from None
     if not settings.no_auth and not hmac.compare_digest(given.encode(), (settings.token or "").encode()):
-        return html(page("token.html", message="That token was refused. Check it and try again."), status=401)
+        refused = "That token was refused. Check it and try again."
+        return html(page("token.html", message=refused, where=escape(token_hint(settings))), status=401)
     response = web.Response(status=303, headers={"Location": "/"})
     response.set_cookie(
         COOKIE, cookie_value(settings.token or ""), httponly=True, samesite="Strict", path="/"

@@ -1,7 +1,7 @@
 """`cascade up`: the one-command quick start.
 
-Uses the server already answering at CASCADE_URL (default http://127.0.0.1:8000), or starts
-`cascade serve` there with its embedded defaults in the background, waits for /api/health, reads
+Uses the server already answering at CASCADE_URL (else where CASCADE_HOST and CASCADE_PORT say
+`cascade serve` listens; default http://127.0.0.1:8000), or starts `cascade serve` there with its embedded defaults in the background, waits for /api/health, reads
 the token it printed, opens the UI, and stops the server it started when the UI quits.
 """
 
@@ -23,13 +23,16 @@ from cascade_core.setting_errors import data_dir_problem
 
 from .connection.config import DEFAULT_URL, ConfigError
 from .connection.local_server import (
+    browser_url,
     default_data_dir,
     forget_url,
     health,
     local_server,
     read_token_file,
     record_url,
+    serve_url,
     stand_in_hint,
+    token_words,
 )
 from .connection.ports import choose_free_ports
 from .connection.serve_log import cause_from_log
@@ -93,7 +96,10 @@ def start_server(
             "only; start the server yourself and use `cascade tui`"
         )
     port = parts.port or 80
-    cmd = [sys.executable, "-m", "cascade_tui.cli", "serve", "--host", parts.hostname, "--port", str(port)]
+    host = parts.hostname
+    if host == "127.0.0.1" and os.environ.get("CASCADE_HOST", "").strip() in ("0.0.0.0", "::"):
+        host = os.environ["CASCADE_HOST"].strip()  # every address, as chosen (`serve_url`)
+    cmd = [sys.executable, "-m", "cascade_tui.cli", "serve", "--host", host, "--port", str(port)]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -199,8 +205,8 @@ def find_or_start_server(
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="cascade up",
-        description="Quick start: use the Cascade server at CASCADE_URL (default "
-        f"{DEFAULT_URL}) or start one there with the embedded defaults, open the terminal UI, "
+        description="Quick start: use the Cascade server at CASCADE_URL (else CASCADE_HOST and "
+        f"CASCADE_PORT, as `cascade serve` reads them; default {DEFAULT_URL}) or start one there with the embedded defaults, open the terminal UI, "
         "and stop the server it started when the UI quits.",
     )
     add_ui_arguments(parser)
@@ -232,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGHUP, signal.SIGTERM):
         signal.signal(signum, exit_on_signal)
     url_given = "url" in settings.model_fields_set
+    if not url_given and (chosen := serve_url()):
+        # CASCADE_PORT / CASCADE_HOST: the operator chose where `cascade serve` listens.
+        settings, url_given = settings.model_copy(update={"url": chosen}), True
     # A server an earlier `cascade up` started on another port (8000 was taken) is found by its
     # record in the data directory: never a second server on the same data.
     url, _ = local_server(settings.url, url_given, None, args.data_dir)
@@ -259,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["CASCADE_DATA_DIR"] = str(server.data_dir)
         if hint := stand_in_hint(server.url, server.token):
             say(f"cascade up: {hint}")
+        if page := browser_url(server.url):
+            where = token_words(server.token, server.data_dir or args.data_dir or default_data_dir())
+            say(f"cascade up: the same UI in a browser: {page} (it asks for the token: {where})")
         settings = settings_from(args, url=server.url, token=server.token)
         code, outcome = run_app(settings, guard, open_run=args.run)
         return code

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from cascade_core import models
 from cascade_server.api import agent_prompt_routes, agent_prompt_types
 from cascade_server.api.agent_prompt import prompt_text
-from cascade_server.api.agent_prompt_types import TYPES, type_name
+from cascade_server.api.agent_prompt_types import TYPES, UNIONS, type_name
 from cascade_server.settings import Settings
 from tests.conftest import LiveServer, ready_trace
 from tests.server.test_http_edges import exchange
@@ -130,7 +130,7 @@ async def test_the_api_table_is_every_api_route_of_the_app(server: LiveServer):
 def test_the_types_section_is_every_field_of_every_model_with_its_type():
     types = section(prompt_text("http://x"), "Types")
     blocks = dict(re.findall(r"^### (\w+)\n(.*?)(?=^### |\Z)", types, flags=re.M | re.S))
-    assert list(blocks) == [model.__name__ for model in TYPES]
+    assert [name for name in blocks if name not in UNIONS] == [model.__name__ for model in TYPES]
     for model in TYPES:
         listed = dict(re.findall(r"^- `(\w+)` \(`([^`]+)`\)", blocks[model.__name__], flags=re.M))
         inherited = re.search(r"Every field of `(\w+)`", blocks[model.__name__])
@@ -250,3 +250,89 @@ async def test_the_prompt_reads_the_coverage_before_the_step_error(core, tmp_pat
         f"SM7_QV100 #0: {simulated} of {kernels} kernels simulated, {steps} steps "
         f"compared; step wall error {says}"
     ), json.dumps(body)
+
+
+# --- issue 32: the prompt a spec client reads -----------------------------------------------------
+
+
+def test_trace_states_say_where_each_goes_next():
+    states = section(prompt_text("http://x"), "States")
+    block = states.split("### TraceState\n", 1)[1].split("###", 1)[0]
+    for state, moves in models.TRACE_TRANSITIONS.items():
+        line = re.search(rf"^- `{state}`.*$", block, flags=re.M).group(0)
+        listed = re.findall(r"`(\w+)`", line.split("Next: ", 1)[1])
+        assert set(listed) == set(moves), state
+    assert "- `uploading`" in block and "Next: `processing`, `failed`" in block
+    assert re.search(r"^- `ready`.*Next: none \(final\)", block, flags=re.M)
+
+
+def test_the_run_event_union_is_in_the_types_from_the_model():
+    types = section(prompt_text("http://x"), "Types")
+    members = typing.get_args(typing.get_args(models.RunEvent)[0])
+    names = " | ".join(m.__name__ for m in members)
+    block = types.split("### RunEvent\n", 1)[1].split("###", 1)[0]
+    assert f"`RunEvent` is `{names}`" in block and "`type`" in block
+    # ... before its members, which follow it
+    assert types.index("### RunEvent\n") < types.index("### SnapshotEvent\n")
+
+
+def prompt_routes(prompt: str) -> dict[str, str]:
+    """`METHOD path` -> the route's section in the prompt's API part."""
+    api = section(prompt, "API")
+    return dict(re.findall(r"^### ((?:GET|POST|PUT|DELETE) /\S+)\n(.*?)(?=^### |\Z)", api, flags=re.M | re.S))
+
+
+def test_every_route_an_agent_may_call_has_its_parameters_returns_and_errors():
+    from cascade_server.api.route_docs import PATH_PARAMS, ROUTE_DOCS
+
+    routes = prompt_routes(prompt_text("http://x"))
+    for method, path in agent_prompt_routes.table_routes():
+        doc = ROUTE_DOCS[(method, path)]
+        key = f"{method} {path}"
+        if doc.simulator_only:
+            assert key not in routes  # the table says never to call it; no more about it
+            continue
+        text = routes[key]
+        assert doc.summary in text, key
+        for name in re.findall(r"\{(\w+)\}", path):
+            assert f"- Path parameter `{name}` (str): " in text, key
+        assert re.search(rf"^- Returns: `{doc.status}`", text, flags=re.M), key
+        for status, when in doc.errors:
+            assert f"- `{status}`: {when}" in text, key
+        if doc.query is not None:
+            for name in doc.query.model_fields:
+                assert f"`{name}`" in text, key
+    run = routes["POST /api/runs"]
+    assert "- Body: `RunCreate`, JSON." in run and "- Returns: `201` with a `RunDetail`." in run
+    assert "](#" not in section(prompt_text("http://x"), "API")  # no links to the reference's anchors
+    assert PATH_PARAMS  # one wording for both
+
+
+async def test_fields_a_response_leaves_out_say_so_as_the_api_answers(core):
+    """A spec client reads the types: each field the API leaves out of a response while it holds
+    its default says so, and no other field does; checked against a real run's answer."""
+    types = section(prompt_text("http://x"), "Types")
+
+    def omitted(model_name: str) -> set[str]:
+        block = types.split(f"### {model_name}\n", 1)[1].split("\n### ", 1)[0]
+        return set(re.findall(r"^- `(\w+)`.*Omitted when default", block, flags=re.M))
+
+    async with core.client() as http:
+        run = (
+            await http.post(
+                "/api/runs",
+                json={
+                    "trace_id": "tinyformer-step-sm70",
+                    "entries": [{"gpu_config": "SM7_QV100", "count": 1}],
+                },
+            )
+        ).json()
+    entry, sim = run["entries"][0], run["sims"][0]
+    assert set(entry) == {"gpu_config", "count"}
+    assert omitted("RunEntry") == set(models.RunEntry.model_fields) - set(entry)
+    assert omitted("RunEntry") == {"shards", "warmup_kernels", "on_kernel_failure", "options", "label"}
+    shown = {name for name, info in models.SimSummary.model_fields.items() if not info.exclude}
+    assert omitted("SimSummary") == shown - set(sim)  # kernels_failed, shard, retry_of
+    assert {"shards", "label"} & omitted("RunEntry") and "count" not in omitted("RunEntry")
+    line = re.search(r"^- `shards` .*$", types, flags=re.M).group(0)
+    assert line.endswith("Omitted when default (`1`).")

@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from cascade_tui.views.formatting import human_duration
+from cascade_tui.views.stat_fields import stat_fields
 from tests.conftest import TOKEN, free_port, ready_trace
 from tests.helpers import Result, run_cascade
 
@@ -65,6 +66,13 @@ def samples_with_a_truncated_recording(root: Path) -> Path:
     return root
 
 
+def csv_text(value: object) -> str:
+    """A JSON value as the CSV writes it: None empty, a list its items joined with `;`."""
+    if value is None:
+        return ""
+    return ";".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 @pytest.fixture
 async def live(make_server, tmp_path, monkeypatch):
     monkeypatch.setenv("CASCADE_HEARTBEAT_INTERVAL_S", "0.5")  # workers inherit it
@@ -72,13 +80,6 @@ async def live(make_server, tmp_path, monkeypatch):
     server = await make_server(launcher="local", local_slots=2, replay_speed=25.0, samples_dir=samples)
     await server.store.traces.put_trace(ready_trace())
     return server
-
-
-def csv_field(value: object) -> str:
-    """A JSON value as `--format csv` writes it: null empty, a list its items joined with `;`."""
-    if value is None:
-        return ""
-    return ";".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_path):
@@ -125,7 +126,7 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
         as_csv = await cascade("results", run_id, *view, "--format", "csv", url=url, home=tmp_path)
         records = json.loads(as_json.out)
         read_back = list(csv.DictReader(io.StringIO(as_csv.out)))
-        assert [{k: csv_field(v) for k, v in r.items()} for r in records] == read_back, view
+        assert [{k: csv_text(v) for k, v in r.items()} for r in records] == read_back, view
     comparison_rows = json.loads(
         (await cascade("results", run_id, "--comparison", "--format", "json", url=url, home=tmp_path)).out
     )
@@ -138,7 +139,19 @@ async def test_run_start_wait_succeeds_and_results_round_trip_as_csv(live, tmp_p
     stats = json.loads(
         (await cascade("results", run_id, "--stats", "--format", "json", url=url, home=tmp_path)).out
     )
-    assert len(stats) == sum(len(k["stats"]) for sim in results["sims"] for k in sim["kernels"])
+    # ... each line of several numbers as one record per number (`stat_fields`, issue 32)
+    assert len(stats) == sum(
+        len(stat_fields(key, value))
+        for sim in results["sims"]
+        for k in sim["kernels"]
+        for key, value in k["stats"].items()
+    )
+    not_a_number = {r["key"] for r in stats if isinstance(r["value"], str)} - {
+        r["key"]
+        for r in stats
+        if r["value"] in ("NaN", "Infinity", "-Infinity")  # JSON's spelling
+    }
+    assert not_a_number == {"kernel_name"}
     blp = await cascade(
         "results",
         run_id,
@@ -461,7 +474,7 @@ async def test_commands_find_the_server_cascade_up_started_on_another_port(live,
     (data / "token").write_text(TOKEN + "\n")
     found = await cascade("runs", url=None, token=None, home=tmp_path)
     assert (found.code, found.err) == (0, "no runs\n"), found
-    # A URL given explicitly wins (and its server gets no token from a file meant for another).
+    # A URL given explicitly wins (a program there that is no Cascade server gets no token).
     given = await cascade("runs", url=not_cascade, token=None, home=tmp_path)
     assert given.code == 3 and "is not a Cascade server" in given.err
     # A record left by a server that is gone is passed over for the default URL.

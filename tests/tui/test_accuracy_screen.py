@@ -11,6 +11,7 @@ import pytest
 from textual.widgets import DataTable
 
 from cascade_tui.screens.accuracy import AccuracyScreen
+from cascade_tui.screens.modals import help_text
 from cascade_tui.screens.traces_list import TracesScreen
 from tests.conftest import ready_trace
 from tests.helpers import recorded_kernel_names, store_real_timing
@@ -76,7 +77,10 @@ async def test_the_accuracy_screen_shows_rows_scatter_and_worst_kernels(app, htt
         assert all(r.kernels == 15 and r.points and len(r.points) == 15 for r in screen.rows)
         text = screen_text(app)
         assert "SM7_QV100" in text and "MAPE" in text
-        assert "SM7_QV100[gpgpu_n_clusters=40]" in text  # the label whole, not read as markup
+        # The label not read as markup; whole where the table has room, else cut in its middle
+        # (issue 32: at 80 columns the table fits, no sideways scrolling), its value kept.
+        wanted = "SM7_QV100[gpgpu_n_clusters=40]" if size[0] > 80 else "SM7_QV100[gp…clusters=40]"
+        assert wanted in text, text
         # The table's height follows its rows a refresh later: until then a vertical scrollbar
         # takes two columns (on a loaded machine the snapshot caught it once).
         table = screen.query_one(DataTable)
@@ -113,3 +117,35 @@ async def test_with_no_real_timing_the_accuracy_screen_says_how_rows_come_and_dr
         assert not app.screen.query_one("#accuracy-lower").display
         assert "┌" not in text and "┤" not in text  # no empty chart frame
         assert app.errors == []
+
+
+async def test_at_80_columns_the_table_fits_and_the_help_explains_mape_bias_and_r(app, http):
+    """Issue 32: the table never scrolls sideways (columns fit the width, long names cut with
+    `…`, the least useful column dropped first), and `?` says what MAPE, bias and r are."""
+    entries = [("SM7_QV100", 1), ("SM7_TITANV", 1), ("SM7_QV100", 1, {"-gpgpu_n_clusters": "40"})]
+    await played_run(http, entries, TRACE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_text(pilot, "Runs")
+        await pilot.press("t")
+        await on_list(pilot, TracesScreen, [TRACE])
+        await pilot.press("y")
+        await wait_for_app(pilot, lambda: isinstance(app.screen, AccuracyScreen), "the Accuracy screen")
+        await wait_for_text(pilot, "Worst kernels")
+        table = app.screen.query_one(DataTable)
+        await wait_for_app(
+            pilot,
+            lambda: table.virtual_size.width <= table.scrollable_content_region.width,
+            "a table that fits",
+        )
+        header = next(line for line in screen_text(app).splitlines() if line.startswith(" trace"))
+        assert "MAPE" in header and "bias" in header and "r (log)" in header
+        await pilot.resize_terminal(60, 24)  # narrower still: a column goes, none is cut in half
+        await wait_for_app(
+            pilot, lambda: table.virtual_size.width <= table.scrollable_content_region.width, "still fits"
+        )
+        await pilot.resize_terminal(80, 24)
+        text = " ".join(help_text(app.screen, 80).plain.split())
+        for words in ("MAPE mean absolute percentage error", "bias the mean signed error", "r (log) Pearson"):
+            assert words in text, words
+        await pilot.press("question_mark")
+        await wait_for_text(pilot, "Accuracy columns")

@@ -468,7 +468,7 @@ async def test_the_kernels_view_of_a_sweep_puts_variants_side_by_side_with_a_cha
         if size == (80, 24):  # no room for the chart under the bars: the pane says how to see it
             await wait_for_text(pilot, "Tab: sims · z: chart")
             await pilot.press("z")
-        await wait_for_text(pilot, "total simulated time (µs) vs -gpgpu_n_clusters")
+        await wait_for_text(pilot, "total simulated time (µs) vs gpgpu_n_clusters")
         if size != (80, 24):  # the sims table above (zoomed out of view at 80x24) has its rows
             await wait_for_text(pilot, "gpgpu_n_clusters=160  0 ✔ succeeded")
         await pilot.wait_for_scheduled_animations()

@@ -28,10 +28,11 @@ def test_cascade_up_starts_a_server_shows_the_sample_run_and_stops_it_on_quit(tm
         assert token not in screen  # never shows the token
 
         tmux.keys("Enter")
-        screen = tmux.wait_for("● LIVE")
+        tmux.wait_for("Cascade · run-")  # the run's screen
         tmux.wait_for("sample run: real Accel-Sim results")  # said plainly
-        screen = tmux.wait_for("SM7_TITANV")
+        screen = tmux.wait_for("SM7_TITANV  ")  # its row in the sims table
         assert screen.count("✔ succeeded") >= 3
+        assert "LIVE" not in screen  # a finished run: nothing on it is live (issue 32)
         tmux.keys("k")
         screen = tmux.wait_for("Total simulated time per config")
         assert "is fastest" in screen or "tie for fastest" in screen, screen

@@ -76,9 +76,17 @@ async def test_a_started_server_is_recorded_for_other_commands_and_a_reused_one_
         assert (data / "url").read_text() == url + "\n"
         found = await asyncio.to_thread(local_server.local_server, DEFAULT_URL, False, None, data)
         assert found == (url, server.token)
-        # a URL the operator gave wins, and gets no token from this machine's file
+        # a URL the operator gave wins; a Cascade server of this machine there gets its token
+        # file (issue 32: with CASCADE_URL set the commands still find the local server's
+        # token), nothing else does (no server on the port, a server elsewhere)
+        assert await asyncio.to_thread(local_server.local_server, url, True, None, data) == (
+            url,
+            server.token,
+        )
         given = f"http://127.0.0.1:{free_port()}"
         assert local_server.local_server(given, True, None, data) == (given, None)
+        elsewhere = "http://gpu-box.lab.example:8000"
+        assert local_server.local_server(elsewhere, True, None, data) == (elsewhere, None)
         again = await asyncio.to_thread(up.find_or_start_server, url, None, data)
         assert not again.started_here and again.token == server.token
         assert again.notes == [f"using the server already running at {url} (it keeps running when you quit)"]

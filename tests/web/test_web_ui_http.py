@@ -154,3 +154,23 @@ async def test_a_ui_that_cannot_start_ends_the_tab_session(make_server, monkeypa
         while message.type == aiohttp.WSMsgType.BINARY:
             message = await ws.receive(timeout=60)
         assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+
+
+async def test_the_token_page_says_where_this_servers_token_is(make_server, tmp_path):
+    """Issue 32: the page names this server's token file (its data directory, not the default
+    one), or CASCADE_TOKEN when the server was started with another token; `cascade serve`'s
+    `web:` line says the same."""
+    from cascade_server.settings import token_hint
+
+    server: LiveServer = await make_server(web=True)
+    async with httpx.AsyncClient(base_url=server.url) as browser:
+        page = (await browser.get("/")).text
+        assert "~/.local/share/cascade/token" not in page
+        assert "the CASCADE_TOKEN the server was started with" in page  # its token is no file's
+        token_file = server.settings.data_dir / "token"
+        token_file.write_text(TOKEN + "\n")
+        page = (await browser.get("/")).text
+        assert f"<code>cat {token_file}</code>" in page or f"cat ~/{token_file.name}" in page
+        refused = await browser.post("/web-ui/login", data={"token": "wrong"})
+        assert str(token_file.parent.name) in refused.text  # said again beside the refusal
+    assert token_hint(server.settings) == f"cat {token_file}"

@@ -33,6 +33,18 @@ SIM_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 
+# Every move a trace makes, as the server's scanner makes them (traces/scanner.py): arriving files
+# then the post-processor; `ready` is final (a deleted trace leaves the list, and the runs made on
+# it show a `failed` record of it); a trace that failed for lack of disk space is processed again
+# once the disk has room (`failed` -> `processing`), any other failure is final.
+TRACE_TRANSITIONS: dict[str, frozenset[str]] = {
+    "uploading": frozenset({"processing", "failed"}),
+    "processing": frozenset({"ready", "failed"}),
+    "ready": frozenset(),
+    "failed": frozenset({"processing"}),
+}
+
+
 def can_transition(current: str, target: str) -> bool:
     return target in SIM_TRANSITIONS.get(current, frozenset())
 

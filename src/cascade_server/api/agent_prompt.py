@@ -1,8 +1,9 @@
 """Cascade's agent prompt: one Markdown source (`agent_prompt.md`, shipped as package data) served
 as `/agent-prompt.md`, as a skill at `/cascade-skill/SKILL.md`, and printed by
 `cascade agent-prompt`, with the app's URL filled in (never its token). Its API table, states and
-types are generated from the routes and the models (agent_prompt_routes, agent_prompt_types), so
-the prompt always describes the server it comes from."""
+types are generated from the routes and the models (agent_prompt_routes, agent_prompt_types), and
+each route's parameters, answer and errors from the entries the HTTP API reference is written from
+(route_docs, route_sections), so the prompt always describes the server it comes from."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from importlib import resources
 from cascade_core.cli_usage import OneLineErrorParser
 from cascade_core.setting_errors import url_problem
 
-from .agent_prompt_routes import api_table, table_routes
+from .agent_prompt_routes import api_table, routes_section, table_routes
 from .agent_prompt_types import states_section, types_section
 
 URL_MARK = "{{APP_URL}}"
@@ -34,10 +35,12 @@ def prompt_text(app_url: str, routes: Iterable[tuple[str, str]] | None = None) -
     the route table the app is built from when None)."""
     source = resources.files(__package__).joinpath("agent_prompt.md").read_text(encoding="utf-8")
     url = app_url.rstrip("/")
+    served = table_routes() if routes is None else list(routes)
     sections = {
         SHELL_URL_MARK: shlex.quote(url),
         URL_MARK: url,
-        "{{API_TABLE}}": api_table(table_routes() if routes is None else routes),
+        "{{API_TABLE}}": api_table(served),
+        "{{ROUTES}}": routes_section(served),
         "{{STATES}}": states_section(),
         "{{TYPES}}": types_section(),
     }

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from aiohttp import web
 
 from .route_docs import ROUTE_DOCS
+from .route_sections import auth, route_section
 from .route_tables import API_ROUTE_TABLES
 
 NO_NOTE = "(not described yet)"
@@ -44,6 +45,30 @@ def table_routes() -> list[tuple[str, str]]:
         if isinstance(route, web.RouteDef)
     ]
     return list(dict.fromkeys((m, p) for m, p in found if p.startswith("/api/")))
+
+
+def route_names() -> dict[tuple[str, str], str | None]:
+    """(method, path) -> the route's name in the tables the app is built from (the auth rules
+    read it: the event stream takes its token in the query too)."""
+    return {
+        (route.method, canonical(route.path)): route.kwargs.get("name")
+        for table in API_ROUTE_TABLES
+        for route in table
+        if isinstance(route, web.RouteDef)
+    }
+
+
+def routes_section(routes: Iterable[tuple[str, str]]) -> str:
+    """A section per route an agent may call, as the reference writes it (`route_sections`), the
+    types by name; a route for simulators only has its table row, which says never to call it."""
+    names = route_names()
+    parts = []
+    for method, path in routes:
+        doc = ROUTE_DOCS.get((method, path))
+        if doc is None or doc.simulator_only:
+            continue
+        parts.append(route_section(method, path, auth(path, names.get((method, path)))))
+    return "\n".join(parts)
 
 
 def note(method: str, path: str) -> str:

@@ -16,6 +16,8 @@ from pydantic import BaseModel
 from cascade_core import models
 from cascade_core.models import RunState, SimState, TraceState
 
+from .response_shape import omission_note
+
 # The types an agent reads, in the order a reader meets them.
 TYPES: tuple[type[BaseModel], ...] = (
     models.TraceSummary,
@@ -59,13 +61,19 @@ SIMULATOR_TYPES: tuple[type[BaseModel], ...] = (
     models.GpuConfigFiles,
 )
 NAMED_LITERALS = {"TraceState": TraceState, "SimState": SimState, "RunState": RunState}
+# The state machines whose moves each state's line names ("Next: ..."); a run's state is derived.
+TRANSITIONS = {"TraceState": models.TRACE_TRANSITIONS, "SimState": models.SIM_TRANSITIONS}
+# Unions a response is one of, by name: each is written before its first member.
+UNIONS: dict[str, Any] = {"RunEvent": models.RunEvent}
+UNION_NOTES = {"RunEvent": "one event on `GET /api/runs/{run_id}/events`; its `type` says which"}
 
 STATE_NOTES: dict[str, dict[str, str]] = {
     "TraceState": {
         "uploading": "files arriving",
         "processing": "the upload is complete; the post-processor runs",
-        "ready": "runs can launch (final)",
-        "failed": "`error` says why (final)",
+        "ready": "runs can launch; a deleted trace leaves the list, and its runs keep a `failed` record of it",
+        "failed": "`error` says why; only a trace that failed for lack of disk space moves on, processed again "
+        "once the server's disk has room",
     },
     "SimState": {
         "pending": "waiting for a free slot or the scheduler",
@@ -131,7 +139,7 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "launcher_state": "what the scheduler says of its job (Slurm), while it waits or runs",
         "kernels_done": "kernels finished (simulated, or failed in the simulator)",
         "kernels_total": "kernels in the trace",
-        "kernels_failed": "of `kernels_done`, kernels the simulator failed on (absent when none)",
+        "kernels_failed": "of `kernels_done`, kernels the simulator failed on",
         "current_kernel": "the kernel it is on, or last reached",
         "latest": "the totals so far",
         "log_tail": "the last 20 log lines",
@@ -150,7 +158,7 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "sim_time_ns": "`gpu_sim_cycle / core_clock_mhz * 1000`, simulated time",
         "stats": "every `key = value` line of the block; empty in lists and events",
         "warmup": "a shard's warm-up kernel, only in that sim's own results",
-        "failed": "a kernel the simulator failed on: its reason; the row has no results (absent otherwise)",
+        "failed": "a kernel the simulator failed on: its reason; the row has no results",
     },
     "Comparison": {"configs": "the run's configs in entry order", "rows": "one per kernel position"},
     "ComparisonRow": {"real_ns": "null without real timing", "sim_ns": "config -> median simulated ns"},
@@ -228,15 +236,33 @@ def _bounds(info: Any) -> str:
 
 
 def field_line(model: type[BaseModel], name: str) -> str:
+    """`- `name` (`type`) [bounds]: what it is. Omitted when default (...).`: the last sentence for
+    a field the API leaves out of its answers at its default (`response_shape`)."""
     info = model.model_fields[name]
-    note = info.description or FIELD_NOTES.get(model.__name__, {}).get(name)
+    note = info.description or FIELD_NOTES.get(model.__name__, {}).get(name) or ""
+    if omitted := omission_note(model, name):
+        note = f"{note.rstrip('.')}. {omitted}" if note else omitted
     return f"- `{name}` (`{type_name(info.annotation)}`){_bounds(info)}" + (f": {note}" if note else "")
+
+
+def union_block(name: str) -> list[str]:
+    """`### RunEvent` and what it is one of, from the union's own members."""
+    union = UNIONS[name]
+    if get_origin(union) is Annotated:
+        union = get_args(union)[0]
+    members = " | ".join(member.__name__ for member in get_args(union))
+    return [f"### {name}", f"`{name}` is `{members}`: {UNION_NOTES[name]}.", ""]
 
 
 def types_section(shown: Sequence[type[BaseModel]] = TYPES) -> str:
     """`### Model`, then one line per field: every field the model has, none it lacks."""
     parts = []
+    unions_left = dict(UNIONS)
     for model in shown:
+        for union_name, union in list(unions_left.items()):
+            if model.__name__ in type_name(union).split(" | "):
+                parts.extend(union_block(union_name))  # before its first member
+                del unions_left[union_name]
         parts.append(f"### {model.__name__}")
         parents = [base for base in shown if base in model.__bases__]
         if parents:
@@ -249,21 +275,23 @@ def types_section(shown: Sequence[type[BaseModel]] = TYPES) -> str:
         parts.extend(field_line(model, name) for name in names)
         parts.append("")
     parts.append(
-        "Timestamps (`datetime`) are ISO 8601 strings in UTC. A run event is one of `SnapshotEvent`, `SimEvent`, `LogEvent` and `KernelEvent`; its `type` says which."
+        "Timestamps (`datetime`) are ISO 8601 strings in UTC. A field that says "
+        '"Omitted when default" is left out of answers while it holds that value: read its absence '
+        "as the default."
     )
     return "\n".join(parts).rstrip() + "\n"
 
 
 def states_section() -> str:
-    """Each state machine: every state, what it means, and (for sims) where it can move."""
+    """Each state machine: every state, what it means, and (traces, sims) where it can move."""
     lines = []
     for name, literal in NAMED_LITERALS.items():
         lines.append(f"### {name}")
         for state in get_args(literal):
             note = STATE_NOTES[name].get(state, "")
             line = f"- `{state}`" + (f": {note}" if note else "")
-            if name == "SimState":
-                moves = [m for m in models.SIM_STATES if m in models.SIM_TRANSITIONS[state]]
+            if (transitions := TRANSITIONS.get(name)) is not None:
+                moves = [m for m in get_args(literal) if m in transitions[state]]
                 line += ". Next: " + (", ".join(f"`{m}`" for m in moves) if moves else "none (final)")
             lines.append(line.rstrip(".") + ".")
         lines.append("")

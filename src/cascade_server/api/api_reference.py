@@ -16,16 +16,15 @@ import re
 import sys
 import unicodedata
 from importlib import resources
-from typing import Any, get_args, get_origin
+from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel
 
 from . import agent_routes
 from .agent_prompt_routes import canonical
-from .agent_prompt_types import SIMULATOR_TYPES, TYPES, field_line, states_section, types_section
-from .middlewares import OPEN_PATHS, TOKEN_IN_QUERY_ROUTES
-from .route_docs import PATH_PARAMS, ROUTE_DOCS, RouteDoc
+from .agent_prompt_types import SIMULATOR_TYPES, TYPES, states_section, types_section
+from .route_sections import auth, doc_of, route_section
 from .route_tables import API_ROUTE_TABLES
 
 HEADER = (
@@ -35,12 +34,6 @@ HEADER = (
 REFERENCE_TYPES: tuple[type[BaseModel], ...] = (*TYPES, *SIMULATOR_TYPES)
 # Who may call a route (`auth`), in the table and in the route's section.
 AUTH_SHORT = {"none": "none", "token": "token", "token or query": "token or `?token=`"}
-AUTH_WORDS = {
-    "none": "none",
-    "token": "bearer token",
-    "token or query": "bearer token, or the token as `?token=` (a browser's `EventSource` sends no headers)",
-}
-_PARAM = re.compile(r"(?:([\w-]+)/)?\{(\w+)\}")
 _LIST_AFTER_TEXT = re.compile(r"^([^-\s].*)\n(?=- )", flags=re.M)
 
 
@@ -56,13 +49,6 @@ def routes() -> list[tuple[str, str, str]]:
     return [(method, path, how) for (method, path), how in found.items()]
 
 
-def auth(path: str, name: str | None) -> str:
-    """Who may call a route, by the auth middleware's rules."""
-    if path in OPEN_PATHS or not path.startswith("/api/"):
-        return "none"
-    return "token or query" if name in TOKEN_IN_QUERY_ROUTES else "token"
-
-
 def slug(heading: str) -> str:
     """The anchor MkDocs gives a heading (Python-Markdown's toc slugify of its text)."""
     text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode("ascii")
@@ -76,19 +62,6 @@ def model_link(model: Any) -> str:
     return f"[`{model.__name__}`](#{slug(model.__name__)})"
 
 
-def with_article(model: Any) -> str:
-    if get_origin(model) is list:
-        return f"a list of {model_link(get_args(model)[0])}"
-    return f"{'an' if model.__name__[0] in 'AEIOU' else 'a'} {model_link(model)}"
-
-
-def doc_of(method: str, path: str) -> RouteDoc:
-    doc = ROUTE_DOCS.get((method, path))
-    if doc is None:
-        raise ValueError(f"{method} {path} has no entry in route_docs.ROUTE_DOCS")
-    return doc
-
-
 def route_table(found: list[tuple[str, str, str]]) -> str:
     rows = ["| method | path | auth | what it does |", "|---|---|---|---|"]
     for method, path, how in found:
@@ -98,45 +71,9 @@ def route_table(found: list[tuple[str, str, str]]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _query_lines(query: type[BaseModel]) -> list[str]:
-    if not query.model_fields:
-        return ["- Query: none; any parameter is a `422`."]
-    lines = ["- Query parameters (unknown ones are ignored):"]
-    lines += [f"    {field_line(query, name)}" for name in query.model_fields]
-    return lines
-
-
-def _returns(doc: RouteDoc) -> str:
-    if doc.status == 204:
-        return "- Returns: `204`, no body."
-    what = with_article(doc.response) if doc.response is not None else doc.returns
-    if not what:
-        raise ValueError("a route that answers with a body says what it is (`response` or `returns`)")
-    return f"- Returns: `{doc.status}` with {what}."
-
-
-def route_section(method: str, path: str, how: str) -> str:
-    doc = doc_of(method, path)
-    lines = [f"### `{method} {path}`", "", f"{doc.summary} {doc.details}".strip(), ""]
-    if doc.simulator_only:
-        lines.append("- Called by: simulators (`cascade worker`).")
-    lines.append(f"- Auth: {AUTH_WORDS[how]}.")
-    for before, name in _PARAM.findall(path):
-        note = PATH_PARAMS.get(f"{before}/{{{name}}}") or PATH_PARAMS.get(name)
-        if note is None:
-            raise ValueError(
-                f"path parameter {name!r} of {method} {path} has no route_docs.PATH_PARAMS entry"
-            )
-        lines.append(f"- Path parameter `{name}`: {note}")
-    if doc.query is not None:
-        lines += _query_lines(doc.query)
-    if isinstance(doc.body, str):
-        lines.append(f"- Body: {doc.body}.")
-    elif doc.body is not None:
-        lines.append(f"- Body: {model_link(doc.body)}, JSON.")
-    lines.append(_returns(doc))
-    lines += [f"- `{status}`: {when}" for status, when in doc.errors]
-    return "\n".join(lines) + "\n"
+def reference_section(method: str, path: str, how: str) -> str:
+    """The route's section (`route_sections`), its types linked to the page's."""
+    return route_section(method, path, how, model_link, heading=f"### `{method} {path}`")
 
 
 def page_text() -> str:
@@ -144,7 +81,7 @@ def page_text() -> str:
     source = resources.files(__package__).joinpath("api_reference.md").read_text(encoding="utf-8")
     sections = {
         "{{ROUTE_TABLE}}": route_table(found),
-        "{{ROUTES}}": "\n".join(route_section(*route) for route in found),
+        "{{ROUTES}}": "\n".join(reference_section(*route) for route in found),
         "{{STATES}}": states_section(),
         "{{TYPES}}": types_section(REFERENCE_TYPES),
     }

@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 from aiohttp import web
 
+from cascade_core.comparison import trace_kernel_names
 from cascade_core.demangle import demangle
 from cascade_core.models import GpuConfig, RunDetail, SimResults
 from cascade_core.shard_merge import mark_warmup, owned
@@ -36,7 +37,9 @@ async def _comparison(request: web.Request, run: RunDetail) -> bytes:
     kernels = await store.outputs.run_kernels(run.id)
     trace = await store.traces.live_trace_of_run(run.id)
     real = await store.traces.real_timing(trace.id) if trace is not None and trace.has_real_timing else []
-    return await asyncio.to_thread(comparison_json, run, kernels, real)
+    # A position no sim has finished yet (a shard behind the ones after it) has the trace's name.
+    names = trace_kernel_names(trace.kernels) if trace is not None else ()
+    return await asyncio.to_thread(comparison_json, run, kernels, real, names)
 
 
 def _config(request: web.Request, name: str) -> GpuConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from cascade_core.comparison import RealTiming, compare_rows, config_order, kernel_rows, row_doc
@@ -25,19 +26,24 @@ def run_configs(run: RunDetail) -> list[str]:
 JSON_BATCH = 2_000
 
 
-def comparison(run: RunDetail, kernels: list[KernelStat], real: RealTiming | None) -> Comparison:
-    """The run's per-kernel comparison (see `comparison.compare_rows`) with its configs."""
+def comparison(
+    run: RunDetail, kernels: list[KernelStat], real: RealTiming | None, names: Sequence[str] = ()
+) -> Comparison:
+    """The run's per-kernel comparison (see `comparison.compare_rows`) with its configs;
+    `names`: the trace's kernel names, for positions no sim has finished yet."""
     configs = run_configs(run)
-    rows = kernel_rows(configs, {sim.id: sim.label for sim in run.sims}, kernels, real)
+    rows = kernel_rows(configs, {sim.id: sim.label for sim in run.sims}, kernels, real, names)
     return Comparison(has_real_timing=bool(real), configs=configs, rows=rows)
 
 
-def comparison_json(run: RunDetail, kernels: list[KernelStat], real: RealTiming | None) -> bytes:
+def comparison_json(
+    run: RunDetail, kernels: list[KernelStat], real: RealTiming | None, names: Sequence[str] = ()
+) -> bytes:
     """`comparison(...).model_dump_json()`, without a model per row (a trace of 300,000 real
     kernels made 300,000 and took seconds): the same JSON, a batch of rows at a time. Blocking:
     run it in a thread."""
     configs = run_configs(run)
-    rows = compare_rows(configs, {sim.id: sim.label for sim in run.sims}, kernels, real)
+    rows = compare_rows(configs, {sim.id: sim.label for sim in run.sims}, kernels, real, names)
     head = json.dumps({"has_real_timing": bool(real), "configs": configs}, separators=(",", ":"))
     parts = [head[:-1].encode(), b',"rows":[']
     batch: list[dict[str, Any]] = []

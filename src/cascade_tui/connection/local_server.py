@@ -3,13 +3,18 @@ commands to find: its token (`DATA_DIR/token`, written by `cascade serve`) and t
 started it at (`DATA_DIR/url`: 8001 when another program held 8000).
 
 A command given no URL (no flag, CASCADE_URL or config file) uses the recorded URL while a Cascade
-server answers there, else the default; given neither URL nor token, it reads the token file.
+server answers there, else the one `cascade serve` listens at by its own settings (CASCADE_HOST and
+CASCADE_PORT, else http://127.0.0.1:8000: `serve_url`). Given no token, a command whose server is
+on this machine (no URL, or a loopback one) reads the token file.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -70,18 +75,75 @@ def forget_url(data_dir: Path, url: str) -> None:
             pass
 
 
+def serve_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """Where `cascade serve` listens by its own settings when CASCADE_PORT or CASCADE_HOST says
+    (a wildcard host is reached on 127.0.0.1), else None: the default, http://127.0.0.1:8000."""
+    env = os.environ if environ is None else environ
+    host, port = env.get("CASCADE_HOST", "").strip(), env.get("CASCADE_PORT", "").strip()
+    if not host and not port:
+        return None
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    netloc = f"[{host}]" if ":" in host else host
+    return f"http://{netloc}:{port or 8000}"
+
+
+def is_loopback_url(url: str) -> bool:
+    """A URL of this machine: `localhost`, 127.0.0.0/8 or ::1."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def local_server(
     url: str, url_given: bool, token: str | None, data_dir: Path | None = None
 ) -> tuple[str, str | None]:
     """The URL and token a command should use. `url_given`: the operator chose the URL (flag,
-    CASCADE_URL, config file), which always wins and never gets the local token file."""
-    if url_given:
-        return url, token
+    CASCADE_URL, config file), which always wins. Given no token, a Cascade server on this machine
+    (no URL given, or a loopback one: `cascade up --url http://127.0.0.1:8123` started it) gets
+    the token file of this machine's data directory; a server elsewhere, or a program that is no
+    Cascade server, never does."""
     data = data_dir or default_data_dir()
+    if url_given:
+        # Only to a Cascade server (asked without a token): another program on a port of this
+        # machine never gets it.
+        local = token is None and is_loopback_url(url) and health(url) is not None
+        return url, token or (read_token_file(data) if local else None)
+    url = serve_url() or url
     recorded = recorded_url(data)
     if recorded and recorded.rstrip("/") != url and health(recorded) is not None:
         url = recorded.rstrip("/")
     return url, token or read_token_file(data)
+
+
+def browser_url(url: str, timeout: float = 3.0) -> str | None:
+    """The server's UI in a browser (`cascade serve` serves it at `/` unless --no-web), or None
+    when it serves none there."""
+    try:
+        resp = httpx.get(f"{url}/", timeout=timeout)
+    except httpx.HTTPError:
+        return None
+    html = resp.status_code == 200 and resp.headers.get("content-type", "").startswith("text/html")
+    return f"{url}/" if html else None
+
+
+def token_words(token: str | None, data_dir: Path) -> str:
+    """Where the token a browser asks for is: the data directory's token file when it holds it
+    (`~` for the home directory), else CASCADE_TOKEN; never the token itself."""
+    path = data_dir / TOKEN_FILE
+    if token is None or read_token_file(data_dir) != token:
+        return "your CASCADE_TOKEN"
+    try:
+        return f"cat ~/{path.resolve().relative_to(Path.home().resolve())}"
+    except (ValueError, OSError, RuntimeError):
+        return f"cat {path}"
 
 
 def stand_in_hint(url: str, token: str | None, timeout: float = 3.0) -> str | None:

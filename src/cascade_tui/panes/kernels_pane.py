@@ -12,15 +12,16 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
-from cascade_core.comparison import RealTiming
+from cascade_core.comparison import RealTiming, trace_kernel_names
 
+from ..connection.client_errors import ApiError
 from ..messages import ReportsWorkerErrors
 from ..services import Services
 from ..views import chart, compare, sweep
 from ..views.reducer import RunModel
 from ..widgets.kernel_chart import KernelChart
+from ..widgets.sweep_plot import SweepPlot
 
 COMPARISON_REFRESH_S = 5.0
 WIDE_FOR_SIDE_PLOT = 120  # columns from which the sweep chart sits beside the bars, not under them
@@ -38,6 +39,8 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
     KernelsPane.-side-plot #sweep-plot { height: 1fr; }
     """
 
+    ERROR_TITLES = {"trace-names": "Trace kernels failed", "comparison": "Comparison failed"}
+
     def __init__(self, run_id: str, model: RunModel, services: Services, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.run_id = run_id
@@ -45,6 +48,9 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self.services = services
         self.dirty = True  # kernels or sims changed since the chart was drawn
         self._real: RealTiming = ()  # the server's real timing, row by row
+        # The trace's kernel names by position: what a row no sim has finished yet is called
+        # (a sharded run's shard that is behind); fetched once, when such a row first shows.
+        self._trace_names: list[str] | None = None
         self._last_comparison = 0.0
         self.order = "trace"  # compare.KERNEL_ORDERS: how the per-kernel bars are sorted
         self.series: sweep.SweepSeries | None = None  # what the sweep chart draws, when it shows
@@ -52,7 +58,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="kernels-title")
         yield KernelChart(id="kernel-chart")
-        yield PlotextPlot(id="sweep-plot")
+        yield SweepPlot(id="sweep-plot")
 
     def on_mount(self) -> None:
         self.query_one("#sweep-plot").display = False
@@ -104,7 +110,10 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self.dirty = False
         configs = compare.config_order((e.variant for e in model.run.entries), model.sims.values())
         kernels = model.all_kernels()
-        rows = compare.kernel_rows(configs, model.sims, kernels, self._real)
+        rows = compare.kernel_rows(configs, model.sims, kernels, self._real, self._trace_names or ())
+        if self._trace_names is None and any(not row.kernel_name for row in rows):
+            self._trace_names = []  # asked once
+            self.load_trace_names()
         totals = compare.config_totals(configs, model.sims, kernels)
         has_real = model.run.trace.has_real_timing
         stand_in = compare.stand_in_reason(model.summary(), model.sims.values())
@@ -133,7 +142,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
     def draw_series(self, series: sweep.SweepSeries | None) -> None:
         """The sweep chart: total simulated time per swept value, a line per config, and the
         unmodified config's total as a flat line; hidden when the run is no such sweep."""
-        plot = self.query_one("#sweep-plot", PlotextPlot)
+        plot = self.query_one("#sweep-plot", SweepPlot)
         show = series is not None and self._room_for_plot()
         # Beside the bars or under them follows the pane's width on every draw, not only when
         # the series changes: a pane first drawn narrow (or before its first resize) that is
@@ -150,36 +159,25 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
         self.refresh_title()
         if series is None or not show:
             return
-        plt = plot.plt
-        plt.clear_data()
-        plt.clear_figure()
-        divisor, unit = sweep.time_scale(series.max_ns)
-        plt.title(f"total simulated time ({unit}) vs {series.option}")
-        plt.xlabel(series.option.lstrip("-"))
-        colors = ("cyan", "magenta", "green", "yellow", "blue", "red")
-        xs_all = [x for line in series.lines for x, _ in line.points]
-        for i, line in enumerate(series.lines):
-            name = line.gpu_config if len(series.lines) > 1 else "variants"
-            if line.points:
-                plt.plot(
-                    [x for x, _ in line.points],
-                    [ns / divisor for _, ns in line.points],
-                    marker="dot",
-                    color=colors[i % len(colors)],
-                    label=name,
-                )
-            if line.baseline_ns and xs_all:
-                low, high = min(xs_all), max(xs_all)
-                plt.plot(
-                    [low, high] if high > low else [low - 1, low + 1],
-                    [line.baseline_ns / divisor] * 2,
-                    color="gray",
-                    label=f"{line.gpu_config} base",
-                )
-        plot.refresh()
+        plot.show(series)
 
     def _room_for_plot(self) -> bool:
         return self.size.height >= (PLOT_ROWS_BESIDE if self.has_class("wide") else PLOT_ROWS_UNDER)
+
+    @work(exclusive=True, group="trace-names", exit_on_error=False)
+    async def load_trace_names(self) -> None:
+        """The names of the trace's kernels (`TraceDetail.kernels`), for rows no sim reached."""
+        if self.model.run is None:
+            return
+        try:
+            detail = await self.services.client.trace(self.model.run.trace_id)
+        except ApiError as exc:
+            if exc.status == 404:
+                return  # the trace was deleted since: its rows keep what the sims said
+            raise
+        self._trace_names = trace_kernel_names(detail.kernels)
+        self.dirty = True
+        self.draw()
 
     @work(exclusive=True, group="comparison", exit_on_error=False)
     async def load_comparison(self) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -22,20 +21,8 @@ from cascade_core.models import AccuracyRow
 
 from ..messages import ReportsWorkerErrors
 from ..services import Services
-from ..views.accuracy import accuracy_records, pct, r_text, signed_pct, worst_lines
+from ..views.accuracy import ACCURACY_HELP, pct, r_text, signed_pct, table_layout, worst_lines
 from ..views.formatting import plural
-
-TABLE_COLUMNS = (
-    ("trace_id", "trace"),
-    ("label", "variant"),
-    ("sims", "sims"),
-    ("kernels", "kernels"),
-    ("mape_pct", "MAPE"),
-    ("mean_error_pct", "bias"),
-    ("pearson_r", "r (log)"),
-    ("step_wall_error_pct", "step err"),
-)
-FORMAT = {"mape_pct": pct, "mean_error_pct": signed_pct, "pearson_r": r_text, "step_wall_error_pct": pct}
 
 
 class AccuracyScreen(ReportsWorkerErrors, Screen):
@@ -57,6 +44,7 @@ class AccuracyScreen(ReportsWorkerErrors, Screen):
         self.services = services
         self.trace = trace
         self.rows: list[AccuracyRow] = []
+        self._laid_out: tuple[object, object] | None = None  # the table as last filled
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -73,28 +61,14 @@ class AccuracyScreen(ReportsWorkerErrors, Screen):
         self.query_one(DataTable).focus()
         self._load()
 
+    def help_sections(self) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+        """What `?` shows besides the keys: what the table's numbers mean."""
+        return [("Accuracy columns", ACCURACY_HELP)]
+
     @work(exclusive=True, group="accuracy", exit_on_error=False)
     async def _load(self) -> None:
         self.rows = await self.services.client.accuracy(trace=self.trace, points=True)
-        cells = [
-            [
-                FORMAT.get(key, str)(record[key]) if record[key] is not None else "-"
-                for key, _ in TABLE_COLUMNS
-            ]
-            for record in accuracy_records(self.rows)
-        ]
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        # Widths given, not measured: DataTable measures new rows when idle, and a frame drawn
-        # before that keeps a header as narrow as its titles above the wider rows.
-        for index, (key, name) in enumerate(TABLE_COLUMNS):
-            table.add_column(
-                name, key=key, width=max([cell_len(name), *(cell_len(row[index]) for row in cells)])
-            )
-        for number, row in enumerate(cells):
-            # Text, not str: a DataTable reads a str as markup, and a variant's label
-            # (`SM7_QV100[gpgpu_n_clusters=4]`) would lose its options as a tag.
-            table.add_row(*map(Text, row), key=str(number))
+        self._fill_table()
         # No rows: no empty chart frame either, only the note saying how rows come.
         self.query_one("#accuracy-lower").display = bool(self.rows)
         note = self.query_one("#accuracy-note", Static)
@@ -106,9 +80,34 @@ class AccuracyScreen(ReportsWorkerErrors, Screen):
         else:
             note.update(
                 "Simulated against real kernel time, per trace and variant (replayed runs never count). "
-                "MAPE: mean |error|; bias: mean signed error; r: correlation of log times."
+                "MAPE: mean |error|; bias: mean signed error; r: correlation of log times (? explains)."
             )
         self._show(0 if self.rows else None)
+
+    def on_resize(self) -> None:
+        if self.rows:
+            self._fill_table()  # its columns fit the width: never a table to scroll sideways
+
+    def _fill_table(self) -> None:
+        table = self.query_one(DataTable)
+        # The table's own width, less its vertical scrollbar's when rows overflow it.
+        width = max(20, self.size.width - 2)
+        columns, cells = table_layout(self.rows, width)
+        if (columns, cells) == self._laid_out:
+            return
+        self._laid_out = (columns, cells)
+        cursor = table.cursor_row
+        table.clear(columns=True)
+        # Widths given, not measured: DataTable measures new rows when idle, and a frame drawn
+        # before that keeps a header as narrow as its titles above the wider rows.
+        for key, name, column_width in columns:
+            table.add_column(name, key=key, width=column_width)
+        for number, row in enumerate(cells):
+            # Text, not str: a DataTable reads a str as markup, and a variant's label
+            # (`SM7_QV100[gpgpu_n_clusters=4]`) would lose its options as a tag.
+            table.add_row(*map(Text, row), key=str(number))
+        if cells:
+            table.move_cursor(row=min(cursor, len(cells) - 1))
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -26,18 +26,12 @@ from ..panes.kernels_pane import KernelsPane
 from ..panes.log_pane import LogPane, LogSearch
 from ..panes.steps_pane import StepsPane
 from ..services import Services
+from ..views.chart import KERNELS_HELP
 from ..views.reducer import RunModel
-from ..views.run_rows import banner_text, header_text
+from ..views.run_rows import banner_text, connection_badge, header_text
 from ..views.simrows import next_sort_key, next_state_filter, no_match_text, sim_details
 from ..widgets.sim_table import COLUMNS_HELP, SimTable
 from .modals import MessageScreen
-
-CONNECTION_BADGES = {
-    "live": "[b green]● LIVE[/]",
-    "connecting": "[yellow]○ CONNECTING[/]",
-    "reconnecting": "[b yellow]◌ RECONNECTING[/]",
-    "offline": "[b red]✘ OFFLINE[/]",
-}
 
 
 class RunScreen(ReportsWorkerErrors, Screen):
@@ -96,6 +90,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
         self._seen_states: dict[str, str] = {}
         self._seen_run_state: str | None = None
         self._timer: Timer | None = None
+        self._focus_before_zoom: Widget | None = None  # what had the keys when `z` zoomed
         self.ticks = 0
 
     # --- layout -----------------------------------------------------------------------------
@@ -131,7 +126,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
 
     def help_sections(self) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
         """What `?` shows besides the keys: what the sims table's columns mean."""
-        return [("Sims table columns", COLUMNS_HELP)]
+        return [("Sims table columns", COLUMNS_HELP), ("Kernels view", KERNELS_HELP)]
 
     @property
     def log_pane(self) -> LogPane:
@@ -243,9 +238,7 @@ class RunScreen(ReportsWorkerErrors, Screen):
 
     def _update_header(self) -> None:
         model = self.model
-        badge = CONNECTION_BADGES.get(self.connection, self.connection)
-        if self.connection_detail:
-            badge += f" [dim]({self.connection_detail})[/]"
+        badge = connection_badge(self.connection, self.connection_detail, model.is_finished())
         header = self.query_one("#run-header", Static)
         text = header_text(
             badge,
@@ -352,13 +345,18 @@ class RunScreen(ReportsWorkerErrors, Screen):
         self.notify(f"Kernels by {self.kernels_pane.next_order()}", timeout=2)
 
     def action_zoom(self) -> None:
-        """The lower pane (log, kernels, files) gets the whole screen, and back."""
+        """The lower pane (log, kernels, files) gets the whole screen, and back: the keys go back
+        to where they were (`z` twice changes nothing but the layout)."""
         zoomed = not self.has_class("-zoomed")
         self.set_class(zoomed, "-zoomed")
+        table = self.query_one(SimTable)
         if zoomed:
+            self._focus_before_zoom = self.focused
             self._lower_pane().focus()
-        else:
-            self.query_one(SimTable).focus()
+        elif self._focus_before_zoom in (None, table):
+            table.focus()
+        else:  # the lower pane had the keys: it keeps them (the view shown now, if it changed)
+            self._lower_pane().focus()
 
     def action_wrap(self) -> None:
         view = self.log_pane.view

@@ -3,30 +3,37 @@ table|json|csv]`: a run's numbers with demangled kernel names.
 
 Default: per config, the median total simulated time over succeeded replicas, as a multiple of
 the fastest. `--kernels`: every kernel every sim finished. `--stats`: every stats line of every
-kernel, one row per kernel and key (`--key` keeps the keys matching a glob). `--comparison`: per
-kernel, real time against each config's median simulated time. JSON and CSV carry raw values
-(times in ns) and both the demangled (`kernel`) and the reported (`kernel_name`) name.
+kernel, one row per kernel and number (`views/stat_fields.py`: a line of several numbers is a
+field each; `--key` keeps the fields matching a glob). `--comparison`: per kernel, real time
+against each config's median simulated time. JSON and CSV carry raw values (times in ns) and both
+the demangled (`kernel`) and the reported (`kernel_name`) name; a sweep's rows also its variant's
+config, option and value, and the multiple of the unmodified config (`views/sweep_records.py`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+
+from cascade_core.models import RunEntry
 
 from ..connection.client import CascadeClient
+from ..connection.client_errors import ApiError
 from ..views.output import FORMATS, Column, printable, render
 from ..views.result_views import (
-    KERNEL_COLUMNS,
-    STAT_COLUMNS,
-    TOTAL_COLUMNS,
     comparison_columns,
     comparison_records,
+    kernel_columns,
     kernel_records,
     ranking_sentence,
+    stat_columns,
     stat_records,
+    total_columns,
     total_records,
 )
 from ..views.script_views import stand_in_note
+from ..views.sweep import is_sweep
 from .common import add_connection_arguments, emit, identifier, new_parser, run_with_client, segment
 
 PROG = "cascade results"
@@ -77,20 +84,22 @@ def main(argv: list[str] | None = None) -> int:
             print(printable(f"note: {note}"), file=sys.stderr)
         if run.state == "active":
             print(f"note: {run.id} is still active: these are the numbers so far", file=sys.stderr)
+        values = await config_values(client, run.entries)
         if args.stats:
             results = await client.results(run.id)
-            emit(render(args.format, STAT_COLUMNS, stat_records(results, args.key)))
+            emit(render(args.format, stat_columns(run), stat_records(results, args.key, values)))
             return 0
         if args.comparison:
             comparison = await client.comparison(run.id)
-            emit(render(args.format, comparison_columns(comparison), comparison_records(comparison)))
+            compared = comparison_columns(comparison, run.entries)
+            emit(render(args.format, compared, comparison_records(comparison, run.entries)))
             return 0
         kernels = await client.kernels(run.id)
         if args.kernels:
-            emit(render(args.format, KERNEL_COLUMNS, kernel_records(run, kernels)))
+            emit(render(args.format, kernel_columns(run), kernel_records(run, kernels, values)))
             return 0
-        records = total_records(run, kernels)
-        columns: tuple[Column, ...] = TOTAL_COLUMNS
+        records = total_records(run, kernels, values)
+        columns: tuple[Column, ...] = total_columns(run)
         if args.format == "table" and not any(r["note"] for r in records):
             columns = tuple(c for c in columns if c.key != "note")  # shown only with something to say
         emit(render(args.format, columns, records))
@@ -99,3 +108,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     return run_with_client(PROG, args, body)
+
+
+async def config_values(client: CascadeClient, entries: Sequence[RunEntry]) -> dict[str, dict[str, str]]:
+    """In a sweep, each varied config's own option values (the unmodified config's `value`);
+    none for a run without variants, or a config the server no longer has."""
+    if not is_sweep(entries):
+        return {}
+    values: dict[str, dict[str, str]] = {}
+    for name in dict.fromkeys(e.gpu_config for e in entries if e.options):
+        try:
+            values[name] = {o.name: o.value for o in await client.config_options(name)}
+        except ApiError:
+            continue  # the base's row then has no value: everything else is still right
+    return values

@@ -20,6 +20,19 @@ from .sweep import SweepView, baseline_note, kernel_multiple, sweep_sentence
 Segment = tuple[str, str]
 Line = list[Segment]
 
+# What the kernels view's numbers mean, for the run screen's `?` help.
+KERNELS_HELP: tuple[tuple[str, str], ...] = (
+    ("fastest", "the config with the least total simulated time; within 1% of it: a tie"),
+    ("1.31x", "a config's total over the fastest's; in a sweep, `x base` over its unmodified config's"),
+    ("share", "the kernel's part of its config's total simulated time"),
+    ("Δ", "how much the configs disagree on the kernel: (slowest - fastest) / fastest"),
+    (
+        "MAPE",
+        "with real timing: mean absolute percentage error, |simulated - real| / real averaged over "
+        "the kernels; each bar's +x% is that kernel's signed error",
+    ),
+)
+
 VALUE_WIDTH = 10
 MIN_BAR = 8  # a bar narrower than this says nothing: the label is cut first
 MIN_LABEL = 8

@@ -13,7 +13,14 @@ from cascade_core.accuracy import accuracy, pairs_of
 from cascade_core.comparison import RealTiming
 from cascade_core.comparison import config_order as ordered_configs
 from cascade_core.comparison import kernel_rows as comparison_rows
-from cascade_core.models import ComparisonRow, KernelStat, RunDetail, RunSummary, SimSummary
+from cascade_core.models import (
+    TERMINAL_SIM_STATES,
+    ComparisonRow,
+    KernelStat,
+    RunDetail,
+    RunSummary,
+    SimSummary,
+)
 from cascade_core.shard_merge import replica_sims
 
 from .formatting import plural
@@ -42,6 +49,9 @@ class ConfigTotal:
     kernels_failed: int = 0
     # A sampled config: what its totals are estimated from (views/sampling.estimate_note).
     estimate: str | None = None
+    # No replica succeeded and one is still to finish: its result is not in yet, so no other
+    # config is ranked against it (`rank`).
+    waiting: bool = False
 
     def coverage_note(self) -> str | None:
         """`16 of 20 kernels, 4 failed in the simulator`, when some did."""
@@ -61,11 +71,20 @@ class Ranking:
     fastest: tuple[str, ...]  # more than one when they tie within 1%
     multiples: dict[str, float] = field(default_factory=dict)  # config -> total / fastest total
     missing: tuple[str, ...] = ()  # configs with no succeeded replica
+    # Of `missing`, the configs whose sims are still to finish: until they are in, no config is
+    # named fastest and none is a multiple of the fastest (it may be slower than what comes).
+    waiting: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()  # configs with a result, not ranked while others are waiting
 
     def sentence(self, finished: bool = False) -> str:
         """The ranking in words; `finished`: the run is over, so what is missing stays missing."""
         if len(self.multiples) + len(self.missing) == 1 and self.fastest:
             return "Only one config in this run, so there is nothing to compare it with."
+        if self.waiting and len(self.held) + len(self.missing) > 1:
+            return (
+                f"Waiting for {', '.join(self.waiting)}: no config is named fastest until every "
+                "config has a result."
+            )
         if not self.fastest:
             return (
                 f"No config has a succeeded replica{'' if finished else ' yet'}, "
@@ -98,9 +117,11 @@ def kernel_rows(
     sims: Mapping[str, SimSummary],
     kernels: Iterable[KernelStat],
     real: RealTiming | None = None,
+    names: Sequence[str] = (),
 ) -> list[ComparisonRow]:
-    """The server's per-kernel comparison (`cascade_core.comparison`) over the sims the UI has."""
-    return comparison_rows(configs, {sim_id: sim.label for sim_id, sim in sims.items()}, kernels, real)
+    """The server's per-kernel comparison (`cascade_core.comparison`) over the sims the UI has;
+    `names`: the trace's kernel names (`comparison.trace_kernel_names`), for positions no sim reached yet."""
+    return comparison_rows(configs, {sim_id: sim.label for sim_id, sim in sims.items()}, kernels, real, names)
 
 
 def sim_totals(kernels: Iterable[KernelStat]) -> dict[str, float]:
@@ -187,16 +208,20 @@ def _partial_total(
         kernels_done=max((s.kernels_done for s in started), default=0),
         kernels_total=max((s.kernels_total for s in replicas), default=0),
         kernels_failed=max((failed.get(s.id, 0) for s in started), default=0),
+        waiting=any(s.state not in TERMINAL_SIM_STATES for s in replicas),
     )
 
 
 def rank(totals: Sequence[ConfigTotal], tolerance: float = TIE_TOLERANCE) -> Ranking:
     """The fastest config, configs within `tolerance` of it as ties, the rest as multiples; a
-    partial total (no succeeded replica) is missing, not ranked."""
+    partial total (no succeeded replica) is missing, not ranked. While a config's result is not
+    in (`waiting`: its sims still running), nothing is ranked: what comes may be fastest."""
     have = [t for t in totals if t.median_ns is not None and t.median_ns > 0 and not t.partial]
     missing = tuple(t.config for t in totals if t.median_ns is None or t.partial)
-    if not have:
-        return Ranking(fastest=(), multiples={}, missing=missing)
+    waiting = tuple(t.config for t in totals if t.waiting and t.config in missing)
+    if not have or waiting:
+        held = tuple(t.config for t in have)
+        return Ranking(fastest=(), multiples={}, missing=missing, waiting=waiting, held=held)
     best = min(t.median_ns for t in have)  # type: ignore[type-var]
     fastest = tuple(t.config for t in have if t.median_ns <= best * (1 + tolerance))  # type: ignore[operator]
     multiples = {t.config: t.median_ns / best for t in have}  # type: ignore[operator]

@@ -14,10 +14,11 @@ from cascade_core.models import (
     Comparison,
     KernelStat,
     RunDetail,
+    RunEntry,
     RunResults,
 )
 
-from .compare import ConfigTotal, config_order, config_totals, rank, stand_in_reason
+from .compare import ConfigTotal, config_order, config_totals, kernel_rows, rank, stand_in_reason
 from .formatting import (
     demangle,
     fixed,
@@ -26,6 +27,9 @@ from .formatting import (
     time_ns,
 )
 from .output import Column, Record
+from .stat_fields import stat_fields
+from .sweep import is_sweep
+from .sweep_records import SWEEP_COLUMNS, VS_BASE, ConfigValues, sweep_fields, vs_base
 
 # `SM7_QV100x2`: a config and how many sims run it (the count is optional, 1 by default).
 
@@ -59,20 +63,44 @@ def _partial_note(total: ConfigTotal) -> str | None:
     return "; ".join(notes) or None
 
 
-def total_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]:
+def total_columns(run: RunDetail) -> tuple[Column, ...]:
+    """TOTAL_COLUMNS; a sweep's add its variant's config, option and value, and `vs_base`."""
+    if not is_sweep(run.entries):
+        return TOTAL_COLUMNS
+    head, rest = TOTAL_COLUMNS[:1], TOTAL_COLUMNS[1:]
+    at = next(i for i, c in enumerate(rest) if c.key == "vs_fastest") + 1
+    return (*head, *SWEEP_COLUMNS, *rest[:at], VS_BASE, *rest[at:])
+
+
+def total_records(
+    run: RunDetail, kernels: Sequence[KernelStat], config_values: ConfigValues | None = None
+) -> list[Record]:
     """Per config: the median total simulated time over succeeded replicas (with the lowest and
     highest), as a multiple of the fastest config, and the median cycles and IPC.
 
     A config with no succeeded replica has no total (`total_ns` is None: a script summing or
     comparing `total_ns` never takes part of a run for all of it); the running total of the
-    kernels its replicas finished is `partial_ns`, and `note` says so, as the UI marks it."""
+    kernels its replicas finished is `partial_ns`, and `note` says so, as the UI marks it.
+    In a sweep (`sweep_records`) each variant's config, option and value, and its total as a
+    multiple of its unmodified config's (`config_values`: the configs' own option values)."""
     sims = {s.id: s for s in run.sims}
     totals = config_totals(config_order((e.variant for e in run.entries), run.sims), sims, kernels)
     # Stand-in numbers describe a recording, not each config: no multiples, as in the UI.
-    multiples = {} if stand_in_reason(run, run.sims) else rank(totals).multiples
+    stand_in = stand_in_reason(run, run.sims)
+    multiples = {} if stand_in else rank(totals).multiples
+    sweep = sweep_fields(run.entries, config_values)
+    whole = {t.config: t.median_ns for t in totals if not t.partial}
+
+    def sweep_part(label: str) -> Record:
+        if sweep is None:
+            return {}
+        ratio = None if stand_in else vs_base(sweep, label, whole.get(label), whole)
+        return {**sweep.fields(label), "vs_base": ratio}
+
     return [
         {
             "config": t.config,
+            **sweep_part(t.config),
             "succeeded": t.succeeded,
             "replicas": t.replicas,
             **(
@@ -121,30 +149,55 @@ KERNEL_COLUMNS = (
 )
 
 
-def kernel_records(run: RunDetail, kernels: Sequence[KernelStat]) -> list[Record]:
-    """Every kernel every sim finished, in the API's order (config, replica, kernel)."""
+def kernel_columns(run: RunDetail) -> tuple[Column, ...]:
+    """KERNEL_COLUMNS; a sweep's name each row's variant, with its option and value, and give its
+    time as a multiple of the unmodified config's on the same kernel (`vs_base`)."""
+    if not is_sweep(run.entries):
+        return KERNEL_COLUMNS
+    return (VARIANT, *SWEEP_COLUMNS, *KERNEL_COLUMNS[1:], VS_BASE)
+
+
+# A sweep's rows say their variant first (the config is in `gpu_config`, JSON and CSV only).
+VARIANT = Column("variant", "variant")
+
+
+def kernel_records(
+    run: RunDetail, kernels: Sequence[KernelStat], config_values: ConfigValues | None = None
+) -> list[Record]:
+    """Every kernel every sim finished, in the API's order (config, replica, kernel). In a
+    sweep each row's variant, option and value, and `vs_base`: its time over the median time of
+    the variant's unmodified config on that kernel."""
     sims = {s.id: s for s in run.sims}
+    sweep = sweep_fields(run.entries, config_values)
+    base_times: dict[int, dict[str, float | None]] = {}
+    if sweep is not None and not stand_in_reason(run, run.sims):
+        labels = config_order((e.variant for e in run.entries), run.sims)
+        base_times = {row.kernel_index: row.sim_ns for row in kernel_rows(labels, sims, kernels)}
     records = []
     for stat in kernels:
         sim = sims.get(stat.sim_id)
-        records.append(
-            {
-                "gpu_config": sim.label if sim else None,
-                "replica": sim.replica if sim else None,
-                "sim_id": stat.sim_id,
-                "kernel_index": stat.kernel_index,
-                # the table shortens the demangled name; `kernel` keeps it whole for scripts
-                "kernel": demangle(stat.kernel_name),
-                "kernel_name": stat.kernel_name,
-                "sim_time_ns": stat.sim_time_ns,
-                "gpu_sim_cycle": stat.gpu_sim_cycle,
-                "gpu_sim_insn": stat.gpu_sim_insn,
-                "gpu_ipc": stat.gpu_ipc,
-                "failed": stat.failed,  # the simulator's reason; such a kernel has no results
-                # a sampled sim's kernel not simulated: the representative whose numbers it takes
-                "estimated_from": stat.estimated_from,
-            }
-        )
+        label = sim.label if sim else None
+        record: Record = {
+            "gpu_config": (sim.gpu_config if sweep else sim.label) if sim else None,
+            "replica": sim.replica if sim else None,
+            "sim_id": stat.sim_id,
+            "kernel_index": stat.kernel_index,
+            # the table shortens the demangled name; `kernel` keeps it whole for scripts
+            "kernel": demangle(stat.kernel_name),
+            "kernel_name": stat.kernel_name,
+            "sim_time_ns": stat.sim_time_ns,
+            "gpu_sim_cycle": stat.gpu_sim_cycle,
+            "gpu_sim_insn": stat.gpu_sim_insn,
+            "gpu_ipc": stat.gpu_ipc,
+            "failed": stat.failed,  # the simulator's reason; such a kernel has no results
+            # a sampled sim's kernel not simulated: the representative whose numbers it takes
+            "estimated_from": stat.estimated_from,
+        }
+        if sweep is not None and label is not None:
+            times = base_times.get(stat.kernel_index, {})
+            record = {"variant": label, **record, **sweep.fields(label)}
+            record["vs_base"] = vs_base(sweep, label, stat.sim_time_ns, times)
+        records.append(record)
     return records
 
 
@@ -152,48 +205,82 @@ STAT_COLUMNS = (
     *_KERNEL_OF_A_SIM,
     Column("key", "key"),
     Column("value", "value"),
+    Column("unit", "unit", when_any=True),
 )
 
 
-def stat_records(results: RunResults, key_glob: str | None = None) -> list[Record]:
-    """Every stats line of every kernel every sim finished, one record per kernel and key (in
-    the block's order; repeats under `<key>#<n>`), only keys matching `key_glob` if given."""
+def stat_columns(run: RunDetail) -> tuple[Column, ...]:
+    """STAT_COLUMNS; a sweep's name each row's variant, option and value (as `kernel_columns`)."""
+    if not is_sweep(run.entries):
+        return STAT_COLUMNS
+    return (VARIANT, *SWEEP_COLUMNS, *STAT_COLUMNS[1:])
+
+
+def stat_records(
+    results: RunResults, key_glob: str | None = None, config_values: ConfigValues | None = None
+) -> list[Record]:
+    """Every stats line of every kernel every sim finished, as numbers: one record per kernel
+    and field (`stat_fields`: a line of several numbers is one field each, a number's unit in
+    `unit`), in the block's order (repeats under `<key>#<n>`), only the fields whose key matches
+    `key_glob` if given. In a sweep each row's variant, option and value too."""
+    sweep = sweep_fields(results.run.entries, config_values)
     records = []
     for sim in results.sims:
+        variant: Record = (
+            {"variant": sim.sim.label, **sweep.fields(sim.sim.label)} if sweep is not None else {}
+        )
         for stat in sim.kernels:
             kernel = demangle(stat.kernel_name)
-            for key, value in stat.stats.items():
-                if key_glob is None or fnmatchcase(key, key_glob):
-                    records.append(
-                        {
-                            "gpu_config": sim.sim.label,
-                            "replica": sim.sim.replica,
-                            "sim_id": sim.sim.id,
-                            "kernel_index": stat.kernel_index,
-                            "kernel": kernel,
-                            "key": key,
-                            "value": value,
-                        }
-                    )
+            for line_key, line_value in stat.stats.items():
+                for key, value, unit in stat_fields(line_key, line_value):
+                    if key_glob is None or fnmatchcase(key, key_glob):
+                        records.append(
+                            {
+                                **variant,
+                                "gpu_config": sim.sim.gpu_config if sweep else sim.sim.label,
+                                "replica": sim.sim.replica,
+                                "sim_id": sim.sim.id,
+                                "kernel_index": stat.kernel_index,
+                                "kernel": kernel,
+                                "key": key,
+                                "value": value,
+                                "unit": unit,
+                            }
+                        )
     return records
 
 
-def comparison_columns(comparison: Comparison) -> tuple[Column, ...]:
-    """Kernel, real time, then one column per config (its name is the JSON / CSV field)."""
+def comparison_columns(comparison: Comparison, entries: Sequence[RunEntry] = ()) -> tuple[Column, ...]:
+    """Kernel, real time, then one column per config (its name is the JSON / CSV field); in a
+    sweep, each variant's time as a multiple of its unmodified config's, `<variant> x base`."""
+    sweep = sweep_fields(entries)
+    ratios = (
+        [
+            Column(f"{c} x base", f"{c} x base", lambda v: f"{v:.2f}x", right=True, in_table=False)
+            for c in comparison.configs
+            if sweep.base_of(c) not in (None, c)
+        ]
+        if sweep is not None
+        else []
+    )
     return (
         Column("kernel_index", "k", right=True),
         Column("kernel", "kernel", short_kernel_name),
         Column("kernel_name", "mangled", in_table=False),
         Column("real_ns", "real", time_ns, right=True),
         *(Column(config, config, time_ns, right=True) for config in comparison.configs),
+        *ratios,
         Column("failed", "failed in the simulator", ", ".join, when_any=True),
     )
 
 
-def comparison_records(comparison: Comparison) -> list[Record]:
-    """Per kernel position: real time and each config's median simulated time, in ns."""
-    return [
-        {
+def comparison_records(comparison: Comparison, entries: Sequence[RunEntry] = ()) -> list[Record]:
+    """Per kernel position: real time and each config's median simulated time, in ns; in a
+    sweep, each variant's over its unmodified config's (`comparison_columns`)."""
+    sweep = sweep_fields(entries)
+    records = []
+    for row in comparison.rows:
+        record: Record = {
             "kernel_index": row.kernel_index,
             "kernel": demangle(row.kernel_name),
             "kernel_name": row.kernel_name,
@@ -201,5 +288,9 @@ def comparison_records(comparison: Comparison) -> list[Record]:
             **{config: row.sim_ns.get(config) for config in comparison.configs},
             "failed": row.failed,  # configs whose sims the simulator failed on this kernel
         }
-        for row in comparison.rows
-    ]
+        if sweep is not None:
+            for config in comparison.configs:
+                if sweep.base_of(config) not in (None, config):
+                    record[f"{config} x base"] = vs_base(sweep, config, row.sim_ns.get(config), row.sim_ns)
+        records.append(record)
+    return records

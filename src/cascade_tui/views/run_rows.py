@@ -71,14 +71,33 @@ def run_took_text(r: RunSummary, now: datetime) -> str:
     return timing
 
 
+CONNECTION_BADGES = {
+    "live": "[b green]● LIVE[/]",
+    "connecting": "[yellow]○ CONNECTING[/]",
+    "reconnecting": "[b yellow]◌ RECONNECTING[/]",
+    "offline": "[b red]✘ OFFLINE[/]",
+}
+
+
+def connection_badge(connection: str, detail: str = "", finished: bool = False) -> str:
+    """The run screen's connection badge: `● LIVE` while the event stream follows a run still
+    going; none on a finished run (nothing is live there: its state says it is over), unless the
+    stream is down, which is worth saying on any run."""
+    if connection == "live" and finished:
+        return ""
+    badge = CONNECTION_BADGES.get(connection, connection)
+    return badge + (f" [dim]({detail})[/]" if detail else "")
+
+
 def header_text(
     badge: str, run_id: str, model: RunModel, state_filter: str, now: datetime, width: int | None = None
 ) -> str:
     """The run screen's header line: the connection badge, then the run's state and sims. In
     `width` cells the run id (also in the title bar) is left out when the line is too long, so
     the trace id is cut only when it alone does not fit (then with `…`: the header's CSS)."""
+    lead = f"{badge}  " if badge else ""
     if model.run is None:
-        return f"{badge}  [b]{run_id}[/]"
+        return f"{lead}[b]{run_id}[/]"
     counts = model.sim_counts()
     count_text = " · ".join(f"{counts[s]} {s}" for s in STATE_DISPLAY_ORDER if counts.get(s))
     # Most important first, so an 80-column terminal cuts the least useful part: the
@@ -92,7 +111,7 @@ def header_text(
         else run_duration(model.run.created_at, model.sims.values(), now)
     )
     text = (
-        f"{badge}  {state_label(model.state())}  {count_text}{only}  {took}  trace "
+        f"{lead}{state_label(model.state())}  {count_text}{only}  {took}  trace "
         f"[b]{escape(model.run.trace_id)}[/]"
     )
     with_id = f"{text}  [b]{model.run.id}[/]"

@@ -169,6 +169,25 @@ def sweep_series(run_variants: Sequence[Variant], totals: Sequence[ConfigTotal])
     return SweepSeries(option, lines)
 
 
+def y_limits(
+    series: SweepSeries, divisor: float, canvas_rows: int, legend_rows: int
+) -> tuple[float, float] | None:
+    """The y axis's limits (in `divisor` units) that keep every point below the legend plotext
+    writes over the top `legend_rows` rows of a canvas `canvas_rows` high (its top-left corner,
+    where a sweep's slowest point usually is); None when the canvas has no room for both."""
+    values = [ns / divisor for line in series.lines for _, ns in line.points]
+    values += [line.baseline_ns / divisor for line in series.lines if line.baseline_ns]
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    if high <= low:
+        low, high = low * 0.9, (high * 1.1) or 1.0
+    free = canvas_rows - 1 - legend_rows  # rows (after the bottom one) the points may use
+    if free < 1:
+        return None
+    return low, low + (high - low) * (canvas_rows - 1) / free
+
+
 def time_scale(max_ns: float) -> tuple[float, str]:
     """The divisor and unit that make `max_ns` read best on an axis."""
     for divisor, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
@@ -189,6 +208,8 @@ def display_ranking(ranking: Ranking, names: Mapping[str, str], based: Collectio
         fastest=tuple(name(c) for c in ranking.fastest),
         multiples={name(c): m for c, m in ranking.multiples.items() if c not in based},
         missing=tuple(name(c) for c in ranking.missing),
+        waiting=tuple(name(c) for c in ranking.waiting),
+        held=tuple(name(c) for c in ranking.held),
     )
 
 
