@@ -37,7 +37,31 @@ def kernel_block(uid: int) -> list[str]:
     ]
 
 
-def run_list(kernelslist: Path, fail_on: list[str], seconds: float) -> int:
+def allocate(megabytes: int) -> None:
+    """Take `megabytes` of memory, touched, as the real one's `new` does for its GPU model; past
+    the memory limit, the real one's words and its abort."""
+    held = []
+    try:
+        for _ in range(megabytes):
+            held.append(bytearray(2**20))
+    except MemoryError:
+        del held
+        say(
+            "terminate called after throwing an instance of 'std::bad_alloc'",
+            "  what():  std::bad_alloc",
+            stream=sys.stderr,
+        )
+        os.abort()
+
+
+def spin(cpu_seconds: float) -> None:
+    """Use this much CPU time (a long kernel)."""
+    end = time.process_time() + cpu_seconds
+    while time.process_time() < end:
+        pass
+
+
+def run_list(kernelslist: Path, fail_on: list[str], seconds: float, options: dict[str, str]) -> int:
     """Each kernel of the list in order, as the real one prints them; a kernel whose file is in
     `fail_on` (or any, with `all`; `hang:<file>` hangs there) aborts with Accel-Sim's assertion."""
     uid = 0
@@ -52,6 +76,10 @@ def run_list(kernelslist: Path, fail_on: list[str], seconds: float) -> int:
             f"Header info loaded for kernel command : {line}",
         )
         time.sleep(seconds)
+        if line == options.get("fake_alloc_on"):  # this kernel's model takes all the memory it can
+            say(f"launching kernel name: _Z6kernel{uid}v uid: {uid} cuda_stream_id: 0")
+            allocate(1_000_000)
+        spin(float(options.get("fake_spin_s", "0")))
         if f"hang:{line}" in fail_on:
             say(f"launching kernel name: _Z6kernel{uid}v uid: {uid} cuda_stream_id: 0")
             while True:
@@ -80,6 +108,8 @@ def say(*lines: str, stream=sys.stdout) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # Python ignores SIGXFSZ; the real simulator (C++) dies of it past the file size limit.
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
     if argv[:1] != ["-trace"] or "-config" not in argv:
         say("usage: accel-sim.out -trace <kernelslist.g> -config <file> ...", stream=sys.stderr)
         return 1
@@ -121,8 +151,22 @@ def main(argv: list[str]) -> int:
             time.sleep(1)
     if "fake_fail_on" in options:  # the list's kernels, failing on the named ones (issue 30)
         return run_list(
-            Path(argv[1]), options["fake_fail_on"].split(","), float(options.get("fake_kernel_s", "0"))
+            Path(argv[1]),
+            options["fake_fail_on"].split(","),
+            float(options.get("fake_kernel_s", "0")),
+            options,
         )
+    if behaviour == "alloc":  # a model too big for the memory limit (-gpgpu_n_clusters 400)
+        allocate(int(options.get("fake_alloc_mb", "1000000")))
+        behaviour = "ok"
+    if behaviour == "spin":  # a kernel that runs until the CPU time limit
+        say("launching kernel name: _Z6kernel1v uid: 1 cuda_stream_id: 0")
+        spin(1e9)
+    if behaviour == "big_file":  # a file past the file size limit, as -visualizer_enabled writes one
+        with open("gpgpusim_visualizer__fake.log", "wb") as out:
+            for _ in range(int(options.get("fake_file_mb", "100"))):
+                out.write(b"x" * 2**20)
+        behaviour = "ok"
     for uid in range(1, kernels + 1):
         say(*kernel_block(uid))
     Path("gpgpu_inst_stats.txt").write_text("kernel line : count latency dram_traffic\n")
