@@ -232,15 +232,17 @@ async def run(options: Options) -> int:
         send_step_timeline=options.shard is None,
         kernel_wall_limit_s=options.kernel_wall_limit_s,
         limits=limits_of(options),
+        log_limit_mb=options.sim_log_limit_mb,
     )
     log.info(
-        "limits: memory %s, CPU time %s, files %s",
+        "limits: memory %s, CPU time %s, files %s, log %s",
         *(
             f"{value:,g} {unit}" if value else "none"
             for value, unit in (
                 (plan.limits.memory_mb, "MiB"),
                 (plan.limits.cpu_s, "s"),
                 (plan.limits.file_mb, "MiB"),
+                (plan.log_limit_mb, "MiB"),
             )
         ),
     )

@@ -147,6 +147,15 @@ class Options(BaseSettings):
         description="the largest file a simulator may write in its scratch directory, in MiB: past it "
         "the sim fails, saying so; 0: no limit",
     )
+    sim_log_limit_mb: int = Field(
+        default=256,
+        ge=0,
+        le=2**30,
+        validation_alias="CASCADE_SIM_LOG_LIMIT_MB",
+        description="the sim's log (its local copy, its spool and what it sends), in MiB: past it only "
+        "kernel launches, stats blocks, failures and Cascade's notes are kept, and the log and the "
+        "sim's error say how much was left out; 0: no limit (the server has its own limit)",
+    )
     local_slots: int = Field(
         default=1,
         ge=1,
@@ -207,6 +216,7 @@ NAMES = {
             "CASCADE_SIM_MEMORY_LIMIT_MB",
             "CASCADE_SIM_CPU_LIMIT_S",
             "CASCADE_SIM_FILE_LIMIT_MB",
+            "CASCADE_SIM_LOG_LIMIT_MB",
             "CASCADE_LOCAL_SLOTS",
         )
         for key in (variable, variable.removeprefix("CASCADE_").lower())

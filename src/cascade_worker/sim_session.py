@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from cascade_core.log_notes import PREFIX
 from cascade_core.models import TERMINAL_SIM_STATES, Heartbeat, HeartbeatAck, utcnow
 from cascade_core.trace_layout import has_step_timeline
 
@@ -75,6 +76,7 @@ class WorkerPlan:
     # deadlock detection still applies); the kernel counts as failed in the simulator.
     kernel_wall_limit_s: float = 0.0
     limits: SimLimits = SimLimits()  # what each simulator process may take (none: no limit)
+    log_limit_mb: int = 0  # the sim's log limit (log_stream.py; 0: none)
 
 
 class Worker:
@@ -82,7 +84,7 @@ class Worker:
         self.plan = plan
         self.client = client
         self.stream = LogStream(
-            plan.scratch, client, plan.give_up_after, self._say_running, self._log_refused
+            plan.scratch, client, plan.give_up_after, self._say_running, self._log_refused, plan.log_limit_mb
         )
         self.markers = OutputMarkers()
         self.watch: KernelWatch | None = None
@@ -133,7 +135,7 @@ class Worker:
             return await self.report_setup_failure(f"cannot start the simulator: {exc.strerror or exc}")
         self._started_at = utcnow()  # every running heartbeat says so, however late it arrives
         self.stream.open()
-        self.stream.write(list(self._first_lines))
+        self.stream.note(list(self._first_lines))
         heartbeats = asyncio.create_task(self._heartbeats(), name="heartbeats")
         sender = asyncio.create_task(self.stream.sender(), name="sender")
         flusher = asyncio.create_task(self.stream.flusher(), name="flusher")
@@ -155,6 +157,9 @@ class Worker:
                     outcome = Outcome("failed", f"cannot start the simulator again: {exc.strerror or exc}")
                     break
             ended_at = utcnow()  # the final heartbeat's time, kept through its retries
+            if (words := self.stream.limit_words()) is not None:  # the log and the error say so
+                self.stream.note([f"{PREFIX}{words}"])
+                outcome = Outcome(outcome.state, f"{outcome.error}; {words}" if outcome.error else words)
             flusher.cancel()
             self.stream.finish()
             exit_code = self._exit_code()
@@ -205,7 +210,7 @@ class Worker:
         self._cpu_used += children_cpu_seconds() - self._cpu_at_start  # (it has been waited for)
         reached = limit_reached(returncode, self.markers, self.plan.limits, self._cpu_used)
         following = self.simulation.after_exit(returncode, self.markers, self.watch, self._forced, reached)
-        self.stream.write(following.notes)
+        self.stream.note(following.notes)
         if following.outcome is not None:
             outcome = following.outcome
             log.info(

@@ -41,6 +41,7 @@ WORKER_SETTINGS = frozenset(
         "CASCADE_SIM_MEMORY_LIMIT_MB",
         "CASCADE_SIM_CPU_LIMIT_S",
         "CASCADE_SIM_FILE_LIMIT_MB",
+        "CASCADE_SIM_LOG_LIMIT_MB",  # the server's own log limit too (its ingest)
     }
 )
 

@@ -14,6 +14,11 @@ import time
 from pathlib import Path
 
 EXIT_LINES = ["GPGPU-Sim: *** simulation thread exiting ***", "GPGPU-Sim: *** exit detected ***"]
+# What `-gpgpu_runtime_stat 1:15` prints every cycle, two lines of it.
+PERIODIC = (
+    "n_cmd=1234 n_nop=5678 n_act=12 n_pre=11 n_ref_event=0 n_req=34 n_rd=30 n_write=4 bw_util=0.01\n"
+    "GPGPU-Sim uArch: cycles simulated: 2000  inst.: 46080 (ipc=23.0) sim_rate=46080 (inst/sec)\n"
+)
 
 
 def kernel_block(uid: int) -> list[str]:
@@ -167,8 +172,16 @@ def main(argv: list[str]) -> int:
             for _ in range(int(options.get("fake_file_mb", "100"))):
                 out.write(b"x" * 2**20)
         behaviour = "ok"
+    spew = int(options.get("fake_spew_lines", "0"))  # periodic lines while each kernel runs
     for uid in range(1, kernels + 1):
-        say(*kernel_block(uid))
+        block = kernel_block(uid)
+        say(block[0])
+        if spew:
+            sys.stdout.write(PERIODIC * (spew // 2))
+        say(*block[1:])
+    if behaviour == "spew_forever":  # `-gpgpu_runtime_stat 1:15` on a kernel that runs for long
+        while True:
+            sys.stdout.write(PERIODIC * 1000)
     Path("gpgpu_inst_stats.txt").write_text("kernel line : count latency dram_traffic\n")
     if behaviour == "ok":
         say(*EXIT_LINES)
