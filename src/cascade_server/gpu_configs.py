@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from cascade_core.models import GpuConfig
+from cascade_core.variants import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,9 @@ def parse_gpgpusim_config(text: str, name: str) -> GpuConfig | None:
         arch = f"sm_{major}{minor}"
     else:
         arch = arch_from_name(name)
-    if arch is None or clock <= 0:
+    # A clock that is not a number a GPU could have (0, 1e400, 1e-320) would make every kernel's
+    # time infinite or zero: the variants' bounds (cascade_core.variants) hold for configs too.
+    if arch is None or not MIN_CLOCK_MHZ <= clock <= MAX_CLOCK_MHZ:
         return None
     return GpuConfig(name=name, arch=arch, core_clock_mhz=clock)
 
