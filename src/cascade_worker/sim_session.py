@@ -132,7 +132,11 @@ class Worker:
         try:
             await self._start_simulator()
         except OSError as exc:
-            return await self.report_setup_failure(f"cannot start the simulator: {exc.strerror or exc}")
+            code = await self.report_setup_failure(f"cannot start the simulator: {exc.strerror or exc}")
+            leave_scratch(
+                self.plan.scratch, self.stream.log_path, keep=self.plan.keep_scratch, unsent=0, wanted=False
+            )
+            return code
         self._started_at = utcnow()  # every running heartbeat says so, however late it arrives
         self.stream.open()
         self.stream.note(list(self._first_lines))

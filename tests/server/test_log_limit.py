@@ -101,3 +101,17 @@ async def test_no_limit_keeps_every_line(make_server):
         sim_id = await running_sim(http)
         await send(http, sim_id, [PERIODIC[1]] * 20_000)
         assert len((await http.get(f"/api/sims/{sim_id}/log")).text) == 20_000 * (len(PERIODIC[1]) + 1)
+
+
+async def test_a_chunk_sent_again_counts_once(limited):
+    """A worker sends a chunk again after a timeout, or while its sim is still `pending` (409):
+    the log limit counts it once."""
+    line = PERIODIC[1]
+    per_chunk = int(0.3 * MIB) // (len(line) + 1)
+    async with limited.client() as http:
+        sim_id = await running_sim(http)
+        for seq in (0, 0, 0, 1, 1, 2):
+            resp = await http.post(f"/api/sims/{sim_id}/logs", json={"seq": seq, "lines": [line] * per_chunk})
+            assert resp.status_code == 204
+        stored = (await http.get(f"/api/sims/{sim_id}/log")).text
+        assert stored == (line + "\n") * per_chunk * 3 and "[cascade]" not in stored

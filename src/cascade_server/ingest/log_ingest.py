@@ -62,7 +62,7 @@ class LogIngest:
     async def append_log(self, sim_id: str, seq: int, lines: list[str]) -> None:
         """Store a chunk (the first one per seq wins) and parse every chunk now in order.
         This returns once the chunk's group is committed."""
-        await self._groups.write(sim_id, seq, await self.limits.admit(sim_id, chunk_text(lines)))
+        await self._groups.write(sim_id, seq, await self.limits.admit(sim_id, seq, chunk_text(lines)))
 
     async def _write_group(self, tx: Transaction, group: list[PendingChunk]) -> None:
         logs = self.store.logs
