@@ -13,7 +13,8 @@ import socket
 import pytest
 
 from tests.e2e.test_kernel_failures import fake_server, start
-from tests.helpers import exit_status, finished_run, get_run, sims_when, wait_until
+from tests.e2e.test_sim_limits import no_scratch_left
+from tests.helpers import exit_status, finished_run, get_run, sims_when
 from tests.worker.fakes import install_fake_accelsim, make_trace_dir
 
 pytestmark = pytest.mark.timeout(120)
@@ -64,7 +65,7 @@ async def test_the_worker_keeps_the_log_within_its_limit_and_every_kernel_gets_t
         assert "GPGPU-Sim: *** exit detected ***" in lines
         copy = await http.get(f"/api/sims/{sim['id']}/files/accelsim.log.gz")
         assert gzip.decompress(copy.content).decode() == log  # the local copy is the same log
-    assert list(scratch.iterdir()) == []
+    await no_scratch_left(scratch)
 
 
 async def test_the_server_keeps_its_own_limit_for_a_worker_without_one(
@@ -94,11 +95,7 @@ async def test_a_cancelled_sim_leaves_no_scratch_whatever_it_had_not_sent(
         assert (await http.post(f"/api/runs/{run['id']}/cancel")).status_code == 200
         sim = (await get_run(http, run["id"]))["sims"][0]
         assert sim["state"] == "cancelled"
-
-        def gone() -> bool:
-            return scratch.is_dir() and not list(scratch.iterdir())
-
-        await wait_until(gone, 30, what="the cancelled sim's scratch to go")
+        await no_scratch_left(scratch)
 
 
 async def test_a_log_the_server_never_got_stays_as_the_local_copy_alone(start_worker, tmp_path):

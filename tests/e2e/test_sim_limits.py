@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.test_kernel_failures import fake_server, start
-from tests.helpers import finished_run
+from tests.helpers import finished_run, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -20,6 +20,11 @@ def scratch(tmp_path, monkeypatch):
     parent = tmp_path / "scratch"
     monkeypatch.setenv("CASCADE_SCRATCH_DIR", str(parent))
     return parent
+
+
+async def no_scratch_left(parent) -> None:
+    """The workers' scratch parent, once empty: a worker cleans up after its final report."""
+    await wait_until(lambda: not list(parent.iterdir()), 30, what=f"{parent} to be empty")
 
 
 async def one_sim(make_server, tmp_path, config: dict[str, str], kernels: int = 6) -> tuple[dict, str]:
@@ -39,7 +44,7 @@ async def test_a_sim_past_its_memory_limit_fails_saying_so(
     limit = "memory limit reached: the simulator may use 300 MiB (CASCADE_SIM_MEMORY_LIMIT_MB=300)"
     assert sim["state"] == "failed" and sim["error"] == limit
     assert f"[cascade] the sim stops: {limit}" in log.splitlines()
-    assert list(scratch.iterdir()) == []  # a finished sim leaves nothing behind
+    await no_scratch_left(scratch)  # a finished sim leaves nothing behind
 
 
 async def test_memory_that_runs_out_inside_a_kernel_ends_the_sim_it_is_no_failed_kernel(
@@ -54,7 +59,7 @@ async def test_memory_that_runs_out_inside_a_kernel_ends_the_sim_it_is_no_failed
     assert sim["error"].startswith("memory limit reached: the simulator may use 300 MiB")
     assert sim["kernels_done"] == 2 and "kernels_failed" not in sim
     assert "failed in the simulator" not in log and "restart 1" not in log
-    assert list(scratch.iterdir()) == []
+    await no_scratch_left(scratch)
 
 
 async def test_the_cpu_time_limit_is_the_whole_sim_s_across_its_simulators(
@@ -85,7 +90,7 @@ async def test_a_file_past_the_file_size_limit_ends_the_sim(
     assert sim["error"] == (
         "file size limit reached: the simulator may write files of up to 1 MiB (CASCADE_SIM_FILE_LIMIT_MB=1)"
     )
-    assert list(scratch.iterdir()) == []
+    await no_scratch_left(scratch)
 
 
 async def test_within_its_limits_a_sim_runs_as_ever(make_server, worker_env, tmp_path, monkeypatch, scratch):
