@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from .models import GpuConfig
+from .variants import MAX_CLOCK_MHZ, MIN_CLOCK_MHZ
 
 _OPTION = re.compile(r"^\s*-(\S+)\s+(\S+)", re.MULTILINE)
 _NAME_ARCH = re.compile(r"^SM(\d+)_")
@@ -42,7 +43,9 @@ def core_clock(options: dict[str, str]) -> float | None:
         clock = float(options["gpgpu_clock_domains"].split(":")[0])
     except (KeyError, ValueError):
         return None
-    return clock if clock > 0 else None
+    # A clock no GPU could have (0, 1e400, 1e-320) would make every kernel's time infinite or
+    # zero: the variants' bounds (cascade_core.variants) hold for configs too.
+    return clock if MIN_CLOCK_MHZ <= clock <= MAX_CLOCK_MHZ else None
 
 
 def parse_gpgpusim_config(

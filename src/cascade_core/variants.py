@@ -33,6 +33,13 @@ MAX_LABEL = 80
 # Options Cascade sets on the command line itself: an entry may not override them.
 RESERVED_OPTIONS = frozenset({"-config", "-trace"})
 CLOCK_OPTION = "-gpgpu_clock_domains"
+# Clocks in MHz a variant may give: far beyond any GPU both ways, yet every kernel's time
+# (cycles / clock) and every ratio between variants stays a number people can read.
+MIN_CLOCK_MHZ, MAX_CLOCK_MHZ = 1.0, 100_000.0
+# Any number inside a value: a simulator parameter past these is a typo or an attack.
+MIN_NUMBER, MAX_NUMBER = 1e-9, 1e18
+# What separates the numbers of a composite value (`500.0:2000.0`, `4,1`, `N:64:128:16,L:B:m`).
+_PARTS = re.compile(r"[:,]")
 
 
 class VariantError(ValueError):
@@ -71,9 +78,48 @@ def value_problem(name: str, value: str) -> str | None:
             f"option {quoted(name)} has value {quoted(value)}: a value is one token of letters, digits and "
             ". , : + - = @ % _ (no whitespace or shell metacharacters), 1 to 256 characters"
         )
-    number = numeric(value)
-    if number is not None and not math.isfinite(number):
-        return f"option {quoted(name)} has value {quoted(value)}: a number must be finite"
+    if name == CLOCK_OPTION:
+        return clock_problem(value)
+    if numeric(value) is None and OPTION_NAME.fullmatch(value):
+        # A value the simulator cannot read as its option's type is read as the next option's
+        # name (a boolean given `-trace` sets `-trace`): no value is ever an option's name.
+        return (
+            f"option {quoted(name)} has value {quoted(value)}, which is an option's name: the simulator "
+            "would read it as the next option"
+        )
+    return numbers_problem(name, value)
+
+
+def numbers_problem(name: str, value: str) -> str | None:
+    """Every number in a value (`40`, or each part of `500:2000:1e400` or `4,1`) is finite, at
+    most MAX_NUMBER in size and, unless 0, at least MIN_NUMBER: the simulator reads composite
+    values itself (sscanf), where `inf` or `1e-320` make infinite periods and zero times."""
+    for part in _PARTS.split(value):
+        number = numeric(part)
+        if number is None:
+            continue
+        if not math.isfinite(number):
+            return f"option {quoted(name)} has value {quoted(value)}: a number must be finite"
+        if abs(number) > MAX_NUMBER or (number != 0 and abs(number) < MIN_NUMBER):
+            return (
+                f"option {quoted(name)} has value {quoted(value)}: each number in it must be 0 or between "
+                f"{MIN_NUMBER:g} and {MAX_NUMBER:g} in size, not {part}"
+            )
+    return None
+
+
+def clock_problem(value: str) -> str | None:
+    """`-gpgpu_clock_domains` is `core:interconnect:L2:DRAM` in MHz, each a finite number from
+    MIN_CLOCK_MHZ to MAX_CLOCK_MHZ: the core clock turns every kernel's cycles into its time."""
+    parts = value.split(":")
+    numbers = [numeric(p) for p in parts]
+    if len(parts) != 4 or any(
+        n is None or not math.isfinite(n) or not MIN_CLOCK_MHZ <= n <= MAX_CLOCK_MHZ for n in numbers
+    ):
+        return (
+            f"option {quoted(CLOCK_OPTION)} has value {quoted(value)}: it is four clocks in MHz, "
+            f"core:interconnect:L2:DRAM, each from {MIN_CLOCK_MHZ:g} to {MAX_CLOCK_MHZ:g}"
+        )
     return None
 
 
@@ -124,7 +170,8 @@ def core_clock_mhz(options: Mapping[str, str], default: float) -> float:
         clock = float(value.split(":")[0])
     except ValueError:
         return default
-    return clock if clock > 0 else default
+    # (a run stored before clocks were bounded may hold one that is not)
+    return clock if math.isfinite(clock) and clock > 0 else default
 
 
 # --- the options a config and the simulator know ---------------------------------------------

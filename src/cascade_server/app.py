@@ -84,7 +84,7 @@ async def store_ctx(app: web.Application) -> AsyncIterator[None]:
         started.callback(parse_pool.close)
         store = await Store(settings.db_path, app[BROKER_KEY]).open()
         started.push_async_callback(store.close)
-        app[INGEST_KEY] = ingest = LogIngest(store, parse_pool)
+        app[INGEST_KEY] = ingest = LogIngest(store, parse_pool, settings.sim_log_limit_mb)
         started.callback(ingest.close)
         await ingest.watch_stored_gaps()
         configs = scan_gpu_configs(settings.configs_root)  # with the added ones: runs.simulator

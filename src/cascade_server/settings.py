@@ -229,6 +229,14 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(
         default=64 * 1024 * 1024, description="the largest file a sim may upload, in bytes"
     )
+    sim_log_limit_mb: int = Field(
+        default=256,
+        ge=0,
+        le=2**30,
+        description="the log the server stores of one sim, in MiB: past it only kernel launches, stats "
+        "blocks, failures and Cascade's notes are kept, and the log and the sim's error say so; its "
+        "workers keep their logs within it too (`CASCADE_SIM_LOG_LIMIT_MB` of the worker); 0: no limit",
+    )
     max_sim_files_bytes: int = Field(
         default=256 * 1024 * 1024, description="what all files of one sim may hold, in bytes"
     )

@@ -17,21 +17,45 @@ FLUSH_LINES = 1000
 FLUSH_BYTES = 512 * 1024
 
 
+# A line longer than this is cut there (the rest of it, to its newline, is left out): output
+# without newlines would otherwise grow the partial line, and one chunk, without bound. Real lines
+# are under a few KB (the longest are templated kernel names).
+MAX_LINE_BYTES = 64 * 1024
+
+
 class LineSplitter:
     """Bytes as they come from a pipe -> complete lines, holding back a partial last line."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
         self._partial = b""
+        self._max = max_line
+        self._cutting = False  # a line was cut: the rest of it, up to its newline, is left out
 
     def feed(self, data: bytes) -> list[str]:
         parts = (self._partial + data).split(b"\n")
         self._partial = parts.pop()
-        return [_decode(part) for part in parts]
+        lines = []
+        for part in parts:
+            if self._cutting:  # the end of a line already cut
+                self._cutting = False
+                continue
+            lines.append(self._line(part))
+        if len(self._partial) > self._max and not self._cutting:
+            lines.append(self._line(self._partial))
+            self._cutting = True
+        if self._cutting:
+            self._partial = b""
+        return lines
 
     def finish(self) -> list[str]:
         """The last line when the output did not end with a newline."""
         rest, self._partial = self._partial, b""
-        return [_decode(rest)] if rest else []
+        return [self._line(rest)] if rest and not self._cutting else []
+
+    def _line(self, raw: bytes) -> str:
+        if len(raw) <= self._max:
+            return _decode(raw)
+        return _decode(raw[: self._max]) + f" [cascade: line cut at {self._max:,} bytes]"
 
 
 def _decode(raw: bytes) -> str:

@@ -24,10 +24,13 @@ from cascade_core.variants import VariantError, parse_assignment
 
 from . import accelsim, config_fetch, replay, shard_trace
 from .client import SimClient
+from .host_limits import available_memory_bytes
 from .kernel_list import TraceList
+from .scratch import make_scratch
 from .segments import SegmentPlan
 from .settings import NAMES, Options
-from .sim_session import Worker, WorkerPlan, make_scratch
+from .sim_limits import SimLimits, default_memory_mb
+from .sim_session import Worker, WorkerPlan
 from .simulation import Simulation
 from .trace_fetch import FetchError, NodeTrace, cache_root, has_trace
 
@@ -246,6 +249,20 @@ async def run(options: Options) -> int:
         # timeline from all its shards' kernels, so a shard sends no partial one of its own
         send_step_timeline=options.shard is None,
         kernel_wall_limit_s=options.kernel_wall_limit_s,
+        limits=limits_of(options),
+        log_limit_mb=options.sim_log_limit_mb,
+    )
+    log.info(
+        "limits: memory %s, CPU time %s, files %s, log %s",
+        *(
+            f"{value:,g} {unit}" if value else "none"
+            for value, unit in (
+                (plan.limits.memory_mb, "MiB"),
+                (plan.limits.cpu_s, "s"),
+                (plan.limits.file_mb, "MiB"),
+                (plan.log_limit_mb, "MiB"),
+            )
+        ),
     )
     async with SimClient(
         options.url, options.token, options.sim_id, give_up_after=options.give_up_after
@@ -285,6 +302,14 @@ async def run(options: Options) -> int:
                 worker.log_first(line)  # where a sampled sim's kernels go
             return await worker.run()
     raise AssertionError("unreachable: the exit stack never swallows an exception")
+
+
+def limits_of(options: Options) -> SimLimits:
+    """The sim's limits; without a memory limit set, its share of this host's memory."""
+    memory = options.sim_memory_limit_mb
+    if memory is None:
+        memory = default_memory_mb(available_memory_bytes(), options.local_slots)
+    return SimLimits(memory_mb=memory, cpu_s=options.sim_cpu_limit_s, file_mb=options.sim_file_limit_mb)
 
 
 def needs_fetch(options: Options) -> bool:

@@ -1,6 +1,10 @@
 """A sim's log on its way to the server: every line is written to the local copy, cut into
 numbered chunks (by age, count and size), spooled to disk, and sent in `seq` order.
 
+Within the sim's log limit (cascade_core.log_budget): past it, the simulator's periodic output is
+left out of both the copy and the chunks, so neither the scratch disk nor the server fills up,
+while its kernels, stats and Cascade's notes always get through.
+
 Two tasks run for the whole sim, across every simulator process it starts:
 - the flusher cuts a chunk when the oldest pending line is ~0.5 s old;
 - the sender posts spooled chunks in `seq` order, retrying until the server has them.
@@ -16,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from cascade_core import log_notes
+from cascade_core.log_budget import LogBudget
 from cascade_core.models import LogChunk
 
 from .chunks import Chunker
@@ -23,6 +29,16 @@ from .client import ApiRefused, ServerUnreachable, SimClient
 from .spool import Spool
 
 log = logging.getLogger("cascade_worker")
+
+LOG_LIMIT_SETTING = "CASCADE_SIM_LOG_LIMIT_MB"
+
+
+def limit_note(limit_mb: int) -> str:
+    return (
+        f"{log_notes.PREFIX}the log passed its limit of {limit_mb:,} MiB ({LOG_LIMIT_SETTING}): from here "
+        "it keeps kernel launches, stats blocks, failures and Cascade's notes, and leaves out the "
+        "simulator's other output"
+    )
 
 
 class LogStream:
@@ -32,10 +48,11 @@ class LogStream:
         client: SimClient,
         give_up_after: float,
         fail: Callable[[str], None],
+        log_limit_mb: int = 0,
     ) -> None:
-        """`fail` stops the sim when the server refuses its log or stays unreachable. (A chunk
-        that overtakes the first running heartbeat is taken all the same: the server stores a
-        `pending` sim's chunks.)"""
+        """`fail` stops the sim when the server refuses its log or stays unreachable (a chunk that
+        overtakes the first running heartbeat is taken all the same: the server stores a
+        `pending` sim's chunks); `log_limit_mb`: the log limit (0: none)."""
         self.client = client
         self.give_up_after = give_up_after
         self.fail = fail
@@ -43,6 +60,9 @@ class LogStream:
         self.spool_dir = scratch / "spool"
         self.spool = Spool(self.spool_dir)
         self.log_path = scratch / "accelsim.log"
+        self.log_limit_mb = log_limit_mb
+        # The simulator's output never holds Cascade's notes: the worker gives its own (`note`).
+        self.budget = LogBudget(log_limit_mb * 2**20, limit_note(log_limit_mb), notes_trusted=False)
         self._copy: TextIO | None = None
         self._spooled = asyncio.Event()
         self.done = False
@@ -51,7 +71,24 @@ class LogStream:
         self._copy = open(self.log_path, "w", encoding="utf-8", errors="replace", newline="\n")
 
     def write(self, lines: list[str]) -> None:
-        """Lines of the log, in order: to the local copy and to the chunks."""
+        """The simulator's output, in order: to the local copy and to the chunks, within the
+        log limit."""
+        self._write(self.budget.admit_lines(lines))
+
+    def note(self, lines: list[str]) -> None:
+        """Lines of Cascade's own (cascade_core.log_notes), always kept."""
+        self._write(self.budget.admit_lines(lines, own=True))
+
+    def limit_words(self) -> str | None:
+        """What the log limit left out, for the sim's error (None: nothing)."""
+        summary = self.budget.summary()
+        return (
+            None
+            if summary is None
+            else f"log limit reached: {summary} ({LOG_LIMIT_SETTING}={self.log_limit_mb})"
+        )
+
+    def _write(self, lines: list[str]) -> None:
         if self._copy is not None and lines:
             self._copy.write("\n".join(lines))
             self._copy.write("\n")

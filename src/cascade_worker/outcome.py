@@ -29,6 +29,12 @@ _EARLY_ERROR = re.compile(
     re.IGNORECASE,
 )
 _FIRST_KERNEL = "launching kernel name:"
+# An allocation that failed: C++'s `terminate called after throwing an instance of
+# 'std::bad_alloc'` (GPGPU-Sim allocates with `new`; the stderr line may land mid-line of buffered
+# stdout), the C library's ENOMEM, or Python's (the stand-in). Under a memory limit, that limit.
+_OUT_OF_MEMORY = ("std::bad_alloc", "Cannot allocate memory", "MemoryError")
+# EFBIG: a write past the file size limit by a simulator that ignores SIGXFSZ (Python does).
+_FILE_TOO_LARGE = "File too large"
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s:/]+/)+([^\s:/]+)")
 
 MAX_REASON_CHARS = 200
@@ -49,11 +55,17 @@ class OutputMarkers:
     # GPGPU-Sim's deadlock report (its first lines).
     assertion_line: str | None = None
     deadlock_lines: list[str] = field(default_factory=list)
+    out_of_memory: bool = False  # an allocation failed (sim_limits.py: the memory limit)
+    file_too_large: bool = False  # a write failed with EFBIG (sim_limits.py: the file size limit)
 
     def feed(self, line: str) -> None:
         if line.startswith(EXIT_LINE):
             self.exit_line = True
             return
+        if not self.out_of_memory and any(words in line for words in _OUT_OF_MEMORY):
+            self.out_of_memory = True
+        if not self.file_too_large and _FILE_TOO_LARGE in line:
+            self.file_too_large = True
         if self.deadlock and len(self.deadlock_lines) < 3 and _DEADLOCK_DETAIL in line:
             self.deadlock_lines.append(line.strip())
         if not self.kernel_started:
@@ -139,7 +151,8 @@ KERNEL_FAILURE_SIGNALS = frozenset(
 )
 
 
-def _signal_of(returncode: int) -> int | None:
+def signal_of(returncode: int) -> int | None:
+    """The signal that ended a process, from its return code (-N, or 128+N from a shell)."""
     if returncode < 0:
         return -returncode
     if returncode > 128 and returncode - 128 in _signal_numbers():
@@ -150,14 +163,19 @@ def _signal_of(returncode: int) -> int | None:
 def kernel_failure(returncode: int, markers: OutputMarkers) -> str | None:
     """The simulator's own reason when it stopped abnormally inside the simulation (the caller
     knows whether a kernel was running), or None when the way it ended is no kernel's failure:
-    success, a kill from outside, an arch the simulator cannot read."""
-    if classify(returncode, markers).state == "succeeded" or markers.unsupported_binary is not None:
+    success, a kill from outside, an arch the simulator cannot read, memory that ran out (the
+    host's or the memory limit's: the next simulator would run out as well)."""
+    if (
+        classify(returncode, markers).state == "succeeded"
+        or markers.unsupported_binary is not None
+        or markers.out_of_memory
+    ):
         return None
     if markers.deadlock:
         return "; ".join(markers.deadlock_lines) or "deadlock detected"
     if markers.assertion_line is not None:
         return markers.assertion_line
-    number = _signal_of(returncode)
+    number = signal_of(returncode)
     if number is not None:
         return f"killed by {signal_name(number)}" if number in KERNEL_FAILURE_SIGNALS else None
     if markers.undefined_instruction is not None:

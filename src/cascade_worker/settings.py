@@ -132,6 +132,53 @@ class Options(BaseSettings):
         "seconds: the running kernel fails in the simulator (and the sim goes on past it); 0 "
         "leaves it to GPGPU-Sim's own deadlock detection",
     )
+    # The sim's limits (sim_limits.py): each applied to the simulator's process only.
+    sim_memory_limit_mb: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**30,
+        validation_alias="CASCADE_SIM_MEMORY_LIMIT_MB",
+        json_schema_extra={
+            "doc_default": "¾ of the host's memory (or its cgroup's, when less) ÷ `CASCADE_LOCAL_SLOTS`, "
+            "at least `1024`"
+        },
+        description="the memory (address space) a simulator may use, in MiB: past it an allocation "
+        "fails and the sim fails, saying so; 0: no limit",
+    )
+    sim_cpu_limit_s: float = Field(
+        default=24 * 3600.0,
+        ge=0,
+        le=1e9,
+        allow_inf_nan=False,
+        validation_alias="CASCADE_SIM_CPU_LIMIT_S",
+        description="the CPU time a sim's simulators may use in all (a restarted one gets what is "
+        "left), in seconds: past it the sim fails, saying so; 0: no limit",
+    )
+    sim_file_limit_mb: int = Field(
+        default=1024,
+        ge=0,
+        le=2**30,
+        validation_alias="CASCADE_SIM_FILE_LIMIT_MB",
+        description="the largest file a simulator may write in its scratch directory, in MiB: past it "
+        "the sim fails, saying so; 0: no limit",
+    )
+    sim_log_limit_mb: int = Field(
+        default=256,
+        ge=0,
+        le=2**30,
+        validation_alias="CASCADE_SIM_LOG_LIMIT_MB",
+        description="the sim's log (its local copy, its spool and what it sends), in MiB: past it only "
+        "kernel launches, stats blocks, failures and Cascade's notes are kept, and the log and the "
+        "sim's error say how much was left out; 0: no limit (the server has its own limit)",
+    )
+    local_slots: int = Field(
+        default=1,
+        ge=1,
+        le=100_000,
+        validation_alias="CASCADE_LOCAL_SLOTS",
+        description="sims that run on this host at once, sharing its memory for the default memory "
+        "limit; the local launcher passes its own",
+    )
     give_up_after: float = Field(
         default=6 * 3600.0,
         gt=0,
@@ -191,4 +238,15 @@ NAMES = {
     "warmup_kernels": "CASCADE_WARMUP_KERNELS",
     "kernel_wall_limit_s": "CASCADE_KERNEL_WALL_LIMIT_S",
     "CASCADE_KERNEL_WALL_LIMIT_S": "CASCADE_KERNEL_WALL_LIMIT_S",
+    **{
+        key: variable
+        for variable in (
+            "CASCADE_SIM_MEMORY_LIMIT_MB",
+            "CASCADE_SIM_CPU_LIMIT_S",
+            "CASCADE_SIM_FILE_LIMIT_MB",
+            "CASCADE_SIM_LOG_LIMIT_MB",
+            "CASCADE_LOCAL_SLOTS",
+        )
+        for key in (variable, variable.removeprefix("CASCADE_").lower())
+    },
 }

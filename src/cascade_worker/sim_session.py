@@ -8,10 +8,12 @@ Tasks while the sim runs (the log stream's two for all its simulators, log_strea
 - the heartbeat loop says `running` at once and every few seconds, and stops the sim when an
   ack says `cancel` (or the sim already finished on the server);
 - with a kernel wall limit, a watchdog stops a simulator whose kernel makes no progress.
-When a simulator exits, the simulation (simulation.py) says what follows: the sim's outcome, or
-the next simulator (on the kernels after one it failed on). After the last: drain the spool,
-upload the files, then `accelsim.log.gz`, then the final heartbeat with the exit code and the
-reason.
+Each simulator runs within the sim's limits (sim_limits.py: memory, CPU time for the whole sim,
+file size). When a simulator exits, the simulation (simulation.py) says what follows: the sim's
+outcome (a limit reached ends it), or the next simulator (on the kernels after one it failed on).
+After the last: drain the spool, upload the files (sim_outputs.py), then `accelsim.log.gz`, then
+the final heartbeat with the exit code and the reason. What is left of the scratch directory
+then is scratch.py's rule.
 """
 
 from __future__ import annotations
@@ -19,24 +21,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 import signal
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from cascade_core.models import TERMINAL_SIM_STATES, Heartbeat, utcnow
-from cascade_core.timeline.stats import pct_text
+from cascade_core.log_notes import PREFIX
+from cascade_core.models import TERMINAL_SIM_STATES, Heartbeat, HeartbeatAck, utcnow
 from cascade_core.trace_layout import has_step_timeline
 
-from . import step_timeline, uploads
+from . import sim_outputs, uploads
 from .client import ApiRefused, ServerUnreachable, SimClient
 from .environment import simulator_environment
+from .host_limits import child_limits, children_cpu_seconds
 from .kernel_watch import KernelWatch
 from .log_stream import LogStream
 from .outcome import Outcome, OutputMarkers
+from .scratch import leave_scratch
+from .sim_limits import SimLimits, limit_reached
 from .simulation import Simulation
 from .simulator_process import SimulatorProcess
 
@@ -72,19 +75,17 @@ class WorkerPlan:
     # Stop a simulator whose kernels make no progress for this long (0: never; GPGPU-Sim's own
     # deadlock detection still applies); the kernel counts as failed in the simulator.
     kernel_wall_limit_s: float = 0.0
-
-
-def make_scratch(sim_id: str, parent: Path | None) -> Path:
-    if parent is not None:
-        parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"cascade-{sim_id}-", dir=parent))
+    limits: SimLimits = SimLimits()  # what each simulator process may take (none: no limit)
+    log_limit_mb: int = 0  # the sim's log limit (log_stream.py; 0: none)
 
 
 class Worker:
     def __init__(self, plan: WorkerPlan, client: SimClient) -> None:
         self.plan = plan
         self.client = client
-        self.stream = LogStream(plan.scratch, client, plan.give_up_after, self._log_refused)
+        self.stream = LogStream(
+            plan.scratch, client, plan.give_up_after, self._log_refused, plan.log_limit_mb
+        )
         self.markers = OutputMarkers()
         self.watch: KernelWatch | None = None
         self._stop = asyncio.Event()
@@ -95,6 +96,9 @@ class Worker:
         self._started_at: datetime | None = None  # when the simulator started, as this host saw it
         self._running_reported = False  # a running heartbeat reached the server
         self._first_lines: list[str] = []
+        self._cpu_used = 0.0  # CPU seconds of the sim's simulators that ended
+        self._cpu_at_start = 0.0  # the worker's children's CPU time when the current one started
+        self._wanted = True  # the server still wants the sim's output (False: cancelled)
 
     # --- control ----------------------------------------------------------------------------
 
@@ -125,10 +129,14 @@ class Worker:
         try:
             await self._start_simulator()
         except OSError as exc:
-            return await self.report_setup_failure(f"cannot start the simulator: {exc.strerror or exc}")
+            code = await self.report_setup_failure(f"cannot start the simulator: {exc.strerror or exc}")
+            leave_scratch(
+                self.plan.scratch, self.stream.log_path, keep=self.plan.keep_scratch, unsent=0, wanted=False
+            )
+            return code
         self._started_at = utcnow()  # every running heartbeat says so, however late it arrives
         self.stream.open()
-        self.stream.write(list(self._first_lines))
+        self.stream.note(list(self._first_lines))
         heartbeats = asyncio.create_task(self._heartbeats(), name="heartbeats")
         sender = asyncio.create_task(self.stream.sender(), name="sender")
         flusher = asyncio.create_task(self.stream.flusher(), name="flusher")
@@ -150,6 +158,9 @@ class Worker:
                     outcome = Outcome("failed", f"cannot start the simulator again: {exc.strerror or exc}")
                     break
             ended_at = utcnow()  # the final heartbeat's time, kept through its retries
+            if (words := self.stream.limit_words()) is not None:  # the log and the error say so
+                self.stream.note([f"{PREFIX}{words}"])
+                outcome = Outcome(outcome.state, f"{outcome.error}; {words}" if outcome.error else words)
             flusher.cancel()
             self.stream.finish()
             exit_code = self._exit_code()
@@ -170,14 +181,13 @@ class Worker:
             if self._proc is not None and self._proc.returncode is None:
                 await self._proc.terminate()
             self.stream.finish()
-            if self.stream.unsent():
-                log.warning(
-                    "%d log chunks never reached the server; they are in %s",
-                    self.stream.unsent(),
-                    self.stream.spool_dir,
-                )
-            elif not self.plan.keep_scratch:
-                shutil.rmtree(self.plan.scratch, ignore_errors=True)
+            leave_scratch(
+                self.plan.scratch,
+                self.stream.log_path,
+                keep=self.plan.keep_scratch,
+                unsent=self.stream.unsent(),
+                wanted=self._wanted,
+            )
 
     async def _start_simulator(self) -> None:
         """The simulation's next simulator, with fresh markers and kernel watch."""
@@ -189,15 +199,19 @@ class Worker:
             self.plan.run_dir,
             simulator_environment(os.environ, self.plan.library_dir),
             self.plan.kill_grace,
+            child_limits(self.plan.limits, self.plan.limits.cpu_left(self._cpu_used)),
         )
+        self._cpu_at_start = children_cpu_seconds()
         await self._proc.start()
 
     async def _after_simulator(self) -> Outcome | None:
         """The simulator's output has ended: its exit, and what follows (None: the next one)."""
         assert self._proc is not None
         returncode = await self._proc.wait()
-        following = self.simulation.after_exit(returncode, self.markers, self.watch, self._forced)
-        self.stream.write(following.notes)
+        self._cpu_used += children_cpu_seconds() - self._cpu_at_start  # (it has been waited for)
+        reached = limit_reached(returncode, self.markers, self.plan.limits, self._cpu_used)
+        following = self.simulation.after_exit(returncode, self.markers, self.watch, self._forced, reached)
+        self.stream.note(following.notes)
         if following.outcome is not None:
             outcome = following.outcome
             log.info(
@@ -231,14 +245,15 @@ class Worker:
     async def _finish(self, sender, heartbeats, before, outcome, exit_code: int, ended_at: datetime) -> int:
         try:
             await sender  # drains the spool: every line is on the server
-            await self._upload_files(before)
-            await self._upload_log()
+            await sim_outputs.upload_files(self.client, self.plan.run_dir, before)
+            await sim_outputs.upload_log(self.client, self.stream.log_path)
             if (
                 outcome.state == "succeeded"
                 and self.plan.send_step_timeline
                 and has_step_timeline(self.plan.trace_dir)
             ):
-                await self._send_step_timeline()
+                assert self.plan.trace_dir is not None
+                await sim_outputs.send_step_timeline(self.client, self.plan.trace_dir)
             heartbeats.cancel()
             await asyncio.gather(heartbeats, return_exceptions=True)
             if not self._running_reported:
@@ -256,45 +271,6 @@ class Worker:
             return EXIT_SERVER
         log.info("reported %s; the server has the sim as %s", outcome.state, ack.state)
         return EXIT_OK if outcome.state == "succeeded" else EXIT_SIM_FAILED
-
-    async def _upload_files(self, before: uploads.Snapshot) -> None:
-        written = uploads.written_since(before, uploads.snapshot(self.plan.run_dir))
-        for relative in written:
-            upload = await asyncio.to_thread(uploads.prepare, self.plan.run_dir, relative)
-            if upload is None:
-                log.warning("not uploading %s (name not allowed or over 64 MiB)", relative)
-                continue
-            try:
-                await self.client.put_file(upload.name, upload.data)
-            except ApiRefused as exc:
-                if exc.status != 413:
-                    raise
-                log.warning("the server refused %s: %s", upload.name, exc.detail)
-
-    async def _send_step_timeline(self) -> None:
-        """Never fails the sim: a problem is logged and uploaded as the sim's error file."""
-        assert self.plan.trace_dir is not None
-        try:
-            upload = await step_timeline.send_step_timeline(self.client, self.plan.trace_dir)
-        except step_timeline.StepTimelineError as exc:
-            log.warning("step timeline not sent: %s", exc)
-            await self.client.put_file(step_timeline.ERROR_FILE, f"step timeline not sent: {exc}\n".encode())
-            return
-        wall = upload.compare["summary"]["wall_ns"] if upload.compare else {}
-        log.info(
-            "step timeline sent: %d steps, mean |wall error| %s",
-            len(upload.simulated["steps"]),
-            pct_text(wall.get("mean_abs_error_pct"), digits=1),
-        )
-
-    async def _upload_log(self) -> None:
-        data = await asyncio.to_thread(uploads.gzip_file, self.stream.log_path)
-        try:
-            await self.client.put_file(uploads.LOG_NAME, data)
-        except ApiRefused as exc:
-            if exc.status != 413:
-                raise
-            log.warning("the server refused %s: %s", uploads.LOG_NAME, exc.detail)
 
     # --- stopped early (cancel, signal, refused) --------------------------------------------
 
@@ -316,12 +292,18 @@ class Worker:
             pass
         if self._exit_code_on_stop == EXIT_SIGNAL:
             try:
-                await self.client.heartbeat(
+                ack = await self.client.heartbeat(
                     Heartbeat(state="failed", error=self._stop_reason, at=utcnow()), give_up_after=5
                 )
+                self._heard(ack)  # a launcher that stops a cancelled sim's worker signals it
             except (ApiRefused, ServerUnreachable):
                 pass
         return self._exit_code_on_stop
+
+    def _heard(self, ack: HeartbeatAck) -> None:
+        """What an ack says of the sim's output: a cancelled sim's is no longer wanted."""
+        if ack.cancel or ack.state == "cancelled":
+            self._wanted = False
 
     # --- the tasks --------------------------------------------------------------------------
 
@@ -377,10 +359,12 @@ class Worker:
             except ServerUnreachable as exc:
                 self.request_stop(str(exc), EXIT_SERVER)
                 return
+            self._heard(ack)
             if ack.cancel:
                 self.request_stop("cancelled", EXIT_OK)
                 return
             if ack.state in TERMINAL_SIM_STATES:
+                self._wanted = False  # finished on the server: nothing more of it is stored
                 self.request_stop(f"the server already has this sim as {ack.state}", EXIT_OK)
                 return
             await asyncio.sleep(self.plan.heartbeat_interval)

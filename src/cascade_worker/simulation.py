@@ -74,11 +74,23 @@ class Simulation:
         self._argv[self._argv.index("-trace") + 1] = str(path)
 
     def after_exit(
-        self, returncode: int, markers: OutputMarkers, watch: KernelWatch | None, forced: str | None = None
+        self,
+        returncode: int,
+        markers: OutputMarkers,
+        watch: KernelWatch | None,
+        forced: str | None = None,
+        limit: str | None = None,
     ) -> Next:
-        """`forced`: why the worker stopped the simulator itself (the kernel wall limit)."""
+        """`forced`: why the worker stopped the simulator itself (the kernel wall limit);
+        `limit`: the sim's limit the simulator reached (sim_limits.py), which ends the sim: it is
+        no kernel's failure, and the next simulator would reach it too."""
         outcome = classify(returncode, markers)
         plan, segment = self.plan, self.segment
+        if limit is not None:
+            ended = Outcome("failed", limit)
+            return Next(
+                [f"{log_notes.PREFIX}the sim stops: {limit}"], _with_failed(ended, plan) if plan else ended
+            )
         if plan is None or segment is None or watch is None:
             return Next(outcome=outcome)
         if outcome.state == "succeeded":

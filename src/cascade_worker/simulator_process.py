@@ -1,10 +1,12 @@
-"""One simulator process: started in the sim's working directory, its stdout and stderr read as
-lines, stopped with TERM and then KILL."""
+"""One simulator process: started in the sim's working directory within its limits (rlimits set
+in the child before it runs, host_limits.py), its stdout and stderr read as lines, stopped with
+TERM and then KILL."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -16,21 +18,37 @@ READ_SIZE = 64 * 1024
 
 
 class SimulatorProcess:
-    def __init__(self, argv: list[str], cwd: Path, env: Mapping[str, str], kill_grace: float) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        kill_grace: float,
+        limits: Callable[[], None] | None = None,
+    ) -> None:
+        """`limits`: run in the child before the simulator (host_limits.child_limits)."""
         self.argv, self.cwd, self.env, self.kill_grace = argv, cwd, dict(env), kill_grace
+        self.limits = limits
         self._proc: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
         """Raises OSError when the program cannot be started."""
-        self._proc = await asyncio.create_subprocess_exec(
+        try:
+            self._proc = await self._exec()
+        except subprocess.SubprocessError as exc:  # the limits could not be set in the child
+            raise OSError(f"cannot set the simulator's limits: {exc}") from None
+        log.info("simulator started (pid %d): %s", self._proc.pid, " ".join(self.argv))
+
+    async def _exec(self) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
             *self.argv,
             cwd=self.cwd,
             env=self.env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=self.limits,
         )
-        log.info("simulator started (pid %d): %s", self._proc.pid, " ".join(self.argv))
 
     @property
     def returncode(self) -> int | None:

@@ -3,10 +3,11 @@ say (never a byte of the request). Domain errors are mapped to it in middlewares
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import http_exceptions, web
+
+from . import strict_json
 
 JSON_TYPE = "application/json"
 
@@ -22,7 +23,7 @@ class ApiError(Exception):
 def error_response(status: int, detail: Any, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
         status=status,
-        body=json.dumps({"detail": detail}).encode(),
+        body=strict_json.dumps({"detail": detail}),
         content_type=JSON_TYPE,
         headers=headers,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import AsyncIterator
 from typing import BinaryIO
@@ -20,6 +19,7 @@ from ..content_types import content_type_for
 from ..domain_errors import NotFound
 from ..services.run_comparison import comparison_json, perfetto_trace
 from ..services.step_timelines import run_step_timelines as merged_step_timelines
+from . import strict_json
 from .bodies import check_file_name, ok, stream_body
 from .errors import JSON_TYPE
 
@@ -134,7 +134,7 @@ async def run_perfetto(request: web.Request) -> web.Response:
     timelines = await merged_step_timelines(store, request.app[SETTINGS_KEY].traces_dir, run)
     trace = perfetto_trace(run, await store.outputs.run_kernels(run.id), demangle, timelines)
     return web.Response(
-        body=json.dumps(trace).encode(),
+        body=strict_json.dumps(trace),
         content_type="application/json",
         headers=attachment(f"{run.id}-perfetto.json"),
     )

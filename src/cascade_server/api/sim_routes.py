@@ -27,6 +27,9 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 async def heartbeat(request: web.Request) -> web.Response:
     beat = await read_model(request, Heartbeat)
     sim_id = request.match_info["sim_id"]
+    if beat.state in TERMINAL_SIM_STATES and (words := request.app[INGEST_KEY].limits.words(sim_id)):
+        # the server left lines out of its log: its error says so, as the worker's would
+        beat = beat.model_copy(update={"error": f"{beat.error}; {words}" if beat.error else words})
     ack = await request.app[STORE_KEY].sim_states.heartbeat(sim_id, beat)
     if beat.state in TERMINAL_SIM_STATES:  # its last chunks are in: a gap left now never fills
         await request.app[INGEST_KEY].close_gaps(sim_id)

@@ -15,6 +15,8 @@ The service's steps, each a module of its own:
   it never holds the event loop, yet inside the group's write; a parser that is not kept is
   rebuilt from its saved state and the stored chunks after it.
 - live_events.py: the events of the parsed chunks, published after the commit.
+- log_limit.py: a chunk past the sim's log limit keeps only its kernels, stats, failures and
+  Cascade's notes, before anything else sees it.
 
 A chunk has one form from the request to the parse workers: its text (`chunk_text`), made once
 as it comes in. The chunks, the kernels they completed and each sim's parser state commit
@@ -38,6 +40,7 @@ from .chunk_order import admit, next_in_order
 from .gaps import GapTimers, missing_runs
 from .group_writer import GroupWriter, PendingChunk
 from .live_events import Gap, chunk_events
+from .log_limit import LogLimits
 from .parse_pool import ParsePool
 from .parsing import ParseJob, ParseResult
 from .replay import ReplayingParser
@@ -47,8 +50,9 @@ log = logging.getLogger(__name__)
 
 
 class LogIngest:
-    def __init__(self, store: Store, pool: ParsePool | None = None) -> None:
+    def __init__(self, store: Store, pool: ParsePool | None = None, log_limit_mb: int = 0) -> None:
         self.store = store
+        self.limits = LogLimits(log_limit_mb, store.logs.stored_log_size)
         # Without a pool (tests, scripts), parsing runs here, on the loop.
         self.parser = ReplayingParser(store.logs, pool)
         self._gap_timers = GapTimers(self.close_gaps)
@@ -61,7 +65,7 @@ class LogIngest:
     async def append_log(self, sim_id: str, seq: int, lines: list[str]) -> None:
         """Store a chunk (the first one per seq wins) and parse every chunk now in order.
         This returns once the chunk's group is committed."""
-        await self._groups.write(sim_id, seq, chunk_text(lines))
+        await self._groups.write(sim_id, seq, await self.limits.admit(sim_id, seq, chunk_text(lines)))
 
     async def _write_group(self, tx: Transaction, group: list[PendingChunk]) -> None:
         logs = self.store.logs

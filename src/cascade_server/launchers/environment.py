@@ -37,6 +37,11 @@ WORKER_SETTINGS = frozenset(
         "CASCADE_GIVE_UP_S",
         "CASCADE_SCRATCH_DIR",
         "CASCADE_KERNEL_WALL_LIMIT_S",
+        # the limits every simulator runs within (cascade_worker/sim_limits.py)
+        "CASCADE_SIM_MEMORY_LIMIT_MB",
+        "CASCADE_SIM_CPU_LIMIT_S",
+        "CASCADE_SIM_FILE_LIMIT_MB",
+        "CASCADE_SIM_LOG_LIMIT_MB",  # the server's own log limit too (its ingest)
     }
 )
 

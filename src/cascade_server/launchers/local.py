@@ -166,7 +166,8 @@ class LocalLauncher(Launcher):
                 )
 
     def _start(self, spec: SimSpec) -> subprocess.Popen:
-        env = worker_environment(os.environ, spec.env)
+        # The sims that share this host at once: a worker's default memory limit is its share.
+        env = worker_environment(os.environ, {**spec.env, "CASCADE_LOCAL_SLOTS": str(self.slots)})
         output: int | IO[bytes] = subprocess.DEVNULL
         handle = None
         if self.log_dir is not None:

@@ -2,10 +2,13 @@
 
 The options a config knows are the `-name value` lines of its `gpgpusim.config` and
 `trace.config`; the options the simulator knows are the ones `accel-sim.out` prints in its config
-echo. The echo is read once per simulator build and config files (`cascade_core/config_probe.py`:
-`accel-sim.out` on the config with a trace that does not exist, about 0.3 s). Without a runnable
-simulator only the config files' options are known. The rules (names, values, labels) are in
-cascade_core/variants.py; what cannot run is refused with Invalid.
+echo, read once per simulator build and config files (`cascade_core/config_probe.py`: started on
+the config with a trace that does not exist, `accel-sim.out` prints every option it registers
+with the config's value and a description, and exits, in about 0.3 s). Without a runnable simulator only the config
+files' options are known. The type of each option comes from the simulator's option table in
+its sources (option_table.py), and each value is checked against it (cascade_core/option_types.py).
+The rules (names, values, labels) are in cascade_core/variants.py; what cannot run is refused with
+Invalid.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from cascade_core import config_probe
 from cascade_core.config_probe import ConfigFiles
 from cascade_core.models import ConfigOption, RunEntry
+from cascade_core.option_types import typed_value_problem
 from cascade_core.quoting import quoted
 from cascade_core.variants import (
     OptionInfo,
@@ -32,6 +36,7 @@ from cascade_core.variants import (
 
 from ..domain_errors import Invalid
 from ..gpu_configs import ACCELSIM_BINARY
+from .option_table import read_option_table
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,7 @@ class OptionCatalog:
 
     def __init__(self) -> None:
         self._echo: dict[tuple[str, float, str, float], dict[str, OptionInfo] | None] = {}
+        self._types: dict[tuple[str, float | None], dict[str, str]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
     def config_files(self, config: ConfigFiles) -> dict[str, str]:
@@ -82,6 +88,21 @@ class OptionCatalog:
                 if key not in self._echo:
                     self._echo[key] = await asyncio.to_thread(probe, accelsim, config)
         return self._echo[key]
+
+    async def option_types(self, accelsim: Path | None) -> dict[str, str]:
+        """The simulator's option table (name -> type), read once per build of its tree."""
+        if accelsim is None:
+            return {}
+        try:
+            built: float | None = (accelsim / ACCELSIM_BINARY).stat().st_mtime
+        except OSError:
+            built = None  # sources without a build: still their table
+        key = (str(accelsim), built)
+        if key not in self._types:
+            async with self._locks.setdefault(f"types:{accelsim}", asyncio.Lock()):
+                if key not in self._types:
+                    self._types[key] = await asyncio.to_thread(read_option_table, accelsim)
+        return self._types[key]
 
     async def options(self, config: ConfigFiles, accelsim: Path | None) -> list[ConfigOption]:
         """What `GET /api/gpu-configs/{name}/options` lists: the simulator's options with the
@@ -120,12 +141,15 @@ class OptionCatalog:
                 raise Invalid(STAND_IN_REFUSES.format(n=n, config=entry.gpu_config))
             if options:
                 known = await self._known(locate, accelsim, entry.gpu_config)
-                for name in options:
+                types = await self.option_types(accelsim)
+                for name, value in options.items():
                     if name not in known:
                         raise Invalid(
                             f"{where}: option {quoted(name)} is not one {entry.gpu_config}'s config or the simulator "
                             f"knows; GET /api/gpu-configs/{entry.gpu_config}/options lists them"
                         )
+                    if (kind := types.get(name)) and (problem := typed_value_problem(name, value, kind)):
+                        raise Invalid(f"{where}: {problem}")
             # The automatic label is not a user's label: a run's own entries carry it (rerun and
             # retry create from them), and it may be longer than a user's may be.
             automatic = default_label(entry.gpu_config, options) if options else None

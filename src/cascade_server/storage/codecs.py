@@ -62,6 +62,23 @@ def decompress(blob: bytes) -> bytes:
     )
 
 
+# A Zstandard frame's header is at most this long, and says how long its content is.
+FRAME_HEADER_BYTES = 18
+
+
+def content_size(head: bytes, blob_length: int) -> int:
+    """How long a blob's content is, from its first FRAME_HEADER_BYTES: what its frame header
+    says, or (a zlib stream from a database written before, a damaged header) its own length."""
+    if head[:4] == _ZSTD_MAGIC:
+        try:
+            size = zstandard.frame_content_size(head)
+        except zstandard.ZstdError:
+            size = -1
+        if 0 <= size <= MAX_BLOB_BYTES:
+            return size
+    return blob_length
+
+
 def pack(obj: Any) -> bytes:
     return compress(json.dumps(obj, allow_nan=True, separators=(",", ":")).encode())
 

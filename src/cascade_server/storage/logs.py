@@ -24,7 +24,9 @@ from cascade_core.models import SimMetrics
 
 from .codecs import (
     DECOMPRESS_ERRORS,
+    FRAME_HEADER_BYTES,
     chunk_text,
+    content_size,
     decode_text,
     decompress,
     encode_text,
@@ -234,6 +236,15 @@ class LogRepository:
         """Record the runs of the sim's chunks that never arrived (migration 11), after those
         recorded before: the sim says so, not a line in its log."""
         await tx.conn.execute("UPDATE sims SET missing_log_chunks=? WHERE id=?", (json.dumps(runs), sim_id))
+
+    async def stored_log_size(self, sim_id: str) -> int:
+        """How long the sim's stored log is, in bytes of text (its chunks' content sizes, read
+        from their frame headers: the chunks themselves are not read)."""
+        async with self.db.r.execute(
+            "SELECT substr(data, 1, ?), length(data) FROM log_chunks WHERE sim_id=?",
+            (FRAME_HEADER_BYTES, sim_id),
+        ) as cur:
+            return sum(content_size(head, length) for head, length in await cur.fetchall())
 
     async def insert_chunks(self, tx: Transaction, chunks: Iterable[ChunkRow]) -> None:
         await tx.conn.executemany(_INSERT_CHUNK, [_CHUNK_VALUES(chunk) for chunk in chunks])

@@ -15,6 +15,11 @@ import time
 from pathlib import Path
 
 EXIT_LINES = ["GPGPU-Sim: *** simulation thread exiting ***", "GPGPU-Sim: *** exit detected ***"]
+# What `-gpgpu_runtime_stat 1:15` prints every cycle, two lines of it.
+PERIODIC = (
+    "n_cmd=1234 n_nop=5678 n_act=12 n_pre=11 n_ref_event=0 n_req=34 n_rd=30 n_write=4 bw_util=0.01\n"
+    "GPGPU-Sim uArch: cycles simulated: 2000  inst.: 46080 (ipc=23.0) sim_rate=46080 (inst/sec)\n"
+)
 
 
 def kernel_block(uid: int) -> list[str]:
@@ -38,7 +43,31 @@ def kernel_block(uid: int) -> list[str]:
     ]
 
 
-def run_list(kernelslist: Path, fail_on: list[str], seconds: float) -> int:
+def allocate(megabytes: int) -> None:
+    """Take `megabytes` of memory, touched, as the real one's `new` does for its GPU model; past
+    the memory limit, the real one's words and its abort."""
+    held = []
+    try:
+        for _ in range(megabytes):
+            held.append(bytearray(2**20))
+    except MemoryError:
+        del held
+        say(
+            "terminate called after throwing an instance of 'std::bad_alloc'",
+            "  what():  std::bad_alloc",
+            stream=sys.stderr,
+        )
+        os.abort()
+
+
+def spin(cpu_seconds: float) -> None:
+    """Use this much CPU time (a long kernel)."""
+    end = time.process_time() + cpu_seconds
+    while time.process_time() < end:
+        pass
+
+
+def run_list(kernelslist: Path, fail_on: list[str], seconds: float, options: dict[str, str]) -> int:
     """Each kernel of the list in order, as the real one prints them; a kernel whose file is in
     `fail_on` (or any, with `all`; `hang:<file>` hangs there) aborts with Accel-Sim's assertion."""
     uid = 0
@@ -53,6 +82,10 @@ def run_list(kernelslist: Path, fail_on: list[str], seconds: float) -> int:
             f"Header info loaded for kernel command : {line}",
         )
         time.sleep(seconds)
+        if line == options.get("fake_alloc_on"):  # this kernel's model takes all the memory it can
+            say(f"launching kernel name: _Z6kernel{uid}v uid: {uid} cuda_stream_id: 0")
+            allocate(1_000_000)
+        spin(float(options.get("fake_spin_s", "0")))
         if f"hang:{line}" in fail_on:
             say(f"launching kernel name: _Z6kernel{uid}v uid: {uid} cuda_stream_id: 0")
             time.sleep(120)  # long past any test's wall limit, never for ever (a test that failed)
@@ -81,6 +114,8 @@ def say(*lines: str, stream=sys.stdout) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # Python ignores SIGXFSZ; the real simulator (C++) dies of it past the file size limit.
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
     if "-trace" not in argv[:-1] or "-config" not in argv:
         say("usage: accel-sim.out -trace <kernelslist.g> -config <file> ...", stream=sys.stderr)
         return 1
@@ -127,10 +162,32 @@ def main(argv: list[str]) -> int:
             time.sleep(1)
     if "fake_fail_on" in options:  # the list's kernels, failing on the named ones (issue 30)
         return run_list(
-            Path(argv[1]), options["fake_fail_on"].split(","), float(options.get("fake_kernel_s", "0"))
+            Path(argv[1]),
+            options["fake_fail_on"].split(","),
+            float(options.get("fake_kernel_s", "0")),
+            options,
         )
+    if behaviour == "alloc":  # a model too big for the memory limit (-gpgpu_n_clusters 400)
+        allocate(int(options.get("fake_alloc_mb", "1000000")))
+        behaviour = "ok"
+    if behaviour == "spin":  # a kernel that runs until the CPU time limit
+        say("launching kernel name: _Z6kernel1v uid: 1 cuda_stream_id: 0")
+        spin(1e9)
+    if behaviour == "big_file":  # a file past the file size limit, as -visualizer_enabled writes one
+        with open("gpgpusim_visualizer__fake.log", "wb") as out:
+            for _ in range(int(options.get("fake_file_mb", "100"))):
+                out.write(b"x" * 2**20)
+        behaviour = "ok"
+    spew = int(options.get("fake_spew_lines", "0"))  # periodic lines while each kernel runs
     for uid in range(1, kernels + 1):
-        say(*kernel_block(uid))
+        block = kernel_block(uid)
+        say(block[0])
+        if spew:
+            sys.stdout.write(PERIODIC * (spew // 2))
+        say(*block[1:])
+    if behaviour == "spew_forever":  # `-gpgpu_runtime_stat 1:15` on a kernel that runs for long
+        while True:
+            sys.stdout.write(PERIODIC * 1000)
     Path("gpgpu_inst_stats.txt").write_text("kernel line : count latency dram_traffic\n")
     if behaviour == "ok":
         say(*EXIT_LINES)

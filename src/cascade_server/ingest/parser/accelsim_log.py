@@ -375,7 +375,7 @@ class LogParser:
         while i >= 0:
             m = _RATE_RE.match(text, i + 1)
             if m:
-                self._latest["sim_rate_ips"] = float(m.group(1))
+                self._latest["sim_rate_ips"] = finite(float(m.group(1)))  # (400 digits: inf)
                 return
             i = text.rfind(_RATE, 0, i)
 
@@ -394,8 +394,10 @@ class LogParser:
             gpu_sim_cycle=cycle,
             gpu_sim_insn=as_int(stats.get("gpu_sim_insn")),
             gpu_ipc=finite(stats.get("gpu_ipc")),
-            sim_time_ns=(
-                cycle / clock * 1000.0 if cycle is not None and clock > 0 and math.isfinite(clock) else None
+            sim_time_ns=(  # finite: a tiny clock of a run stored before clocks were bounded
+                finite(cycle / clock * 1000.0)
+                if cycle is not None and clock > 0 and math.isfinite(clock)
+                else None
             ),
             stats=stats,
         )
