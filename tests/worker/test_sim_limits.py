@@ -99,7 +99,7 @@ def test_the_cpu_budget_is_the_sim_s_and_a_restarted_simulator_gets_what_is_left
 
 
 def test_a_limit_ends_the_sim_even_while_it_would_go_on_past_failed_kernels(tmp_path):
-    plan = SegmentPlan(first=0, last=5, warmup_kernels=1)
+    plan = SegmentPlan(tuple(range(6)), warmup_kernels=1)
     simulation = Simulation(["accel-sim.out"], plan=None)
     simulation.plan, simulation.segment = plan, plan.start()
     watch = KernelWatch(list(range(6)), [f"kernel-{n}.traceg" for n in range(1, 7)], now=0.0)

@@ -146,6 +146,7 @@ class RunService:
             locate=self.simulator.locate,
             accelsim=accelsim if self.simulator.real() else None,
             stand_in=stand_in,
+            tree=accelsim or self.settings.configs_root,
         )
         if stand_in and (sampled := next((e for e in entries if e.sampling != "none"), None)):
             raise Invalid(

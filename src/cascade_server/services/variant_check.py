@@ -124,7 +124,13 @@ class OptionCatalog:
         ]
 
     async def check_entries(
-        self, entries: list[RunEntry], *, locate: Locate, accelsim: Path | None, stand_in: bool
+        self,
+        entries: list[RunEntry],
+        *,
+        locate: Locate,
+        accelsim: Path | None,
+        stand_in: bool,
+        tree: Path | None = None,
     ) -> list[RunEntry]:
         """The entries with canonical options and a label where they have options or one was
         given; raises Invalid naming the entry and option for anything that cannot run."""
@@ -141,7 +147,7 @@ class OptionCatalog:
                 raise Invalid(STAND_IN_REFUSES.format(n=n, config=entry.gpu_config))
             if options:
                 known = await self._known(locate, accelsim, entry.gpu_config)
-                types = await self.option_types(accelsim)
+                types = await self.option_types(accelsim or tree)  # the sources' table, even unbuilt
                 for name, value in options.items():
                     if name not in known:
                         raise Invalid(
