@@ -16,9 +16,11 @@ is what "the simulator takes this config" means. The server reads the option lis
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,6 +106,26 @@ def verdict(returncode: int | None, output: str, trace: str | None = None) -> tu
     return False, f"{said}{status}"
 
 
+# A check builds the config's model and stops: a config whose model needs more than this (a
+# -gpgpu_n_mem of thousands) is refused, never allowed to take the server's memory.
+PROBE_MEMORY_BYTES = 4 * 2**30
+
+
+def _bounded_child() -> Callable[[], None]:
+    """The check's process: gone with its server (even one killed with -9), and bounded in
+    memory and CPU time whatever the config asks for (a `preexec_fn`, made in the parent)."""
+    with_parent = die_with_parent()
+
+    def preexec() -> None:
+        with_parent()
+        resource.setrlimit(resource.RLIMIT_AS, (PROBE_MEMORY_BYTES, PROBE_MEMORY_BYTES))
+        cpu = int(PROBE_TIMEOUT_S) + 5
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return preexec
+
+
 def probe(accelsim: Path, config: ConfigFiles, timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
     """Run the simulator on `config` (blocking; never raises for a refused config)."""
     if not config.gpgpusim_config.is_file():
@@ -127,11 +149,17 @@ def probe(accelsim: Path, config: ConfigFiles, timeout: float = PROBE_TIMEOUT_S)
                 capture_output=True,
                 timeout=timeout,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent(),  # a server killed mid-check takes its check with it
+                preexec_fn=_bounded_child(),
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return ProbeResult(ran=False, accepted=False, complaint=f"cannot run the simulator: {exc}")
     stdout = done.stdout.decode(errors="replace")
+    if b"std::bad_alloc" in done.stderr or b"std::bad_alloc" in done.stdout:
+        return ProbeResult(
+            ran=True,
+            accepted=False,
+            complaint=f"its model needs more than {PROBE_MEMORY_BYTES >> 30} GiB of memory to build (std::bad_alloc)",
+        )
     accepted, complaint = verdict(
         done.returncode, stdout + "\n" + done.stderr.decode(errors="replace"), trace
     )

@@ -176,3 +176,18 @@ def test_an_interconnect_file_may_name_no_file_outside_the_configs_folder():
         name="SM80_X", files={"gpgpusim.config": text, "config_x.icnt": fine, "trace.config": TRACE}
     )
     assert add_problem(body) is None
+
+
+def test_the_simulators_check_of_a_config_is_bounded_in_memory():
+    """A config whose model needs gigabytes (`-gpgpu_n_mem 5000`) must not take the server's
+    memory while the simulator checks it: the check's process is capped."""
+    import subprocess
+    import sys
+
+    from cascade_core.config_probe import PROBE_MEMORY_BYTES, _bounded_child
+
+    grab = f"b = bytearray({PROBE_MEMORY_BYTES + (1 << 30)})"
+    done = subprocess.run(
+        [sys.executable, "-c", grab], preexec_fn=_bounded_child(), capture_output=True, timeout=60
+    )
+    assert done.returncode != 0 and b"MemoryError" in done.stderr

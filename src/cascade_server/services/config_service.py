@@ -47,31 +47,38 @@ class ConfigService:
                 "-gpgpu_compute_capability_major/minor and its name has no SM<N>_ prefix; give the arch "
                 '(`--arch sm_80`, or "arch" in the body)'
             )
-        async with self.runs.configs_lock:
-            accelsim = self.watch.refresh()
-            if self.watch.is_added(body.name):
-                raise Conflict(f"config {body.name} was already added; remove it first to replace it")
-            if self.watch.in_simulator(body.name):
-                raise Conflict(
-                    f"config {body.name} is one of the simulator's own configs: give yours another name (--name)"
-                )
-            if accelsim is None or not self.watch.real():
-                raise Conflict(NO_SIMULATOR.format(name=body.name))
-            store = self.watch.added
-            staging = await asyncio.to_thread(store.stage, body, config)
-            try:
-                result = await asyncio.to_thread(
-                    config_probe.probe, accelsim, config_probe.ConfigFiles.in_folder(staging, body.name)
-                )
-                if not result.accepted:
-                    why = "cannot check it" if not result.ran else "refuses it"
-                    raise Invalid(f"config {body.name}: the installed simulator {why}: {result.complaint}")
+        self._may_add(body.name)
+        accelsim = self.watch.refresh()
+        if accelsim is None or not self.watch.real():
+            raise Conflict(NO_SIMULATOR.format(name=body.name))
+        store = self.watch.added
+        staging = await asyncio.to_thread(store.stage, body, config)
+        try:
+            # The simulator's check (seconds) runs outside the configs lock: runs are created
+            # meanwhile; the name is checked again, under the lock, before the config is kept.
+            result = await asyncio.to_thread(
+                config_probe.probe, accelsim, config_probe.ConfigFiles.in_folder(staging, body.name)
+            )
+            if not result.accepted:
+                why = "cannot check it" if not result.ran else "refuses it"
+                raise Invalid(f"config {body.name}: the installed simulator {why}: {result.complaint}")
+            async with self.runs.configs_lock:
+                self.watch.refresh()
+                self._may_add(body.name)
                 await asyncio.to_thread(store.commit, staging, body.name)
-            finally:
-                await asyncio.to_thread(store.discard, staging)  # gone already when committed
-            await asyncio.to_thread(self.watch.reload_added)
+                await asyncio.to_thread(self.watch.reload_added)
+        finally:
+            await asyncio.to_thread(store.discard, staging)  # gone already when committed
         log.info("GPU config %s added (%s, %g MHz)", config.name, config.arch, config.core_clock_mhz)
         return self.watch.configs.get(config.name, config)
+
+    def _may_add(self, name: str) -> None:
+        if self.watch.is_added(name):
+            raise Conflict(f"config {name} was already added; remove it first to replace it")
+        if self.watch.in_simulator(name):
+            raise Conflict(
+                f"config {name} is one of the simulator's own configs: give yours another name (--name)"
+            )
 
     async def remove(self, name: str) -> None:
         async with self.runs.configs_lock:
