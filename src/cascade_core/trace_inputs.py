@@ -73,6 +73,26 @@ def kernel_names(kernelslist: str) -> list[str]:
     return names
 
 
+# A memcpy larger than any GPU's memory (1 TiB): Accel-Sim would copy it byte by byte, for ever.
+MAX_MEMCPY_BYTES = 1 << 40
+
+
+def memcpy_problem(kernelslist: str) -> str | None:
+    """A memcpy line the simulator cannot run in any time (`MemcpyHtoD,<address>,<bytes>`, a size
+    past MAX_MEMCPY_BYTES or not a number), naming its line; None when there is none."""
+    for number, line in enumerate(list_lines(kernelslist), start=1):
+        if line_kind(line) != "memcpy":
+            continue
+        fields = line.strip().split(",")
+        size = fields[2].strip() if len(fields) >= 3 else ""
+        if not size.isdigit() or len(size) > 16 or int(size) > MAX_MEMCPY_BYTES:
+            return (
+                f"line {number}: memcpy {line[:60]!r}: its size must be a number of bytes up to "
+                f"{MAX_MEMCPY_BYTES:,} (more than any GPU holds)"
+            )
+    return None
+
+
 def kernel_files(kernelslist: str) -> list[str]:
     """The kernel trace files a kernelslist.g names, in launch order, as paths inside the trace
     (`traces/...`); see kernel_names."""

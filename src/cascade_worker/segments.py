@@ -10,8 +10,10 @@ shard's warm-up kernels are. Each restart starts strictly after the kernel that 
 kernel is ever tried twice, and the sim ends after at most one simulator per kernel.
 
 It stops early, saying why, when going on is pointless:
-- `MAX_FAILS_IN_A_ROW` simulators in a row fail on the first kernel they run (a broken config or
-  trace fails every kernel: it is found after a few quick failures);
+- `MAX_FAILS_IN_A_ROW` simulators in a row fail on the first kernel they run, on different kernels
+  (a broken config or trace fails every kernel: it is found after a few quick failures); when it is
+  one kernel repeated (a training step's reduce kernel, three times at its start), only after
+  `MAX_SAME_FAILS_IN_A_ROW`;
 - more than `MAX_FAILED_SHARE` of the sim's kernels failed (what is left would not describe the
   workload).
 """
@@ -21,6 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 MAX_FAILS_IN_A_ROW = 3
+# The same kernel failing first again and again is a trace's repeated kernel, not a broken config:
+# those stop the sim only after this many in a row.
+MAX_SAME_FAILS_IN_A_ROW = 10
 MAX_FAILED_SHARE = 0.5
 NAMED_IN_ERROR = 3  # failed kernels the sim's error names
 
@@ -74,6 +79,7 @@ class SegmentPlan:
     failed: list[Failed] = field(default_factory=list)
     bad_warmup: set[int] = field(default_factory=set)  # warm-up kernels a simulator failed on
     fails_in_a_row: int = 0  # simulators in a row that failed before finishing a kernel of their own
+    names_in_a_row: list[str] = field(default_factory=list)  # the kernels those failed on
 
     def start(self) -> Segment:
         return Segment(0, self.owned, warmups(self.owned, self.warmup_kernels, set()))
@@ -88,6 +94,9 @@ class SegmentPlan:
         simulator): the same kernels run again without it."""
         assert failed.position in segment.positions, (failed, segment)
         self.fails_in_a_row = self.fails_in_a_row + 1 if finished_owned == 0 else 0
+        self.names_in_a_row = (
+            [*self.names_in_a_row, failed.name][-self.fails_in_a_row :] if self.fails_in_a_row else []
+        )
         if segment.owns(failed.position):
             self.failed.append(failed)
         else:
@@ -98,7 +107,8 @@ class SegmentPlan:
                 f"stopped after {len(self.failed)} of {len(self.owned)} kernels failed in the simulator "
                 f"(more than {MAX_FAILED_SHARE:.0%})"
             )
-        if self.fails_in_a_row >= MAX_FAILS_IN_A_ROW:
+        different = len(set(self.names_in_a_row)) > 1 or not all(self.names_in_a_row)
+        if self.fails_in_a_row >= (MAX_FAILS_IN_A_ROW if different else MAX_SAME_FAILS_IN_A_ROW):
             return (
                 f"stopped: the simulator failed on the first kernel it ran {self.fails_in_a_row} times "
                 "in a row (a config or trace it cannot simulate?)"

@@ -331,16 +331,18 @@ class Worker:
             await asyncio.gather(watchdog, return_exceptions=True)
 
     async def _watchdog(self, limit: float) -> None:
-        """Stop the simulator when a kernel has run `limit` seconds without any kernel finishing
-        or launching: the kernel fails in the simulator, and the sim goes on past it."""
+        """Stop the simulator when no kernel has launched or finished for `limit` seconds: a
+        kernel that runs that long fails in the simulator (and the sim goes on past it); outside
+        any kernel (a memcpy it cannot finish) the sim ends, failed."""
         assert self._proc is not None and self.watch is not None
         while True:
             await asyncio.sleep(min(1.0, limit / 4))
             watch = self.watch
-            if watch.running() is not None and time.monotonic() - watch.last_progress >= limit:
+            if time.monotonic() - watch.last_progress >= limit:
+                where = "no kernel finished" if watch.running() is not None else "no kernel launched"
                 self._forced = (
-                    f"no kernel finished for {limit:g} s (the kernel wall limit, "
-                    "CASCADE_KERNEL_WALL_LIMIT_S): stopped by Cascade"
+                    f"{where} for {limit:g} s (the kernel wall limit, CASCADE_KERNEL_WALL_LIMIT_S): "
+                    "stopped by Cascade"
                 )
                 log.warning("%s", self._forced)
                 await self._proc.terminate()

@@ -97,6 +97,8 @@ class Simulation:
             return Next(outcome=Outcome("succeeded", plan.error()))
         reason = forced or kernel_failure(returncode, markers)
         position = watch.running()
+        if forced and position is None:  # stopped outside any kernel: no kernel to blame
+            return Next(outcome=_with_failed(Outcome("failed", forced), plan))
         if not self.go_on or reason is None or position is None:
             # no kernel's failure (or not asked to go on): the sim ends as the simulator did
             return Next(outcome=_with_failed(outcome, plan))

@@ -165,3 +165,20 @@ async def test_cancel_while_a_restarted_simulator_runs_ends_the_sim_as_any_cance
         kernels = (await http.get(f"/api/sims/{sim['id']}/results")).json()["kernels"]
         indexes = [k["kernel_index"] for k in kernels]
         assert indexes == sorted(set(indexes))  # nothing counted twice
+
+
+async def test_a_simulator_stuck_outside_any_kernel_ends_the_sim_with_the_wall_limit(
+    make_server, worker_env, tmp_path, monkeypatch
+):
+    """A memcpy the simulator spins on (no kernel launched) is stopped by the wall limit too: no
+    kernel to blame, so the sim ends, failed, saying so."""
+    monkeypatch.setenv("CASCADE_KERNEL_WALL_LIMIT_S", "2")
+    server, trace_id = await fake_server(
+        make_server, tmp_path, {"SM7_SPINS": {"fake_fail_on": "spin:kernel-2.traceg"}}, kernels=3
+    )
+    async with server.client() as http:
+        run = await start(http, trace_id, [{"gpu_config": "SM7_SPINS", "count": 1}])
+        sim = (await finished_run(http, run["id"], timeout=60))["sims"][0]
+        assert sim["state"] == "failed"
+        assert sim["error"].startswith("no kernel launched for 2 s (the kernel wall limit")
+        assert sim["kernels_done"] == 1

@@ -191,3 +191,19 @@ def test_the_simulators_check_of_a_config_is_bounded_in_memory():
         [sys.executable, "-c", grab], preexec_fn=_bounded_child(), capture_output=True, timeout=60
     )
     assert done.returncode != 0 and b"MemoryError" in done.stderr
+
+
+def test_cascade_configs_add_never_follows_a_link(tmp_path):
+    """`leak.csv -> /etc/passwd` in a config's folder is left out, saying why: the files sent are
+    the folder's own."""
+    from cascade_tui.scripting.configs_command import read_config_dir
+
+    folder = tmp_path / "SM80_LAB"
+    folder.mkdir()
+    (folder / "gpgpusim.config").write_text("-gpgpu_clock_domains 1410:1410:1410:1410\n")
+    (folder / "trace.config").write_text(TRACE)
+    (folder / "leak.csv").symlink_to("/etc/passwd")
+    (folder / "trace2.config").symlink_to(folder / "trace.config")
+    body, left = read_config_dir(folder, None, None)
+    assert sorted(body.files) == ["gpgpusim.config", "trace.config"]
+    assert "leak.csv (a link: copy the file itself)" in left

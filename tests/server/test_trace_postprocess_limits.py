@@ -147,3 +147,15 @@ async def test_a_post_processor_that_takes_too_long_fails_its_trace_and_waits_fo
         os.close(fd)
     assert failed.error == "post-processing failed: took longer than 1 s (CASCADE_POSTPROCESS_TIMEOUT_S)"
     assert h.recorder.states("locked") == ["uploading", "processing", "failed"]
+
+
+def test_a_memcpy_larger_than_any_gpu_fails_the_trace_naming_its_line():
+    """`MemcpyHtoD,0x...,99999999999999` made the simulator spin for ever: such a trace is refused
+    when it becomes ready."""
+    from cascade_core.trace_inputs import memcpy_problem
+
+    good = "MemcpyHtoD,0x00007f4c5e000000,256\nkernel-1.traceg\n"
+    assert memcpy_problem(good) is None
+    for bad in ("MemcpyHtoD,0x7f00,99999999999999", "MemcpyHtoD,0x7f00,12abc", "MemcpyHtoD,0x7f00"):
+        problem = memcpy_problem(good + bad + "\n")
+        assert problem is not None and problem.startswith("line 3: memcpy"), bad

@@ -10,7 +10,7 @@ import pytest
 from cascade_core import log_notes
 from cascade_worker.kernel_watch import KernelWatch
 from cascade_worker.outcome import OutputMarkers, kernel_failure
-from cascade_worker.segments import MAX_FAILS_IN_A_ROW, Failed, Segment, SegmentPlan
+from cascade_worker.segments import MAX_FAILS_IN_A_ROW, MAX_SAME_FAILS_IN_A_ROW, Failed, Segment, SegmentPlan
 
 ASSERTION = (
     "accel-sim.out: shader.cc:3812: void barrier_set_t::deallocate_barrier(unsigned int): "
@@ -133,6 +133,22 @@ def test_a_config_that_fails_every_kernel_stops_after_a_few_quick_failures():
         tries += 1
     assert tries == MAX_FAILS_IN_A_ROW and isinstance(segment, str)
     assert "failed on the first kernel it ran 3 times in a row" in segment
+
+
+def test_one_kernel_failing_first_again_and_again_is_a_repeated_kernel_not_a_broken_config():
+    """A training step can start with its reduce kernel three times: failures on one kernel name
+    stop the sim only after MAX_SAME_FAILS_IN_A_ROW, so the kernels after them still run."""
+    plan = SegmentPlan(tuple(range(100)), warmup_kernels=1)
+    segment: Segment | str | None = plan.start()
+    for _ in range(3):
+        assert isinstance(segment, Segment)
+        segment = plan.after_failure(segment, Failed(segment.owned[0], "x", "_Z6reducev"), finished_owned=0)
+    assert isinstance(segment, Segment) and segment.owned[0] == 3  # goes on
+    tries = 3
+    while isinstance(segment, Segment):
+        segment = plan.after_failure(segment, Failed(segment.owned[0], "x", "_Z6reducev"), finished_owned=0)
+        tries += 1
+    assert tries == MAX_SAME_FAILS_IN_A_ROW and isinstance(segment, str)
 
 
 def test_more_than_half_of_the_kernels_failing_stops_the_sim():

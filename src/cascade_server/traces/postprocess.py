@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cascade_core.bounded_read import TooLargeError, bounded_text_lines, read_bounded
-from cascade_core.trace_inputs import kernel_files
+from cascade_core.trace_inputs import kernel_files, memcpy_problem
 from cascade_core.trace_limits import KERNELSLIST_MAX_BYTES
 from cascade_core.upload_rules import KERNELSLIST_G, is_raw_kernelslist, layout_problem
 
@@ -249,11 +249,14 @@ def check_kernelslist_g(traces_dir: Path) -> None:
     """Every kernel trace the simulator will read is a file here (what `/inputs` then serves)."""
     try:
         text = read_bounded(traces_dir / KERNELSLIST_G, KERNELSLIST_MAX_BYTES, f"traces/{KERNELSLIST_G}")
-        paths = kernel_files(text.decode("utf-8", errors="replace"))
+        listing = text.decode("utf-8", errors="replace")
+        paths = kernel_files(listing)
     except TooLargeError as exc:
         raise PostprocessError(str(exc)) from None
     except TraceFormatError as exc:
         raise PostprocessError(f"traces/{KERNELSLIST_G} {exc}") from None
+    if problem := memcpy_problem(listing):
+        raise PostprocessError(f"traces/{KERNELSLIST_G} {problem}")
     if not paths:
         raise PostprocessError("traces/kernelslist.g names no kernels")
     for path in paths:

@@ -78,10 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
 def read_config_dir(folder: Path, name: str | None, arch: str | None) -> tuple[GpuConfigAdd, list[str]]:
     """The body `POST /api/gpu-configs` takes from a folder, and the files left out of it."""
     try:
-        names = [p.name for p in folder.iterdir() if p.is_file()]
+        entries = list(folder.iterdir())
+        # A link is never followed: the files sent are the folder's own (a link to /etc/passwd
+        # named like a config file must not reach the server, nor anyone who reads the config).
+        links = sorted(p.name for p in entries if p.is_symlink())
+        names = [p.name for p in entries if p.is_file() and not p.is_symlink()]
     except OSError as exc:
         raise CommandError(f"cannot read {folder}: {exc.strerror or exc}") from None
     taken, left = config_file_names(names)
+    left = sorted([*left, *(f"{link} (a link: copy the file itself)" for link in links)])
     if "gpgpusim.config" not in taken:
         raise CommandError(f"{folder} has no gpgpusim.config: a GPU config's folder holds one")
     files: dict[str, str] = {}

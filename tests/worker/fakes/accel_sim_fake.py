@@ -77,6 +77,10 @@ def run_list(kernelslist: Path, fail_on: list[str], seconds: float, options: dic
         if not line.startswith("kernel"):
             continue
         uid += 1
+        if f"spin:{line}" in fail_on:  # stuck before this kernel, as on a memcpy it cannot end
+            say("launching memcpy command : MemcpyHtoD,0x00007f0000000000,99999999999999")
+            time.sleep(120)
+            return 3
         say(
             f"Processing kernel {kernelslist.parent / line}",
             f"Header info loaded for kernel command : {line}",
@@ -91,7 +95,9 @@ def run_list(kernelslist: Path, fail_on: list[str], seconds: float, options: dic
             time.sleep(120)  # long past any test's wall limit, never for ever (a test that failed)
             return 3
         if line in fail_on or "all" in fail_on:
-            say(f"launching kernel name: _Z6reducev uid: {uid} cuda_stream_id: 0", "thread block = 0,0,0")
+            # a named kernel is the trace's reduce kernel; with `all`, every kernel its own
+            name = "_Z6reducev" if line in fail_on else f"_Z6kernel{''.join(c for c in line if c.isdigit())}v"
+            say(f"launching kernel name: {name} uid: {uid} cuda_stream_id: 0", "thread block = 0,0,0")
             say(
                 "accel-sim.out: shader.cc:3812: void barrier_set_t::deallocate_barrier(unsigned int): "
                 "Assertion `active.any() == false' failed.",
