@@ -150,3 +150,19 @@ def test_each_config_gets_its_own_reason_when_they_differ():
         chart.chart_lines(["A", "B"], rows, totals, compare.rank(totals), {}, False, 200, failures=reasons)
     )
     assert "failed in the simulator on A: " + REASON in text and "failed in the simulator on B: x" in text
+
+
+def test_the_sims_table_says_how_many_kernels_failed_and_pytorch_names_keep_their_namespace():
+    from cascade_tui.views.formatting import short_kernel_name
+    from cascade_tui.views.simrows import sim_cells
+
+    from .factories import T0
+
+    the_run, _ = scene()
+    cells = sim_cells(the_run.sims[0], T0)
+    assert cells["progress"].text.endswith(" 1✗")
+    assert not sim_cells(the_run.sims[1], T0)["progress"].text.endswith("✗")
+    anonymous = "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataILi1EEEEEvT_"
+    assert short_kernel_name(anonymous).startswith(
+        "at::native::(anonymous namespace)::multi_tensor_apply_kernel<"
+    )

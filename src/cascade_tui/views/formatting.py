@@ -51,6 +51,9 @@ def state_label(state: str) -> str:
     return f"{STATE_GLYPHS.get(state, ' ')} {state}"
 
 
+_ANONYMOUS = "(anonymous namespace)"
+
+
 @lru_cache(maxsize=4096)
 def short_kernel_name(name: str | None) -> str:
     """The demangled name without its parameter list, e.g. `void dot_kernel<double>`
@@ -58,16 +61,23 @@ def short_kernel_name(name: str | None) -> str:
     full = demangle(name)
     if not full:
         return ""
-    # Cut the argument list: the last top-level '(' (templates may hold parentheses).
-    depth, cut = 0, len(full)
-    for i, ch in enumerate(full):
-        if ch == "<":
+    # Cut the argument list: the first top-level '(' (templates and lambdas `{lambda(int)#1}` may
+    # hold parentheses), never the one of `(anonymous namespace)`, which is part of the name
+    # (`at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>` in PyTorch).
+    depth, cut, i = 0, len(full), 0
+    while i < len(full):
+        ch = full[i]
+        if full.startswith(_ANONYMOUS, i):
+            i += len(_ANONYMOUS)
+            continue
+        if ch in "<{":
             depth += 1
-        elif ch == ">":
+        elif ch in ">}":
             depth = max(0, depth - 1)
         elif ch == "(" and depth == 0:
             cut = i
             break
+        i += 1
     head = full[:cut].strip()
     # Drop a leading return type ("void ") kept by the demangler for templates.
     if head.startswith("void "):

@@ -190,7 +190,9 @@ def sim_cells(sim: SimSummary, now: datetime, bar_width: int = 6, name: str | No
         "shard": Cell(shard_cell(sim.shard)),
         "state": Cell(state_label(sim.state), f"state-{sim.state}"),
         "progress": Cell(
-            progress_text(sim.kernels_done, sim.kernels_total, bar_width),
+            progress_text(sim.kernels_done, sim.kernels_total, bar_width)
+            # kernels the simulator failed on are done but have no results: never a full bar alone
+            + (f" {sim.kernels_failed}✗" if sim.kernels_failed else ""),
             "over" if sim.kernels_total and sim.kernels_done > sim.kernels_total else "",
         ),
         "cycles": Cell(si_number(sim.latest.gpu_tot_sim_cycle)),
