@@ -330,7 +330,14 @@ async def test_fields_a_response_leaves_out_say_so_as_the_api_answers(core):
     entry, sim = run["entries"][0], run["sims"][0]
     assert set(entry) == {"gpu_config", "count"}
     assert omitted("RunEntry") == set(models.RunEntry.model_fields) - set(entry)
-    assert omitted("RunEntry") == {"shards", "warmup_kernels", "on_kernel_failure", "options", "label"}
+    assert omitted("RunEntry") == {
+        "shards",
+        "warmup_kernels",
+        "on_kernel_failure",
+        "sampling",
+        "options",
+        "label",
+    }
     shown = {name for name, info in models.SimSummary.model_fields.items() if not info.exclude}
     assert omitted("SimSummary") == shown - set(sim)  # kernels_failed, shard, retry_of
     assert {"shards", "label"} & omitted("RunEntry") and "count" not in omitted("RunEntry")

@@ -69,6 +69,14 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
             tooltip="Drop the highlighted variant",
             id="new_run.remove_variant",
         ),
+        Binding(
+            "m",
+            "sampling",
+            "Sampling",
+            show=False,
+            tooltip="Sampling: none, identical or stratified (simulate representative kernels only)",
+            id="new_run.sampling",
+        ),
         Binding("greater_than_sign", "shards(1)", "Shards+", show=False, id="new_run.more_shards"),
         Binding("less_than_sign", "shards(-1)", "Shards-", show=False, id="new_run.fewer_shards"),
         Binding(
@@ -82,6 +90,7 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
     NewRunScreen #new-run-total { padding: 0 1; text-style: bold; height: auto; }
     NewRunScreen #new-run-plan { padding: 0 1; height: auto; }
     NewRunScreen #new-run-shards { padding: 0 1; height: auto; }
+    NewRunScreen #new-run-sampling { padding: 0 1; height: auto; }
     NewRunScreen OptionList { height: 1fr; }
     """
 
@@ -97,6 +106,8 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
         self.rows = []  # a row per config, its variants under it
         self.option_cache = {}  # a config's options, loaded once
         self.shards = 1  # sims per replica, each simulating a part of the trace
+        self.sampling = "none"  # or "identical" / "stratified": simulate representative kernels
+        self.sampling_figures = []  # what each method would simulate of the trace
         self.kernel_costs = []  # the trace's instructions per kernel, for the speed-up
         self.launching = False
         self.launched_run = None
@@ -109,11 +120,12 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
             # Two lines, each whole at 80 columns (wrapped, `Enter:` was left apart from `launch`).
             yield Static(
                 "space: pick   + / -: count   a: add a variant (option = value)   x: drop it\n"
-                "[ / ]: other trace   Enter: launch   Esc: back",
+                "[ / ]: other trace   m: sampling   Enter: launch   Esc: back",
                 id="new-run-help",
             )
             yield OptionList(id="configs")
             yield Static("", id="new-run-shards")
+            yield Static("", id="new-run-sampling")
             yield Static("", id="new-run-total")
             yield Static("", id="new-run-plan")
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included
@@ -183,6 +195,8 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
         self._fill_list(first)
         self.query_one("#configs", OptionList).focus()
         self.kernel_costs = []
+        self.sampling_figures = []
+        self._show_sampling()
         self._fetch_costs(trace.id)
 
     @on(OptionList.OptionSelected, "#configs")

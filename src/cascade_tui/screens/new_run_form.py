@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from textual.screen import Screen
 
-from cascade_core.models import ConfigOption, GpuConfig, LauncherStatus, TraceSummary
+from cascade_core.models import ConfigOption, GpuConfig, LauncherStatus, SamplingInfo, TraceSummary
 
 from ..services import Services
 from ..views.variant_form import FormRow
@@ -31,6 +31,8 @@ class NewRunForm(_Screen):
     rows: list[FormRow]  # a row per config, its variants under it
     option_cache: dict[str, list[ConfigOption]]  # a config's options, loaded once
     shards: int  # sims per replica, each simulating a part of the trace
+    sampling: str  # "none", "identical" or "stratified" (issue 33)
+    sampling_figures: list[SamplingInfo]  # what each method would simulate of the trace
     kernel_costs: list[int | None]  # the trace's instructions per kernel, for the speed-up
     launching: bool
     launched_run: str | None

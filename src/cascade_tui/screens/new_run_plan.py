@@ -14,6 +14,7 @@ from cascade_core.shard_plan import MAX_SHARDS
 from ..connection.client_errors import ApiError
 from ..views.capacity import start_plan
 from ..views.formatting import plural
+from ..views.sampling import sampling_text
 from ..views.shard_text import shards_note
 from ..views.simulator import simulator_line
 from ..views.variant_form import entries_from_rows
@@ -65,7 +66,25 @@ class PlanLines(NewRunForm):
             return
         if self.trace is not None and self.trace.id == trace_id:
             self.kernel_costs = [k.instructions for k in sorted(detail.kernels, key=lambda k: k.kernel_id)]
+            self.sampling_figures = list(detail.sampling)
             self._show_shards()
+            self._show_sampling()
+
+    def _show_sampling(self) -> None:
+        """What the sampling method picked would simulate of the trace, before the launch."""
+        figures = next((f for f in self.sampling_figures if f.method == self.sampling), None)
+        if self.sampling == "none":
+            text = "Sampling: [b]none[/]  (m: simulate representative kernels, estimate the rest)"
+        elif figures is None:
+            text = f"Sampling: [b]{self.sampling}[/] (m)  the trace's kernels are not known yet"
+        else:
+            text = f"Sampling: [b]{self.sampling}[/] (m)  " + escape(sampling_text(figures).split(": ", 1)[1])
+        self.query_one("#new-run-sampling", Static).update(text)
+
+    def action_sampling(self) -> None:
+        methods = ("none", "identical", "stratified")
+        self.sampling = methods[(methods.index(self.sampling) + 1) % len(methods)]
+        self._update_total()
 
     def _show_shards(self) -> None:
         trace = self.trace
@@ -84,14 +103,18 @@ class PlanLines(NewRunForm):
         self._update_total()
 
     def _entries(self) -> list[RunEntry]:
-        """The rows as run entries, each replica in the chosen number of shards."""
-        return [
+        """The rows as run entries, each replica in the chosen number of shards, sampled as chosen."""
+        entries = [
             e.model_copy(update={"shards": self.shards}) if self.shards > 1 else e
             for e in entries_from_rows(self.rows)
         ]
+        if self.sampling != "none":
+            entries = [e.model_copy(update={"sampling": self.sampling}) for e in entries]
+        return entries
 
     def _update_total(self) -> None:
         self._show_shards()
+        self._show_sampling()
         self.query_one("#new-run-total", Static).update(total_text(self._entries()))
         self._show_plan()
 

@@ -67,6 +67,7 @@ from .accelsim_stats import (
     read_block_lines,
 )
 from .kernel import ParsedKernel, as_int, finite
+from .log_tail import TAIL_LINE_MAX, TAIL_LINES, tail_line
 from .restarts import Restarts
 from .saved_state import STATE_VERSION, read_state
 
@@ -83,10 +84,6 @@ __all__ = [
     "parse_value",
 ]
 
-TAIL_LINES = 20
-# A line of the tail is cut to this many characters (the whole line stays in the log): the tail
-# travels in every sim summary.
-TAIL_LINE_MAX = 1000
 # A block that never closes (a corrupt stream) must not grow the saved state without bound;
 # real blocks have about 1,000-3,000 `key = value` lines. Keys past this many are not kept.
 MAX_BLOCK_KEYS = 50_000
@@ -110,15 +107,6 @@ _LAUNCH_RE = re.compile(r"launching kernel name: (\S+) uid: [0-9]")
 _SLOWDOWN_LINE_RE = re.compile(r"gpgpu_silicon_slowdown = (?:[0-9]+x|[-+]?(?i:nan|inf)x?)\s*")
 _RATE_RE = re.compile(r"gpgpu_simulation_rate = ([0-9]+(?:\.[0-9]*)?)[^\S\n]*\(inst/sec\)")
 _HEAD_KEYS = ("gpu_tot_sim_cycle", "gpu_tot_sim_insn", "gpu_tot_ipc")
-
-
-def _tail_line(line: str) -> str:
-    """The line cut to TAIL_LINE_MAX characters, saying how long it was (a cut line is not cut
-    again when a restored parser reads its saved tail)."""
-    if len(line) <= TAIL_LINE_MAX:
-        return line
-    said = f"… ({len(line):,} characters)"
-    return line[: TAIL_LINE_MAX - len(said)] + said
 
 
 class LogParser:
@@ -235,7 +223,7 @@ class LogParser:
         self._kernels_done = saved.kernels_done
         self._current_kernel = saved.current_kernel
         self._latest = saved.latest
-        self._tail = [_tail_line(x) for x in saved.log_tail[-TAIL_LINES:]]
+        self._tail = [tail_line(x) for x in saved.log_tail[-TAIL_LINES:]]
         self._exit_detected = saved.exit_detected
         self._block = saved.block
         self._block_bytes = None
@@ -285,7 +273,7 @@ class LogParser:
             if i > start:
                 part = lines[start:i]
                 done += self._feed_output(part, "\n" + "\n".join(part))
-            self._tail = (self._tail + [_tail_line(line)])[-TAIL_LINES:]
+            self._tail = (self._tail + [tail_line(line)])[-TAIL_LINES:]
             done += self._apply(note)
             start = i + 1
         if start < len(lines):
@@ -307,7 +295,7 @@ class LogParser:
     def _feed_output(self, lines: Sequence[str], text: str) -> list[ParsedKernel]:
         """Simulator output: `lines`, and their text with a newline before each line."""
         n = len(lines)
-        self._tail = (self._tail + [_tail_line(x) for x in lines[-TAIL_LINES:]])[-TAIL_LINES:]
+        self._tail = (self._tail + [tail_line(x) for x in lines[-TAIL_LINES:]])[-TAIL_LINES:]
         self._scan_launch(text)
         self._scan_rate(text)
         if not self._exit_detected and _EXIT in text:
