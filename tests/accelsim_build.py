@@ -101,14 +101,28 @@ def install_into(
     )
 
 
-def copied_prefix(into: Path) -> Path:
+def copied_prefix(into: Path, *, as_before_added_configs: bool = False) -> Path:
     """A copy of the CI build's prefix (its finished build, ~100 MB): a test that changes a build
-    (adds a config to it) works on its own copy, never on the build other checkouts share."""
+    (adds a config to it) works on its own copy, never on the build other checkouts share.
+    `as_before_added_configs`: without the configs an install added to it (.ci/run installs with
+    --configs), as a build made before Cascade added any is."""
     source = finished_prefix()
     for build in (source / "builds").iterdir():
         if layout.is_complete(build):
-            shutil.copytree(build, into / "builds" / build.name, symlinks=True)
+            copy = into / "builds" / build.name
+            shutil.copytree(build, copy, symlinks=True)
+            if as_before_added_configs:
+                _drop_added_configs(copy)
     return into
+
+
+def _drop_added_configs(build: Path) -> None:
+    manifest = layout.read_manifest(build)
+    assert manifest is not None
+    for name in manifest.extra.pop("added_configs", []):
+        for folder in (build / "accel-sim" / "gpu-simulator").glob(f"**/configs/tested-cfgs/{name}"):
+            shutil.rmtree(folder)
+    (build / layout.MANIFEST).write_text(manifest.to_json())
 
 
 def installed_serve(tmp: Path, env: dict[str, str]) -> ServeProcess:

@@ -410,7 +410,7 @@ async def test_configs_lists_the_gpu_configs_and_an_unknown_config_names_the_com
     table = await cascade("configs", url=url, home=tmp_path)
     assert table.code == 0, table.err
     lines = table.out.splitlines()
-    assert lines[0].split() == ["config", "arch", "clock"]
+    assert lines[0].split() == ["config", "arch", "clock", "source"]
     assert [line.split()[0] for line in lines[1:]] == [c["name"] for c in api]
     sm70 = await cascade("configs", "--arch", "sm_70", url=url, home=tmp_path)
     assert [line.split()[:2] for line in sm70.out.splitlines()[1:]] == [

@@ -56,7 +56,7 @@ def served(tmp_path_factory):
         pytest.skip(f"no public A100 trace in {PUBLIC_TRACES}")
     tmp = tmp_path_factory.mktemp("configs")
     env = plain_env(tmp / "home")
-    prefix = copied_prefix(tmp / "prefix")
+    prefix = copied_prefix(tmp / "prefix", as_before_added_configs=True)
     data = tmp / "data"
     installed = install_into(data, env, prefix=prefix)
     assert installed.returncode == 0, installed.stderr
@@ -170,8 +170,9 @@ def test_a_config_added_with_cascade_configs_add_runs_a_sim(served):
 def test_a_config_with_an_option_the_simulator_does_not_know_is_refused_in_its_words(served):
     bad = served["tmp"] / "BAD_A100"
     bad.mkdir()
-    shutil.copy(EXTRA_CONFIGS / "SM80_A100" / "gpgpusim.config", bad / "gpgpusim.config")
-    (bad / "gpgpusim.config").chmod(0o644)
+    for name in ("gpgpusim.config", "trace.config"):
+        shutil.copy(EXTRA_CONFIGS / "SM80_A100" / name, bad / name)
+        (bad / name).chmod(0o644)
     with open(bad / "gpgpusim.config", "a") as out:
         out.write("-gpgpu_no_such_option 1\n")
     refused = cascade("configs", "add", bad, env=served["env"])

@@ -70,7 +70,9 @@ async def test_upload_with_a_profile_then_a_run_sends_step_timelines(
             trace = await wait_until(ready, 60)
             assert (trace["state"], trace["error"]) == ("ready", None)
             assert trace["has_real_timing"] is True and trace["has_step_timeline"] is True
-            assert trace["kernel_count"] == 2 and len(trace["kernels"]) == len(step)
+            # stats.csv lists the whole step, kernelslist.g the two kernels the simulator runs: the
+            # trace's kernels are those two (the step timeline still maps every launch)
+            assert trace["kernel_count"] == 2 and len(trace["kernels"]) == 2
             # Given the traces/ folder, the files went under traces/: found where metadata.json says.
             listed = {f["key"].split("/", 2)[2] for f in trace["metadata"]["files"]}
             assert {

@@ -76,10 +76,10 @@ async def test_a_scan_while_the_failure_is_being_saved_keeps_the_retry(request, 
     h = await Harness(request.getfixturevalue("rclone_s3"), tmp_path).start()
     write = h.store.traces.put_trace
 
-    async def put_trace_with_a_scan_inside(trace):
+    async def put_trace_with_a_scan_inside(trace, real_timing=None):
         if trace.state == "failed":
             await h.scanner.wait_for_scan()
-        await write(trace)
+        await write(trace, real_timing)
 
     h.store.traces.put_trace = put_trace_with_a_scan_inside
     try:
