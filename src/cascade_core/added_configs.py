@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from . import power_report
 from .gpu_config_text import config_options, core_clock, parse_gpgpusim_config
 from .models import GpuConfig, GpuConfigAdd
 from .quoting import quoted
@@ -149,4 +150,10 @@ def options_problem(files: Mapping[str, str]) -> str | None:
 
 def describe(body: GpuConfigAdd) -> GpuConfig | None:
     """The config as `GET /api/gpu-configs` lists it (None when no arch can be found: give one)."""
-    return parse_gpgpusim_config(body.files[GPGPUSIM_CONFIG], body.name, arch=body.arch, added=True)
+    return parse_gpgpusim_config(
+        body.files[GPGPUSIM_CONFIG],
+        body.name,
+        arch=body.arch,
+        added=True,
+        power_model=power_report.MODEL_FILE in body.files,
+    )

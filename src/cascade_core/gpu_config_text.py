@@ -49,7 +49,7 @@ def core_clock(options: dict[str, str]) -> float | None:
 
 
 def parse_gpgpusim_config(
-    text: str, name: str, arch: str | None = None, added: bool = False
+    text: str, name: str, arch: str | None = None, added: bool = False, power_model: bool = False
 ) -> GpuConfig | None:
     """Read one gpgpusim.config; None when its clock or arch cannot be read."""
     options = config_options(text)
@@ -57,4 +57,4 @@ def parse_gpgpusim_config(
     found = compute_capability_arch(options) or arch or arch_from_name(name)
     if found is None or clock is None:
         return None
-    return GpuConfig(name=name, arch=found, core_clock_mhz=clock, added=added)
+    return GpuConfig(name=name, arch=found, core_clock_mhz=clock, added=added, power_model=power_model)

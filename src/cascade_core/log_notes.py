@@ -161,3 +161,67 @@ def parse_restart(line: str, limit: int = MAX_POSITIONS) -> Restart | None:
     except ValueError:
         return None
     return restart if str(len(restart.warmup)) == count else None
+
+
+# --- power (issue 34) ----------------------------------------------------------------------------
+# A sim with `power: true` has AccelWattch's figures for each of its kernels, which the worker
+# reads from the simulator's power report and writes into the log once the kernel's stats block
+# is there (warm-up kernels' power is dropped, as their stats are):
+#
+#     [cascade] power #6: avg 57.2549 W, max 70.9738 W, min 55.4988 W; DCP 0.162636, RFP 0.0814328, ...
+#     [cascade] no power for kernel #7: the power report has no whole block for it
+#
+# The components (W, AccelWattch's average per component) are the non-zero ones.
+
+_POWER = re.compile(r"^\[cascade\] power #(\d{1,12}): avg (\S+) W, max (\S+) W, min (\S+) W(?:; (.*))?$")
+MAX_COMPONENTS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class KernelPowerNote:
+    kernel_index: int
+    avg_w: float
+    max_w: float
+    min_w: float
+    components: tuple[tuple[str, float], ...] = ()
+
+
+def power_line(note: KernelPowerNote) -> str:
+    parts = ", ".join(f"{name} {value:.6g}" for name, value in note.components if value)
+    return (
+        f"{PREFIX}power #{note.kernel_index}: avg {note.avg_w:.6g} W, max {note.max_w:.6g} W, "
+        f"min {note.min_w:.6g} W" + (f"; {parts}" if parts else "")
+    )
+
+
+def no_power_line(positions: list[int] | tuple[int, ...], why: str) -> str:
+    kernels = "kernel" if len(positions) == 1 else "kernels"
+    return f"{PREFIX}no power for {kernels} {ranges_text(positions)}: {why}"
+
+
+def _finite(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def parse_power(line: str, limit: int = MAX_POSITIONS) -> KernelPowerNote | None:
+    """A power note read back; None for a line that is none, names a kernel at or past `limit`,
+    or holds a figure that is not a finite number (the worker never writes one)."""
+    match = _POWER.match(line)
+    if match is None or int(match.group(1)) >= limit:
+        return None
+    figures = [_finite(match.group(i)) for i in (2, 3, 4)]
+    if any(f is None for f in figures):
+        return None
+    components: list[tuple[str, float]] = []
+    for part in (match.group(5) or "").split(", ")[:MAX_COMPONENTS]:
+        name, _, value = part.partition(" ")
+        watts = _finite(value)
+        if name.isidentifier() and len(name) <= 32 and watts is not None:
+            components.append((name, watts))
+    avg, peak, low = figures
+    assert avg is not None and peak is not None and low is not None
+    return KernelPowerNote(int(match.group(1)), avg, peak, low, tuple(components))

@@ -17,6 +17,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+from cascade_core import power_report
 from cascade_core.config_probe import ConfigFiles
 from cascade_core.gpu_config_text import parse_gpgpusim_config
 from cascade_core.models import GpuConfig, GpuConfigAdd, utcnow
@@ -56,7 +57,11 @@ class AddedConfigs:
                 continue
             arch = meta.get("arch") if isinstance(meta, dict) else None
             config = parse_gpgpusim_config(
-                text, folder.name, arch=arch if isinstance(arch, str) else None, added=True
+                text,
+                folder.name,
+                arch=arch if isinstance(arch, str) else None,
+                added=True,
+                power_model=(folder / power_report.MODEL_FILE).is_file(),
             )
             if config is None:
                 log.warning("skipping added GPU config %s: no clock or arch", folder)

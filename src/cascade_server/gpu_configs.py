@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from cascade_core import power_report
 from cascade_core.gpu_config_text import arch_from_name, parse_gpgpusim_config
 from cascade_core.models import GpuConfig
 
@@ -28,7 +29,11 @@ def scan_gpu_configs(root: Path) -> dict[str, GpuConfig]:
     configs: dict[str, GpuConfig] = {}
     for path in sorted((root / TESTED_CFGS).glob("*/gpgpusim.config")):
         try:
-            config = parse_gpgpusim_config(path.read_text(errors="replace"), path.parent.name)
+            config = parse_gpgpusim_config(
+                path.read_text(errors="replace"),
+                path.parent.name,
+                power_model=(path.parent / power_report.MODEL_FILE).is_file(),
+            )
         except OSError as exc:
             log.warning("skipping %s: %s", path, exc)
             continue

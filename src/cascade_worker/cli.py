@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from cascade_core import power_report
 from cascade_core.cli_usage import EXIT_USAGE, OneLineErrorParser, usage_error_line
 from cascade_core.log_notes import parse_ranges
 from cascade_core.simulator_layout import lib_dir_of
@@ -159,9 +160,14 @@ def simulation_for(options: Options, run_dir: Path) -> Simulation:
             options.gpu_config,
             options.trace_dir,
             run_dir,
-            options.sim_options,
+            {**options.sim_options, **(power_report.POWER_OPTIONS if options.power else {})},
             config_dir=options.gpu_config_dir,
         )
+        if options.power and not (run_dir / power_report.MODEL_FILE).is_file():
+            raise accelsim.SetupError(
+                f"GPU config {options.gpu_config} has no AccelWattch power model "
+                f"({power_report.MODEL_FILE}), so it cannot simulate power"
+            )
         assert options.trace_dir is not None
         try:  # the sim's own kernelslist.g, next to the run directory
             trace_list = TraceList(accelsim.kernelslist(options.trace_dir))
@@ -177,6 +183,8 @@ def simulation_for(options: Options, run_dir: Path) -> Simulation:
             raise accelsim.SetupError(f"cannot write the sim's kernelslist.g: {exc}") from None
     if options.sample is not None:
         raise accelsim.SetupError("the stand-in cannot sample kernels: it replays a recorded log")
+    if options.power:
+        raise accelsim.SetupError("the stand-in cannot simulate power: it replays a recorded log")
     if options.sim_options:
         raise accelsim.SetupError(
             "the stand-in cannot honour simulator options ("
@@ -251,6 +259,7 @@ async def run(options: Options) -> int:
         kernel_wall_limit_s=options.kernel_wall_limit_s,
         limits=limits_of(options),
         log_limit_mb=options.sim_log_limit_mb,
+        power=options.power,
     )
     log.info(
         "limits: memory %s, CPU time %s, files %s, log %s",

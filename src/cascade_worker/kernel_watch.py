@@ -64,5 +64,13 @@ class KernelWatch:
         except ValueError:
             return ""
 
+    def finished_uid(self, uid: int) -> bool:
+        """Whether the kernel of this launch uid (its place in the list, from 1) has finished."""
+        return uid - 1 in self._finished
+
+    @property
+    def finished_count(self) -> int:
+        return len(self._finished)
+
     def finished_positions(self) -> set[int]:
         return {self.positions[i] for i in self._finished}

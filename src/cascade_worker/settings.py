@@ -123,6 +123,11 @@ class Options(BaseSettings):
         description="kernels a restarted simulator runs just before the next kernel, whose stats "
         "are dropped; set by the server from the run entry",
     )
+    power: bool = Field(
+        default=False,
+        description="simulate power with AccelWattch (the config's accelwattch_sass_sim.xml) and "
+        "report each kernel's; set by the server for a run entry with `power: true`",
+    )
     kernel_wall_limit_s: float = Field(
         default=0.0,
         ge=0,
@@ -236,6 +241,7 @@ NAMES = {
     "sim_options": "--option/CASCADE_SIM_OPTIONS",
     "on_kernel_failure": "CASCADE_ON_KERNEL_FAILURE",
     "warmup_kernels": "CASCADE_WARMUP_KERNELS",
+    "power": "CASCADE_POWER",
     "kernel_wall_limit_s": "CASCADE_KERNEL_WALL_LIMIT_S",
     "CASCADE_KERNEL_WALL_LIMIT_S": "CASCADE_KERNEL_WALL_LIMIT_S",
     **{

@@ -38,6 +38,7 @@ from .host_limits import child_limits, children_cpu_seconds
 from .kernel_watch import KernelWatch
 from .log_stream import LogStream
 from .outcome import Outcome, OutputMarkers
+from .power_tail import PowerTail
 from .scratch import leave_scratch
 from .sim_limits import SimLimits, limit_reached
 from .simulation import Simulation
@@ -77,6 +78,7 @@ class WorkerPlan:
     kernel_wall_limit_s: float = 0.0
     limits: SimLimits = SimLimits()  # what each simulator process may take (none: no limit)
     log_limit_mb: int = 0  # the sim's log limit (log_stream.py; 0: none)
+    power: bool = False  # AccelWattch is on: its report is read as it grows (power_tail.py)
 
 
 class Worker:
@@ -99,6 +101,7 @@ class Worker:
         self._cpu_used = 0.0  # CPU seconds of the sim's simulators that ended
         self._cpu_at_start = 0.0  # the worker's children's CPU time when the current one started
         self._wanted = True  # the server still wants the sim's output (False: cancelled)
+        self.power = PowerTail(plan.run_dir, plan.scratch / "power-report-so-far") if plan.power else None
 
     # --- control ----------------------------------------------------------------------------
 
@@ -142,6 +145,8 @@ class Worker:
         flusher = asyncio.create_task(self.stream.flusher(), name="flusher")
         stop_wait = asyncio.create_task(self._stop.wait(), name="stop")
         tasks = [heartbeats, sender, flusher, stop_wait]
+        if self.power is not None:
+            tasks.append(asyncio.create_task(self._power_poller(), name="power"))
         try:
             while True:
                 pump = asyncio.create_task(self._pump(), name="pump")
@@ -158,6 +163,8 @@ class Worker:
                     outcome = Outcome("failed", f"cannot start the simulator again: {exc.strerror or exc}")
                     break
             ended_at = utcnow()  # the final heartbeat's time, kept through its retries
+            if self.power is not None:
+                self.power.finish()  # every simulator's report, as the one file uploaded
             if (words := self.stream.limit_words()) is not None:  # the log and the error say so
                 self.stream.note([f"{PREFIX}{words}"])
                 outcome = Outcome(outcome.state, f"{outcome.error}; {words}" if outcome.error else words)
@@ -194,6 +201,8 @@ class Worker:
         self.markers = OutputMarkers()
         self.watch = self.simulation.new_watch(time.monotonic())
         self._forced = None
+        if self.power is not None:
+            self.power.start()
         self._proc = SimulatorProcess(
             self.simulation.argv(),
             self.plan.run_dir,
@@ -210,6 +219,8 @@ class Worker:
         returncode = await self._proc.wait()
         self._cpu_used += children_cpu_seconds() - self._cpu_at_start  # (it has been waited for)
         reached = limit_reached(returncode, self.markers, self.plan.limits, self._cpu_used)
+        if self.power is not None and self.watch is not None:
+            self.stream.note(self.power.end(self.watch, self._owns))
         following = self.simulation.after_exit(returncode, self.markers, self.watch, self._forced, reached)
         self.stream.note(following.notes)
         if following.outcome is not None:
@@ -310,11 +321,27 @@ class Worker:
     def _on_lines(self, lines: list[str]) -> None:
         now = time.monotonic()
         feed, watch = self.markers.feed, self.watch
+        finished = watch.finished_count if watch is not None else 0
         for line in lines:
             feed(line)
             if watch is not None:
                 watch.feed(line, now)
         self.stream.write(lines)
+        if self.power is not None and watch is not None and watch.finished_count != finished:
+            self.stream.note(self.power.poll(watch, self._owns))  # a kernel's stats just passed
+
+    def _owns(self, position: int) -> bool:
+        """Whether the kernel at this trace position is the sim's own (not a warm-up kernel)."""
+        segment = self.simulation.segment
+        return segment is None or segment.owns(position)
+
+    async def _power_poller(self) -> None:
+        """A kernel's power block may come after its stats block passed: look again now and then."""
+        assert self.power is not None
+        while True:
+            await asyncio.sleep(1.0)
+            if self.watch is not None and self._proc is not None and self._proc.returncode is None:
+                self.stream.note(self.power.poll(self.watch, self._owns))
 
     async def _pump(self) -> None:
         """One simulator's output, until it ends; with a kernel wall limit, watched."""

@@ -49,7 +49,13 @@ async def test_an_added_config_is_listed_at_once_and_survives_a_restart(configs_
     async with server.client() as http:
         resp = await http.post("/api/gpu-configs", json=body())
         assert resp.status_code == 201, resp.text
-        assert resp.json() == {"name": "LAB_A100", "arch": "sm_80", "core_clock_mhz": 1410.0, "added": True}
+        assert resp.json() == {
+            "name": "LAB_A100",
+            "arch": "sm_80",
+            "core_clock_mhz": 1410.0,
+            "added": True,
+            "power_model": True,  # its files hold an AccelWattch model
+        }
         listed = {c["name"]: c for c in (await http.get("/api/gpu-configs")).json()}
         assert listed["LAB_A100"]["added"] is True and listed["SM7_QV100"]["added"] is False
         # the simulator's option echo on the config's own values
@@ -67,6 +73,7 @@ async def test_an_added_config_is_listed_at_once_and_survives_a_restart(configs_
             "arch": "sm_80",
             "core_clock_mhz": 1410.0,
             "added": True,
+            "power_model": True,
         }
         run = await create_run(http, [("LAB_A100", 1)], trace_id="a100-trace")
     # the worker is told where its files are

@@ -141,10 +141,34 @@ async def test_gpu_configs_scanned_sorted_and_skipping_unreadable(core):
     async with core.client() as http:
         configs = (await http.get("/api/gpu-configs")).json()
     assert configs == [
-        {"name": "SM6_TITANX", "arch": "sm_61", "core_clock_mhz": 1417.0, "added": False},
-        {"name": "SM75_RTX2060", "arch": "sm_75", "core_clock_mhz": 1365.0, "added": False},
-        {"name": "SM7_QV100", "arch": "sm_70", "core_clock_mhz": 1132.0, "added": False},
-        {"name": "SM7_TITANV", "arch": "sm_70", "core_clock_mhz": 1200.0, "added": False},
+        {
+            "name": "SM6_TITANX",
+            "arch": "sm_61",
+            "core_clock_mhz": 1417.0,
+            "added": False,
+            "power_model": False,
+        },
+        {
+            "name": "SM75_RTX2060",
+            "arch": "sm_75",
+            "core_clock_mhz": 1365.0,
+            "added": False,
+            "power_model": False,
+        },
+        {
+            "name": "SM7_QV100",
+            "arch": "sm_70",
+            "core_clock_mhz": 1132.0,
+            "added": False,
+            "power_model": False,
+        },
+        {
+            "name": "SM7_TITANV",
+            "arch": "sm_70",
+            "core_clock_mhz": 1200.0,
+            "added": False,
+            "power_model": False,
+        },
     ]
 
 

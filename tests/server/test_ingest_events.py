@@ -184,6 +184,7 @@ async def test_results_downloads_and_perfetto(ingest):
             "arch": "sm_70",
             "core_clock_mhz": 1132.0,
             "added": False,
+            "power_model": False,
         }
         assert len(body["kernels"]) == 15 and len(body["kernels"][0]["stats"]) > 400
         assert body["kernels"][0]["stats"]["gpu_sim_cycle"] == 6146

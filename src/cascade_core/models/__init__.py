@@ -14,8 +14,8 @@ from __future__ import annotations
 from .accuracy import AccuracyKernel, AccuracyPoint, AccuracyQuery, AccuracyRow
 from .common import INT64_MAX, INT64_MIN, ListQuery, Model, utcnow
 from .configs import ConfigOption, GpuConfig, GpuConfigAdd, GpuConfigFiles, LauncherStatus, SimulatorInfo
-from .events import KernelEvent, LogEvent, RunEvent, SimEvent, SnapshotEvent
-from .kernels import Comparison, ComparisonRow, KernelStat
+from .events import KernelEvent, KernelPowerAt, KernelPowerEvent, LogEvent, RunEvent, SimEvent, SnapshotEvent
+from .kernels import Comparison, ComparisonRow, KernelPower, KernelStat
 from .results import RunResults, SimResults
 from .runs import (
     MAX_ENTRY_COUNT,
@@ -78,6 +78,9 @@ __all__ = [
     "Heartbeat",
     "HeartbeatAck",
     "KernelEvent",
+    "KernelPower",
+    "KernelPowerAt",
+    "KernelPowerEvent",
     "KernelLaunch",
     "KernelStat",
     "LauncherStatus",

@@ -19,6 +19,11 @@ class GpuConfig(Model):
         description="Added with `cascade configs add` (`POST /api/gpu-configs`): kept in the data "
         "directory, not one of the simulator's own. Only these can be removed.",
     )
+    power_model: bool = Field(
+        default=False,
+        description="The config has an AccelWattch power model (accelwattch_sass_sim.xml beside its "
+        "gpgpusim.config): a run entry with `power: true` may use it.",
+    )
 
 
 class GpuConfigAdd(Model):

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from .common import Model
-from .kernels import KernelStat
+from .kernels import KernelPower, KernelStat
 from .runs import RunDetail
 from .sims import SimSummary
 
@@ -34,4 +34,21 @@ class KernelEvent(Model):
     stat: KernelStat
 
 
-RunEvent = Annotated[SnapshotEvent | SimEvent | LogEvent | KernelEvent, Field(discriminator="type")]
+class KernelPowerAt(Model):
+    kernel_index: int
+    power: KernelPower
+
+
+class KernelPowerEvent(Model):
+    """Not in the spec (an addition): kernels' power arrived, for kernels whose `kernel` event
+    came before (a sim with `power: true`: its power follows its stats). The kernel's energy is
+    its power's avg_w times its sim_time_ns."""
+
+    type: Literal["kernel_power"] = "kernel_power"
+    sim_id: str
+    kernels: list[KernelPowerAt]
+
+
+RunEvent = Annotated[
+    SnapshotEvent | SimEvent | LogEvent | KernelEvent | KernelPowerEvent, Field(discriminator="type")
+]

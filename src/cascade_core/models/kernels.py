@@ -8,6 +8,23 @@ from pydantic import Field
 from .common import Model
 
 
+class KernelPower(Model):
+    """A kernel's power from AccelWattch (a sim with `power: true`; not in the spec)."""
+
+    avg_w: float = Field(description="The kernel's average power, W (AccelWattch's kernel_avg_power).")
+    max_w: float = Field(description="The highest power over the kernel's samples, W.")
+    min_w: float = Field(description="The lowest power over the kernel's samples, W.")
+    components: dict[str, float] = Field(
+        default_factory=dict,
+        description="Average power per AccelWattch component, W (those that are not zero): DRAMP, "
+        "IDLE_COREP, CONSTP, STATICP, ... They add up to avg_w.",
+    )
+
+    def energy_j(self, time_ns: float | None) -> float | None:
+        """The energy over a kernel's time, J: its average power times the time."""
+        return None if time_ns is None else self.avg_w * time_ns * 1e-9
+
+
 class KernelStat(Model):
     sim_id: str
     kernel_index: int
@@ -27,6 +44,11 @@ class KernelStat(Model):
     # numbers of its representative, the kernel at this trace position (scaled by their
     # instruction counts for `stratified`); null for a simulated kernel.
     estimated_from: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Not in the spec (additions): a power sim's kernel (issue 34): AccelWattch's power, and the
+    # energy it comes to, J (its average power times sim_time_ns). An estimated kernel takes its
+    # representative's power; null when the sim has no power or the report had none for it.
+    power: KernelPower | None = Field(default=None, exclude_if=lambda v: v is None)
+    energy_j: float | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ComparisonRow(Model):

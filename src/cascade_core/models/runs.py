@@ -96,6 +96,16 @@ class RunEntry(Model):
         ),
     )
 
+    power: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Simulate power with AccelWattch: each kernel gets its average, maximum and minimum power, "
+            "their components and its energy. Only configs with a power model (`power_model` in "
+            "`GET /api/gpu-configs`); it takes about twice the simulation time. Real Accel-Sim only."
+        ),
+    )
+
     # Not in the spec (additions, optional, left out of responses when unset, so a spec client
     # sees no change): a config variant. See cascade_core/variants.py and POST /api/runs.
     options: dict[str, str] = Field(
@@ -132,6 +142,8 @@ class RunEntry(Model):
             data.pop("on_kernel_failure", None)
         if self.sampling == "none":
             data.pop("sampling", None)
+        if not self.power:
+            data.pop("power", None)
         if not data.get("options"):
             data.pop("options", None)
         if data.get("label") is None:

@@ -62,6 +62,8 @@ class SimSummary(Model):
     kernels_failed: int = Field(default=0, exclude_if=lambda v: v == 0)
     # Not in the spec (an addition): a sampled sim's sample (issue 33); absent otherwise.
     sampling: SamplingInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Not in the spec (an addition): the sim simulates power (its run entry's `power`).
+    power: bool = Field(default=False, exclude_if=lambda v: not v)
     # The run entry's choices its launch needs (server-side only: never sent, never read).
     on_kernel_failure: Literal["continue", "stop"] = Field(default="continue", exclude=True)
     warmup_kernels: int = Field(default=1, exclude=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cascade_core.models import KernelEvent, LogEvent, SimEvent
+from cascade_core.models import KernelEvent, KernelPowerEvent, LogEvent, SimEvent
 
 from ..storage.codecs import chunk_lines, sim_from_row
 from .parsing import ParseJob, ParseResult
@@ -34,5 +34,7 @@ def chunk_events(
         if seq not in missing:
             events.append(LogEvent(sim_id=job.sim_id, lines=chunk_lines(text)))
         events.extend(KernelEvent(stat=stat) for stat in parsed.kernels)
+        if parsed.power:
+            events.append(KernelPowerEvent(sim_id=job.sim_id, kernels=parsed.power))
         events.append(SimEvent(sim=base.model_copy(update=parsed.progress)))
     return events

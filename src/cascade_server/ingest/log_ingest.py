@@ -140,6 +140,7 @@ class LogIngest:
             chunks,
             [row for result in results for row in result.kernels],
             [result.progress for result in results],
+            [row for result in results for row in result.power],
         )
         for run_id, run_events in events:
             tx.publish(run_id, run_events)

@@ -21,10 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cascade_core.log_notes import MAX_POSITIONS
-from cascade_core.models import KernelStat, SimMetrics
+from cascade_core.models import KernelPowerAt, KernelStat, SimMetrics
 
 from ..storage.codecs import unpack_state
-from ..storage.logs import ChunkRow, KernelRow, ProgressRow, chunk_row, kernel_row, progress_row
+from ..storage.logs import (
+    ChunkRow,
+    KernelRow,
+    PowerRow,
+    ProgressRow,
+    chunk_row,
+    kernel_row,
+    power_rows,
+    progress_row,
+)
 from .parser.accelsim_log import LogParser
 from .parser.kernel import estimated
 from .shard_placement import WHOLE_TRACE, ShardPlacement
@@ -89,6 +98,7 @@ class ChunkParsed:
 
     kernels: list[KernelStat]
     progress: dict[str, Any]
+    power: list[KernelPowerAt] = field(default_factory=list)  # kernels' power that came
 
 
 @dataclass(slots=True)
@@ -100,6 +110,7 @@ class ParseResult:
     progress: ProgressRow  # with the parser state after the chunks, when it is to be saved
     chunks: list[ChunkParsed] = field(default_factory=list)
     stored: list[ChunkRow] = field(default_factory=list)  # each chunk's row, when job.pack
+    power: list[PowerRow] = field(default_factory=list)  # a power sim's kernels' power
 
 
 def progress_of(parser: LogParser, placement: ShardPlacement = WHOLE_TRACE) -> dict[str, Any]:
@@ -155,6 +166,7 @@ class Parsers:
         # Kept again only once it has read every chunk: a feed that raised leaves it nowhere.
         self._parsers.pop(sim_id, None)
         rows: list[KernelRow] = []
+        power: list[PowerRow] = []
         chunks: list[ChunkParsed] = []
         placement = job.placement
         for text in job.chunks:
@@ -172,8 +184,18 @@ class Parsers:
                     guess = estimated(k, position, scale)  # sampling: every kernel gets a row
                     rows.append(kernel_row(sim_id, guess))
                     own.append(guess)
+            # at trace positions already (the worker's notes); an estimated kernel takes its
+            # representative's
+            came = power_rows(sim_id, parser.take_power(), job.estimates or {})
+            power += came
             if job.watched:
-                chunks.append(ChunkParsed([k.to_stat(sim_id) for k in own], progress_of(parser, placement)))
+                chunks.append(
+                    ChunkParsed(
+                        [k.to_stat(sim_id) for k in own],
+                        progress_of(parser, placement),
+                        [row.event() for row in came],
+                    )
+                )
         next_seq = job.next_seq + len(job.chunks)
         self._parsers[sim_id] = (next_seq, parser)
         while len(self._parsers) > self._kept:
@@ -195,7 +217,7 @@ class Parsers:
             parser.state() if save_state else None,
             progress["kernels_failed"],
         )
-        return ParseResult(sim_id, rows, row, chunks, stored)
+        return ParseResult(sim_id, rows, row, chunks, stored, power)
 
 
 # The worker process's parsers (parse_pool.py runs `parse_in_this_process` there).

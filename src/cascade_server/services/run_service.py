@@ -7,7 +7,9 @@ import json
 import logging
 import shutil
 from collections import Counter
+from collections.abc import Iterable
 
+from cascade_core import power_report
 from cascade_core.models import (
     ConfigOption,
     GpuConfig,
@@ -96,6 +98,8 @@ class RunService:
         env["CASCADE_WARMUP_KERNELS"] = str(sim.warmup_kernels)
         if sim.sample is not None:  # a sampled sim: the kernels it simulates
             env["CASCADE_SAMPLE"] = sim.sample
+        if sim.power:  # AccelWattch, with the config's own power model
+            env["CASCADE_POWER"] = "1"
         return SimSpec(
             sim_id=sim.id,
             run_id=sim.run_id,
@@ -136,6 +140,8 @@ class RunService:
                 raise Invalid(
                     f"gpu_config {config.name!r} is {config.arch}, but trace {trace.id} is {trace.trace_gpu_arch}",
                 )
+            if entry.power and not config.power_model:
+                raise Invalid(power_model_problem(config.name, self.configs.values()))
         # Workers we start (local or Slurm) without Accel-Sim run the stand-in: say so on the run (`replay`), so no
         # one takes its numbers for a simulation of this trace.
         stand_in = self.settings.launcher in ("local", "slurm") and not self.simulator.real()
@@ -148,6 +154,11 @@ class RunService:
             stand_in=stand_in,
             tree=accelsim or self.settings.configs_root,
         )
+        if stand_in and any(e.power for e in entries):
+            raise Invalid(
+                "power needs the real simulator: the stand-in replays a recorded log, which has no "
+                "power; install it with `cascade simulator install`"
+            )
         if stand_in and (sampled := next((e for e in entries if e.sampling != "none"), None)):
             raise Invalid(
                 f"sampling ({sampled.sampling}) needs the real simulator: the stand-in replays a recorded "
@@ -278,3 +289,13 @@ class RunService:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def power_model_problem(name: str, configs: Iterable[GpuConfig]) -> str:
+    """The 422 sentence for `power: true` on a config without an AccelWattch model."""
+    have = sorted(c.name for c in configs if c.power_model)
+    which = f"configs with one: {', '.join(have)}" if have else "no config here has one"
+    return (
+        f"gpu_config {name!r} has no AccelWattch power model ({power_report.MODEL_FILE} beside its "
+        f"gpgpusim.config), so it cannot simulate power; {which}"
+    )

@@ -14,7 +14,7 @@ import aiosqlite
 import zstandard
 
 from cascade_core.log_notes import ranges_text
-from cascade_core.models import KernelStat, SimMetrics, SimSummary
+from cascade_core.models import KernelPower, KernelStat, SimMetrics, SimSummary
 from cascade_core.sampling import SimSample
 
 from .shard_columns import shard_from_row
@@ -214,6 +214,8 @@ def _variant(row: aiosqlite.Row) -> dict[str, Any]:
     if "on_kernel_failure" in keys:  # migration 9; NULL: the defaults
         policy["on_kernel_failure"] = row["on_kernel_failure"] or "continue"
         policy["warmup_kernels"] = 1 if row["warmup_kernels"] is None else row["warmup_kernels"]
+    if "power" in keys and row["power"]:  # migration 13
+        policy["power"] = True
     if "sampling" in keys and row["sampling"]:  # migration 10: a sampled sim
         sample = SimSample.from_json(row["sampling"])
         policy["sampling"] = sample.info
@@ -234,4 +236,20 @@ def kernel_from_row(row: aiosqlite.Row, with_stats: bool) -> KernelStat:
         stats=unpack_stats(row["stats"]) if with_stats else {},
         failed=row["failed"],
         estimated_from=row["estimated_from"],
+        **_power(row),
     )
+
+
+# The kernel_power columns a kernel's SELECT joins (NULL for a kernel without power).
+POWER_COLUMNS = "kernel_power.avg_w, kernel_power.max_w, kernel_power.min_w, kernel_power.components"
+POWER_JOIN = "LEFT JOIN kernel_power USING (sim_id, kernel_index)"
+
+
+def _power(row: aiosqlite.Row) -> dict[str, Any]:
+    """Migration 13: the kernel's power, and the energy it comes to over the kernel's time."""
+    if "avg_w" not in row.keys() or row["avg_w"] is None:
+        return {}
+    power = KernelPower(
+        avg_w=row["avg_w"], max_w=row["max_w"], min_w=row["min_w"], components=json.loads(row["components"])
+    )
+    return {"power": power, "energy_j": power.energy_j(row["sim_time_ns"])}

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any, Protocol
 
 import aiosqlite
 
-from cascade_core.models import SimMetrics
+from cascade_core.log_notes import KernelPowerNote
+from cascade_core.models import KernelPower, KernelPowerAt, SimMetrics
 
 from .codecs import (
     DECOMPRESS_ERRORS,
@@ -70,6 +71,40 @@ class KernelRow:
 
 
 @dataclass(slots=True, frozen=True)
+class PowerRow:
+    """A kernel's power (migration 13), as its `kernel_power` columns."""
+
+    sim_id: str
+    kernel_index: int
+    avg_w: float
+    max_w: float
+    min_w: float
+    components: str  # JSON {name: W}
+
+    def event(self) -> KernelPowerAt:
+        power = KernelPower(
+            avg_w=self.avg_w, max_w=self.max_w, min_w=self.min_w, components=json.loads(self.components)
+        )
+        return KernelPowerAt(kernel_index=self.kernel_index, power=power)
+
+
+def power_rows(
+    sim_id: str,
+    notes: Sequence[KernelPowerNote],
+    estimates: Mapping[int, Sequence[tuple[int, float]]],
+) -> list[PowerRow]:
+    """The rows of the worker's power notes; a sampled sim's representative's power is also each
+    kernel's that takes its numbers (`estimates`: representative -> (position, scale)). Power is
+    not scaled: an estimated kernel is taken to draw what its representative draws."""
+    rows = []
+    for note in notes:
+        components = json.dumps(dict(note.components))
+        for index in (note.kernel_index, *(p for p, _ in estimates.get(note.kernel_index, ()))):
+            rows.append(PowerRow(sim_id, index, note.avg_w, note.max_w, note.min_w, components))
+    return rows
+
+
+@dataclass(slots=True, frozen=True)
 class ProgressRow:
     """A sim's parse progress, as its `sims` columns, and the parser's state when it was saved
     with it (it then stands before `next_seq`)."""
@@ -100,6 +135,8 @@ _PROGRESS_VALUES = attrgetter(*(f.name for f in fields(ProgressRow)))
 _INSERT_CHUNK = "INSERT INTO log_chunks({}) VALUES ({})".format(
     ", ".join(CHUNK_COLUMNS), ",".join("?" * len(CHUNK_COLUMNS))
 )
+_INSERT_POWER = "INSERT OR REPLACE INTO kernel_power VALUES (?,?,?,?,?,?)"
+_POWER_VALUES = attrgetter(*(f.name for f in fields(PowerRow)))
 _INSERT_KERNEL = "INSERT OR REPLACE INTO kernels({}) VALUES ({})".format(
     ", ".join(KERNEL_COLUMNS), ",".join("?" * len(KERNEL_COLUMNS))
 )
@@ -269,6 +306,7 @@ class LogRepository:
         chunks: Sequence[ChunkRow],
         kernels: Sequence[KernelRow],
         progress: Sequence[ProgressRow],
+        power: Sequence[PowerRow] = (),
     ) -> None:
         """The write's last step, committed with it in one round trip: the chunks, the kernels
         they completed and each sim's progress (with its parser state, when saved)."""
@@ -276,6 +314,7 @@ class LogRepository:
         def save(conn: sqlite3.Connection) -> None:
             conn.executemany(_INSERT_CHUNK, map(_CHUNK_VALUES, chunks))
             conn.executemany(_INSERT_KERNEL, map(_KERNEL_VALUES, kernels))
+            conn.executemany(_INSERT_POWER, map(_POWER_VALUES, power))
             conn.executemany(_UPDATE_PROGRESS, map(_progress_values, progress))
 
         await tx.run(save, commit=True)

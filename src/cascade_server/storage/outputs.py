@@ -13,7 +13,7 @@ from cascade_core.models import (
 )
 
 from ..domain_errors import NotFound
-from .codecs import iso, kernel_from_row, pack, unpack
+from .codecs import POWER_COLUMNS, POWER_JOIN, iso, kernel_from_row, pack, unpack
 from .database import Database, Transaction
 from .runs import RunRepository
 from .shard_columns import OWNED_SQL
@@ -37,8 +37,8 @@ class OutputRepository:
             )
         )
         async with self.db.r.execute(
-            f"SELECT {columns} FROM kernels JOIN sims ON sims.id = kernels.sim_id"
-            f" WHERE sims.run_id=? AND {OWNED_SQL}"
+            f"SELECT {columns}, {POWER_COLUMNS} FROM kernels JOIN sims ON sims.id = kernels.sim_id"
+            f" {POWER_JOIN} WHERE sims.run_id=? AND {OWNED_SQL}"
             " ORDER BY sims.gpu_config, sims.label, sims.replica, kernels.kernel_index",
             (run_id,),
         ) as cur:
@@ -46,7 +46,8 @@ class OutputRepository:
 
     async def sim_kernels(self, sim_id: str) -> list[KernelStat]:
         async with self.db.r.execute(
-            "SELECT * FROM kernels WHERE sim_id=? ORDER BY kernel_index", (sim_id,)
+            f"SELECT kernels.*, {POWER_COLUMNS} FROM kernels {POWER_JOIN} WHERE sim_id=? ORDER BY kernel_index",
+            (sim_id,),
         ) as cur:
             return [kernel_from_row(row, True) for row in await cur.fetchall()]
 

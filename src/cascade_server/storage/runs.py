@@ -66,8 +66,8 @@ class RunRepository:
             await tx.conn.executemany(
                 "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
                 " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels, sampling,"
-                f" trace_kernels, {', '.join(INSERT_COLUMNS)})"
-                " VALUES (?,?,?,?,'pending',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f" trace_kernels, power, {', '.join(INSERT_COLUMNS)})"
+                " VALUES (?,?,?,?,'pending',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         new_id("sim"),
@@ -84,6 +84,7 @@ class RunRepository:
                         None if e.warmup_kernels == 1 else e.warmup_kernels,
                         sample.to_json() if sample else None,
                         kernels_total,
+                        1 if e.power else None,
                         *insert_values(shard),
                     )
                     for e in entries
@@ -154,7 +155,7 @@ class RunRepository:
             async with tx.conn.execute("SELECT id FROM sims WHERE run_id=?", (run_id,)) as cur:
                 sim_ids = [row[0] for row in await cur.fetchall()]  # with sims retried in place
             marks = ",".join("?" * len(sim_ids))
-            for table in ("log_chunks", "kernels", "files", "step_timelines"):
+            for table in ("log_chunks", "kernels", "kernel_power", "files", "step_timelines"):
                 await tx.conn.execute(f"DELETE FROM {table} WHERE sim_id IN ({marks})", sim_ids)
             await tx.conn.execute("DELETE FROM sims WHERE run_id=?", (run_id,))
             await tx.conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
@@ -188,9 +189,9 @@ class RunRepository:
                 await tx.conn.execute(
                     "INSERT INTO sims(id, run_id, gpu_config, replica, state, state_since, created_at,"
                     " kernels_total, core_clock_mhz, options, label, on_kernel_failure, warmup_kernels, sampling,"
-                    f" trace_kernels, {', '.join(INSERT_COLUMNS)}, retry_of)"
+                    f" trace_kernels, power, {', '.join(INSERT_COLUMNS)}, retry_of)"
                     " SELECT ?, run_id, gpu_config, replica, 'pending', ?, ?, kernels_total, core_clock_mhz,"
-                    " options, label, on_kernel_failure, warmup_kernels, sampling, trace_kernels,"
+                    " options, label, on_kernel_failure, warmup_kernels, sampling, trace_kernels, power,"
                     f" {', '.join(INSERT_COLUMNS)}, id FROM sims WHERE id=?",
                     (new, now, now, old_id),
                 )

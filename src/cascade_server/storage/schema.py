@@ -174,6 +174,21 @@ MIGRATIONS: list[str] = [
     # none. The log keeps exactly what the simulator sent: a closed gap's chunks are stored empty
     # and the sim says which they were (ingest/gaps.py), no longer a line of the server's in the log.
     "ALTER TABLE sims ADD COLUMN missing_log_chunks TEXT",
+    # 13: power (issue 34). A sim that simulates power (NULL: no), and its kernels' power from
+    # AccelWattch, as the worker's notes in its log give it (cascade_core/log_notes.py): a row of
+    # its own, since a kernel's power arrives after its stats; components as JSON {name: W}.
+    """
+    ALTER TABLE sims ADD COLUMN power INTEGER;
+    CREATE TABLE kernel_power (
+        sim_id TEXT NOT NULL,
+        kernel_index INTEGER NOT NULL,
+        avg_w REAL NOT NULL,
+        max_w REAL NOT NULL,
+        min_w REAL NOT NULL,
+        components TEXT NOT NULL,
+        PRIMARY KEY (sim_id, kernel_index)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from cascade_core.models import (
     KernelEvent,
+    KernelPowerEvent,
     KernelStat,
     LogEvent,
     RunDetail,
@@ -65,7 +66,7 @@ class RunModel:
 
     # --- applying ------------------------------------------------------------------------------
 
-    def apply(self, event: SnapshotEvent | SimEvent | LogEvent | KernelEvent) -> None:
+    def apply(self, event: SnapshotEvent | SimEvent | LogEvent | KernelEvent | KernelPowerEvent) -> None:
         self.events += 1
         if isinstance(event, SnapshotEvent):
             self._apply_snapshot(event)
@@ -75,6 +76,8 @@ class RunModel:
             self._apply_log(event)
         elif isinstance(event, KernelEvent):
             self._apply_kernel(event.stat)
+        elif isinstance(event, KernelPowerEvent):
+            self._apply_power(event)
         else:  # pragma: no cover - RunEvent is a closed union
             raise TypeError(f"not a run event: {type(event).__name__}")
 
@@ -118,6 +121,17 @@ class RunModel:
             return
         self._store_kernel(stat)
         self._changes.kernels = True
+
+    def _apply_power(self, event: KernelPowerEvent) -> None:
+        """A power sim's kernels' power, after their stats (a kernel not seen yet is skipped: the
+        next snapshot brings it with its power)."""
+        kernels = self.kernels.get(event.sim_id, {})
+        for at in event.kernels:
+            stat = kernels.get(at.kernel_index)
+            if stat is not None:
+                energy = at.power.energy_j(stat.sim_time_ns)
+                kernels[at.kernel_index] = stat.model_copy(update={"power": at.power, "energy_j": energy})
+                self._changes.kernels = True
 
     def _store_kernel(self, stat: KernelStat) -> None:
         if stat.stats:

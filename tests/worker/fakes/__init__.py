@@ -33,6 +33,8 @@ def install_fake_accelsim(root: Path, configs: dict[str, dict[str, str]]) -> Pat
         ]
         lines += [f"-{key} {value}" for key, value in options.items()]
         (cfg / "gpgpusim.config").write_text("\n".join(lines) + "\n")
+        if "fake_power" in options:  # a config with an AccelWattch model (the fake reads none)
+            (cfg / "accelwattch_sass_sim.xml").write_text("<component id='root'/>\n")
         (root / TRACE_CFGS / name).mkdir(parents=True, exist_ok=True)
         (root / TRACE_CFGS / name / "trace.config").write_text("-trace_opcode_latency_initiation_int 4,2\n")
     return root

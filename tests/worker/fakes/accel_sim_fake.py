@@ -43,6 +43,59 @@ def kernel_block(uid: int) -> list[str]:
     ]
 
 
+POWER_REPORT = "accelwattch_power_report.log"
+POWER_COMPONENTS = {"DRAMP": 0.75, "IDLE_COREP": 20.0, "CONSTP": 32.25, "STATICP": 1.25}
+
+
+def kernel_power(number: int) -> float:
+    """The fake's average power for the kernel of trace file `kernel-<number>.traceg`, W."""
+    return sum(POWER_COMPONENTS.values()) + number
+
+
+def power_block(uid: int, number: int) -> str:
+    """AccelWattch's block for a kernel, as the real one writes it (components with their comma)."""
+    extra = {"RFP": float(number)}
+    lines = [
+        f"kernel_name = _Z6kernel{number}v ",
+        f"kernel_launch_uid = {uid} ",
+        "",
+        "Kernel Average Power Data:",
+        f"kernel_avg_power = {kernel_power(number):g}",
+        *[f"gpu_avg_{name}, = {value:g}" for name, value in {**extra, **POWER_COMPONENTS}.items()],
+        "gpu_avg_TOT_INST, = 144",
+        "",
+        "Kernel Maximum Power Data:",
+        f"kernel_max_power = {kernel_power(number) + 10:g}",
+        "",
+        "Kernel Minimum Power Data:",
+        f"kernel_min_power = {kernel_power(number) - 5:g}",
+        "",
+        "Accumulative Power Statistics Over Previous Kernels:",
+        "gpu_tot_avg_power = 50",
+        "gpu_tot_max_power = 70",
+        "gpu_tot_min_power = 40",
+        "",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_power(line: str, uid: int, number: int, options: dict[str, str]) -> None:
+    """With -power_simulation_enabled 1: the kernel's block, appended; `-fake_power cut:<file>`
+    stops mid-block there (a simulator killed mid-write), `garble:<file>` writes a block whose
+    figures do not read."""
+    if options.get("power_simulation_enabled") != "1":
+        return
+    block = power_block(uid, number)
+    how = options.get("fake_power", "ok")
+    if how == f"cut:{line}":
+        block = block[: block.index("Kernel Maximum")]
+    elif how == f"garble:{line}":
+        block = block.replace(f"kernel_avg_power = {kernel_power(number):g}", "kernel_avg_power = -nan(ind)x")
+    with open(POWER_REPORT, "a") as report:
+        report.write(block)
+
+
 def allocate(megabytes: int) -> None:
     """Take `megabytes` of memory, touched, as the real one's `new` does for its GPU model; past
     the memory limit, the real one's words and its abort."""
@@ -71,6 +124,8 @@ def run_list(kernelslist: Path, fail_on: list[str], seconds: float, options: dic
     """Each kernel of the list in order, as the real one prints them; a kernel whose file is in
     `fail_on` (or any, with `all`; `hang:<file>` hangs there) aborts with Accel-Sim's assertion."""
     uid = 0
+    if options.get("power_simulation_enabled") == "1":
+        Path(POWER_REPORT).write_text("")  # each simulator's report starts anew, as the real one's
     for line in kernelslist.read_text().split("\n"):
         if line.startswith("MemcpyHtoD"):
             say(f"launching memcpy command : {line}")
@@ -107,6 +162,7 @@ def run_list(kernelslist: Path, fail_on: list[str], seconds: float, options: dic
         block = kernel_block(uid)
         # the kernel's own cycles, by its trace file, so a test tells the kernels apart
         number = int("".join(c for c in line if c.isdigit()) or 0)
+        write_power(line, uid, number, options)  # the report is flushed before stdout's block
         block = [x.replace(f"_Z6kernel{uid}v", f"_Z6kernel{number}v") for x in block]
         say(*[f"gpu_sim_cycle = {1000 + number}" if x.startswith("gpu_sim_cycle") else x for x in block])
     say(*EXIT_LINES)
@@ -136,6 +192,11 @@ def main(argv: list[str]) -> int:
         parts = line.split()
         if len(parts) >= 2 and parts[0].startswith("-"):
             options[parts[0][1:]] = parts[1]
+    # The command line's options after the configs win, as the real one's do.
+    after = argv[max(i for i, arg in enumerate(argv) if arg == "-config") + 2 :]
+    for name, value in zip(after[::2], after[1::2]):
+        if name.startswith("-"):
+            options[name[1:]] = value
     # An option the real simulator does not register is refused before anything else, in its words.
     if unknown := [name for name in options if name.startswith("unknown_")]:
         say("", "", f"GPGPU-Sim ** ERROR: Unknown Option: '-{unknown[0]}' ")

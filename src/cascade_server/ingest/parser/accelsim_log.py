@@ -124,6 +124,7 @@ class LogParser:
         "_block_bytes",
         "_restarts",
         "_limit",
+        "_power",
     )
 
     def __init__(self, core_clock_mhz: float, state: dict | None = None, kernel_limit: int = MAX_POSITIONS):
@@ -150,6 +151,8 @@ class LogParser:
         # (see _SLOWDOWN_LINE_RE); the next line proves it was, so the block is reported then.
         self._block_ended = False
         self._restarts = Restarts()  # past kernels the simulator failed on (restarts.py)
+        # The worker's power notes read since take_power() (not saved: taken with each chunk).
+        self._power: list[log_notes.KernelPowerNote] = []
         if state is not None:
             self._restore(state)
 
@@ -200,6 +203,12 @@ class LogParser:
     def in_block(self) -> bool:
         """True while a stats block has started and not yet ended."""
         return self._block is not None
+
+    def take_power(self) -> list[log_notes.KernelPowerNote]:
+        """The kernels' power the worker's notes gave since the last call (a power sim's: each
+        kernel's note follows its stats block; at its trace position, warm-up kernels left out)."""
+        taken, self._power = self._power, []
+        return taken
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -266,6 +275,9 @@ class LogParser:
         start = 0
         for i, line in enumerate(lines):
             if not line.startswith(log_notes.PREFIX):
+                continue
+            if (power := log_notes.parse_power(line, self._limit)) is not None:
+                self._power.append(power)  # a line of the log like any other, besides
                 continue
             note = log_notes.parse_failure(line, self._limit) or log_notes.parse_restart(line, self._limit)
             if note is None:
