@@ -335,6 +335,7 @@ async def test_fields_a_response_leaves_out_say_so_as_the_api_answers(core):
         "warmup_kernels",
         "on_kernel_failure",
         "sampling",
+        "power",
         "options",
         "label",
     }

@@ -80,6 +80,7 @@ async def test_each_kernel_gets_its_power_and_energy_and_the_cycles_do_not_chang
         log = (await http.get(f"/api/sims/{sim['id']}/log")).text
         files = {f["name"] for f in (await http.get(f"/api/sims/{sim['id']}/files")).json()}
         report = (await http.get(f"/api/sims/{sim['id']}/files/accelwattch_power_report.log")).text
+        perfetto = (await http.get(f"/api/runs/{final['id']}/perfetto")).json()["traceEvents"]
 
     rows = kernels["SM7_POWER"]
     # the cycles are a run's without power; kernel #2 failed in the simulator and has no power
@@ -105,6 +106,12 @@ async def test_each_kernel_gets_its_power_and_energy_and_the_cycles_do_not_chang
     assert "accelwattch_power_report.log" in files
     assert report.count("kernel_launch_uid = ") == 6  # #0-1, then #1 (warm-up) and #3-5
     assert "no power for" not in log
+    # Perfetto: a power counter track beside the kernels (0 for the failed kernel's place, and after)
+    counts = [e for e in perfetto if e["ph"] == "C"]
+    assert {e["name"] for e in counts} == {"power W, replica 0"}
+    assert [e["args"]["W"] for e in counts] == [kernel_power(n) for n in (1, 2, 4, 5, 6)] + [0.0]
+    slices = [e for e in perfetto if e["ph"] == "X" and e.get("cat") == "kernel"]
+    assert all(e["args"]["energy_j"] > 0 for e in slices)
     # live: each kernel's power came in an event of its own (after the kernel's)
     live = sorted(k["kernel_index"] for e in seen["events"] for k in e["kernels"])
     assert live == [0, 1, 3, 4, 5]

@@ -36,6 +36,7 @@ TYPES: tuple[type[BaseModel], ...] = (
     models.SamplingInfo,
     models.SimMetrics,
     models.KernelStat,
+    models.KernelPower,
     models.Comparison,
     models.ComparisonRow,
     models.SimResults,
@@ -51,6 +52,8 @@ TYPES: tuple[type[BaseModel], ...] = (
     models.SimEvent,
     models.LogEvent,
     models.KernelEvent,
+    models.KernelPowerEvent,
+    models.KernelPowerAt,
 )
 # The types only a simulator sends or reads (spec 002): in the HTTP API reference, not the prompt.
 SIMULATOR_TYPES: tuple[type[BaseModel], ...] = (
@@ -159,6 +162,8 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "stats": "every `key = value` line of the block; empty in lists and events",
         "warmup": "a shard's warm-up kernel, only in that sim's own results",
         "failed": "a kernel the simulator failed on: its reason; the row has no results",
+        "power": "AccelWattch's power, for a sim with `power: true`",
+        "energy_j": "`power.avg_w` times `sim_time_ns`, in joules",
     },
     "Comparison": {"configs": "the run's configs in entry order", "rows": "one per kernel position"},
     "ComparisonRow": {"real_ns": "null without real timing", "sim_ns": "config -> median simulated ns"},
@@ -172,6 +177,7 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
     "SimEvent": {"sim": "the sim after a change"},
     "LogEvent": {"lines": "new log lines"},
     "KernelEvent": {"stat": "a kernel that just finished"},
+    "KernelPowerEvent": {"kernels": "each kernel's `kernel_index` and `power`, after its `kernel` event"},
     "Heartbeat": {
         "state": "`running` while working, `succeeded` or `failed` once at the end",
         "exit_code": "the simulator's exit code, with the final heartbeat",

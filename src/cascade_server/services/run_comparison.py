@@ -63,6 +63,17 @@ def _dumps(docs: list[dict[str, Any]]) -> bytes:
     return json.dumps(docs, separators=(",", ":"), allow_nan=False).encode()
 
 
+def _power_count(sim: SimSummary, pid_of: dict[str, int], ts: float, watts: float) -> dict[str, Any]:
+    """A counter event of the replica's power track (Perfetto draws one track per name)."""
+    return {
+        "ph": "C",
+        "name": f"power W, replica {sim.replica}",
+        "pid": pid_of.get(sim.label, 0),
+        "ts": ts,
+        "args": {"W": watts},
+    }
+
+
 def perfetto_trace(
     run: RunDetail,
     kernels: list[KernelStat],
@@ -70,8 +81,9 @@ def perfetto_trace(
     step_timelines: list[SimStepTimeline] | None = None,
 ) -> dict[str, Any]:
     """Chrome trace JSON: a process per config variant, a thread per replica, one slice per kernel laid
-    end to end by `sim_time_ns` (timestamps in microseconds, as the format wants); with step
-    timelines, a second thread per replica with its predicted steps."""
+    end to end by `sim_time_ns` (timestamps in microseconds, as the format wants); with power, a
+    counter track per replica of each kernel's average power; with step timelines, a second thread
+    per replica with its predicted steps."""
     configs = run_configs(run)
     pid_of = {config: number for number, config in enumerate(configs, start=1)}
     sims = {sim.id: sim for sim in run.sims}
@@ -93,6 +105,7 @@ def perfetto_trace(
             }
         )
     clock_us: dict[tuple[str, int], float] = {}  # per replica: its shards' kernels end to end
+    powered: set[tuple[str, int]] = set()  # the replicas with a power counter track
     for stat in kernels:
         kernel_sim = sims.get(stat.sim_id)
         if kernel_sim is not None and stat.failed is not None:
@@ -123,9 +136,22 @@ def perfetto_trace(
                     "gpu_ipc": stat.gpu_ipc,
                     "sim_time_ns": stat.sim_time_ns,
                     **({"estimated_from": stat.estimated_from} if stat.estimated_from is not None else {}),
+                    **(
+                        {"power_avg_w": stat.power.avg_w, "energy_j": stat.energy_j}
+                        if stat.power is not None
+                        else {}
+                    ),
                 },
             }
         )
+        if stat.power is not None or replica in powered:
+            # the counter holds the kernel's average power for its slice (0 where it has none)
+            powered.add(replica)
+            watts = stat.power.avg_w if stat.power is not None else 0.0
+            events.append(_power_count(kernel_sim, pid_of, start, watts))
+    for label, replica in sorted(powered):  # the track drops to 0 after the replica's last kernel
+        ends = next(s for s in run.sims if (s.label, s.replica) == (label, replica))
+        events.append(_power_count(ends, pid_of, clock_us[(label, replica)], 0.0))
     events += step_slices(pid_of, step_timelines or [])
     other = {"run_id": run.id, "trace_id": run.trace_id, "source": "Cascade: Accel-Sim simulated time"}
     if run.replay or run.sample:

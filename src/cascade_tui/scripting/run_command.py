@@ -119,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(default none)",
     )
     start.add_argument(
+        "--power",
+        action="store_true",
+        help="simulate power with AccelWattch: each kernel's power and energy (configs with a power "
+        "model only, `cascade configs` says which; about 2-3x the simulation time)",
+    )
+    start.add_argument(
         "--on-kernel-failure",
         choices=("continue", "stop"),
         default="continue",
@@ -172,6 +178,9 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
         ]
     if args.on_kernel_failure != "continue":
         entries = [e.model_copy(update={"on_kernel_failure": args.on_kernel_failure}) for e in entries]
+    if args.power:
+        entries = [e.model_copy(update={"power": True}) for e in entries]
+        print("power: AccelWattch on, about 2-3x the simulation time", file=sys.stderr)
     if args.sampling != "none":
         entries = [e.model_copy(update={"sampling": args.sampling}) for e in entries]
         trace = await client.trace(segment(args.trace))
