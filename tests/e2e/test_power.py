@@ -45,7 +45,7 @@ async def run_of(http, trace_id: str, entries: list[dict]) -> tuple[dict, dict[s
     kernels = (await http.get(f"/api/runs/{run['id']}/results")).json()
     by_sim: dict[str, list[dict]] = {}
     for sim in kernels["sims"]:
-        by_sim[sim["gpu_config"]["name"]] = sim["kernels"]
+        by_sim.setdefault(sim["gpu_config"]["name"], []).extend(sim["kernels"])  # shards in order
     return final, by_sim, {"events": events}
 
 
@@ -142,3 +142,68 @@ async def test_a_cut_or_garbled_report_loses_no_cycles_and_says_whose_power_is_m
         "[cascade] no power for kernel #1: the power report has no whole block for it (1 garbled)"
         in logs["SM7_GARBLED"]
     )
+
+
+async def test_shards_drop_their_warm_up_kernels_power_and_a_retry_keeps_power(
+    make_server, worker_env, tmp_path
+):
+    """Two shards of six kernels, each after one warm-up kernel: every kernel's power once, from
+    the shard that owns it (the second shard's warm-up kernel #2 is the first shard's)."""
+    server, trace_id = await fake_server(
+        make_server, tmp_path, {"SM7_POWER": {"fake_fail_on": "none", "fake_power": "ok"}}
+    )
+    async with server.client() as http:
+        final, kernels, _ = await run_of(
+            http, trace_id, [{"gpu_config": "SM7_POWER", "count": 1, "shards": 2, "power": True}]
+        )
+        logs = [(await http.get(f"/api/sims/{s['id']}/log")).text for s in final["sims"]]
+    assert [s["state"] for s in final["sims"]] == ["succeeded", "succeeded"]
+    rows = [k for k in kernels["SM7_POWER"] if not k.get("warmup")]
+    assert [(k["kernel_index"], k["power"]["avg_w"]) for k in rows] == [
+        (n - 1, kernel_power(n)) for n in range(1, 7)
+    ]
+    # the second shard simulated #2 to warm up: its log has no power note for it
+    assert "[cascade] power #2: " in logs[0] and "[cascade] power #2: " not in logs[1]
+
+
+async def test_an_estimated_kernel_takes_its_representative_s_power(make_server, worker_env, tmp_path):
+    from tests.e2e.test_sampling import sampled_server
+
+    server, trace_id = await sampled_server(
+        make_server, tmp_path, {"SM7_POWER": {"fake_fail_on": "none", "fake_power": "ok"}}
+    )
+    async with server.client() as http:
+        _, kernels, seen = await run_of(
+            http,
+            trace_id,
+            [{"gpu_config": "SM7_POWER", "count": 1, "sampling": "identical", "power": True}],
+        )
+    rows = kernels["SM7_POWER"]
+    # kernels 0, 2, 4 are one group (#0 simulated), 1 and 3 another (#1), 5 its own
+    assert [(k["kernel_index"], k.get("estimated_from")) for k in rows] == [
+        (0, None),
+        (1, None),
+        (2, 0),
+        (3, 1),
+        (4, 0),
+        (5, None),
+    ]
+    for k in rows:
+        representative = k.get("estimated_from", k["kernel_index"])
+        assert k["power"]["avg_w"] == kernel_power(representative + 1)
+        assert k["energy_j"] == pytest.approx(k["power"]["avg_w"] * k["sim_time_ns"] * 1e-9)
+    assert sorted(k["kernel_index"] for e in seen["events"] for k in e["kernels"]) == [0, 1, 2, 3, 4, 5]
+
+
+async def test_a_retried_sim_simulates_power_again(make_server, worker_env, tmp_path):
+    server, trace_id = await fake_server(
+        make_server, tmp_path, {"SM7_BROKEN": {"fake_fail_on": "all", "fake_power": "ok"}}
+    )
+    async with server.client() as http:
+        final, _, _ = await run_of(http, trace_id, [{"gpu_config": "SM7_BROKEN", "count": 1, "power": True}])
+        assert final["sims"][0]["state"] == "failed"
+        retried = await http.post(f"/api/runs/{final['id']}/retry")
+        assert retried.status_code == 201, retried.text
+        again = retried.json()
+        assert again["entries"][0]["power"] is True and again["sims"][0]["power"] is True
+        await finished_run(http, again["id"], timeout=90)
