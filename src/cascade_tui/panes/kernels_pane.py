@@ -1,5 +1,6 @@
 """The kernels pane: total simulated time per config and per-kernel bars, from the run model,
-with real time (and MAPE) from the server's comparison when the trace has real timing. A sweep run
+with real time (and MAPE) from the server's comparison when the trace has real timing, and a power
+run's power per kernel and energy per config (AccelWattch). A sweep run
 (entries with simulator options) names its variants by what differs, shows each as a multiple of
 the unmodified config, and, for one swept numeric option, charts total simulated time against the
 swept value (textual-plotext) beside the bars (under them when the pane is narrow)."""
@@ -18,7 +19,7 @@ from cascade_core.comparison import RealTiming, trace_kernel_names
 from ..connection.client_errors import ApiError
 from ..messages import ReportsWorkerErrors
 from ..services import Services
-from ..views import chart, compare, sweep
+from ..views import chart, compare, power, sweep
 from ..views.reducer import RunModel
 from ..widgets.kernel_chart import KernelChart
 from ..widgets.sweep_plot import SweepPlot
@@ -132,6 +133,7 @@ class KernelsPane(ReportsWorkerErrors, Vertical):
                 order=self.order,
                 sweep=view,
                 failures=compare.failure_reasons(kernels, model.sims),
+                power=power.kernel_power(model.sims, kernels),
             )
         )
         series = sweep.sweep_series(view.variants, totals) if view and not stand_in else None

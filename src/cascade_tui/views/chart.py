@@ -8,14 +8,15 @@ Style names: "title", "name", "dim", "warn", "real", "cfg0".."cfgN" (a config's 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from cascade_core.accuracy import error_pct
 from cascade_core.models import ComparisonRow
 
 from .compare import ConfigTotal, Ranking, kernel_share, kernel_spread, order_kernel_rows
 from .formatting import bar, ellipsize, plural, short_kernel_name, si_number, time_ns
-from .sweep import SweepView, baseline_note, kernel_multiple, sweep_sentence
+from .power import PowerCell, has_power, joules, watts
+from .sweep import SweepView, baseline_note, kernel_multiple, sweep_sentence, swept_value_order
 
 Segment = tuple[str, str]
 Line = list[Segment]
@@ -31,6 +32,12 @@ KERNELS_HELP: tuple[tuple[str, str], ...] = (
         "with real timing: mean absolute percentage error, |simulated - real| / real averaged over "
         "the kernels; each bar's +x% is that kernel's signed error",
     ),
+    (
+        "57.3 W",
+        "a power run (AccelWattch): the kernel's average power; ~ taken from its representative "
+        "(sampling), as its time is; — the simulator's report had none for it",
+    ),
+    ("energy", "a power run: the energy of the kernels with power, and their average power"),
 )
 
 VALUE_WIDTH = 10
@@ -63,6 +70,7 @@ def _bar_line(
 
 
 MIN_SUFFIX = 20
+POWER_CELL = 9  # `~1234.5 W`: a kernel's power, right-aligned after its time
 
 
 def _total_suffix(
@@ -122,15 +130,20 @@ def chart_lines(
     order: str = "trace",
     sweep: SweepView | None = None,
     failures: Mapping[int, Mapping[str, str]] | None = None,
+    power: Mapping[int, Mapping[str, PowerCell]] | None = None,
 ) -> list[Line]:
     """`stand_in`: why the numbers are not a simulation (then no config is named fastest and no
     multiples are shown: they would compare placeholders; the screen's banner gives the reason,
     so it is not repeated here); `finished`: the run is over (else the totals are said to be so
     far); `sweep`: the run has variants (then each is named by what differs, and is a multiple of
     its unmodified config when the run has it); `failures`: kernel position -> config -> the
-    simulator's reason, for kernels it failed on (their rows say so instead of a bar)."""
+    simulator's reason, for kernels it failed on (their rows say so instead of a bar); `power`:
+    kernel position -> config -> its power (`power.kernel_power`), a column after each kernel's
+    time when some kernel has power."""
     names = sweep.names if sweep else {}
     failures = failures or {}
+    power = power or {}
+    show_power = has_power(power)
 
     def shown(cfg: str) -> str:
         return names.get(cfg, cfg)
@@ -141,6 +154,8 @@ def chart_lines(
     # The bars take what the longest suffix leaves ("  1.31x  MAPE 12.3%" or more), so no line
     # is wider than the pane; at least MIN_SUFFIX is kept so the bars do not jump as it changes.
     suffix_w = max([MIN_SUFFIX] + [sum(len(t) for t, _ in sfx) for sfx in suffixes.values()])
+    if show_power:  # a kernel's bar then says its power, error and multiple: room for all three
+        suffix_w = max(suffix_w, 2 + POWER_CELL + (9 if has_real_timing else 0) + (7 if sweep else 0))
     fixed = VALUE_WIDTH + suffix_w + 5
     label_w = min(label_w, max(MIN_LABEL, width - fixed - MIN_BAR))
     bar_w = max(MIN_BAR, width - label_w - fixed)
@@ -187,6 +202,8 @@ def chart_lines(
         if total.estimate:  # a sampled config's totals are estimates
             for part in textwrap.wrap(f"{shown(total.config)}: {total.estimate}.", max(20, width - 1)):
                 lines.append([(part, "dim")])
+    if any(t.power for t in totals):
+        lines += _energy_lines(totals, shown, label_w, style_of, width, finished, sweep)
     if sweep is not None and (note := baseline_note(sweep.variants, names)):
         for text in textwrap.wrap(note, max(20, width - 1)):
             lines.append([(text, "dim")])
@@ -243,6 +260,9 @@ def chart_lines(
                 lines.append([(label, style_of[cfg]), ("failed in the simulator", "warn")])
                 continue
             suffix = []
+            if show_power:  # a column: blank for a config that does not simulate power
+                cell = power.get(row.kernel_index, {}).get(cfg)
+                suffix.append(("  " + (cell.text() if cell else "").rjust(POWER_CELL), "" if cell else "dim"))
             if has_real_timing and value is not None and row.real_ns and row.sim_kernel_name is None:
                 suffix.append((f"  {error_pct(row.real_ns, value):+.1f}%", "dim"))
             variant = sweep.variant(cfg) if sweep and not stand_in else None
@@ -250,6 +270,39 @@ def chart_lines(
                 suffix.append((f"  {mult:.2f}x", ""))
             lines.append(_bar_line(shown(cfg), label_w, value, group_scale, bar_w, style_of[cfg], suffix))
     return [_fit(line, width) for line in lines]
+
+
+def _energy_lines(
+    totals: Sequence[ConfigTotal],
+    shown: Callable[[str], str],
+    label_w: int,
+    style_of: Mapping[str, str],
+    width: int,
+    finished: bool,
+    sweep: SweepView | None,
+) -> list[Line]:
+    """Under the totals of a power run: each config's energy and average power (AccelWattch),
+    over the same replicas as its time; in a sweep, each config's variants by the swept value."""
+    title = "Energy per " + ("variant" if sweep else "config") + ("" if finished else " so far")
+    lines = _title(title, "(AccelWattch; average power over the kernels with power)", width)
+    order = swept_value_order(sweep.variants) if sweep else []
+    ranked = sorted(totals, key=lambda t: order.index(t.config) if t.config in order else len(order))
+    for total in ranked:
+        line: Line = [
+            ("  " + ellipsize(shown(total.config), label_w).ljust(label_w) + " ", style_of[total.config])
+        ]
+        if not total.power:
+            line.append(("no power simulated", "dim"))
+        elif total.energy_j is None:
+            line.append(("—", "dim"))
+        else:
+            line.append((f"energy {joules(total.energy_j)}", ""))
+            if total.power_w is not None:
+                line.append((f"  avg {watts(total.power_w)}", ""))
+            if total.kernels_without_power:
+                line.append((f"  {plural(total.kernels_without_power, 'kernel')} without power", "warn"))
+        lines.append(line)
+    return lines
 
 
 def value_count(row: ComparisonRow) -> int:

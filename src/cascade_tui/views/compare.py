@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cascade_core.accuracy import accuracy, pairs_of
 from cascade_core.comparison import RealTiming
@@ -24,6 +25,7 @@ from cascade_core.models import (
 from cascade_core.shard_merge import replica_sims
 
 from .formatting import plural
+from .power import SimEnergy, sim_energies
 from .sampling import estimate_note
 
 TIE_TOLERANCE = 0.01  # configs within 1% of the fastest tie with it
@@ -52,6 +54,13 @@ class ConfigTotal:
     # No replica succeeded and one is still to finish: its result is not in yet, so no other
     # config is ranked against it (`rank`).
     waiting: bool = False
+    # A power config (its sims simulate power, issue 34): the median energy over the replicas
+    # counted above, of the kernels that have power, and its average power over their time
+    # (views/power.py); the most kernels a replica has without power (left out of the energy).
+    power: bool = False
+    energy_j: float | None = None
+    power_w: float | None = None
+    kernels_without_power: int = 0
 
     def coverage_note(self) -> str | None:
         """`16 of 20 kernels, 4 failed in the simulator`, when some did."""
@@ -144,6 +153,7 @@ def config_totals(
     estimates = {cfg: sampled_estimate(cfg, sims.values()) for cfg in configs}
     sims, owner = replica_sims(sims, kernels)
     per_sim = sim_totals(k.model_copy(update={"sim_id": owner.get(k.sim_id, k.sim_id)}) for k in kernels)
+    energies = sim_energies(kernels, owner)
     failed: dict[str, int] = {}
     for k in kernels:
         if k.failed is not None:
@@ -153,7 +163,7 @@ def config_totals(
         replicas = [s for s in sims.values() if s.label == cfg]
         ok = [s for s in replicas if s.state == "succeeded"]
         if not ok:
-            out.append(_partial_total(cfg, replicas, per_sim, failed))
+            out.append(_partial_total(cfg, replicas, per_sim, failed, energies))
             continue
         totals = sorted(per_sim.get(s.id, 0.0) for s in ok)
         cycles = [s.latest.gpu_tot_sim_cycle for s in ok if s.latest.gpu_tot_sim_cycle is not None]
@@ -171,9 +181,25 @@ def config_totals(
                 kernels_total=max((s.kernels_total for s in replicas), default=0),
                 kernels_failed=max((failed.get(s.id, 0) for s in ok), default=0),
                 estimate=estimates.get(cfg),
+                **_energy_fields(ok, replicas, energies),
             )
         )
     return out
+
+
+def _energy_fields(
+    counted: Sequence[SimSummary], replicas: Sequence[SimSummary], energies: Mapping[str, SimEnergy]
+) -> dict[str, Any]:
+    """ConfigTotal's power fields over the replicas `counted` (as its time is); `power` when any
+    of the config's replicas simulates it, its power still to come or not."""
+    have = [energies[s.id] for s in counted if s.id in energies]
+    powers = [w for w in (e.avg_w for e in have) if w is not None]
+    return {
+        "power": any(s.power for s in replicas) or bool(have),
+        "energy_j": _median([e.energy_j for e in have]),
+        "power_w": _median(powers),
+        "kernels_without_power": max((e.without for e in have), default=0),
+    }
 
 
 def sampled_estimate(config: str, sims: Iterable[SimSummary]) -> str | None:
@@ -193,7 +219,11 @@ def sampled_estimate(config: str, sims: Iterable[SimSummary]) -> str | None:
 
 
 def _partial_total(
-    cfg: str, replicas: Sequence[SimSummary], per_sim: Mapping[str, float], failed: Mapping[str, int]
+    cfg: str,
+    replicas: Sequence[SimSummary],
+    per_sim: Mapping[str, float],
+    failed: Mapping[str, int],
+    energies: Mapping[str, SimEnergy],
 ) -> ConfigTotal:
     started = [s for s in replicas if s.id in per_sim]
     totals = sorted(per_sim[s.id] for s in started)
@@ -209,6 +239,7 @@ def _partial_total(
         kernels_total=max((s.kernels_total for s in replicas), default=0),
         kernels_failed=max((failed.get(s.id, 0) for s in started), default=0),
         waiting=any(s.state not in TERMINAL_SIM_STATES for s in replicas),
+        **_energy_fields(started, replicas, energies),
     )
 
 

@@ -32,6 +32,12 @@ class Column:
     when_any: bool = False  # True: in the table only when some record has a value (a rare note)
 
 
+def has_value(value: Any) -> bool:
+    """What a `when_any` column shows for: a number, zero too (`estimated from #0`), or
+    anything not empty."""
+    return bool(value) or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
 def cell(column: Column, value: Any) -> str:
     return "-" if value is None or value == "" else printable(column.text(value))
 
@@ -39,7 +45,9 @@ def cell(column: Column, value: Any) -> str:
 def render_table(columns: Sequence[Column], records: Sequence[Record]) -> str:
     """Columns two spaces apart, each as wide as its widest cell, headers first; no trailing
     spaces, so the output diffs and greps cleanly."""
-    columns = [c for c in columns if c.in_table and (not c.when_any or any(r.get(c.key) for r in records))]
+    columns = [
+        c for c in columns if c.in_table and (not c.when_any or any(has_value(r.get(c.key)) for r in records))
+    ]
     rows = [[c.header for c in columns]] + [[cell(c, r.get(c.key)) for c in columns] for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     lines = []

@@ -27,6 +27,7 @@ from .formatting import (
     time_ns,
 )
 from .output import Column, Record
+from .power import joules, watts
 from .stat_fields import stat_fields
 from .sweep import is_sweep
 from .sweep_records import SWEEP_COLUMNS, VS_BASE, ConfigValues, sweep_fields, vs_base
@@ -45,6 +46,10 @@ TOTAL_COLUMNS = (
     Column("ipc", "IPC", fixed, right=True),
     Column("partial_ns", "so far", time_ns, right=True, in_table=False),
     Column("note", "note"),
+    # A power run's (AccelWattch): after the others, so a script reading the CSV by position
+    # reads what it did; the table shows them only when some config has power.
+    Column("energy_j", "energy", joules, right=True, when_any=True),
+    Column("power_avg_w", "avg power", watts, right=True, when_any=True),
 )
 
 
@@ -113,6 +118,10 @@ def total_records(
             "ipc": t.ipc,
             "partial_ns": t.median_ns if t.partial else None,
             "note": _partial_note(t),
+            # a power config's, over the kernels with power and the same replicas as its time
+            # (views/power.py)
+            "energy_j": t.energy_j,
+            "power_avg_w": t.power_w,
         }
         for t in totals
     ]
@@ -149,12 +158,26 @@ KERNEL_COLUMNS = (
 )
 
 
+# A power run's kernel (AccelWattch), after every other column (a sweep's too), so a script
+# reading the CSV by position reads what it did: CSV and JSON carry its figures (empty / null for
+# a kernel without power), the table its average power and its energy only when some kernel has
+# power. The components per AccelWattch part are in the run's results JSON (`d` on the Run screen,
+# `GET /api/runs/{id}/results`), as the API has them.
+KERNEL_POWER_COLUMNS = (
+    Column("power_avg_w", "power", watts, right=True, when_any=True),
+    Column("power_max_w", "max power", watts, right=True, in_table=False),
+    Column("power_min_w", "min power", watts, right=True, in_table=False),
+    Column("energy_j", "energy", joules, right=True, when_any=True),
+)
+
+
 def kernel_columns(run: RunDetail) -> tuple[Column, ...]:
     """KERNEL_COLUMNS; a sweep's name each row's variant, with its option and value, and give its
-    time as a multiple of the unmodified config's on the same kernel (`vs_base`)."""
+    time as a multiple of the unmodified config's on the same kernel (`vs_base`). Then a power
+    run's figures (KERNEL_POWER_COLUMNS)."""
     if not is_sweep(run.entries):
-        return KERNEL_COLUMNS
-    return (VARIANT, *SWEEP_COLUMNS, *KERNEL_COLUMNS[1:], VS_BASE)
+        return (*KERNEL_COLUMNS, *KERNEL_POWER_COLUMNS)
+    return (VARIANT, *SWEEP_COLUMNS, *KERNEL_COLUMNS[1:], VS_BASE, *KERNEL_POWER_COLUMNS)
 
 
 # A sweep's rows say their variant first (the config is in `gpu_config`, JSON and CSV only).
@@ -192,6 +215,11 @@ def kernel_records(
             "failed": stat.failed,  # the simulator's reason; such a kernel has no results
             # a sampled sim's kernel not simulated: the representative whose numbers it takes
             "estimated_from": stat.estimated_from,
+            # a power sim's (AccelWattch); an estimated kernel's are its representative's
+            "power_avg_w": stat.power.avg_w if stat.power else None,
+            "power_max_w": stat.power.max_w if stat.power else None,
+            "power_min_w": stat.power.min_w if stat.power else None,
+            "energy_j": stat.energy_j,
         }
         if sweep is not None and label is not None:
             times = base_times.get(stat.kernel_index, {})

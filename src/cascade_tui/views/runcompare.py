@@ -15,6 +15,7 @@ from cascade_core.models import KernelStat, RunDetail
 
 from . import compare
 from .formatting import short_kernel_name, time_ns
+from .power import joules, watts
 from .texttable import prose, table
 
 
@@ -54,6 +55,47 @@ def config_totals(runs: Sequence[RunData]) -> list[tuple[str, tuple[float | None
         }
         per_run.append(totals)
     return [(cfg, tuple(totals.get(cfg) for totals in per_run)) for cfg in configs]
+
+
+def config_energies(runs: Sequence[RunData]) -> list[tuple[str, tuple[compare.ConfigTotal | None, ...]]]:
+    """Per config, each run's totals where that run simulated its power (None: not in that run,
+    or no power there); only configs some run has power for."""
+    configs = _configs(runs)
+    per_run = []
+    for data in runs:
+        sims = {s.id: s for s in data.run.sims}
+        per_run.append({t.config: t for t in compare.config_totals(configs, sims, data.kernels) if t.power})
+    return [
+        (cfg, tuple(totals.get(cfg) for totals in per_run))
+        for cfg in configs
+        if any(cfg in t for t in per_run)
+    ]
+
+
+def energy_cell(total: compare.ConfigTotal | None) -> str:
+    """`1.23 mJ 57.3 W`: a config's energy and average power in one run; `-` without, or with
+    no succeeded replica (as its time: part of a run is not the whole trace's)."""
+    if total is None or total.partial or total.energy_j is None:
+        return "-"
+    return joules(total.energy_j) + (f" {watts(total.power_w)}" if total.power_w is not None else "")
+
+
+def _energy_lines(runs: Sequence[RunData], ids: list[str], width: int) -> list[str]:
+    """A power run's energy per config beside the others' (AccelWattch), with the ratio of the
+    energies; nothing when no run has power."""
+    energies = config_energies(runs)
+    if not energies:
+        return []
+    out = [""] + prose(
+        "Energy and average power per config (AccelWattch, the kernels with power; median over "
+        "succeeded replicas); ratio: last run's energy / first's",
+        width,
+    )
+    rows = []
+    for cfg, totals in energies:
+        r = ratio([t.energy_j if t is not None and not t.partial else None for t in totals])
+        rows.append([cfg, *(energy_cell(t) for t in totals), f"{r:.3f}x" if r is not None else "-"])
+    return out + table(["config", *ids, "ratio"], rows, width)
 
 
 def ratio(values: Sequence[float | None]) -> float | None:
@@ -114,6 +156,7 @@ def lines(runs: Sequence[RunData], limit: int = 20, width: int = 100) -> list[st
         r = ratio(values)
         rows.append([cfg, *(time_ns(v) for v in values), f"{r:.3f}x" if r is not None else "-"])
     out += table(["config", *ids, "ratio"], rows, width)
+    out += _energy_lines(runs, ids, width)
     out += [""] + prose(
         f"Kernels that differ most between the runs (largest spread first, top {limit})", width
     )

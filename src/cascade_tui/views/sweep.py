@@ -10,6 +10,7 @@ I/O), so it is tested on its own.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -120,6 +121,24 @@ def sim_name(sim: SimSummary, run_sims: Iterable[SimSummary]) -> str:
     `SM7_QV100 #1 shard 2/3`)."""
     shard = f" shard {sim.shard.index + 1}/{sim.shard.count}" if sim.shard is not None else ""
     return f"{sim_names(run_sims).get(sim.label, sim.label)} #{sim.replica}{shard}"
+
+
+def swept_value_order(run_variants: Sequence[Variant]) -> list[str]:
+    """The variants' labels to read a figure against the swept value (the energy of a power
+    sweep): by config in entry order, its unmodified config first, then by the value of the one
+    swept option (a value that is no number after the numbers); entry order when the run sweeps
+    more than one option."""
+    swept = swept_options(run_variants)
+    if len(swept) != 1:
+        return [v.label for v in run_variants]
+    configs = list(dict.fromkeys(v.gpu_config for v in run_variants))
+
+    def key(item: tuple[int, Variant]) -> tuple[int, bool, float, int]:
+        position, v = item
+        value = numeric(v.options.get(swept[0], "")) if v.options else None
+        return (configs.index(v.gpu_config), bool(v.options), math.inf if value is None else value, position)
+
+    return [v.label for _, v in sorted(enumerate(run_variants), key=key)]
 
 
 @dataclass(frozen=True)
