@@ -1,7 +1,7 @@
 """New run: a ready trace, the GPU configs of its arch (only the suggested one preselected), a count
 per config (1..64), variants of a config (`a`: a simulator option and value, see
 `variant_editor.py`) under it, shards per sim (`<` / `>`, with the expected speed-up and the
-measured error); above 4 sims in total a confirmation listing the entries; launched once. The
+measured error), sampling (`m`) and power (`w`, on the configs with a power model); above 4 sims in total a confirmation listing the entries; launched once. The
 rows' logic is pure, in `variant_form.py`.
 
 The screen holds the keys, the layout and the trace; its parts are mixins, each in its module:
@@ -77,6 +77,14 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
             tooltip="Sampling: none, identical or stratified (simulate representative kernels only)",
             id="new_run.sampling",
         ),
+        Binding(
+            "w",
+            "power",
+            "Power",
+            show=False,
+            tooltip="Power: simulate each kernel's power with AccelWattch (about 2-3x the simulation time)",
+            id="new_run.power",
+        ),
         Binding("greater_than_sign", "shards(1)", "Shards+", show=False, id="new_run.more_shards"),
         Binding("less_than_sign", "shards(-1)", "Shards-", show=False, id="new_run.fewer_shards"),
         Binding(
@@ -91,6 +99,7 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
     NewRunScreen #new-run-plan { padding: 0 1; height: auto; }
     NewRunScreen #new-run-shards { padding: 0 1; height: auto; }
     NewRunScreen #new-run-sampling { padding: 0 1; height: auto; }
+    NewRunScreen #new-run-power { padding: 0 1; height: auto; }
     NewRunScreen OptionList { height: 1fr; }
     """
 
@@ -108,6 +117,7 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
         self.shards = 1  # sims per replica, each simulating a part of the trace
         self.sampling = "none"  # or "identical" / "stratified": simulate representative kernels
         self.sampling_figures = []  # what each method would simulate of the trace
+        self.power = False  # AccelWattch on the picked configs that have a power model
         self.kernel_costs = []  # the trace's instructions per kernel, for the speed-up
         self.launching = False
         self.launched_run = None
@@ -120,12 +130,13 @@ class NewRunScreen(ReportsWorkerErrors, VariantRows, Launch, Screen):
             # Two lines, each whole at 80 columns (wrapped, `Enter:` was left apart from `launch`).
             yield Static(
                 "space: pick   + / -: count   a: add a variant (option = value)   x: drop it\n"
-                "[ / ]: other trace   m: sampling   Enter: launch   Esc: back",
+                "[ / ]: other trace   m: sampling   w: power   Enter: launch   Esc: back",
                 id="new-run-help",
             )
             yield OptionList(id="configs")
             yield Static("", id="new-run-shards")
             yield Static("", id="new-run-sampling")
+            yield Static("", id="new-run-power", markup=False)
             yield Static("", id="new-run-total")
             yield Static("", id="new-run-plan")
         yield Footer(compact=True)  # every key fits 80 columns, `? Help` included

@@ -33,6 +33,7 @@ class NewRunForm(_Screen):
     shards: int  # sims per replica, each simulating a part of the trace
     sampling: str  # "none", "identical" or "stratified" (issue 33)
     sampling_figures: list[SamplingInfo]  # what each method would simulate of the trace
+    power: bool  # AccelWattch (issue 34), on the picked configs that have a power model
     kernel_costs: list[int | None]  # the trace's instructions per kernel, for the speed-up
     launching: bool
     launched_run: str | None

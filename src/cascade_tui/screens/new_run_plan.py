@@ -1,6 +1,6 @@
 """The new-run form's lines under the config list: shards per sim (`<` / `>`, with the expected
-speed-up and the measured error), the total of sims, and the start plan (how many start now,
-given how busy the launcher is) with the simulator line."""
+speed-up and the measured error), sampling (`m`), power (`w`), the total of sims, and the start
+plan (how many start now, given how busy the launcher is) with the simulator line."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from cascade_core.shard_plan import MAX_SHARDS
 from ..connection.client_errors import ApiError
 from ..views.capacity import start_plan
 from ..views.formatting import plural
+from ..views.power_choice import power_lines, toggle_notice, with_power
 from ..views.sampling import sampling_text
 from ..views.shard_text import shards_note
 from ..views.simulator import simulator_line
@@ -86,6 +87,21 @@ class PlanLines(NewRunForm):
         self.sampling = methods[(methods.index(self.sampling) + 1) % len(methods)]
         self._update_total()
 
+    def _show_power(self) -> None:
+        """Power off or on, what it costs, and the picked configs it cannot apply to."""
+        picked = [e.gpu_config for e in entries_from_rows(self.rows)]
+        self.query_one("#new-run-power", Static).update(
+            "\n".join(power_lines(self.power, picked, self.configs))
+        )
+
+    def action_power(self) -> None:
+        self.power = not self.power
+        if self.power:  # said once, as it is turned on: the line under the list keeps saying it
+            picked = [e.gpu_config for e in entries_from_rows(self.rows)]
+            if notice := toggle_notice(picked, self.configs):
+                self.notify(notice, title="Power", severity="warning")
+        self._update_total()
+
     def _show_shards(self) -> None:
         trace = self.trace
         costs = self.kernel_costs or ([None] * trace.kernel_count if trace else [])
@@ -103,18 +119,22 @@ class PlanLines(NewRunForm):
         self._update_total()
 
     def _entries(self) -> list[RunEntry]:
-        """The rows as run entries, each replica in the chosen number of shards, sampled as chosen."""
+        """The rows as run entries, each replica in the chosen number of shards, sampled as chosen,
+        with power on the configs that have a power model when it is on."""
         entries = [
             e.model_copy(update={"shards": self.shards}) if self.shards > 1 else e
             for e in entries_from_rows(self.rows)
         ]
         if self.sampling != "none":
             entries = [e.model_copy(update={"sampling": self.sampling}) for e in entries]
+        if self.power:
+            entries = with_power(entries, self.configs)
         return entries
 
     def _update_total(self) -> None:
         self._show_shards()
         self._show_sampling()
+        self._show_power()
         self.query_one("#new-run-total", Static).update(total_text(self._entries()))
         self._show_plan()
 
@@ -129,6 +149,7 @@ class PlanLines(NewRunForm):
         sim_line = simulator_line(
             self.launcher.simulator if self.launcher else None,
             variants=refused and any(e.options for e in entries),
+            power=refused and any(e.power for e in entries),
         )
         plan = start_plan(self.launcher, total)
         self.query_one("#new-run-plan", Static).update("\n".join(t for t in (plan, sim_line) if t))

@@ -13,10 +13,11 @@ INSTALL_KEY = "A"
 _PROGRESS = re.compile(r"^progress: (\d+)% \((\d+)/(\d+) objects\) (\S+)$")
 
 
-def simulator_line(info: SimulatorInfo | None, variants: bool = False) -> str:
+def simulator_line(info: SimulatorInfo | None, variants: bool = False, power: bool = False) -> str:
     """One line for the New run screen; empty when the server does not say. `variants`: the
     form has variants, which the stand-in cannot honour (the server refuses them at launch), so
-    the line says so while they are built, not only when the launch fails."""
+    the line says so while they are built, not only when the launch fails; `power` likewise (the
+    stand-in's recordings have no power)."""
     if info is None:
         return ""
     if info.kind == "stand-in":
@@ -24,6 +25,11 @@ def simulator_line(info: SimulatorInfo | None, variants: bool = False) -> str:
             return (
                 "⚠ Variants need the real Accel-Sim: the stand-in replays recordings and cannot "
                 f"apply simulator options, so this run would be refused. Press {INSTALL_KEY} to install it."
+            )
+        if power:
+            return (
+                "⚠ Power needs the real Accel-Sim: the stand-in replays recordings, which have no "
+                f"power, so this run would be refused. Press {INSTALL_KEY} to install it."
             )
         return (
             f"Simulator: the stand-in (recorded numbers, not this trace). Press {INSTALL_KEY} to "
