@@ -11,11 +11,12 @@ import json
 import pytest
 
 from cascade_core import log_notes
-from cascade_core.models import GpuConfig, RunEntry
+from cascade_core.models import GpuConfig, RunEntry, SimulatorInfo
 from cascade_core.power_report import MODEL_FILE
 from cascade_tui.screens.run import RunScreen
 from cascade_tui.views import chart, power_choice
 from cascade_tui.views.power import joules
+from cascade_tui.views.simulator import simulator_line
 
 from .conftest import TRACE, open_new_run, open_run_screen, play, serve, tinyformer
 from .helpers import (
@@ -65,6 +66,14 @@ def test_turning_power_on_names_the_picked_configs_without_a_model_and_power_goe
         {"gpu_config": QV, "count": 1, "power": True},
         {"gpu_config": TV, "count": 2},
     ]
+
+
+def test_with_the_stand_in_the_simulator_line_says_a_power_run_would_be_refused():
+    stand_in = SimulatorInfo(kind="stand-in")
+    assert simulator_line(stand_in, power=True).startswith("⚠ Power needs the real Accel-Sim")
+    assert "would be refused" in simulator_line(stand_in, power=True)
+    assert simulator_line(stand_in).startswith("Simulator: the stand-in")
+    assert "Power" not in simulator_line(SimulatorInfo(kind="installed", configs=4), power=True)
 
 
 # --- on a real server -----------------------------------------------------------------------------
