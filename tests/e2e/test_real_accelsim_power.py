@@ -70,6 +70,9 @@ def test_power_per_kernel_as_accelwattch_reports_it_with_the_cycles_of_a_run_wit
         wait_for(ready, 180, "the demo trace ready", serve.log)
         configs = {c["name"]: c["power_model"] for c in get(base, "/api/gpu-configs", token)}
         assert configs["SM7_QV100"] and not configs["SM75_RTX2060"]
+        listed = subprocess.run([*cli, "configs"], env=client_env, capture_output=True, text=True, timeout=60)
+        power_column = {line.split()[0]: line.split()[-1] for line in listed.stdout.splitlines()[1:]}
+        assert power_column["SM7_QV100"] == "AccelWattch" and power_column["SM75_RTX2060"] == "-"
         refused = subprocess.run(
             [*cli, "run", "start", "--trace", "tinyformer-step-sm75", "--config", "SM75_RTX2060", "--power"],
             env=client_env,

@@ -149,9 +149,9 @@ def perfetto_trace(
             powered.add(replica)
             watts = stat.power.avg_w if stat.power is not None else 0.0
             events.append(_power_count(kernel_sim, pid_of, start, watts))
-    for label, replica in sorted(powered):  # the track drops to 0 after the replica's last kernel
-        ends = next(s for s in run.sims if (s.label, s.replica) == (label, replica))
-        events.append(_power_count(ends, pid_of, clock_us[(label, replica)], 0.0))
+    for label, number in sorted(powered):  # the track drops to 0 after the replica's last kernel
+        ends = next(s for s in run.sims if (s.label, s.replica) == (label, number))
+        events.append(_power_count(ends, pid_of, clock_us[(label, number)], 0.0))
     events += step_slices(pid_of, step_timelines or [])
     other = {"run_id": run.id, "trace_id": run.trace_id, "source": "Cascade: Accel-Sim simulated time"}
     if run.replay or run.sample:

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = new_parser(
         PROG,
         "List the GPU configs a run can use (`cascade run start --config NAME`): "
-        "name, arch, core clock and whether it was added. A trace runs only on configs of its own arch. "
+        "name, arch, core clock, whether it was added and whether it has a power model (AccelWattch, for `--power`). A trace runs only on configs of its own arch. "
         "`cascade configs add DIR` adds a config of your own, `cascade configs remove NAME` removes one.",
     )
     parser.add_argument(

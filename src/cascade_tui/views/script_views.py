@@ -174,17 +174,20 @@ CONFIG_COLUMNS = (
     Column("arch", "arch"),
     Column("core_clock_mhz", "clock", lambda mhz: f"{mhz:g} MHz", right=True),
     Column("source", "source"),
+    Column("power", "power", when_any=True),
 )
 
 
 def config_records(configs: Sequence[GpuConfig]) -> list[Record]:
-    """`source`: the simulator's own config, or one added with `cascade configs add`."""
+    """`source`: the simulator's own config, or one added with `cascade configs add`; `power`: it
+    has an AccelWattch model (`cascade run start --power` runs on it)."""
     return [
         {
             "name": c.name,
             "arch": c.arch,
             "core_clock_mhz": c.core_clock_mhz,
             "source": "added" if c.added else "simulator",
+            "power": "AccelWattch" if c.power_model else None,
         }
         for c in configs
     ]
