@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from cascade_core.models import KernelLaunch, SamplingInfo
+from cascade_core.models import KernelLaunch, KernelStat, SamplingInfo, SimMetrics, SimSummary
 from cascade_core.trace_kernels import kernel_id_of
 
 Method = Literal["none", "identical", "stratified"]
@@ -318,3 +318,21 @@ def sample_costs(method: Method, facts: Sequence[KernelFacts]) -> list[int | Non
     instructions (unknown: None), next to nothing (1) for a kernel that is estimated."""
     chosen = {g.representative for g in groups(method, facts)}
     return [(f.instructions or None) if f.position in chosen else 1 for f in facts]
+
+
+def sampled_totals(sim: SimSummary, kernels: Sequence[KernelStat]) -> SimMetrics:
+    """A sim's totals as its results state them. A sampled sim's simulator counted only the
+    kernels it simulated; its results count every kernel, the estimated ones too (as its time
+    does): the cycles and instructions summed over its kernel rows, the IPC theirs."""
+    if sim.sampling is None:
+        return sim.latest
+    rows = [k for k in kernels if k.gpu_sim_cycle is not None and not k.warmup]
+    cycles = float(sum(k.gpu_sim_cycle or 0 for k in rows))
+    insns = float(sum(k.gpu_sim_insn or 0 for k in rows))
+    return sim.latest.model_copy(
+        update={
+            "gpu_tot_sim_cycle": cycles,
+            "gpu_tot_sim_insn": insns,
+            "gpu_tot_ipc": round(insns / cycles, 4) if cycles else None,
+        }
+    )

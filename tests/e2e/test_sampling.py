@@ -57,8 +57,13 @@ async def test_identical_kernels_are_simulated_once_and_every_kernel_gets_a_row(
             "instructions_simulated": 220,
             "error_pct": 0.0,
         }
-        kernels = (await http.get(f"/api/sims/{sim['id']}/results")).json()["kernels"]
+        results = (await http.get(f"/api/sims/{sim['id']}/results")).json()
+        kernels = results["kernels"]
         rows = [(k["kernel_index"], k["gpu_sim_cycle"], k.get("estimated_from")) for k in kernels]
+        # the results' totals count every kernel, the estimated ones too (the simulator's own
+        # count only the three it simulated)
+        assert results["totals"]["gpu_tot_sim_cycle"] == sum(k["gpu_sim_cycle"] for k in kernels) == 6013
+        assert sim["latest"]["gpu_tot_sim_cycle"] == 1001 + 1002 + 1006
         assert rows == [
             (0, 1001, None),
             (1, 1002, None),

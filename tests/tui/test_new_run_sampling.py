@@ -49,7 +49,7 @@ async def test_m_cycles_the_sampling_method_saying_what_it_saves_and_the_run_is_
         assert "Sampling: none" in screen_text(app)
         await pilot.press("m")
         text = await wait_for_flat_text(pilot, "Sampling: identical")
-        assert "12 of 15 kernels simulated, 1.5x fewer warp instructions" in text, text
+        assert "12 of 15 kernels simulated, 33.3% fewer warp instructions" in text, text
         await pilot.press("m")
         text = await wait_for_flat_text(pilot, "Sampling: stratified")
         assert "5 of 15 kernels simulated, 5.0x fewer" in text and "±0.8%" in text, text

@@ -12,6 +12,7 @@ from aiohttp import web
 from cascade_core.comparison import trace_kernel_names
 from cascade_core.demangle import demangle
 from cascade_core.models import GpuConfig, RunDetail, SimResults
+from cascade_core.sampling import sampled_totals
 from cascade_core.shard_merge import mark_warmup, owned
 
 from ..appkeys import GPU_CONFIGS_KEY, SETTINGS_KEY, STORE_KEY
@@ -82,8 +83,8 @@ async def sim_results(request: web.Request) -> web.Response:
         sim=sim,
         trace_id=run.trace_id,
         gpu_config=_config(request, sim.gpu_config),
-        kernels=mark_warmup(sim, await store.outputs.sim_kernels(sim.id)),
-        totals=sim.latest,
+        kernels=(kernels := mark_warmup(sim, await store.outputs.sim_kernels(sim.id))),
+        totals=sampled_totals(sim, kernels),
     )
     return ok(results, headers=attachment(f"{sim.id}-results.json"))
 
@@ -112,8 +113,8 @@ async def run_results(request: web.Request) -> web.StreamResponse:
                 sim=sim,
                 trace_id=run.trace_id,
                 gpu_config=_config(request, sim.gpu_config),
-                kernels=owned(sim, await store.outputs.sim_kernels(sim.id)),
-                totals=sim.latest,
+                kernels=(kernels := owned(sim, await store.outputs.sim_kernels(sim.id))),
+                totals=sampled_totals(sim, kernels),
             )
             yield (b"," if number else b"") + results.model_dump_json().encode()
         yield b'],"comparison":' + compared + b"}"

@@ -27,6 +27,7 @@ KERNELS_HELP: tuple[tuple[str, str], ...] = (
     ("1.31x", "a config's total over the fastest's; in a sweep, `x base` over its unmodified config's"),
     ("share", "the kernel's part of its config's total simulated time"),
     ("Δ", "how much the configs disagree on the kernel: (slowest - fastest) / fastest"),
+    ("~6.26 µs", "a sampled run: the kernel was not simulated, its time is its representative's"),
     (
         "MAPE",
         "with real timing: mean absolute percentage error, |simulated - real| / real averaged over "
@@ -57,12 +58,15 @@ def _bar_line(
     bar_w: int,
     style: str,
     suffix: Line | None = None,
+    estimated: bool = False,
 ) -> Line:
+    """`estimated`: the time is taken from a representative kernel (sampling): `~` says so."""
     frac = (value / scale) if (value is not None and scale > 0) else 0.0
+    text = ("~" if estimated and value is not None else "") + time_ns(value)
     line: Line = [
         ("  " + ellipsize(label, label_w).ljust(label_w) + " ", "dim" if style == "real" else style),
         (bar(frac, bar_w) if value is not None else "-".ljust(bar_w), style if value is not None else "dim"),
-        (" " + time_ns(value).rjust(VALUE_WIDTH), ""),
+        (" " + text.rjust(VALUE_WIDTH), ""),
     ]
     if suffix:
         line.extend(suffix)
@@ -268,7 +272,18 @@ def chart_lines(
             variant = sweep.variant(cfg) if sweep and not stand_in else None
             if variant is not None and (mult := kernel_multiple(variant, row.sim_ns)) is not None:
                 suffix.append((f"  {mult:.2f}x", ""))
-            lines.append(_bar_line(shown(cfg), label_w, value, group_scale, bar_w, style_of[cfg], suffix))
+            lines.append(
+                _bar_line(
+                    shown(cfg),
+                    label_w,
+                    value,
+                    group_scale,
+                    bar_w,
+                    style_of[cfg],
+                    suffix,
+                    cfg in row.estimated,
+                )
+            )
     return [_fit(line, width) for line in lines]
 
 

@@ -142,6 +142,19 @@ def sim_totals(kernels: Iterable[KernelStat]) -> dict[str, float]:
     return totals
 
 
+def sim_counts(kernels: Iterable[KernelStat], owner: Mapping[str, str]) -> dict[str, tuple[float, float]]:
+    """(cycles, instructions) per sim (a shard's under its replica's first sim): the sums over
+    the kernels it has rows for, those estimated from a representative included."""
+    sums: dict[str, tuple[float, float]] = {}
+    for k in kernels:
+        if k.gpu_sim_cycle is None or k.warmup:
+            continue
+        sim = owner.get(k.sim_id, k.sim_id)
+        cycles, insns = sums.get(sim, (0.0, 0.0))
+        sums[sim] = (cycles + k.gpu_sim_cycle, insns + (k.gpu_sim_insn or 0))
+    return sums
+
+
 def config_totals(
     configs: Sequence[str], sims: Mapping[str, SimSummary], kernels: Iterable[KernelStat]
 ) -> list[ConfigTotal]:
@@ -154,6 +167,7 @@ def config_totals(
     sims, owner = replica_sims(sims, kernels)
     per_sim = sim_totals(k.model_copy(update={"sim_id": owner.get(k.sim_id, k.sim_id)}) for k in kernels)
     energies = sim_energies(kernels, owner)
+    counted = sim_counts(kernels, owner)
     failed: dict[str, int] = {}
     for k in kernels:
         if k.failed is not None:
@@ -166,8 +180,15 @@ def config_totals(
             out.append(_partial_total(cfg, replicas, per_sim, failed, energies))
             continue
         totals = sorted(per_sim.get(s.id, 0.0) for s in ok)
-        cycles = [s.latest.gpu_tot_sim_cycle for s in ok if s.latest.gpu_tot_sim_cycle is not None]
-        ipcs = [s.latest.gpu_tot_ipc for s in ok if s.latest.gpu_tot_ipc is not None]
+        if estimates.get(cfg) is not None:
+            # a sampled sim: the simulator's own totals count only the kernels it simulated; the
+            # run's are every kernel's, the estimated ones too (as its time is)
+            sums = [counted[s.id] for s in ok if s.id in counted]
+            cycles = [c for c, _ in sums]
+            ipcs = [i / c for c, i in sums if c]
+        else:
+            cycles = [s.latest.gpu_tot_sim_cycle for s in ok if s.latest.gpu_tot_sim_cycle is not None]
+            ipcs = [s.latest.gpu_tot_ipc for s in ok if s.latest.gpu_tot_ipc is not None]
         out.append(
             ConfigTotal(
                 config=cfg,
