@@ -67,8 +67,8 @@ async def test_each_kernel_gets_its_power_and_energy_and_the_cycles_do_not_chang
         assert refused.status_code == 422
         assert refused.json()["detail"] == (
             "gpu_config 'SM7_NOMODEL' has no AccelWattch power model (accelwattch_sass_sim.xml beside "
-            "its gpgpusim.config), so it cannot simulate power; configs with one: SM7_CUT, SM7_GARBLED, "
-            "SM7_POWER"
+            "its gpgpusim.config), so it cannot simulate power; configs of its arch with one: SM7_CUT, "
+            "SM7_GARBLED, SM7_POWER"
         )
 
         final, kernels, seen = await run_of(
@@ -207,3 +207,30 @@ async def test_a_retried_sim_simulates_power_again(make_server, worker_env, tmp_
         again = retried.json()
         assert again["entries"][0]["power"] is True and again["sims"][0]["power"] is True
         await finished_run(http, again["id"], timeout=90)
+
+
+async def test_cascade_run_start_power_runs_power_where_there_is_a_model(make_server, worker_env, tmp_path):
+    """As New run's `w`: a picked config without a model runs without power, and the command
+    says so once the run is made; with no picked config that has one, the command refuses."""
+    from tests.e2e.test_cli_commands import cascade
+
+    server, trace_id = await fake_server(make_server, tmp_path, CONFIGS)
+    args = ("run", "start", "--trace", trace_id, "--power")
+    both = await cascade(*args, "--config", "SM7_POWER", "SM7_NOMODEL", url=server.url, home=tmp_path)
+    assert both.code == 0, both.err
+    assert both.err.splitlines()[-1] == (
+        "power: AccelWattch on, about 2-3x the simulation time; without power (no model): SM7_NOMODEL"
+    )
+    async with server.client() as http:
+        run = (await http.get(f"/api/runs/{both.out.split()[0]}")).json()
+        await finished_run(http, run["id"], timeout=90)
+    assert [(e["gpu_config"], e.get("power", False)) for e in run["entries"]] == [
+        ("SM7_POWER", True),
+        ("SM7_NOMODEL", False),
+    ]
+    none = await cascade(*args, "--config", "SM7_NOMODEL", url=server.url, home=tmp_path)
+    assert (none.code, none.out) == (3, "")
+    assert none.err == (
+        "cascade run start: --power: SM7_NOMODEL has no AccelWattch power model, so the run would have no "
+        "power; configs of its arch with one: SM7_CUT, SM7_GARBLED, SM7_POWER (`cascade configs` lists them)\n"
+    )

@@ -102,7 +102,7 @@ class RunEntry(Model):
         description=(
             "Simulate power with AccelWattch: each kernel gets its average, maximum and minimum power, "
             "their components and its energy. Only configs with a power model (`power_model` in "
-            "`GET /api/gpu-configs`); it takes about twice the simulation time. Real Accel-Sim only."
+            "`GET /api/gpu-configs`); it takes about 2-3 times the simulation time. Real Accel-Sim only."
         ),
     )
 

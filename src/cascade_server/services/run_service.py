@@ -141,7 +141,8 @@ class RunService:
                     f"gpu_config {config.name!r} is {config.arch}, but trace {trace.id} is {trace.trace_gpu_arch}",
                 )
             if entry.power and not config.power_model:
-                raise Invalid(power_model_problem(config.name, self.configs.values()))
+                same_arch = [c for c in self.configs.values() if c.arch == config.arch]
+                raise Invalid(power_model_problem(config.name, same_arch))
         # Workers we start (local or Slurm) without Accel-Sim run the stand-in: say so on the run (`replay`), so no
         # one takes its numbers for a simulation of this trace.
         stand_in = self.settings.launcher in ("local", "slurm") and not self.simulator.real()
@@ -294,7 +295,7 @@ class RunService:
 def power_model_problem(name: str, configs: Iterable[GpuConfig]) -> str:
     """The 422 sentence for `power: true` on a config without an AccelWattch model."""
     have = sorted(c.name for c in configs if c.power_model)
-    which = f"configs with one: {', '.join(have)}" if have else "no config here has one"
+    which = f"configs of its arch with one: {', '.join(have)}" if have else "no config of its arch has one"
     return (
         f"gpu_config {name!r} has no AccelWattch power model ({power_report.MODEL_FILE} beside its "
         f"gpgpusim.config), so it cannot simulate power; {which}"

@@ -7,13 +7,16 @@ import shlex
 import sys
 
 from cascade_core.arch_support import unsupported_arch_problem
-from cascade_core.models import RunCreate, RunDetail
+from cascade_core.models import RunCreate, RunDetail, RunEntry
 from cascade_core.run_actions import active_refusal
 from cascade_core.shard_plan import MAX_SHARDS, MAX_WARMUP_KERNELS
 
 from ..connection.client import CascadeClient
 from ..connection.client_errors import ApiError
 from ..views.output import printable, render_table
+from ..views.power import COST
+from ..views.power_choice import with_power as with_power_entries
+from ..views.power_choice import without_model
 from ..views.run_rows import sims_text
 from ..views.sampling import estimate_note, sampling_text
 from ..views.script_views import (
@@ -178,9 +181,9 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
         ]
     if args.on_kernel_failure != "continue":
         entries = [e.model_copy(update={"on_kernel_failure": args.on_kernel_failure}) for e in entries]
-    if args.power:
-        entries = [e.model_copy(update={"power": True}) for e in entries]
-        print("power: AccelWattch on, about 2-3x the simulation time", file=sys.stderr)
+    power_note = ""
+    if args.power:  # as New run's `w`: on the configs with a power model, the others without
+        entries, power_note = await with_power(client, entries)
     if args.sampling != "none":
         entries = [e.model_copy(update={"sampling": args.sampling}) for e in entries]
         trace = await client.trace(segment(args.trace))
@@ -201,7 +204,30 @@ async def start(client: CascadeClient, args: argparse.Namespace) -> RunDetail:
         ) from None
     if suggested:  # said once the server took it: a refused run used no config
         print(f"config: {suggested} ({why}; --config to choose)", file=sys.stderr)
+    if power_note:
+        print(power_note, file=sys.stderr)
     return run
+
+
+async def with_power(client: CascadeClient, entries: list[RunEntry]) -> tuple[list[RunEntry], str]:
+    """`--power`: the entries with power on those whose config has an AccelWattch model, and the
+    line that says so; refused when none has one."""
+    configs = await client.gpu_configs()
+    picked = [e.gpu_config for e in entries]
+    lacking = without_model(picked, configs)
+    if len(lacking) == len(set(picked)):
+        arch = {c.name: c.arch for c in configs}.get(picked[0], "")
+        have = sorted(c.name for c in configs if c.power_model and c.arch == arch)
+        which = f"configs of its arch with one: {', '.join(have)}" if have else f"no {arch} config has one"
+        raise CommandError(
+            f"--power: {', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no AccelWattch power "
+            f"model, so the run would have no power; {which} (`cascade configs` lists them)",
+            EXIT_SERVER,  # as the server's refusal of it
+        )
+    note = f"power: AccelWattch on, {COST}"
+    if lacking:
+        note += f"; without power (no model): {', '.join(lacking)}"
+    return with_power_entries(entries, configs), note
 
 
 async def arch_configs(client: CascadeClient, arch: str) -> str:

@@ -25,9 +25,12 @@ def run_mark(run: RunSummary) -> str:
 
 def entries_label(entries: Sequence[RunEntry]) -> str:
     """`SM7_QV100 × 2, SM7_TITANV × 1`: each config with its number of replicas (`× 1 in 3
-    shards`: a replica split into sims that run at once)."""
+    shards`: a replica split into sims that run at once; `with power`: AccelWattch on)."""
     return ", ".join(
-        f"{e.variant} × {e.count}" + (f" in {e.shards} shards" if e.shards > 1 else "") for e in entries
+        f"{e.variant} × {e.count}"
+        + (f" in {e.shards} shards" if e.shards > 1 else "")
+        + (" with power" if e.power else "")
+        for e in entries
     )
 
 
@@ -110,8 +113,9 @@ def header_text(
         if model.run.sample
         else run_duration(model.run.created_at, model.sims.values(), now)
     )
+    power = "  power" if any(e.power for e in model.run.entries) else ""  # AccelWattch: slower sims
     text = (
-        f"{lead}{state_label(model.state())}  {count_text}{only}  {took}  trace "
+        f"{lead}{state_label(model.state())}  {count_text}{only}  {took}{power}  trace "
         f"[b]{escape(model.run.trace_id)}[/]"
     )
     with_id = f"{text}  [b]{model.run.id}[/]"

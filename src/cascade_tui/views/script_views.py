@@ -269,6 +269,8 @@ def run_header(run: RunDetail, now: datetime) -> list[str]:
     ]
     if any(e.shards > 1 for e in run.entries):
         lines.append(f"shards   {shards_text(run)}")
+    if powered := [e.variant for e in run.entries if e.power]:
+        lines.append(f"power    AccelWattch on {', '.join(dict.fromkeys(powered))}")
     if note := stand_in_note(run):
         lines.append(f"note     {note}")
     return [printable(line) for line in lines]
