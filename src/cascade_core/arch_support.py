@@ -73,7 +73,7 @@ def sort_archs(archs: Iterable[str]) -> list[str]:
 
     def number(arch: str) -> tuple[int, str]:
         digits = arch.removeprefix("sm_")
-        return (int(digits), "") if digits.isdigit() else (1 << 30, arch)
+        return (int(digits), "") if digits.isascii() and digits.isdigit() else (1 << 30, arch)
 
     return sorted(set(archs), key=number)
 

@@ -33,7 +33,14 @@ def config_options(text: str) -> dict[str, str]:
 def compute_capability_arch(options: dict[str, str]) -> str | None:
     major = options.get("gpgpu_compute_capability_major")
     minor = options.get("gpgpu_compute_capability_minor")
-    if major is not None and minor is not None and major.isdigit() and minor.isdigit():
+    if (
+        major is not None
+        and minor is not None
+        and major.isascii()
+        and major.isdigit()
+        and minor.isascii()
+        and minor.isdigit()
+    ):
         return f"sm_{major}{minor}"
     return None
 

@@ -25,16 +25,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import power_report
+
 PREFIX = "[cascade] "
 _NAME_SEPARATOR = "; kernel name: "
 # A reason is one line of at most this many characters (the simulator's own words, shortened).
 MAX_REASON_CHARS = 400
 MAX_NAME_CHARS = 4_000
 
-_FAILED = re.compile(r"^\[cascade\] kernel #(\d+) failed in the simulator: ")
+# re.ASCII: `\d` is any script's digit otherwise; the worker writes ASCII ones.
+_FAILED = re.compile(r"^\[cascade\] kernel #(\d+) failed in the simulator: ", re.ASCII)
 _RESTART = re.compile(
     r"^\[cascade\] (restart|simulator) (\d+): kernels? ([#\d, -]+) of the trace, "
-    r"after (\d+) warm-up kernels?(?: \(([#\d, -]+)\))?$"
+    r"after (\d+) warm-up kernels?(?: \(([#\d, -]+)\))?$",
+    re.ASCII,
 )
 
 
@@ -173,8 +177,13 @@ def parse_restart(line: str, limit: int = MAX_POSITIONS) -> Restart | None:
 #
 # The components (W, AccelWattch's average per component) are the non-zero ones.
 
-_POWER = re.compile(r"^\[cascade\] power #(\d{1,12}): avg (\S+) W, max (\S+) W, min (\S+) W(?:; (.*))?$")
+_POWER = re.compile(
+    r"^\[cascade\] power #([0-9]{1,12}): avg (\S+) W, max (\S+) W, min (\S+) W(?:; (.*))?$", re.ASCII
+)
 MAX_COMPONENTS = 64
+# A power note is at most this long (AccelWattch has 33 components: about 1 KB): a longer line
+# is no note, and costs nothing to refuse.
+MAX_POWER_NOTE_CHARS = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,28 +208,22 @@ def no_power_line(positions: list[int] | tuple[int, ...], why: str) -> str:
     return f"{PREFIX}no power for {kernels} {ranges_text(positions)}: {why}"
 
 
-def _finite(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value == value and abs(value) != float("inf") else None
-
-
 def parse_power(line: str, limit: int = MAX_POSITIONS) -> KernelPowerNote | None:
     """A power note read back; None for a line that is none, names a kernel at or past `limit`,
     or holds a figure that is not a finite number (the worker never writes one)."""
+    if len(line) > MAX_POWER_NOTE_CHARS:
+        return None
     match = _POWER.match(line)
     if match is None or int(match.group(1)) >= limit:
         return None
-    figures = [_finite(match.group(i)) for i in (2, 3, 4)]
+    figures = [power_report.watts(match.group(i)) for i in (2, 3, 4)]
     if any(f is None for f in figures):
         return None
     components: list[tuple[str, float]] = []
     for part in (match.group(5) or "").split(", ")[:MAX_COMPONENTS]:
         name, _, value = part.partition(" ")
-        watts = _finite(value)
-        if name.isidentifier() and len(name) <= 32 and watts is not None:
+        watts = power_report.watts(value)
+        if name.isascii() and name.isidentifier() and len(name) <= 32 and watts is not None:
             components.append((name, watts))
     avg, peak, low = figures
     assert avg is not None and peak is not None and low is not None

@@ -29,7 +29,7 @@ as finite numbers is skipped too. The components are AccelWattch's power compone
 
 from __future__ import annotations
 
-import math
+import re
 from dataclasses import dataclass, field
 
 REPORT_NAME = "accelwattch_power_report.log"
@@ -51,6 +51,12 @@ _LAST = "gpu_tot_min_power = "
 # of more lines than MAX_BLOCK_LINES (real ones have about 300) never ends: it is dropped.
 MAX_LINE = 8_192
 MAX_BLOCK_LINES = 5_000
+# Watts a figure may hold: any GPU draws well under this; a figure past it (or below 0) is no
+# figure AccelWattch writes, and its block is skipped.
+MAX_WATTS = 100_000.0
+# A number as C++'s `<<` writes a double: ASCII digits only (Python's float() also takes `1_000`
+# and other scripts' digits, which no simulator writes).
+NUMBER = re.compile(r"[-+]?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +71,12 @@ class KernelPowerBlock:
     components: dict[str, float] = field(default_factory=dict)  # average W per component
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
+def watts(text: str) -> float | None:
+    """A figure in W as AccelWattch writes it, within 0 to MAX_WATTS; else None."""
+    if not NUMBER.fullmatch(text):
         return None
-    return value if math.isfinite(value) else None
+    value = float(text)
+    return value if 0.0 <= value <= MAX_WATTS else None
 
 
 def read_block(lines: list[str]) -> KernelPowerBlock | None:
@@ -84,13 +90,14 @@ def read_block(lines: list[str]) -> KernelPowerBlock | None:
             continue
         key, value = key.strip().rstrip(","), value.strip()
         if key.startswith("gpu_avg_") and key[8:] in _COMPONENTS:
-            if (watts := _number(value)) is not None:
-                components[key[8:]] = watts
+            if (figure := watts(value)) is not None:
+                components[key[8:]] = figure
         else:
             values.setdefault(key, value)
     uid = values.get("kernel_launch_uid", "")
-    avg, peak, low = (_number(values.get(f"kernel_{k}_power", "")) for k in ("avg", "max", "min"))
-    if not uid.isdigit() or len(uid) > 12 or avg is None or peak is None or low is None:
+    avg, peak, low = (watts(values.get(f"kernel_{k}_power", "")) for k in ("avg", "max", "min"))
+    # isdigit() alone takes `²`, which int() refuses
+    if not (uid.isascii() and uid.isdigit()) or len(uid) > 12 or avg is None or peak is None or low is None:
         return None
     return KernelPowerBlock(int(uid), values.get("kernel_name", ""), avg, peak, low, components)
 

@@ -85,7 +85,7 @@ def memcpy_problem(kernelslist: str) -> str | None:
             continue
         fields = line.strip().split(",")
         size = fields[2].strip() if len(fields) >= 3 else ""
-        if not size.isdigit() or len(size) > 16 or int(size) > MAX_MEMCPY_BYTES:
+        if not (size.isascii() and size.isdigit()) or len(size) > 16 or int(size) > MAX_MEMCPY_BYTES:
             return (
                 f"line {number}: memcpy {line[:60]!r}: its size must be a number of bytes up to "
                 f"{MAX_MEMCPY_BYTES:,} (more than any GPU holds)"

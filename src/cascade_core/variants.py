@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cascade_core import power_report
 from cascade_core.quoting import quoted
 
 # An option as the simulator registers it: `-gpgpu_n_clusters`, `-gpgpu_cache:dl1`. Matched with
@@ -52,9 +53,17 @@ def canonical_name(name: str) -> str:
     return name if name.startswith("-") else "-" + name
 
 
+# AccelWattch's switches: a run entry's `power` sets them with the config's own model, checked
+# to exist, and reads what they produce; given as options they would pay its cost unread, or
+# make a config without a model fail in the simulator.
+POWER_SWITCHES = frozenset(power_report.POWER_OPTIONS)
+
+
 def name_problem(name: str) -> str | None:
     if name in RESERVED_OPTIONS:
         return f"option {quoted(name)} is set by Cascade itself and cannot be given"
+    if name in POWER_SWITCHES:
+        return f'option {quoted(name)} is set by Cascade itself: give the run entry `"power": true` (--power)'
     if not OPTION_NAME.fullmatch(name):
         return (
             f"option {quoted(name)} is not an option name (a dash, then letters, digits, '_', ':' or '.', "

@@ -20,6 +20,12 @@ _FINISHING = "kernel_launch_uid = "
 _BLOCK_END = "gpgpu_silicon_slowdown = "
 
 
+def _number(text: str) -> bool:
+    """ASCII digits, as the simulator prints a uid (isdigit() alone takes `²`, which int()
+    refuses: a kernel name holding ` uid: ²` must not stop the reading of the output)."""
+    return text.isascii() and text.isdigit() and len(text) <= 12
+
+
 class KernelWatch:
     def __init__(self, positions: Sequence[int], names: Sequence[str], now: float) -> None:
         """`positions`: the trace positions of the simulator's list, in list order; `names`: the
@@ -40,13 +46,13 @@ class KernelWatch:
         elif line.startswith(_LAUNCHING):
             name, _, rest = line[len(_LAUNCHING) :].partition(" uid: ")
             uid = rest.split(" ", 1)[0]
-            if uid.isdigit() and 0 < int(uid) <= len(self.positions):
+            if _number(uid) and 0 < int(uid) <= len(self.positions):
                 self._begun.add(int(uid) - 1)
                 self._names[int(uid) - 1] = name
                 self.last_progress = now
         elif line.startswith(_FINISHING):  # concurrent kernels' block: "3 4"
             uids = line[len(_FINISHING) :].split()
-            self._finishing = [int(u) - 1 for u in uids if u.isdigit() and 0 < int(u) <= len(self.positions)]
+            self._finishing = [int(u) - 1 for u in uids if _number(u) and 0 < int(u) <= len(self.positions)]
         elif line.startswith(_BLOCK_END) and self._finishing:
             self._finished.update(self._finishing)
             self._finishing = []

@@ -29,11 +29,12 @@ READ_AT_ONCE = 1 << 20
 
 class PowerTail:
     def __init__(self, run_dir: Path, keep: Path) -> None:
-        """`run_dir`: where the simulators write their reports; `keep`: the reports of the
-        simulators that ended, one after the other (outside run_dir: each simulator truncates its
-        own)."""
+        """`run_dir`: where the simulators write their reports; `keep`: a folder for the reports of
+        the simulators that ended, each moved there whole (outside run_dir: each simulator
+        truncates its own; a move needs no disk space, so a full disk loses none of them)."""
         self.report = run_dir / REPORT_NAME
         self.keep = keep
+        self._kept: list[Path] = []
         self._begin()
 
     def _begin(self) -> None:
@@ -54,10 +55,11 @@ class PowerTail:
                 while data := report.read(READ_AT_ONCE):
                     self._offset += len(data)
                     for block in self._reader.feed(data):
-                        self._waiting[block.uid] = block
+                        if 1 <= block.uid <= len(watch.positions):  # else no kernel of this list
+                            self._waiting[block.uid] = block
         except FileNotFoundError:
             return []
-        except OSError as exc:  # the report is a nicety: the sim's cycles never depend on it
+        except (OSError, ValueError) as exc:  # a nicety: the sim's cycles never depend on it
             log.warning("cannot read the power report: %s", exc)
             return []
         notes = []
@@ -92,18 +94,32 @@ class PowerTail:
             notes.append(log_notes.no_power_line(missing, why))
         try:
             if self.report.exists():
-                with open(self.keep, "ab") as kept, open(self.report, "rb") as report:
-                    while data := report.read(READ_AT_ONCE):
-                        kept.write(data)
-                self.report.unlink()
+                self.keep.mkdir(parents=True, exist_ok=True)
+                kept = self.keep / f"{len(self._kept)}.log"
+                os.replace(self.report, kept)
+                self._kept.append(kept)
         except OSError as exc:
             log.warning("cannot keep the power report: %s", exc)
         return notes
 
     def finish(self) -> None:
-        """The sims's whole report, where its files are uploaded from."""
+        """The sim's whole report, every simulator's one after the other, where its files are
+        uploaded from; on a disk too full to join them, each simulator's report as a file of its
+        own (`accelwattch_power_report.restart-N.log` after the first)."""
+        if not self._kept:
+            return
         try:
-            if self.keep.exists():
-                os.replace(self.keep, self.report)
+            with open(self.report, "wb") as whole:
+                for part in self._kept:
+                    with open(part, "rb") as report:
+                        while data := report.read(READ_AT_ONCE):
+                            whole.write(data)
+            return
         except OSError as exc:
-            log.warning("cannot keep the power report: %s", exc)
+            log.warning("cannot join the power reports (%s): uploading each on its own", exc)
+        for number, part in enumerate(self._kept):
+            name = REPORT_NAME if number == 0 else REPORT_NAME.replace(".log", f".restart-{number}.log")
+            try:
+                os.replace(part, self.report.with_name(name))
+            except OSError as exc:
+                log.warning("cannot keep the power report: %s", exc)

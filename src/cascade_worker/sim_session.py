@@ -101,7 +101,7 @@ class Worker:
         self._cpu_used = 0.0  # CPU seconds of the sim's simulators that ended
         self._cpu_at_start = 0.0  # the worker's children's CPU time when the current one started
         self._wanted = True  # the server still wants the sim's output (False: cancelled)
-        self.power = PowerTail(plan.run_dir, plan.scratch / "power-report-so-far") if plan.power else None
+        self.power = PowerTail(plan.run_dir, plan.scratch / "power-reports") if plan.power else None
 
     # --- control ----------------------------------------------------------------------------
 

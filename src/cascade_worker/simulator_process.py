@@ -55,12 +55,20 @@ class SimulatorProcess:
         return None if self._proc is None else self._proc.returncode
 
     async def pump(self, on_lines: Callable[[list[str]], None]) -> None:
-        """Hand every line of the output to `on_lines`, in order, until the output ends."""
+        """Hand every line of the output to `on_lines`, in order, until the output ends. A line
+        `on_lines` fails on is logged, and the output is still read to its end: a reader that
+        stopped would leave the simulator blocked on a full pipe, and the sim with it, for ever."""
         assert self._proc is not None and self._proc.stdout is not None
         splitter = LineSplitter()
+        failed = False
         while True:
             data = await self._proc.stdout.read(READ_SIZE)
-            on_lines(splitter.feed(data) if data else splitter.finish())
+            try:
+                on_lines(splitter.feed(data) if data else splitter.finish())
+            except Exception:  # noqa: BLE001 - a bug in reading one line must not hang the sim
+                if not failed:
+                    log.exception("a line of the simulator's output could not be handled")
+                failed = True
             if not data:
                 return
 

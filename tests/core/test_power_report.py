@@ -134,3 +134,29 @@ def test_a_note_s_odd_components_are_left_out_not_the_note():
 
 def test_the_components_are_accelwattch_s_own():
     assert len(POWER_COMPONENTS) == 33 and POWER_COMPONENTS[-2:] == ["CONSTP", "STATICP"]
+
+
+@pytest.mark.parametrize("uid", ["²", "①", "١"])
+def test_a_uid_in_another_script_s_digits_is_a_garbled_block_not_an_error(uid):
+    """`"²".isdigit()` is true and `int("²")` raises: it stopped the worker's reading of the
+    simulator's output, which then blocked on a full pipe for ever (an attacker found it)."""
+    text = power_block(1, 1).replace("kernel_launch_uid = 1 ", f"kernel_launch_uid = {uid}") + power_block(
+        2, 2
+    )
+    reader = PowerReportReader()
+    assert [b.uid for b in reader.feed(text.encode())] == [2] and reader.skipped == 1
+
+
+@pytest.mark.parametrize("figure", ["1e308", "100001", "-1", "1_000", "١٢", "0x10", "5W"])
+def test_a_figure_no_simulator_writes_is_refused_in_the_report_and_in_a_note(figure):
+    text = power_block(1, 1).replace("kernel_avg_power = 55.25", f"kernel_avg_power = {figure}")
+    assert PowerReportReader().feed(text.encode()) == []
+    note = f"[cascade] power #1: avg {figure} W, max 70 W, min 50 W"
+    assert log_notes.parse_power(note) is None
+
+
+def test_a_note_with_another_script_s_digits_or_too_long_is_no_note():
+    assert log_notes.parse_power("[cascade] power #٦: avg 1 W, max 1 W, min 1 W") is None
+    long = "[cascade] power #1: avg 1 W, max 1 W, min 1 W; " + "DRAMP 1, " * 1_000
+    assert len(long) > log_notes.MAX_POWER_NOTE_CHARS and log_notes.parse_power(long) is None
+    assert log_notes.parse_failure("[cascade] kernel #٦ failed in the simulator: x") is None

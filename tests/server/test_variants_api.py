@@ -62,7 +62,6 @@ async def test_bad_options_are_a_422_naming_the_option(variants, options, named)
     [
         "-ptx_line_stats_filename",
         "-hw_perf_file_name",
-        "-accelwattch_xml_file",
         "-inter_config_file",
         "-gpgpu_ptx_inst_debug_file",
         "-gpgpu_n_clusters",

@@ -32,7 +32,7 @@ def test_power_waits_for_the_kernel_s_stats_and_goes_to_its_trace_position(tmp_p
     assert tail.end(watch, owns) == [
         "[cascade] no power for kernel #6: the power report has no whole block for it"
     ]
-    assert not report.exists() and (tmp_path / "kept").read_text().count("kernel_launch_uid") == 2
+    assert not report.exists() and (tmp_path / "kept" / "0.log").read_text().count("kernel_launch_uid") == 2
 
 
 def test_the_reports_of_every_simulator_are_uploaded_as_one(tmp_path):
@@ -58,3 +58,46 @@ def test_a_simulator_that_wrote_no_report_says_so(tmp_path):
     ]
     tail.finish()
     assert not (tmp_path / REPORT_NAME).exists()
+
+
+def test_a_full_disk_loses_no_simulator_s_report(tmp_path, monkeypatch):
+    """Each simulator's report is moved aside whole (no space needed); when they cannot be joined,
+    each is uploaded as a file of its own."""
+    import builtins
+
+    tail = PowerTail(tmp_path, tmp_path / "kept")
+    report = tmp_path / REPORT_NAME
+    for simulator in range(2):
+        tail.start()
+        watch = KernelWatch([simulator], ["k"], 0.0)
+        report.write_text(power_block(1, simulator + 1))
+        finish(watch, 1)
+        tail.end(watch, lambda p: True)
+    real_open = builtins.open
+
+    def full_disk(path, mode="r", *args, **kwargs):
+        if "w" in mode:
+            raise OSError(28, "No space left on device")
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", full_disk)
+    tail.finish()
+    monkeypatch.undo()
+    assert report.read_text() == power_block(1, 1)
+    assert (tmp_path / "accelwattch_power_report.restart-1.log").read_text() == power_block(1, 2)
+
+
+def test_a_block_of_a_uid_the_list_does_not_have_is_not_kept(tmp_path):
+    tail = PowerTail(tmp_path, tmp_path / "kept")
+    watch = KernelWatch([0], ["k"], 0.0)
+    (tmp_path / REPORT_NAME).write_text(power_block(0, 1) + power_block(999_999, 1))
+    assert tail.poll(watch, lambda p: True) == [] and tail._waiting == {}
+
+
+def test_a_launch_line_with_another_script_s_digits_is_read_past():
+    """Accel-Sim prints a kernel's name from its trace header whole: a name holding ` uid: ²`
+    stopped the output's reading (int("²") raises), and the sim hung (an attacker found it)."""
+    watch = KernelWatch([0], ["k"], 0.0)
+    watch.feed("launching kernel name: _Z1kv uid: ² x uid: 1 cuda_stream_id: 0", 0.0)
+    watch.feed("kernel_launch_uid = ² ", 0.0)
+    assert watch.running() is None

@@ -114,6 +114,7 @@ class LogIngest:
             pack=pack,
             estimates=_estimates(row["sampling"]) if row["sampling"] else None,
             kernel_limit=row["trace_kernels"],
+            power=bool(row["power"]),
         )
 
     async def _save(

@@ -70,6 +70,14 @@ class ParseJob:
     estimates: dict[int, tuple[tuple[int, float], ...]] | None = None
     # The trace's kernels: the positions the worker's notes may name (None: unknown, no bound).
     kernel_limit: int | None = None
+    power: bool = False  # the sim simulates power: its log's power notes are stored
+
+    def takes_power(self, index: int) -> bool:
+        """Whether a power note for the kernel at trace position `index` is one this sim's worker
+        writes: a power sim's, for a kernel of its range, not one estimated from another."""
+        if not self.power or index < self.placement.first or not self.placement.owns(index):
+            return False
+        return not any(index == p for estimated in (self.estimates or {}).values() for p, _ in estimated)
 
     @property
     def state_at(self) -> int:
@@ -186,7 +194,8 @@ class Parsers:
                     own.append(guess)
             # at trace positions already (the worker's notes); an estimated kernel takes its
             # representative's
-            came = power_rows(sim_id, parser.take_power(), job.estimates or {})
+            notes = [note for note in parser.take_power() if job.takes_power(note.kernel_index)]
+            came = power_rows(sim_id, notes, job.estimates or {})
             power += came
             if job.watched:
                 chunks.append(

@@ -140,12 +140,17 @@ class RunService:
                 raise Invalid(
                     f"gpu_config {config.name!r} is {config.arch}, but trace {trace.id} is {trace.trace_gpu_arch}",
                 )
+            if entry.power and self._stand_in():
+                raise Invalid(
+                    "power needs the real simulator: the stand-in replays a recorded log, which has no "
+                    "power; install it with `cascade simulator install`"
+                )
             if entry.power and not config.power_model:
                 same_arch = [c for c in self.configs.values() if c.arch == config.arch]
                 raise Invalid(power_model_problem(config.name, same_arch))
         # Workers we start (local or Slurm) without Accel-Sim run the stand-in: say so on the run (`replay`), so no
         # one takes its numbers for a simulation of this trace.
-        stand_in = self.settings.launcher in ("local", "slurm") and not self.simulator.real()
+        stand_in = self._stand_in()
         # variants: options the config and simulator know, unique (config, options) and labels (Invalid if not)
         accelsim = self.simulator.accelsim_dir()
         entries = await self.options.check_entries(
@@ -155,11 +160,6 @@ class RunService:
             stand_in=stand_in,
             tree=accelsim or self.settings.configs_root,
         )
-        if stand_in and any(e.power for e in entries):
-            raise Invalid(
-                "power needs the real simulator: the stand-in replays a recorded log, which has no "
-                "power; install it with `cascade simulator install`"
-            )
         if stand_in and (sampled := next((e for e in entries if e.sampling != "none"), None)):
             raise Invalid(
                 f"sampling ({sampled.sampling}) needs the real simulator: the stand-in replays a recorded "
@@ -176,6 +176,10 @@ class RunService:
         return await self.store.runs.create_run(
             trace, entries, self.configs, replay=stand_in, shard_plans=plans, samples=samples
         )
+
+    def _stand_in(self) -> bool:
+        """Whether the workers we start (local or Slurm) run the stand-in: no Accel-Sim here."""
+        return self.settings.launcher in ("local", "slurm") and not self.simulator.real()
 
     async def _hand_over(self, specs: list[SimSpec]) -> None:
         """Give new sims to the launcher: now when it submits at once, else in the background."""
