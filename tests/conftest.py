@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -85,6 +86,27 @@ class LiveServer:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         kwargs.setdefault("timeout", 30)
         return httpx.AsyncClient(base_url=self.url, headers=headers, **kwargs)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_worker_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Workers outlive their server by design (they report to the next one), so a test that stops
+    its server with a sim running leaves its worker retrying for hours: at the end, every
+    `cascade_worker` whose sim is this session's (its environment names this session's temporary
+    folder) is stopped."""
+    yield
+    root = str(tmp_path_factory.getbasetemp()).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if (
+                b"cascade_worker" in (entry / "cmdline").read_bytes()
+                and root in (entry / "environ").read_bytes()
+            ):
+                os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
 
 
 @pytest.fixture(autouse=True)
